@@ -1,0 +1,54 @@
+"""The ``audio-reward`` command: one entry point, a subcommand per feature.
+
+Each feature module exposes ``register(subparsers)`` that adds its
+subcommands with a ``func(args) -> int`` default; modules are imported only
+for the command being run, so ``audio-reward validate`` never imports the
+server's dependencies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from . import __version__
+
+# subcommand -> module providing register(subparsers)
+COMMANDS: dict[str, str] = {
+    "schema": "audio_reward.protocol.cli",
+    "validate": "audio_reward.protocol.cli",
+    "serve": "audio_reward.scorer_server.cli",
+    "score": "audio_reward.scorer_client.cli",
+    "eval": "audio_reward.scorer_client.cli",
+    "preflight": "audio_reward.trainer_plugin.cli",
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="audio-reward", description="Reward scoring for audio RL.")
+    parser.add_argument("--version", action="version", version=f"audio-reward {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    seen: set[str] = set()
+    for name, module in COMMANDS.items():
+        if module in seen or (only is not None and name != only):
+            continue
+        seen.add(module)
+        importlib.import_module(module).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(command if command in COMMANDS else None)
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""Protocol v1 of audio-reward: wire models, codecs and validation.
+
+Depends on pydantic, numpy, orjson and pybase64 only, so trainers, servers
+and tools in any environment can import it.
+"""
+
+from .codecs import (
+    AudioDecodeError,
+    as_float32_mono,
+    decode_f32,
+    decode_file,
+    decode_pcm16,
+    encode_f32,
+    encode_file,
+    encode_pcm16,
+)
+from .errors import Issue, ProtocolError
+from .models import (
+    MESSAGES,
+    BatchItem,
+    BatchScoreRequest,
+    BatchScoreResponse,
+    ErrorDetail,
+    ErrorResponse,
+    RewardOptions,
+    ScoreRequest,
+    ScoreResponse,
+)
+from .validation import (
+    DEFAULT_LIMITS,
+    DecodedScoreRequest,
+    Limits,
+    decode_batch_request,
+    decode_score_request,
+    detect_kind,
+    is_finite_scalar,
+    parse_json,
+    validate_message,
+)
+from .version import PROTOCOL_VERSION, SUPPORTED_VERSIONS
+
+__all__ = [
+    "AudioDecodeError", "as_float32_mono", "decode_f32", "decode_file", "decode_pcm16", "encode_f32",
+    "encode_file", "encode_pcm16", "Issue", "ProtocolError", "MESSAGES", "BatchItem", "BatchScoreRequest",
+    "BatchScoreResponse", "ErrorDetail", "ErrorResponse", "RewardOptions", "ScoreRequest", "ScoreResponse",
+    "DEFAULT_LIMITS", "DecodedScoreRequest", "Limits", "decode_batch_request", "decode_score_request",
+    "detect_kind", "is_finite_scalar", "parse_json", "validate_message", "PROTOCOL_VERSION", "SUPPORTED_VERSIONS",
+]

@@ -1,0 +1,136 @@
+"""Codecs between numpy float32 waveforms and the protocol's audio encodings.
+
+Decoding returns read-only views over the decoded bytes where numpy allows
+(float32 little-endian on a little-endian host needs no copy), so a 10 s clip
+is not copied between the base64 decoder and the engine.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from typing import Any
+
+import numpy as np
+import pybase64
+
+_F32 = np.dtype("<f4")
+_I16 = np.dtype("<i2")
+
+
+class AudioDecodeError(ValueError):
+    """Bytes that are not audio in the announced encoding; ``code`` names why."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def as_float32_mono(waveform: Any) -> np.ndarray:
+    """Turn a numpy array, a CPU torch tensor or a list into a 1-D float32 array.
+
+    Torch tensors are accepted without importing torch: anything with a
+    ``.numpy()`` method (after ``.detach().cpu()`` when present) works.
+    """
+    if hasattr(waveform, "detach"):
+        waveform = waveform.detach()
+    if hasattr(waveform, "cpu") and not isinstance(waveform, np.ndarray):
+        waveform = waveform.cpu()
+    if hasattr(waveform, "numpy") and not isinstance(waveform, np.ndarray):
+        waveform = waveform.numpy()
+    arr = np.asarray(waveform)
+    if arr.ndim == 2 and 1 in arr.shape:
+        arr = arr.reshape(-1)
+    if arr.ndim != 1:
+        raise ValueError(f"waveform must be mono (1-D), got shape {arr.shape}")
+    if arr.dtype == _I16 or arr.dtype == np.int16:
+        return arr.astype(np.float32) / 32768.0
+    return np.ascontiguousarray(arr, dtype=np.float32)
+
+
+def b64decode(text: str, *, field: str) -> bytes:
+    """Strict base64 decode: rejects characters outside the alphabet and bad padding."""
+    try:
+        return pybase64.b64decode(text, validate=True)
+    except (ValueError, TypeError) as exc:
+        raise AudioDecodeError("invalid_base64", f"{field} is not valid base64 ({exc})") from None
+
+
+def encode_f32(waveform: Any) -> str:
+    """Base64 of mono float32 little-endian samples (verl-omni's encoding)."""
+    arr = as_float32_mono(waveform)
+    if arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and sys.byteorder == "big"):
+        arr = arr.astype(_F32)
+    return pybase64.b64encode(memoryview(arr).cast("B")).decode("ascii")
+
+
+def decode_f32(text: str, *, field: str = "waveform_f32_base64") -> np.ndarray:
+    raw = b64decode(text, field=field)
+    if len(raw) % _F32.itemsize:
+        raise AudioDecodeError(
+            "invalid_audio_length",
+            f"{field} decodes to {len(raw)} bytes, not a whole number of 4-byte float32 samples",
+        )
+    return np.frombuffer(raw, dtype=_F32)
+
+
+def encode_pcm16(waveform: Any) -> str:
+    """Base64 of mono signed 16-bit little-endian PCM; samples are clipped to [-1, 1]."""
+    arr = as_float32_mono(waveform)
+    pcm = np.clip(np.rint(arr * 32767.0), -32768, 32767).astype(_I16)
+    return pybase64.b64encode(pcm.tobytes()).decode("ascii")
+
+
+def decode_pcm16(text: str, *, field: str = "waveform_pcm16_base64") -> np.ndarray:
+    raw = b64decode(text, field=field)
+    if len(raw) % _I16.itemsize:
+        raise AudioDecodeError(
+            "invalid_audio_length",
+            f"{field} decodes to {len(raw)} bytes, not a whole number of 2-byte PCM16 samples",
+        )
+    return np.frombuffer(raw, dtype=_I16).astype(np.float32) / np.float32(32768.0)
+
+
+def encode_file(waveform: Any, sample_rate: int, *, fmt: str = "WAV") -> str:
+    """Base64 of a whole audio file (``WAV`` float32 or ``FLAC`` 16-bit)."""
+    import soundfile as sf
+
+    arr = as_float32_mono(waveform)
+    buf = io.BytesIO()
+    subtype = "FLOAT" if fmt.upper() == "WAV" else "PCM_16"
+    sf.write(buf, arr, int(sample_rate), format=fmt.upper(), subtype=subtype)
+    return pybase64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def decode_file(
+    text: str, *, field: str = "audio_file_base64", max_seconds: float | None = None
+) -> tuple[np.ndarray, int]:
+    """Decode a base64 WAV or FLAC file to (mono float32 samples, sample rate).
+
+    Multi-channel files are averaged to mono.  ``max_seconds`` is checked
+    against the header before any sample is decoded.
+    """
+    import soundfile as sf
+
+    raw = b64decode(text, field=field)
+    if not raw:
+        raise AudioDecodeError("empty_audio", f"{field} is empty")
+    try:
+        with sf.SoundFile(io.BytesIO(raw)) as f:
+            if f.format not in ("WAV", "WAVEX", "FLAC", "RF64"):
+                raise AudioDecodeError(
+                    "invalid_audio_file", f"{field} holds a {f.format} file; only WAV and FLAC are accepted"
+                )
+            rate = int(f.samplerate)
+            if max_seconds is not None and rate > 0 and f.frames / rate > max_seconds:
+                raise AudioDecodeError(
+                    "audio_too_long",
+                    f"{field} holds {f.frames / rate:.1f} s of audio; the limit is {max_seconds:g} s",
+                )
+            data = f.read(dtype="float32", always_2d=True)
+    except AudioDecodeError:
+        raise
+    except Exception as exc:  # soundfile raises LibsndfileError, RuntimeError, TypeError…
+        raise AudioDecodeError("invalid_audio_file", f"{field} is not a readable WAV/FLAC file ({exc})") from None
+    mono = data[:, 0] if data.shape[1] == 1 else data.mean(axis=1, dtype=np.float32)
+    return np.ascontiguousarray(mono, dtype=np.float32), rate

@@ -1,0 +1,45 @@
+"""Typed errors of the protocol layer.
+
+Every validation failure carries a stable machine-readable ``code``, a message
+naming the field, and the JSON path of the offending value.  The server turns
+them into ``{"error": {"code", "message", "retryable"}}`` bodies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One problem found in a payload."""
+
+    code: str
+    message: str
+    path: str = "$"
+
+    def describe(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+class ProtocolError(Exception):
+    """A payload that does not follow the protocol; holds every issue found."""
+
+    def __init__(self, issues: list[Issue]) -> None:
+        if not issues:
+            raise ValueError("ProtocolError needs at least one issue")
+        self.issues = list(issues)
+        super().__init__("; ".join(i.describe() for i in self.issues))
+
+    @classmethod
+    def single(cls, code: str, message: str, path: str = "$") -> "ProtocolError":
+        return cls([Issue(code, message, path)])
+
+    @property
+    def code(self) -> str:
+        """The code of the first issue: what the server reports."""
+        return self.issues[0].code
+
+    @property
+    def message(self) -> str:
+        return str(self)

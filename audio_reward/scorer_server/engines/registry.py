@@ -1,0 +1,48 @@
+"""Engines by name, imported lazily so a missing optional backend costs nothing."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from .base import ASREngine
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Everything an engine factory needs; built from the server settings."""
+
+    model: str
+    device: str = "cpu"
+    compute_type: str = "default"
+    max_batch_size: int = 16
+    cpu_threads: int = 0
+    beam_size: int = 1
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+# name -> "module:factory"; a factory takes an EngineConfig and returns an unloaded engine.
+ENGINES: dict[str, str] = {
+    "faster-whisper": "audio_reward.scorer_server.engines.faster_whisper_engine:FasterWhisperEngine",
+    "transformers": "audio_reward.scorer_server.engines.transformers_engine:TransformersEngine",
+    "vllm": "audio_reward.scorer_server.engines.vllm_engine:VLLMEngine",
+}
+
+
+class UnknownEngineError(ValueError):
+    pass
+
+
+def create_engine(name: str, config: EngineConfig) -> ASREngine:
+    """Build (not load) the engine called ``name``."""
+    try:
+        target = ENGINES[name]
+    except KeyError:
+        raise UnknownEngineError(f"unknown engine {name!r}; available: {', '.join(sorted(ENGINES))}") from None
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ImportError(f"engine {name!r} needs an optional dependency that is not installed: {exc}") from exc
+    return getattr(module, attr)(config)
