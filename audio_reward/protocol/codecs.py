@@ -77,7 +77,8 @@ def decode_f32(text: str, *, field: str = "waveform_f32_base64") -> np.ndarray:
 def encode_pcm16(waveform: Any) -> str:
     """Base64 of mono signed 16-bit little-endian PCM; samples are clipped to [-1, 1]."""
     arr = as_float32_mono(waveform)
-    pcm = np.clip(np.rint(arr * 32767.0), -32768, 32767).astype(_I16)
+    # Same scale both ways (2**15) so a round trip is off by at most half a step.
+    pcm = np.clip(np.rint(arr * 32768.0), -32768, 32767).astype(_I16)
     return pybase64.b64encode(pcm.tobytes()).decode("ascii")
 
 

@@ -1,0 +1,40 @@
+"""JSON Schema files generated from the protocol models.
+
+The committed files under ``schemas/v1/`` are the contract for clients in
+other languages; a test fails when they drift from the models.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .models import MESSAGES
+from .version import PROTOCOL_VERSION
+
+SCHEMA_DIR = Path(__file__).parent / "schemas" / f"v{PROTOCOL_VERSION}"
+_BASE_ID = f"https://audio-reward.dev/schemas/v{PROTOCOL_VERSION}"
+
+
+def generate_schemas() -> dict[str, str]:
+    """Schema file name → file text, for every wire message."""
+    out = {}
+    for kind, model in MESSAGES.items():
+        schema = model.model_json_schema(mode="validation")
+        schema = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": f"{_BASE_ID}/{kind}.schema.json",
+            **schema,
+        }
+        out[f"{kind}.schema.json"] = json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return out
+
+
+def write_schemas(directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in generate_schemas().items():
+        path = directory / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
