@@ -1,0 +1,68 @@
+"""Character and word error rates of one normalized (reference, hypothesis) pair.
+
+Definitions (identical to ``jiwer.cer``/``jiwer.wer`` on non-empty references):
+
+* CER = Levenshtein(ref chars, hyp chars) / len(ref chars), where a text's
+  characters are those of the whitespace-collapsed, stripped string (single
+  spaces between words count as characters, as in jiwer).
+* WER = Levenshtein(ref words, hyp words) / len(ref words), words split on whitespace.
+
+For a character-level language (normalized Chinese: characters separated by
+spaces) the units are the non-space characters and WER equals CER.
+
+Rates are raw: an insertion-heavy hypothesis (an ASR loop) gives values above 1.
+The reward clips them (see ``RewardPolicy.error_clip``).
+
+Empty reference: the rate is 0.0 when the hypothesis is empty too and 1.0
+otherwise, so a silent target scores perfectly only with a silent transcript.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rapidfuzz.distance import Levenshtein
+
+__all__ = ["ErrorRates", "error_rates"]
+
+
+@dataclass(frozen=True)
+class ErrorRates:
+    """Raw error rates with the counts they are made of."""
+
+    cer: float
+    wer: float
+    ref_chars: int
+    ref_words: int
+    char_edits: int
+    word_edits: int
+
+
+def _rate(edits: int, ref_len: int, hyp_len: int) -> float:
+    if ref_len == 0:
+        return 0.0 if hyp_len == 0 else 1.0
+    return edits / ref_len
+
+
+def error_rates(reference: str, hypothesis: str, *, char_level_language: bool) -> ErrorRates:
+    """CER and WER of ``hypothesis`` against ``reference`` (both already normalized)."""
+    ref_words = reference.split()
+    hyp_words = hypothesis.split()
+    if char_level_language:
+        ref_chars = "".join(ref_words)
+        hyp_chars = "".join(hyp_words)
+        char_edits = Levenshtein.distance(ref_chars, hyp_chars)
+        cer = _rate(char_edits, len(ref_chars), len(hyp_chars))
+        return ErrorRates(cer, cer, len(ref_chars), len(ref_chars), char_edits, char_edits)
+    ref_chars = " ".join(ref_words)
+    hyp_chars = " ".join(hyp_words)
+    char_edits = Levenshtein.distance(ref_chars, hyp_chars)
+    word_edits = Levenshtein.distance(ref_words, hyp_words)
+    return ErrorRates(
+        cer=_rate(char_edits, len(ref_chars), len(hyp_chars)),
+        wer=_rate(word_edits, len(ref_words), len(hyp_words)),
+        ref_chars=len(ref_chars),
+        ref_words=len(ref_words),
+        char_edits=char_edits,
+        word_edits=word_edits,
+    )

@@ -1,0 +1,133 @@
+"""One utterance end to end: normalize both texts, measure errors, shape the reward."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .duration import estimate_speech_duration
+from .metrics import ErrorRates, error_rates
+from .normalizers import Normalizer, is_chinese, language_code
+from .rewards import RewardBreakdown, RewardPolicy, shape_reward
+
+__all__ = ["Diagnostics", "ScoreResult", "score_transcript"]
+
+Diagnostics = dict[str, "str | int | float | bool | None"]
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """Everything known about one scored utterance."""
+
+    transcript: str
+    normalized_reference: str
+    normalized_transcript: str
+    normalizer: str
+    language: str | None
+    char_level: bool
+    rates: ErrorRates
+    reward: RewardBreakdown
+    policy: RewardPolicy
+    duration_s: float
+    expected_duration_s: float
+    expected_duration_source: str
+
+    @property
+    def score(self) -> float:
+        return self.reward.score
+
+    def diagnostics(self) -> Diagnostics:
+        """Flat, finite values with the same keys and types for every result.
+
+        verl takes the extra-info keys of a batch from its first sample, so no key
+        is ever optional; an unknown language is reported as ``""``.
+        """
+        r = self.reward
+        return {
+            "score": r.score,
+            "cer": self.rates.cer,
+            "wer": self.rates.wer,
+            "error_rate": r.error_rate,
+            "error_clipped": r.error_clipped,
+            "ref_chars": self.rates.ref_chars,
+            "ref_words": self.rates.ref_words,
+            "char_edits": self.rates.char_edits,
+            "word_edits": self.rates.word_edits,
+            "transcript": self.transcript,
+            "normalized_transcript": self.normalized_transcript,
+            "normalized_reference": self.normalized_reference,
+            "normalizer": self.normalizer,
+            "language": self.language or "",
+            "char_level": self.char_level,
+            "duration_s": self.duration_s,
+            "expected_duration_s": self.expected_duration_s,
+            "expected_duration_source": self.expected_duration_source,
+            "duration_ratio": r.duration_ratio,
+            "duration_checked": r.duration_checked,
+            "reward_formula": self.policy.formula,
+            "reward_metric": self.policy.metric,
+            "reward_base": r.base,
+            "penalty_empty": r.penalty_empty,
+            "penalty_duration": r.penalty_duration,
+            "penalty_short_audio": r.penalty_short_audio,
+            "penalty_repeat": r.penalty_repeat,
+            "repeated_ngram_fraction": r.repeated_ngram_fraction,
+            "empty_transcript": r.empty_transcript,
+        }
+
+
+def score_transcript(
+    reference: str,
+    transcript: str,
+    *,
+    normalizer: Normalizer,
+    policy: RewardPolicy,
+    language: str | None,
+    duration_s: float,
+    reference_duration_s: float | None,
+) -> ScoreResult:
+    """Score ``transcript`` (the ASR output) against ``reference`` (the target text).
+
+    ``language`` (code or Whisper name, or None) decides the rules for both texts;
+    with None, the reference alone decides whether Chinese rules apply, so a
+    garbled transcript cannot switch them.  ``duration_s`` is the audio length;
+    ``reference_duration_s``, when given and positive, is the expected length,
+    otherwise it is estimated from the reference text.
+    """
+    if not math.isfinite(duration_s) or duration_s < 0:
+        raise ValueError(f"duration_s must be a finite number >= 0, got {duration_s!r}")
+    if reference_duration_s is not None and (not math.isfinite(reference_duration_s) or reference_duration_s < 0):
+        raise ValueError(f"reference_duration_s must be a finite number >= 0, got {reference_duration_s!r}")
+
+    code = language_code(language)
+    char_level = is_chinese(reference, code)
+    normalized_reference = normalizer.normalize(reference, code, chinese=char_level)
+    normalized_transcript = normalizer.normalize(transcript, code, chinese=char_level)
+    rates = error_rates(normalized_reference, normalized_transcript, char_level_language=char_level)
+
+    if reference_duration_s:
+        expected, source = reference_duration_s, "reference"
+    else:
+        expected, source = estimate_speech_duration(reference), "estimate"
+
+    reward = shape_reward(
+        policy,
+        rates.cer if policy.metric == "cer" else rates.wer,
+        transcript_normalized=normalized_transcript,
+        duration_s=duration_s,
+        expected_duration_s=expected,
+    )
+    return ScoreResult(
+        transcript=transcript,
+        normalized_reference=normalized_reference,
+        normalized_transcript=normalized_transcript,
+        normalizer=normalizer.name,
+        language=code,
+        char_level=char_level,
+        rates=rates,
+        reward=reward,
+        policy=policy,
+        duration_s=float(duration_s),
+        expected_duration_s=float(expected),
+        expected_duration_source=source,
+    )
