@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Run every test of audio-reward on a fresh machine: installs what the tests need
+# (apt and pip, idempotent), then runs pytest in each environment.
+#
+#   bash scripts/test.sh [extra pytest args]
+#
+# Environments (override the paths to reuse existing ones):
+#   VENV        main env: server, client, engines, dev tools   (default .venv)
+#   VERL_VENV   trainer env: verl 0.9.1 + the client side      (default .venv-verl)
+#   TTS_VENV    tiny Qwen3-TTS env: qwen-tts, transformers 4.57 (default .venv-tts)
+# SKIP_INSTALL=1 skips the install steps.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+VENV=${VENV:-$ROOT/.venv}
+VERL_VENV=${VERL_VENV:-$ROOT/.venv-verl}
+TTS_VENV=${TTS_VENV:-$ROOT/.venv-tts}
+PY=${PYTHON:-python3}
+
+log() { printf '\n== %s\n' "$*"; }
+
+if [ "${SKIP_INSTALL:-0}" != 1 ]; then
+  if ! command -v espeak-ng >/dev/null 2>&1; then
+    log "apt: espeak-ng (robotic test speech)"
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq espeak-ng >/dev/null
+  fi
+  log "main environment: $VENV"
+  [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip
+  # torch first and pinned: the CPU build on this disk; an unpinned torch pulls a CUDA build.
+  "$VENV/bin/pip" install -q "torch==2.13.0"
+  "$VENV/bin/pip" install -q -e ".[server,base-model,eval,transformers,ray,dev]"
+  if [ -f scripts/envs/verl.sh ]; then
+    log "trainer environment: $VERL_VENV"
+    bash scripts/envs/verl.sh "$VERL_VENV"
+  fi
+  if [ -f scripts/envs/tts.sh ]; then
+    log "TTS model environment: $TTS_VENV"
+    bash scripts/envs/tts.sh "$TTS_VENV"
+  fi
+fi
+
+export AUDIO_REWARD_SERVER_PYTHON="$VENV/bin/python"
+export AUDIO_REWARD_TTS_PYTHON="$TTS_VENV/bin/python"
+
+log "tests: main environment"
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider tests "$@"
+
+if [ -x "$VERL_VENV/bin/python" ]; then
+  log "tests: trainer plugin with verl"
+  "$VERL_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/trainer "$@"
+fi
