@@ -1,6 +1,7 @@
 """Character and word error rates of one normalized (reference, hypothesis) pair.
 
-Definitions (identical to ``jiwer.cer``/``jiwer.wer`` on non-empty references):
+Definitions (the values of ``jiwer.cer``/``jiwer.wer`` for non-empty,
+whitespace-collapsed references, as normalized text always is):
 
 * CER = Levenshtein(ref chars, hyp chars) / len(ref chars), where a text's
   characters are those of the whitespace-collapsed, stripped string (single

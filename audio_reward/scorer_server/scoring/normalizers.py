@@ -66,14 +66,24 @@ def _is_cjk_ideograph(ch: str) -> bool:
 
 
 def is_mostly_cjk(text: str) -> bool:
-    """True when at least half of the letters in ``text`` are CJK ideographs."""
-    letters = 0
+    """True when CJK ideographs are at least as many as the other words in ``text``.
+
+    An ideograph is about one spoken word, so a Chinese sentence with a brand name
+    in Latin letters (``我用iPhone拍照``) still counts as Chinese.
+    """
     cjk = 0
+    other_words = 0
+    in_word = False
     for ch in text:
-        if ch.isalpha():
-            letters += 1
-            cjk += _is_cjk_ideograph(ch)
-    return letters > 0 and 2 * cjk >= letters
+        if _is_cjk_ideograph(ch):
+            cjk += 1
+            in_word = False
+        elif ch.isalpha():
+            other_words += not in_word
+            in_word = True
+        else:
+            in_word = False
+    return cjk > 0 and cjk >= other_words
 
 
 def is_chinese(text: str, language: str | None) -> bool:
@@ -169,7 +179,8 @@ class WhisperEnglishNormalizer(Normalizer):
 
     English (or no language): Whisper's English rules, which spell out contractions,
     standardize numbers and currency, map British to American spelling and drop
-    filler words.  Chinese: the ``basic`` Chinese rules.  Other languages: Whisper's
+    filler words; a stray ``.`` token that Whisper's rules leave from an ellipsis
+    (``Hello...`` -> ``hello .``) is dropped so it does not count as a word.  Chinese: the ``basic`` Chinese rules.  Other languages: Whisper's
     ``BasicTextNormalizer``, as the Open ASR Leaderboard does for non-English sets.
     """
 
@@ -187,7 +198,7 @@ class WhisperEnglishNormalizer(Normalizer):
         if chinese:
             return _basic_chinese(text)
         if code is None or code == "en":
-            return _collapse(self._english(text))
+            return " ".join(w for w in self._english(text).split() if w.strip("."))
         return _collapse(self._basic(text))
 
 

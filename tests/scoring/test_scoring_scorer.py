@@ -1,0 +1,144 @@
+"""score_transcript end to end, diagnostics shape, and the duration estimate."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from audio_reward.scorer_server.scoring import (
+    NORMALIZERS,
+    RewardPolicy,
+    estimate_speech_duration,
+    get_normalizer,
+    score_transcript,
+)
+
+CASES = [
+    # (reference, transcript, language, duration_s, reference_duration_s)
+    ("Hello, world! It's a test.", "hello world it's a test", "en", 1.8, None),
+    ("The quick brown fox.", "", "en", 1.2, 1.5),
+    ("The quick brown fox.", "the the the the the the the the the the the the the", "en", 30.0, None),
+    ("今天天气很好，我们去公园散步吧！", "今天天氣很好我們去公園散步", "zh", 3.0, None),
+    ("今天天气很好。", "today the weather is nice", None, 0.0, 0.0),
+    ("", "", None, 0.0, None),
+    ("", "hallucinated words", "en", 1.0, None),
+    ("¡Hola, señor!", "hola señor", "es", 0.9, 1.0),
+]
+
+
+def _all_results():
+    policy = RewardPolicy(
+        empty_transcript_penalty=0.2, duration_penalty=0.2, short_audio_penalty=0.2, repeat_penalty=0.5
+    )
+    return [
+        score_transcript(
+            ref, hyp, normalizer=get_normalizer(name), policy=policy, language=lang,
+            duration_s=dur, reference_duration_s=ref_dur,
+        )
+        for name in NORMALIZERS
+        for ref, hyp, lang, dur, ref_dur in CASES
+    ]
+
+
+def test_diagnostics_same_keys_and_types_and_finite() -> None:
+    results = _all_results()
+    first = results[0].diagnostics()
+    for result in results:
+        diag = result.diagnostics()
+        assert list(diag) == list(first)
+        for key, value in diag.items():
+            assert type(value) is type(first[key]), key
+            assert isinstance(value, (str, int, float, bool)), key
+            if isinstance(value, float):
+                assert math.isfinite(value), key
+        assert 0.0 <= diag["score"] <= 1.0
+        assert diag["score"] == result.score
+
+
+def test_exact_match_scores_one() -> None:
+    r = score_transcript(
+        "Hello, world!", "hello world", normalizer=get_normalizer("seed-tts-eval"), policy=RewardPolicy(),
+        language="en", duration_s=1.0, reference_duration_s=None,
+    )
+    d = r.diagnostics()
+    assert (d["score"], d["cer"], d["wer"], d["empty_transcript"]) == (1.0, 0.0, 0.0, False)
+    assert d["normalized_reference"] == d["normalized_transcript"] == "hello world"
+    assert d["reward_formula"] == "1-cer" and d["reward_metric"] == "cer"
+    assert d["expected_duration_source"] == "estimate"
+    assert d["expected_duration_s"] == pytest.approx(11 / 14)
+
+
+def test_chinese_traditional_transcript_against_simplified_target() -> None:
+    r = score_transcript(
+        "今天天气很好，我们去公园散步吧！", "今天天氣很好我們去公園散步", normalizer=get_normalizer("seed-tts-eval"),
+        policy=RewardPolicy(), language="zh", duration_s=3.0, reference_duration_s=None,
+    )
+    # Only 吧 is missing: 1 of 14 characters.
+    assert r.char_level is True
+    assert r.rates.cer == r.rates.wer == pytest.approx(1 / 14)
+    assert r.score == pytest.approx(13 / 14)
+
+
+def test_reference_decides_chinese_rules_when_language_unknown() -> None:
+    normalizer = get_normalizer("basic")
+    zh = score_transcript("今天天气很好。", "今天天气很好", normalizer=normalizer, policy=RewardPolicy(),
+                          language=None, duration_s=1.5, reference_duration_s=None)
+    assert zh.char_level and zh.score == 1.0
+    # A transcript in CJK cannot switch an English target to per-character units.
+    en = score_transcript("good morning", "早上好", normalizer=normalizer, policy=RewardPolicy(),
+                          language=None, duration_s=1.0, reference_duration_s=None)
+    assert not en.char_level
+    assert en.normalized_transcript == "早上好"
+    assert en.rates.wer == 1.0
+
+
+def test_metric_wer_and_reference_duration() -> None:
+    policy = RewardPolicy(metric="wer", duration_penalty=0.5)
+    r = score_transcript("one two three four", "one two tree four", normalizer=get_normalizer("basic"),
+                         policy=policy, language="en", duration_s=5.0, reference_duration_s=2.0)
+    d = r.diagnostics()
+    assert d["error_rate"] == d["wer"] == 0.25
+    assert d["expected_duration_source"] == "reference" and d["duration_ratio"] == 2.5
+    assert d["penalty_duration"] == 0.5
+    assert d["score"] == pytest.approx(0.75 - 0.5)
+
+
+def test_looping_transcript_is_penalized() -> None:
+    policy = RewardPolicy(formula="exp", repeat_penalty=0.5, duration_penalty=0.2)
+    r = score_transcript("The quick brown fox.", "the " * 60, normalizer=get_normalizer("whisper-en"),
+                         policy=policy, language="en", duration_s=30.0, reference_duration_s=None)
+    d = r.diagnostics()
+    assert d["cer"] > 1.0 and d["error_clipped"] == 1.0
+    assert d["repeated_ngram_fraction"] > 0.9
+    assert d["penalty_duration"] == 0.2
+    assert d["score"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"duration_s": math.nan}, "duration_s must be a finite number >= 0"),
+        ({"duration_s": -1.0}, "duration_s must be a finite number >= 0"),
+        ({"reference_duration_s": math.inf}, "reference_duration_s must be a finite number >= 0"),
+    ],
+)
+def test_bad_durations_rejected(kwargs: dict, message: str) -> None:
+    args = {"duration_s": 1.0, "reference_duration_s": None} | kwargs
+    with pytest.raises(ValueError, match=message):
+        score_transcript("a", "a", normalizer=get_normalizer("basic"), policy=RewardPolicy(), language="en", **args)
+
+
+def test_estimate_speech_duration() -> None:
+    assert estimate_speech_duration("") == 0.0
+    assert estimate_speech_duration(" ... ！") == 0.0
+    # 5 + 1 (space) + 5 characters at 14 per second.
+    assert estimate_speech_duration("Hello, world!") == pytest.approx(11 / 14)
+    # 9 ideographs at 4.5 per second; punctuation is silent.
+    assert estimate_speech_duration("今天天气很好，我们去") == pytest.approx(9 / 4.5)
+    assert estimate_speech_duration("ありがとう") == pytest.approx(5 / 7.5)
+    assert estimate_speech_duration("안녕하세요") == pytest.approx(5 / 6.0)
+    # A typical English sentence: 150 words a minute is 2.5 words a second.
+    sentence = "the quick brown fox jumps over the lazy dog and then it runs far away from here"
+    words = len(sentence.split())
+    assert estimate_speech_duration(sentence) == pytest.approx(words / 2.5, rel=0.25)
