@@ -1,0 +1,29 @@
+"""Client SDK of audio-reward: score candidates on a scorer server.
+
+- :class:`AsyncScorerClient`: asyncio, one pooled session, retries, batching.
+- :class:`ScorerClient`: the same API for synchronous and threaded code.
+- :func:`compute_score`: verl-omni's audio reward function signature.
+
+Failures are :class:`ScorerError` subclasses; see :mod:`.errors`.
+"""
+
+from .async_client import AsyncScorerClient
+from .compute import close_cached_clients, compute_score
+from .errors import (
+    DeadlineExceededError,
+    InvalidInputError,
+    ProtocolViolationError,
+    RequestRejectedError,
+    ScorerError,
+    ScorerUnavailableError,
+    TransientServerError,
+)
+from .settings import ClientSettings
+from .sync_client import ScorerClient
+from .wire import ScoreItem, ScoreResult, sanitize_metadata
+
+__all__ = [
+    "AsyncScorerClient", "ScorerClient", "ClientSettings", "ScoreItem", "ScoreResult", "compute_score",
+    "close_cached_clients", "sanitize_metadata", "ScorerError", "InvalidInputError", "RequestRejectedError",
+    "ProtocolViolationError", "ScorerUnavailableError", "DeadlineExceededError", "TransientServerError",
+]

@@ -1,0 +1,102 @@
+"""``compute_score`` with verl-omni's audio scorer signature, on cached clients."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+from typing import Any, Mapping
+
+from .async_client import AsyncScorerClient
+from .errors import InvalidInputError
+from .wire import sanitize_metadata
+
+logger = logging.getLogger(__name__)
+
+_Key = tuple[int, str, float, int, float, "str | None"]
+_clients: dict[_Key, tuple[asyncio.AbstractEventLoop, AsyncScorerClient]] = {}
+_lock = threading.Lock()
+
+
+def _cached_client(server_url: str, timeout: float, max_retries: int, retry_backoff: float,
+                   api_key: str | None) -> AsyncScorerClient:
+    loop = asyncio.get_running_loop()
+    key: _Key = (id(loop), server_url, float(timeout), int(max_retries), float(retry_backoff), api_key)
+    with _lock:
+        # Forget clients of loops that have ended (asyncio.run in a test or a script); a
+        # loop id may be reused by a new loop, so the loop object itself is compared too.
+        for stale in [k for k, (lp, _) in _clients.items() if lp.is_closed()]:
+            del _clients[stale]
+        entry = _clients.get(key)
+        if entry is not None and entry[0] is loop and not entry[1].closed:
+            return entry[1]
+        client = AsyncScorerClient(
+            server_url, timeout=timeout, max_retries=max_retries, backoff=retry_backoff, api_key=api_key,
+        )
+        _clients[key] = (loop, client)
+        return client
+
+
+async def close_cached_clients() -> None:
+    """Close the clients :func:`compute_score` opened on the running event loop."""
+    loop = asyncio.get_running_loop()
+    with _lock:
+        mine = [k for k, (lp, _) in _clients.items() if lp is loop]
+        clients = [_clients.pop(k)[1] for k in mine]
+    for client in clients:
+        await client.aclose()
+
+
+def _check_number(name: str, value: Any, *, integer: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
+        raise ValueError(f"{name} must be {'an integer' if integer else 'a finite number'}, got {value!r}")
+
+
+async def compute_score(
+    solution_audio: tuple[Any, int] | None = None,
+    ground_truth: str | None = None,
+    extra_info: Mapping[str, Any] | None = None,
+    data_source: str | None = None,
+    *,
+    server_url: str,
+    timeout: float = 120.0,
+    max_retries: int = 2,
+    retry_backoff: float = 0.5,
+    api_key: str | None = None,
+) -> dict[str, Any]:
+    """Score one rollout on the scorer at ``server_url``: ``{"score": ..., **diagnostics}``.
+
+    Drop-in for verl-omni's ``audio_http_scorer_client.compute_score``:
+    ``solution_audio`` is ``(waveform, sample_rate)`` (numpy, CPU torch
+    tensor or list); when it is ``None``, ``extra_info["audio"]`` and
+    ``extra_info["audio_sample_rate"]`` are used, where verl-omni's TTS
+    rollout leaves them.  ``ground_truth`` is the target text.
+    ``extra_info`` becomes the request metadata by the rule of
+    :func:`~audio_reward.scorer_client.wire.sanitize_metadata` (finite JSON
+    scalars kept, numpy/torch scalars unwrapped, the rest dropped);
+    ``extra_info["language"]``, when a string, also sets the language.
+
+    One client (one connection pool) is kept per event loop and setting, so
+    thousands of calls share connections.  ``api_key`` defaults to
+    ``AUDIO_REWARD_API_KEY``.  Failures raise
+    :class:`~audio_reward.scorer_client.errors.ScorerError` subclasses.
+    """
+    _check_number("timeout", timeout)
+    _check_number("max_retries", max_retries, integer=True)
+    _check_number("retry_backoff", retry_backoff)
+    info = dict(extra_info or {})
+    if solution_audio is None and "audio" in info and "audio_sample_rate" in info:
+        solution_audio = (info["audio"], info["audio_sample_rate"])
+    if not isinstance(solution_audio, (tuple, list)) or len(solution_audio) != 2:
+        raise InvalidInputError("compute_score expects solution_audio=(waveform, sample_rate)")
+    waveform, sample_rate = solution_audio
+    language = info.get("language") if isinstance(info.get("language"), str) else None
+    metadata = sanitize_metadata({k: v for k, v in info.items() if k not in ("audio", "audio_sample_rate")})
+    client = _cached_client(server_url, timeout, max_retries, retry_backoff,
+                            api_key or os.environ.get("AUDIO_REWARD_API_KEY") or None)
+    result = await client.score(
+        waveform, sample_rate, "" if ground_truth is None else str(ground_truth),
+        language=language, metadata=metadata,
+    )
+    return result.to_dict()

@@ -1,0 +1,100 @@
+"""Typed errors of the scorer client.
+
+Every failure a caller sees is a :class:`ScorerError`; its subclass says
+whether trying again later can help::
+
+    ScorerError
+    ├── InvalidInputError        the caller's input cannot be sent (nothing was sent)
+    ├── RequestRejectedError     the server refused the request (final: a 4xx or a final item error)
+    ├── ProtocolViolationError   the server answered something protocol v1 does not allow
+    ├── ScorerUnavailableError   transient faults outlasted the retries (carries the last cause)
+    │   └── DeadlineExceededError  the overall deadline ran out first
+    └── TransientServerError     a retryable answer (408/429/5xx, a retryable item error);
+                                 seen only as the ``last_cause`` of a ScorerUnavailableError
+"""
+
+from __future__ import annotations
+
+
+class ScorerError(Exception):
+    """Base of every error raised by the scorer client."""
+
+    retryable: bool = False
+
+    def __init__(self, message: str, *, request_id: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.request_id = request_id
+
+
+class InvalidInputError(ScorerError, ValueError):
+    """The waveform, sample rate, text or options cannot form a valid request."""
+
+
+class RequestRejectedError(ScorerError):
+    """The server answered with a final error: retrying the same request cannot succeed.
+
+    ``status`` is the HTTP status (``None`` for an item inside a batch
+    answered with 200), ``code`` the server's machine-readable error code.
+    """
+
+    def __init__(
+        self, message: str, *, status: int | None, code: str, request_id: str | None = None
+    ) -> None:
+        super().__init__(message, request_id=request_id)
+        self.status = status
+        self.code = code
+
+    def __str__(self) -> str:
+        where = f"HTTP {self.status}" if self.status is not None else "item error"
+        return f"{where} {self.code}: {self.message}"
+
+
+class ProtocolViolationError(ScorerError):
+    """The server's answer breaks protocol v1 (bad JSON, non-finite score, nested diagnostics…)."""
+
+
+class ScorerUnavailableError(ScorerError):
+    """Transient faults (connection errors, timeouts, 408/429/5xx) persisted through every retry.
+
+    ``attempts`` counts the attempts made; ``last_cause`` is the last fault seen
+    (also chained as ``__cause__``).
+    """
+
+    retryable = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: int,
+        last_cause: BaseException | None,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(message, request_id=request_id)
+        self.attempts = attempts
+        self.last_cause = last_cause
+        self.__cause__ = last_cause
+
+
+class DeadlineExceededError(ScorerUnavailableError):
+    """The overall deadline of a request ran out before a final answer."""
+
+
+class TransientServerError(ScorerError):
+    """The server answered a retryable error; ``status`` is ``None`` for an item inside a batch."""
+
+    retryable = True
+
+    def __init__(
+        self, message: str, *, status: int | None, code: str, retry_after: float | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(message, request_id=request_id)
+        self.status = status
+        self.code = code
+        self.retry_after = retry_after
+
+    def __str__(self) -> str:
+        where = f"HTTP {self.status}" if self.status is not None else "item error"
+        return f"{where} {self.code}: {self.message}"

@@ -1,0 +1,257 @@
+"""Request bodies out, validated results in: the client's side of protocol v1."""
+
+from __future__ import annotations
+
+import logging
+import math
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Union
+
+import numpy as np
+import orjson
+from pydantic import ValidationError
+
+from ..protocol import (
+    PROTOCOL_VERSION,
+    ErrorResponse,
+    RewardOptions,
+    as_float32_mono,
+    encode_f32,
+    is_finite_scalar,
+    parse_json,
+    validate_message,
+)
+from ..protocol import ProtocolError
+from ..protocol.models import MAX_SAMPLE_RATE, MIN_SAMPLE_RATE
+from .errors import InvalidInputError, ProtocolViolationError
+
+logger = logging.getLogger(__name__)
+
+Scalar = Union[str, int, float, bool, None]
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """One scored candidate: the reward, the server's flat diagnostics and the request id."""
+
+    score: float
+    request_id: str
+    diagnostics: Mapping[str, Scalar] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Scalar]:
+        """``{"score": ..., **diagnostics}``: the shape verl's reward functions return."""
+        return {"score": self.score, **self.diagnostics}
+
+
+@dataclass(frozen=True)
+class ScoreItem:
+    """One candidate for :meth:`AsyncScorerClient.score_many`."""
+
+    waveform: Any
+    sample_rate: int
+    text: str
+    language: str | None = None
+    metadata: Mapping[str, Any] | None = None
+    reward: RewardOptions | Mapping[str, Any] | None = None
+    reference_duration_s: float | None = None
+    request_id: str | None = None
+
+
+@dataclass(frozen=True)
+class PreparedItem:
+    """A request body serialized once, so every retry sends the same bytes and id."""
+
+    request_id: str
+    body: bytes
+
+
+def new_request_id() -> str:
+    return uuid.uuid4().hex
+
+
+def as_score_item(item: Any) -> ScoreItem:
+    """Accept a :class:`ScoreItem`, a mapping of its fields, or ``(waveform, sample_rate, text)``."""
+    if isinstance(item, ScoreItem):
+        return item
+    if isinstance(item, Mapping):
+        try:
+            return ScoreItem(**item)
+        except TypeError as exc:
+            raise InvalidInputError(f"bad score item: {exc}") from None
+    if isinstance(item, tuple) and len(item) == 3:
+        return ScoreItem(*item)
+    raise InvalidInputError(
+        f"a score item must be a ScoreItem, a mapping or (waveform, sample_rate, text), got {type(item).__name__}"
+    )
+
+
+def _sample_rate(value: Any) -> int:
+    if hasattr(value, "item") and not isinstance(value, (int, float)):
+        value = value.item()  # numpy / torch scalars
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or int(value) != value:
+        raise InvalidInputError(f"sample_rate must be an integer (Hz), got {value!r}")
+    rate = int(value)
+    if not MIN_SAMPLE_RATE <= rate <= MAX_SAMPLE_RATE:
+        raise InvalidInputError(f"sample_rate must be from {MIN_SAMPLE_RATE} to {MAX_SAMPLE_RATE} Hz, got {rate}")
+    return rate
+
+
+def _metadata(metadata: Mapping[str, Any] | None) -> dict[str, Scalar]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidInputError(f"metadata must be a mapping of JSON scalars, got {type(metadata).__name__}")
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not is_finite_scalar(value):
+            raise InvalidInputError(
+                f"metadata[{key!r}] must be a finite JSON scalar under a string key, got {type(value).__name__} "
+                "(use sanitize_metadata to drop or convert other values)"
+            )
+    return dict(metadata)
+
+
+def sanitize_metadata(extra_info: Mapping[str, Any] | None) -> dict[str, Scalar]:
+    """Reduce a trainer's ``extra_info`` to what protocol metadata may carry.
+
+    The rule: keys become strings; strings, ints, bools and None are kept;
+    floats are kept when finite; numpy/torch scalars (0-d arrays, one-element
+    tensors) are unwrapped with ``.item()`` and judged the same way.
+    Everything else is dropped: non-finite floats, sequences, mappings,
+    arrays (the rollout's ``audio`` rides in ``extra_info`` and must not be
+    sent twice).  Dropped keys are logged at DEBUG.
+    """
+    out: dict[str, Scalar] = {}
+    dropped = []
+    for key, value in (extra_info or {}).items():
+        if hasattr(value, "item") and not isinstance(value, (str, bytes)) and getattr(value, "size", 1) == 1:
+            try:
+                value = value.item()
+            except (RuntimeError, ValueError, TypeError):
+                dropped.append(key)
+                continue
+        if is_finite_scalar(value):
+            out[str(key)] = value
+        else:
+            dropped.append(key)
+    if dropped:
+        logger.debug("extra_info keys dropped from metadata (not finite JSON scalars): %s", dropped)
+    return out
+
+
+def prepare(item: ScoreItem) -> PreparedItem:
+    """Validate a candidate and serialize its request body; bad input raises :class:`InvalidInputError`."""
+    request_id = item.request_id or new_request_id()
+    if not isinstance(request_id, str) or not 1 <= len(request_id) <= 128:
+        raise InvalidInputError(f"request_id must be a string of 1 to 128 characters, got {request_id!r}")
+    try:
+        return _prepare(item, request_id)
+    except InvalidInputError as exc:
+        exc.request_id = request_id
+        raise
+
+
+def _prepare(item: ScoreItem, request_id: str) -> PreparedItem:
+    if not isinstance(item.text, str):
+        raise InvalidInputError(f"text must be a string, got {type(item.text).__name__}")
+    rate = _sample_rate(item.sample_rate)
+    try:
+        samples = as_float32_mono(item.waveform)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"waveform: {exc}") from None
+    if samples.size == 0:
+        raise InvalidInputError("waveform is empty")
+    if not np.isfinite(samples).all():
+        raise InvalidInputError(f"waveform holds {int(np.count_nonzero(~np.isfinite(samples)))} NaN or infinite samples")
+    body: dict[str, Any] = {
+        "protocol_version": PROTOCOL_VERSION,
+        "waveform_f32_base64": encode_f32(samples),
+        "num_samples": int(samples.size),
+        "sample_rate": rate,
+        "prompt": item.text,
+        "metadata": _metadata(item.metadata),
+        "request_id": request_id,
+    }
+    if item.language is not None:
+        body["language"] = item.language
+    if item.reference_duration_s is not None:
+        ref = item.reference_duration_s
+        if isinstance(ref, bool) or not isinstance(ref, (int, float)) or not math.isfinite(ref) or ref <= 0:
+            raise InvalidInputError(f"reference_duration_s must be a positive finite number, got {ref!r}")
+        body["reference_duration_s"] = float(ref)
+    if item.reward is not None:
+        try:
+            options = item.reward if isinstance(item.reward, RewardOptions) else RewardOptions.model_validate(item.reward)
+        except ValidationError as exc:
+            raise InvalidInputError(f"reward options: {exc}") from None
+        body["reward"] = options.model_dump(exclude_none=True)
+    return PreparedItem(request_id=request_id, body=orjson.dumps(body))
+
+
+def batch_body(items: list[PreparedItem]) -> bytes:
+    """A batch envelope around already-serialized item bodies (no re-encoding of audio)."""
+    return b'{"protocol_version":"' + PROTOCOL_VERSION.encode() + b'","items":[' + b",".join(i.body for i in items) + b"]}"
+
+
+def decode_body(raw: bytes, request_id: str | None = None) -> Any:
+    try:
+        return parse_json(raw)
+    except ProtocolError as exc:
+        raise ProtocolViolationError(f"the scorer answered malformed JSON: {exc}", request_id=request_id) from None
+
+
+def to_result(obj: Any, request_id: str) -> ScoreResult:
+    """Check one flat result against the protocol and type it."""
+    if not isinstance(obj, dict):
+        raise ProtocolViolationError(f"a score result must be a JSON object, got {type(obj).__name__}", request_id=request_id)
+    score = obj.get("score")
+    # pydantic would coerce "0.5" and true to floats; the wire requires a number.
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise ProtocolViolationError(f"score must be a number, got {score!r}", request_id=request_id)
+    _, issues = validate_message(obj, "score_response")
+    if issues:
+        raise ProtocolViolationError(
+            "the scorer's result breaks protocol v1: " + "; ".join(i.describe() for i in issues), request_id=request_id
+        )
+    echoed = obj.get("request_id")
+    if echoed is not None and echoed != request_id:
+        raise ProtocolViolationError(
+            f"the scorer answered request {echoed!r} to request {request_id!r}", request_id=request_id
+        )
+    diagnostics = {k: v for k, v in obj.items() if k != "score"}
+    return ScoreResult(score=float(score), request_id=request_id, diagnostics=diagnostics)
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    code: str
+    message: str
+    retryable: bool | None
+
+
+def error_info(obj: Any) -> ErrorInfo | None:
+    """The ``{"error": {...}}`` of an answer, or ``None`` when it is not one."""
+    if not isinstance(obj, dict) or "error" not in obj:
+        return None
+    try:
+        detail = ErrorResponse.model_validate(obj).error
+    except ValidationError:
+        err = obj.get("error")
+        if isinstance(err, dict):
+            retryable = err.get("retryable")
+            return ErrorInfo(str(err.get("code", "unknown")), str(err.get("message", err)),
+                             retryable if isinstance(retryable, bool) else None)
+        return ErrorInfo("unknown", str(err), None)
+    return ErrorInfo(detail.code, detail.message, detail.retryable)
+
+
+def error_of_body(raw: bytes, status: int) -> ErrorInfo:
+    """Best-effort reading of a non-200 body: a protocol error, or the raw text."""
+    try:
+        info = error_info(orjson.loads(raw))
+    except orjson.JSONDecodeError:
+        info = None
+    if info is None:
+        text = raw[:300].decode("utf-8", "replace").strip() or "(empty body)"
+        return ErrorInfo(f"http_{status}", text, None)
+    return info
