@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from audio_reward.scorer_server.scoring import (
     NORMALIZERS,
@@ -142,3 +144,36 @@ def test_estimate_speech_duration() -> None:
     sentence = "the quick brown fox jumps over the lazy dog and then it runs far away from here"
     words = len(sentence.split())
     assert estimate_speech_duration(sentence) == pytest.approx(words / 2.5, rel=0.25)
+
+
+_texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    reference=_texts,
+    transcript=_texts,
+    name=st.sampled_from(NORMALIZERS),
+    language=st.sampled_from([None, "en", "zh", "yue", "es", "ja"]),
+    formula=st.sampled_from(["1-cer", "exp", "tanh"]),
+    metric=st.sampled_from(["cer", "wer"]),
+    duration_s=st.floats(0.0, 600.0),
+    reference_duration_s=st.one_of(st.none(), st.floats(0.0, 600.0)),
+)
+def test_any_text_gives_a_finite_score_in_unit_interval(
+    reference: str, transcript: str, name: str, language: str | None, formula: str, metric: str,
+    duration_s: float, reference_duration_s: float | None,
+) -> None:
+    policy = RewardPolicy(
+        formula=formula, metric=metric, empty_transcript_penalty=0.3, duration_penalty=0.3,
+        short_audio_penalty=0.3, repeat_penalty=0.3,
+    )
+    result = score_transcript(
+        reference, transcript, normalizer=get_normalizer(name), policy=policy, language=language,
+        duration_s=duration_s, reference_duration_s=reference_duration_s,
+    )
+    diag = result.diagnostics()
+    assert 0.0 <= diag["score"] <= 1.0
+    assert all(math.isfinite(v) for v in diag.values() if isinstance(v, float))
+    if result.normalized_reference == result.normalized_transcript:
+        assert diag["cer"] == diag["wer"] == 0.0

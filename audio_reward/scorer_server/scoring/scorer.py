@@ -12,7 +12,7 @@ from .rewards import RewardBreakdown, RewardPolicy, shape_reward
 
 __all__ = ["Diagnostics", "ScoreResult", "score_transcript"]
 
-Diagnostics = dict[str, "str | int | float | bool | None"]
+Diagnostics = dict[str, str | int | float | bool | None]
 
 
 @dataclass(frozen=True)
