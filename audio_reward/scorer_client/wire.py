@@ -124,8 +124,8 @@ def sanitize_metadata(extra_info: Mapping[str, Any] | None) -> dict[str, Scalar]
     out: dict[str, Scalar] = {}
     dropped = []
     for key, value in (extra_info or {}).items():
-        if hasattr(value, "item") and not isinstance(value, (str, bytes)) and getattr(value, "size", 1) == 1:
-            try:
+        if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+            try:  # one-element arrays and tensors unwrap; larger ones raise and are dropped
                 value = value.item()
             except (RuntimeError, ValueError, TypeError):
                 dropped.append(key)

@@ -131,7 +131,7 @@ class FaultServer:
         app.router.add_post("/v1/score/batch", self._batch)
         app.router.add_get("/readyz", self._ready)
         app.router.add_get("/v1/info", self._info)
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.2)
         await self._runner.setup()
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
