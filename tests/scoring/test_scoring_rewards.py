@@ -168,3 +168,8 @@ def test_score_stays_in_unit_interval(formula: str) -> None:
         for transcript in ("", "a b c"):
             r = _shape(policy, err, transcript=transcript)
             assert 0.0 <= r.score <= 1.0 and math.isfinite(r.score)
+
+
+def test_tiny_expected_duration_keeps_ratio_finite() -> None:
+    r = _shape(RewardPolicy(duration_penalty=0.5), 0.0, duration=1.0, expected=5e-324)
+    assert math.isfinite(r.duration_ratio) and r.penalty_duration == 0.5

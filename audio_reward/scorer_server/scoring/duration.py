@@ -18,7 +18,13 @@ from __future__ import annotations
 
 import unicodedata
 
-__all__ = ["IDEOGRAPHS_PER_SECOND", "KANA_PER_SECOND", "HANGUL_PER_SECOND", "OTHER_CHARS_PER_SECOND", "estimate_speech_duration"]
+__all__ = [
+    "HANGUL_PER_SECOND",
+    "IDEOGRAPHS_PER_SECOND",
+    "KANA_PER_SECOND",
+    "OTHER_CHARS_PER_SECOND",
+    "estimate_speech_duration",
+]
 
 IDEOGRAPHS_PER_SECOND = 4.5
 KANA_PER_SECOND = 7.5
@@ -43,6 +49,8 @@ def estimate_speech_duration(text: str) -> float:
     for word in text.split():
         units = [ch for ch in word if unicodedata.category(ch)[0] not in "PZC"]
         if units:
-            # One space between words is spoken time too (a short pause).
-            seconds += sum(_seconds_for(ch) for ch in units) + (1.0 / OTHER_CHARS_PER_SECOND if seconds else 0.0)
+            if seconds:
+                # The space between two words is spoken time too (a short pause).
+                seconds += 1.0 / OTHER_CHARS_PER_SECOND
+            seconds += sum(_seconds_for(ch) for ch in units)
     return seconds

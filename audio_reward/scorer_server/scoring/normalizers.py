@@ -180,7 +180,8 @@ class WhisperEnglishNormalizer(Normalizer):
     English (or no language): Whisper's English rules, which spell out contractions,
     standardize numbers and currency, map British to American spelling and drop
     filler words; a stray ``.`` token that Whisper's rules leave from an ellipsis
-    (``Hello...`` -> ``hello .``) is dropped so it does not count as a word.  Chinese: the ``basic`` Chinese rules.  Other languages: Whisper's
+    (``Hello...`` -> ``hello .``) is dropped so it does not count as a word.
+    Chinese: the ``basic`` Chinese rules.  Other languages: Whisper's
     ``BasicTextNormalizer``, as the Open ASR Leaderboard does for non-English sets.
     """
 

@@ -21,6 +21,7 @@ clipped to [0, 1]:
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
@@ -167,7 +168,8 @@ def shape_reward(
     penalty_empty = policy.empty_transcript_penalty if empty and error_rate > 0 else 0.0
 
     checked = expected_duration_s > 0
-    ratio = duration_s / expected_duration_s if checked else 0.0
+    # A subnormal expectation overflows the division; keep the reported ratio finite.
+    ratio = min(duration_s / expected_duration_s, sys.float_info.max) if checked else 0.0
     outside = checked and not (policy.duration_ratio_min <= ratio <= policy.duration_ratio_max)
     penalty_duration = policy.duration_penalty if outside else 0.0
 

@@ -96,7 +96,10 @@ def score_transcript(
     """
     if not math.isfinite(duration_s) or duration_s < 0:
         raise ValueError(f"duration_s must be a finite number >= 0, got {duration_s!r}")
-    if reference_duration_s is not None and (not math.isfinite(reference_duration_s) or reference_duration_s < 0):
+    bad_reference_duration = reference_duration_s is not None and (
+        not math.isfinite(reference_duration_s) or reference_duration_s < 0
+    )
+    if bad_reference_duration:
         raise ValueError(f"reference_duration_s must be a finite number >= 0, got {reference_duration_s!r}")
 
     code = language_code(language)
