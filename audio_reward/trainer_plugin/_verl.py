@@ -1,0 +1,56 @@
+"""verl's extension points, imported in one place with a clear error when absent.
+
+The plugin targets verl >= 0.9 with the reward-loop API
+(``verl.experimental.reward_loop``); verl-omni pins verl by git commit, so
+only the names below are relied on, never a version number.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+REQUIREMENT = "verl>=0.9 with the reward-loop API (pip install 'audio-reward[verl]')"
+
+
+class VerlUnavailableError(ImportError):
+    """verl, or one of the extension points the plugin needs, cannot be imported."""
+
+
+def _import(module: str, name: str) -> Any:
+    try:
+        mod = __import__(module, fromlist=[name])
+    except ImportError as exc:
+        raise VerlUnavailableError(f"cannot import {module} ({exc}); the audio-reward verl plugin needs {REQUIREMENT}") from exc
+    try:
+        return getattr(mod, name)
+    except AttributeError:
+        raise VerlUnavailableError(f"{module} has no {name}; the audio-reward verl plugin needs {REQUIREMENT}") from None
+
+
+def reward_manager_base() -> type:
+    return _import("verl.experimental.reward_loop.reward_manager.base", "RewardManagerBase")
+
+
+def reward_manager_registry() -> dict[str, type]:
+    return _import("verl.experimental.reward_loop.reward_manager.registry", "REWARD_MANAGER")
+
+
+def register_reward_manager(name: str) -> Any:
+    return _import("verl.experimental.reward_loop.reward_manager.registry", "register")(name)
+
+
+def core_algos() -> Any:
+    try:
+        import verl.trainer.ppo.core_algos as mod
+    except ImportError as exc:
+        raise VerlUnavailableError(f"cannot import verl.trainer.ppo.core_algos ({exc}); needs {REQUIREMENT}") from exc
+    return mod
+
+
+def verl_available() -> bool:
+    """True when the reward-loop API imports (no error raised)."""
+    try:
+        reward_manager_base()
+    except VerlUnavailableError:
+        return False
+    return True

@@ -1,0 +1,132 @@
+"""``AudioScoreRewardManager``: verl's reward-loop manager for speech rollouts.
+
+Register it by installing audio-reward (its ``verl.plugins`` entry point
+imports :mod:`audio_reward.trainer_plugin` in every verl process) and select
+it with ``reward.reward_manager.name=audio_score``, or load it explicitly::
+
+    reward.reward_manager.source=importlib
+    reward.reward_manager.module.path=pkg://audio_reward.trainer_plugin.reward_manager
+    reward.reward_manager.name=AudioScoreRewardManager
+
+Settings live under ``reward.audio_reward`` (see :mod:`.settings`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from ._verl import reward_manager_base
+from .samples import MissingFieldError, SampleError, audio_sample_from_item, sample_label, target_text
+from .scoring import AudioRewardScorer
+from .settings import MASKING_ESTIMATORS, FailurePolicy, PluginSettings
+from .validation_log import ValidationLogger
+
+logger = logging.getLogger(__name__)
+
+REGISTERED_NAME = "audio_score"
+"""Name of the manager in verl's reward-manager registry."""
+
+_Base: type = reward_manager_base()
+
+
+def _adv_estimator(config: Any) -> str | None:
+    algorithm = config.get("algorithm") if hasattr(config, "get") else None
+    value = algorithm.get("adv_estimator") if algorithm is not None and hasattr(algorithm, "get") else None
+    return None if value is None else str(getattr(value, "value", value))
+
+
+def _step(data: Any) -> int | None:
+    for source in (data.meta_info, data.non_tensor_batch):
+        value = source.get("global_steps")
+        if value is not None:
+            value = value[0] if hasattr(value, "__len__") and not isinstance(value, str) else value
+            return int(value)
+    return None
+
+
+class AudioScoreRewardManager(_Base):  # type: ignore[misc,valid-type]
+    """Scores each rollout's waveform against its target text on the audio-reward server.
+
+    Concurrent ``run_single`` calls (verl awaits a whole batch at once) are
+    coalesced into batch requests.  Every result has the same
+    ``reward_extra_info`` keys: the configured diagnostics (``cer``, ``wer``,
+    ``duration_s``, ``duration_ratio`` by default; NaN when the server did not
+    report one) and ``score_failed``.
+
+    ``compute_score`` is accepted for verl's constructor signature and unused:
+    scoring goes through the scorer client.
+    """
+
+    def __init__(
+        self,
+        config: Any,
+        tokenizer: Any,
+        compute_score: Any = None,
+        reward_router_address: str | None = None,
+        reward_model_tokenizer: Any = None,
+        **_: Any,
+    ) -> None:
+        super().__init__(config, tokenizer, compute_score)
+        self.settings = PluginSettings.from_config(config)
+        estimator = _adv_estimator(config)
+        if self.settings.failure_policy is FailurePolicy.MASK and estimator not in MASKING_ESTIMATORS:
+            raise ValueError(
+                f"reward.audio_reward.failure_policy=mask needs algorithm.adv_estimator in {list(MASKING_ESTIMATORS)} "
+                f"(got {estimator!r}): other estimators would treat a failed sample's reward as a measurement"
+            )
+        self._scorer: AudioRewardScorer | None = None
+        self._scorer_loop: asyncio.AbstractEventLoop | None = None
+        self.validation = (
+            ValidationLogger(self.settings.validation_dir, self.settings.validation_max_wavs)
+            if self.settings.validation_dir
+            else None
+        )
+        logger.info("AudioScoreRewardManager settings: %s", self.settings.describe())
+
+    @property
+    def scorer(self) -> AudioRewardScorer:
+        """The scorer of the running event loop (a client's connection pool is bound to one loop)."""
+        loop = asyncio.get_running_loop()
+        if self._scorer is None or self._scorer_loop is not loop:
+            self._scorer = AudioRewardScorer(self.settings)
+            self._scorer_loop = loop
+        return self._scorer
+
+    async def run_single(self, data: Any) -> dict[str, Any]:
+        if len(data) != 1:
+            raise ValueError(f"{type(self).__name__}.run_single scores one sample, got a batch of {len(data)}")
+        item = data[0]
+        scorer = self.scorer
+        try:
+            sample = audio_sample_from_item(
+                item,
+                audio_key=self.settings.audio_key,
+                sample_rate_key=self.settings.sample_rate_key,
+                text_key=self.settings.text_key,
+                default_language=self.settings.language,
+            )
+        except MissingFieldError:
+            raise
+        except SampleError as exc:
+            text = target_text(item.non_tensor_batch, dict(item.non_tensor_batch.get("extra_info") or {}),
+                               self.settings.text_key)
+            return scorer.failed(sample_label(item), text, exc)
+        result = await scorer.score(sample)
+        diagnostics = result.pop("diagnostics", {})
+        if self.validation is not None and self._is_validation(data, sample.metadata):
+            await asyncio.to_thread(
+                self.validation.log_sample,
+                str(sample.metadata.get("index", sample.metadata.get("id", sample.text))),
+                waveform=sample.waveform,
+                sample_rate=sample.sample_rate,
+                text=sample.text,
+                score=result["reward_score"],
+                diagnostics={**diagnostics, **result["reward_extra_info"]},
+                step=_step(data),
+            )
+        return result
+
+    def _is_validation(self, data: Any, metadata: dict[str, Any]) -> bool:
+        return bool(data.meta_info.get("validate")) or metadata.get("split") in self.settings.validation_splits

@@ -1,0 +1,168 @@
+"""What the reward needs from one rollout: waveform, sample rate, target text.
+
+Rollouts carry audio in different places depending on the stack: verl-omni's
+TTS agent loop puts ``audio`` / ``audio_sample_rate`` in the agent loop's extra
+fields (which land in ``non_tensor_batch``), other loops in the tensor batch,
+``tool_extra_fields`` or ``extra_info``.  :func:`audio_sample_from_item` looks
+in all of them, in that order, and validates what it finds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..protocol import as_float32_mono
+from ..scorer_client import sanitize_metadata
+
+class SampleError(ValueError):
+    """A rollout's audio cannot be scored (empty, non-finite, not mono): a per-sample failure."""
+
+
+class MissingFieldError(SampleError):
+    """The batch lacks a field the reward needs: a configuration error, never masked."""
+
+
+@dataclass(frozen=True)
+class AudioSample:
+    """One rollout's speech and the text it should say."""
+
+    waveform: np.ndarray
+    sample_rate: int
+    text: str
+    language: str | None = None
+    metadata: dict[str, str | int | float | bool | None] = field(default_factory=dict)
+    sample_id: str = ""
+
+    @property
+    def duration_s(self) -> float:
+        return self.waveform.shape[0] / self.sample_rate
+
+
+def _unwrap(value: Any) -> Any:
+    if isinstance(value, np.ndarray) and value.shape == ():
+        return value.item()
+    return value
+
+
+def _as_mapping(value: Any, name: str) -> dict[str, Any]:
+    value = _unwrap(value)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise SampleError(f"{name} must be a mapping, got {type(value).__name__}")
+    return dict(value)
+
+
+def as_waveform(audio: Any) -> np.ndarray:
+    """Mono float32 samples from a tensor/array/list with leading singleton dims; rejects empty or non-finite."""
+    if hasattr(audio, "detach"):
+        audio = audio.detach().float()  # bf16 tensors have no numpy view
+    elif isinstance(audio, np.ndarray) and audio.dtype == object:
+        audio = audio.astype(np.float32)
+    while getattr(audio, "ndim", 1) > 1 and audio.shape[0] == 1:
+        audio = audio[0]
+    try:
+        wave = as_float32_mono(audio)
+    except (TypeError, ValueError) as exc:
+        raise SampleError(f"audio is not mono numeric samples: {exc}") from exc
+    if wave.size == 0:
+        raise SampleError("audio is empty")
+    if not np.isfinite(wave).all():
+        raise SampleError("audio contains NaN or infinity")
+    return wave
+
+
+def as_sample_rate(value: Any) -> int:
+    """A positive integer sample rate from an int, float, 0-d/1-element array or tensor."""
+    if hasattr(value, "detach"):
+        value = value.detach().cpu().numpy()
+    if isinstance(value, np.ndarray):
+        if value.size != 1:
+            raise SampleError(f"sample rate must be one number, got shape {value.shape}")
+        value = value.reshape(()).item()
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise SampleError(f"sample rate must be a number, got {type(value).__name__}")
+    rate = float(value)
+    if not math.isfinite(rate) or rate <= 0 or rate != int(rate):
+        raise SampleError(f"sample rate must be a positive integer, got {value!r}")
+    return int(rate)
+
+
+def target_text(non_tensor: Mapping[str, Any], extra_info: Mapping[str, Any], text_key: str | None = None) -> str:
+    """The text the speech should say: ``reward_model.ground_truth``, else ``extra_info[text_key or 'text']``."""
+    reward_model = _as_mapping(non_tensor.get("reward_model"), "reward_model")
+    for source, key in (
+        (extra_info, text_key),
+        (reward_model, "ground_truth"),
+        (extra_info, "ground_truth"),
+        (extra_info, "text"),
+    ):
+        if key is None:
+            continue
+        value = _unwrap(source.get(key))
+        if isinstance(value, str) and value.strip():
+            return value
+    raise MissingFieldError("no target text: expected reward_model.ground_truth or extra_info['text']")
+
+
+def find_field(item: Any, extra_info: Mapping[str, Any], key: str) -> Any:
+    """``key`` from the tensor batch, ``non_tensor_batch``, ``tool_extra_fields`` or ``extra_info``, first found."""
+    tensors = getattr(item, "batch", None)
+    if tensors is not None and key in tensors.keys():
+        return tensors[key]
+    non_tensor = item.non_tensor_batch
+    if key in non_tensor and _unwrap(non_tensor[key]) is not None:
+        return non_tensor[key]
+    tool = _as_mapping(non_tensor.get("tool_extra_fields"), "tool_extra_fields")
+    if tool.get(key) is not None:
+        return tool[key]
+    return extra_info.get(key)
+
+
+def audio_sample_from_item(
+    item: Any,
+    *,
+    audio_key: str = "audio",
+    sample_rate_key: str = "audio_sample_rate",
+    text_key: str | None = None,
+    language_key: str = "language",
+    default_language: str | None = None,
+) -> AudioSample:
+    """Build an :class:`AudioSample` from one ``DataProtoItem``; :class:`SampleError` names what is missing."""
+    non_tensor = item.non_tensor_batch
+    extra_info = _as_mapping(non_tensor.get("extra_info"), "extra_info")
+    audio = find_field(item, extra_info, audio_key)
+    if audio is None:
+        raise MissingFieldError(
+            f"no audio: expected {audio_key!r} in the batch, non_tensor_batch, tool_extra_fields or extra_info "
+            "(is the rollout an audio-producing one, e.g. verl-omni's TTS agent loop?)"
+        )
+    rate = find_field(item, extra_info, sample_rate_key)
+    if rate is None:
+        raise MissingFieldError(f"no sample rate: expected {sample_rate_key!r} beside the audio")
+    language = _unwrap(extra_info.get(language_key)) or default_language
+    return AudioSample(
+        waveform=as_waveform(audio),
+        sample_rate=as_sample_rate(rate),
+        text=target_text(non_tensor, extra_info, text_key),
+        language=str(language) if language else None,
+        metadata=sanitize_metadata({k: v for k, v in extra_info.items() if k not in (audio_key, sample_rate_key)}),
+        sample_id=sample_label(item),
+    )
+
+
+def sample_label(item: Any) -> str:
+    """A name for error messages: ``extra_info.index`` (or ``id``) and the GRPO group ``uid``."""
+    non_tensor = item.non_tensor_batch
+    try:
+        extra_info = _as_mapping(non_tensor.get("extra_info"), "extra_info")
+    except SampleError:
+        extra_info = {}
+    index = _unwrap(extra_info.get("index", extra_info.get("id", "")))
+    uid = _unwrap(non_tensor.get("uid", ""))
+    parts = [f"index={index}" if index not in ("", None) else "", f"uid={uid}" if uid not in ("", None) else ""]
+    return " ".join(p for p in parts if p) or "<unnamed sample>"

@@ -1,0 +1,105 @@
+"""Score audio samples through the scorer client: coalescing, failure policy, stable output keys.
+
+:class:`AudioRewardScorer` is the verl-independent core of
+:class:`~audio_reward.trainer_plugin.reward_manager.AudioScoreRewardManager`:
+it turns an :class:`AudioSample` into verl's ``{"reward_score", "reward_extra_info"}``
+with the same ``reward_extra_info`` keys for every sample (verl takes the key
+set from the first sample).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from typing import Any, Sequence
+
+from ..scorer_client import AsyncScorerClient, ClientSettings, ScoreItem, ScoreResult, ScorerError
+from .coalescer import Coalescer
+from .samples import AudioSample
+from .settings import FailurePolicy, PluginSettings
+
+logger = logging.getLogger(__name__)
+
+FAILED_REWARD = float("nan")
+"""Reward of a masked sample: not a number, so no estimator can mistake it for a measured 0."""
+
+
+class ScoringFailedError(RuntimeError):
+    """Scoring a sample failed under the ``raise`` policy; the message names the sample."""
+
+
+def failure_message(label: str, text: str, cause: BaseException) -> str:
+    short = text if len(text) <= 60 else text[:57] + "..."
+    return f"scoring sample {label} (target text {short!r}) failed: {type(cause).__name__}: {cause}"
+
+
+class AudioRewardScorer:
+    """Scores samples on the configured scorer, batching concurrent calls into one request.
+
+    One instance belongs to one event loop (the client's connection pool
+    does); :meth:`aclose` releases it.
+    """
+
+    def __init__(self, settings: PluginSettings) -> None:
+        self.settings = settings
+        client_settings = ClientSettings.from_env(
+            urls=settings.server_url or None,
+            timeout=settings.timeout,
+            max_retries=settings.max_retries,
+            deadline=settings.deadline,
+            concurrency=settings.concurrency,
+        )
+        self.client = AsyncScorerClient(settings=client_settings)
+        self._coalescer: Coalescer[ScoreItem, ScoreResult] = Coalescer(
+            self._score_batch, window_s=settings.coalesce_window_ms / 1000.0, max_batch=settings.max_batch
+        )
+        self.batches: list[int] = []
+        """Size of every batch sent, in order (for logs and tests)."""
+
+    async def _score_batch(self, items: Sequence[ScoreItem]) -> list[ScoreResult | ScorerError]:
+        self.batches.append(len(items))
+        return await self.client.score_many(items, concurrency=self.settings.concurrency)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    def extra_keys(self) -> tuple[str, ...]:
+        return (*self.settings.diagnostics, "score_failed")
+
+    def _extra_info(self, diagnostics: dict[str, Any] | None, failed: bool) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for key in self.settings.diagnostics:
+            value = None if diagnostics is None else diagnostics.get(key)
+            # Numeric only, so verl can average every key; a missing value is NaN, never 0.
+            out[key] = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+        out["score_failed"] = float(failed)
+        return out
+
+    def failed(self, label: str, text: str, cause: BaseException) -> dict[str, Any]:
+        """Apply the failure policy: raise :class:`ScoringFailedError`, or return a masked result."""
+        message = failure_message(label, text, cause)
+        if self.settings.failure_policy is FailurePolicy.RAISE:
+            raise ScoringFailedError(message) from cause
+        logger.warning("%s; masked (score_failed=1)", message)
+        return {"reward_score": FAILED_REWARD, "reward_extra_info": self._extra_info(None, failed=True)}
+
+    async def score(self, sample: AudioSample) -> dict[str, Any]:
+        """``{"reward_score": float, "reward_extra_info": {...}}`` for one sample."""
+        item = ScoreItem(
+            waveform=sample.waveform,
+            sample_rate=sample.sample_rate,
+            text=sample.text,
+            language=sample.language or self.settings.language,
+            metadata=sample.metadata,
+            reward=self.settings.reward or None,
+        )
+        try:
+            result = await self._coalescer.submit(item)
+        except (ScorerError, asyncio.TimeoutError, OSError) as exc:
+            return self.failed(sample.sample_id, sample.text, exc)
+        return {
+            "reward_score": float(result.score),
+            "reward_extra_info": self._extra_info(dict(result.diagnostics), failed=False),
+            "diagnostics": dict(result.diagnostics),
+        }

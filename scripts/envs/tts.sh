@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Build the TTS-model environment used by the tiny Qwen3-TTS policy test:
+# CPU torch, qwen-tts (pins transformers==4.57.3) and audio-reward's client side.
+#
+# Usage: scripts/envs/tts.sh [VENV_DIR]   (default /work/venv-tts)
+#
+# qwen-tts imports torchaudio, which has no wheel for torch 2.13; only its
+# unused 25 Hz tokenizer path needs it, so the test puts a stand-in module
+# (tests/trainer/tts_stubs/torchaudio) on sys.path instead of installing one.
+set -euo pipefail
+VENV="${1:-/work/venv-tts}"
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+PY="${PYTHON:-python3.11}"
+
+if [[ ! -x "$VENV/bin/python" ]]; then
+    "$PY" -m venv "$VENV"
+fi
+"$VENV/bin/pip" install --upgrade pip
+"$VENV/bin/pip" install "torch==2.13.0"
+"$VENV/bin/pip" install "torch==2.13.0" "transformers==4.57.3" "qwen-tts"
+"$VENV/bin/pip" install "torch==2.13.0" "transformers==4.57.3" -e "$REPO" \
+    "pytest>=8" "pytest-asyncio>=0.23" "pytest-timeout>=2.3"
