@@ -1,0 +1,116 @@
+"""``audio-reward serve``: run the scorer server under uvicorn.
+
+Every flag overrides the matching setting of :class:`ServerSettings`
+(``--max-batch-size`` → ``max_batch_size``); unset flags fall back to
+``AUDIO_REWARD_*`` environment variables, then the preset, then defaults.
+Only argparse is imported here; the server loads inside the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Callable
+
+# (flag, type, help).  Defaults live in ServerSettings alone; a flag left out is None and ignored.
+FLAGS: tuple[tuple[str, Callable[[str], Any], str], ...] = (
+    ("host", str, "interface to bind (default 127.0.0.1)"),
+    ("port", int, "TCP port (default 8000)"),
+    ("preset", str, "named preset: seed-tts-eval-en, qwen3-asr, fast-en"),
+    ("engine", str, "faster-whisper (default), transformers or vllm"),
+    ("model", str, "tiny.en (default), base, a CTranslate2 folder or a hub id"),
+    ("device", str, "cpu (default), cuda or auto"),
+    ("compute-type", str, "engine compute type: default, int8, float16, ..."),
+    ("cpu-threads", int, "engine threads; 0 lets the engine choose"),
+    ("beam-size", int, "1 (default) is greedy decoding"),
+    ("max-batch-size", int, "most utterances per engine call (default 16)"),
+    ("max-wait-ms", float, "how long a batch may wait to fill (default 10)"),
+    ("max-queue", int, "utterances waiting before new requests get 429 (default 512)"),
+    ("max-audio-seconds", float, "longest accepted utterance (default 60)"),
+    ("max-body-bytes", int, "largest accepted request body (default 64 MiB)"),
+    ("max-batch-items", int, "most items per batch request (default 256)"),
+    ("request-timeout-s", float, "504 after this many seconds (default 120)"),
+    ("shutdown-grace-s", float, "time given to requests in flight on shutdown (default 30)"),
+    ("api-key-file", str, "file whose first line is the API key (or set AUDIO_REWARD_API_KEY)"),
+    ("normalizer", str, "text normalizer: basic (default), seed-tts-eval, whisper-en"),
+    ("language", str, "default language code when a request names none"),
+    ("reward-formula", str, "1-cer (default), exp or tanh"),
+    ("reward-metric", str, "cer (default) or wer"),
+    ("exp-k", float, "k of the exp formula (default 2.5)"),
+    ("error-clip", float, "error rates are clipped to this before the formula (default 1)"),
+    ("empty-transcript-penalty", float, "penalty for an empty transcript"),
+    ("duration-ratio-min", float, "lower bound of the accepted duration ratio"),
+    ("duration-ratio-max", float, "upper bound of the accepted duration ratio"),
+    ("duration-penalty", float, "penalty outside the duration-ratio range"),
+    ("min-duration-s", float, "audio shorter than this gets the short-audio penalty"),
+    ("short-audio-penalty", float, "penalty for audio shorter than min-duration-s"),
+    ("repeat-ngram-n", int, "n of the repeated n-gram check"),
+    ("repeat-penalty", float, "penalty scaled by the share of repeated n-grams"),
+    ("log-level", str, "debug, info, warning (default) or error"),
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser(
+        "serve",
+        help="run the scorer server",
+        description="Run the scorer server (speech → ASR → CER/WER → reward). See docs/server.md.",
+    )
+    for flag, kind, text in FLAGS:
+        parser.add_argument(f"--{flag}", type=kind, default=None, help=text)
+    parser.add_argument("--log-json", action=argparse.BooleanOptionalAction, default=None,
+                        help="one JSON object per log line")
+    parser.set_defaults(func=serve)
+
+
+def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings fields given on the command line."""
+    names = [flag.replace("-", "_") for flag, _, _ in FLAGS] + ["log_json"]
+    return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
+
+
+def serve(args: argparse.Namespace) -> int:
+    import json
+
+    import uvicorn
+    from pydantic import ValidationError
+
+    from .app import build_app
+    from .logs import configure_logging
+    from .settings import ServerSettings
+
+    try:
+        settings = ServerSettings(**overrides_from_args(args))
+    except (ValidationError, ValueError) as exc:
+        print(f"audio-reward serve: invalid settings:\n{exc}", file=sys.stderr)
+        return 2
+    configure_logging(settings.log_level, json_lines=settings.log_json)
+    print("audio-reward serve settings: " + json.dumps(settings.describe(), sort_keys=True), flush=True)
+    try:
+        app = build_app(settings)
+    except (ImportError, ValueError) as exc:
+        print(f"audio-reward serve: {exc}", file=sys.stderr)
+        return 2
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        access_log=settings.log_level.lower() == "debug",
+        timeout_graceful_shutdown=int(settings.shutdown_grace_s) or None,
+        lifespan="on",
+    )
+    server = uvicorn.Server(config)
+    state = app.state.scorer
+
+    def stop() -> None:
+        server.should_exit = True
+
+    state.on_fatal = stop
+    print(f"audio-reward serve: listening on http://{settings.host}:{settings.port} "
+          f"(engine {settings.engine}, model {settings.model}); ready when /readyz answers 200", flush=True)
+    server.run()
+    if state.load_error:
+        print(f"audio-reward serve: the model failed to load: {state.load_error}", file=sys.stderr)
+        return 1
+    return 0

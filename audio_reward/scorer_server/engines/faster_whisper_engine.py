@@ -1,0 +1,157 @@
+"""Whisper on CTranslate2 through faster-whisper: the embedded default engine.
+
+Utterances up to one 30 s window are transcribed together in one CTranslate2
+``generate`` call (one encoder pass over the stacked log-Mel windows, one
+batched greedy/beam decode); that is where a GPU gets its speed.  Longer
+utterances go through faster-whisper's sequential ``transcribe``.
+
+Decoding is deterministic: temperature 0 with no fallback, no timestamps,
+no conditioning on previous text, and the number of new tokens capped from
+the audio's duration so a hallucination loop stops early.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from .base import ENGINE_SAMPLE_RATE, EngineInfo, ThreadedEngine, Transcription, TranscriptionInput, max_new_tokens_for
+from .model_store import resolve_ctranslate2_model
+from .registry import EngineConfig
+
+log = logging.getLogger(__name__)
+
+WINDOW_SECONDS = 30.0
+"""Whisper's encoder window; longer audio needs the sequential path."""
+
+
+class FasterWhisperEngine(ThreadedEngine):
+    """faster-whisper :class:`WhisperModel` behind the engine interface."""
+
+    def __init__(self, config: EngineConfig) -> None:
+        super().__init__(workers=1)
+        self.config = config
+        self._model: Any = None
+        self._tokenizers: dict[str, Any] = {}
+        self.info = EngineInfo("faster-whisper", config.model, device=config.device, compute_type=config.compute_type)
+
+    def load(self) -> None:
+        from faster_whisper import WhisperModel
+
+        resolved = resolve_ctranslate2_model(self.config.model)
+        local = resolved.packaged or Path(resolved.path).is_dir()
+        self._model = WhisperModel(
+            resolved.path,
+            device=self.config.device,
+            compute_type=self.config.compute_type,
+            cpu_threads=self.config.cpu_threads,
+            num_workers=1,
+            local_files_only=local,
+        )
+        multilingual = bool(self._model.model.is_multilingual)
+        self.info = EngineInfo(
+            engine="faster-whisper",
+            model_id=resolved.model_id,
+            weights_sha256=resolved.sha256,
+            device=self.config.device,
+            compute_type=self.config.compute_type,
+            extra={"multilingual": str(multilingual).lower(), "beam_size": str(self.config.beam_size)},
+        )
+        log.info("loaded faster-whisper model", extra={"model": resolved.model_id, "path": resolved.path})
+
+    @property
+    def multilingual(self) -> bool:
+        return bool(self._model.model.is_multilingual)
+
+    def _tokenizer(self, language: str | None) -> Any:
+        from faster_whisper.tokenizer import Tokenizer
+
+        key = language or ""
+        if key not in self._tokenizers:
+            self._tokenizers[key] = Tokenizer(
+                self._model.hf_tokenizer, self.multilingual, task="transcribe", language=language
+            )
+        return self._tokenizers[key]
+
+    def _language_of(self, item: TranscriptionInput) -> str | None:
+        if not self.multilingual:
+            return "en"  # an English-only model has no language token to force
+        return item.language
+
+    def transcribe_batch_sync(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
+        if self._model is None:
+            raise RuntimeError("the faster-whisper engine is not loaded")
+        results: list[Transcription | None] = [None] * len(batch)
+        short = [i for i, item in enumerate(batch) if item.duration_s <= WINDOW_SECONDS]
+        for i, item in enumerate(batch):
+            if item.duration_s > WINDOW_SECONDS:
+                results[i] = self._transcribe_long(item)
+        if short:
+            for i, out in zip(short, self._transcribe_windows([batch[i] for i in short])):
+                results[i] = out
+        return [r for r in results if r is not None]
+
+    def _transcribe_long(self, item: TranscriptionInput) -> Transcription:
+        language = self._language_of(item)
+        segments, info = self._model.transcribe(
+            item.audio,
+            language=language,
+            beam_size=self.config.beam_size,
+            temperature=0.0,
+            condition_on_previous_text=False,
+            without_timestamps=True,
+            vad_filter=False,
+        )
+        texts, tokens = [], 0
+        for segment in segments:
+            texts.append(segment.text)
+            tokens += len(segment.tokens)
+        return Transcription("".join(texts).strip(), info.language, tokens)
+
+    def _transcribe_windows(self, items: Sequence[TranscriptionInput]) -> list[Transcription]:
+        import ctranslate2
+        from faster_whisper.audio import pad_or_trim
+        from faster_whisper.transcribe import get_suppressed_tokens
+
+        model = self._model
+        features = np.stack([pad_or_trim(model.feature_extractor(item.audio)[..., :-1]) for item in items])
+        encoder_output = model.model.encode(ctranslate2.StorageView.from_array(features.astype(np.float32)))
+
+        languages = [self._language_of(item) for item in items]
+        unknown = [i for i, lang in enumerate(languages) if lang is None]
+        if unknown:
+            # Detect only where the request named no language; the detector reads the encoder output.
+            detected = model.model.detect_language(
+                model.model.encode(ctranslate2.StorageView.from_array(features[unknown].astype(np.float32)))
+            )
+            for i, probs in zip(unknown, detected):
+                languages[i] = probs[0][0].strip("<|>")
+
+        tokenizers = [self._tokenizer(lang) for lang in languages]
+        prompts = [model.get_prompt(tok, previous_tokens=[], without_timestamps=True) for tok in tokenizers]
+        max_new = max(max_new_tokens_for(item.duration_s) for item in items)
+        max_length = min(model.max_length, max(len(p) for p in prompts) + max_new)
+        results = model.model.generate(
+            encoder_output,
+            prompts,
+            beam_size=self.config.beam_size,
+            max_length=max_length,
+            suppress_blank=True,
+            suppress_tokens=get_suppressed_tokens(tokenizers[0], [-1]),
+            return_scores=False,
+            sampling_temperature=0.0,
+        )
+        out = []
+        for tok, lang, result in zip(tokenizers, languages, results):
+            ids = result.sequences_ids[0]
+            out.append(Transcription(tok.decode(ids).strip(), lang, len(ids)))
+        return out
+
+    def warmup(self) -> None:
+        # Two passes: the first pays CTranslate2's lazy allocations, the second checks a batch of two.
+        silence = TranscriptionInput(np.zeros(ENGINE_SAMPLE_RATE, dtype=np.float32))
+        self.transcribe_batch_sync([silence])
+        self.transcribe_batch_sync([silence, silence])

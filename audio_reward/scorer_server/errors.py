@@ -1,0 +1,123 @@
+"""The server's error tree and the one JSON shape every error takes.
+
+Each :class:`ServerError` knows its HTTP status, its stable ``code`` and
+whether a client should retry; :func:`error_body` renders the protocol's
+``{"error": {"code", "message", "retryable"}}``.  Protocol errors
+(:class:`audio_reward.protocol.ProtocolError`) map to 400.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from audio_reward.protocol import ErrorDetail, ErrorResponse, ProtocolError
+
+
+class ServerError(Exception):
+    """An error the server answers with its own status and code."""
+
+    status: int = 500
+    code: str = "internal_error"
+    retryable: bool = False
+
+    def __init__(self, message: str, *, headers: dict[str, str] | None = None, path: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.headers = headers or {}
+        self.path = path
+
+
+class BadRequestError(ServerError):
+    """A request that does not follow the protocol (400); ``code`` comes from the protocol."""
+
+    status = 400
+
+    def __init__(self, code: str, message: str, *, path: str | None = None) -> None:
+        super().__init__(message, path=path)
+        self.code = code
+
+    @classmethod
+    def from_protocol(cls, exc: ProtocolError) -> "BadRequestError":
+        return cls(exc.code, exc.message, path=exc.issues[0].path)
+
+
+class UnauthorizedError(ServerError):
+    status = 401
+    code = "unauthorized"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, headers={"WWW-Authenticate": "Bearer"})
+
+
+class NotFoundError(ServerError):
+    status = 404
+    code = "not_found"
+
+
+class MethodNotAllowedError(ServerError):
+    status = 405
+    code = "method_not_allowed"
+
+
+class PayloadTooLargeError(ServerError):
+    status = 413
+    code = "payload_too_large"
+
+
+class UnsupportedMediaTypeError(ServerError):
+    status = 415
+    code = "unsupported_media_type"
+
+
+class _RetryLater(ServerError):
+    retryable = True
+
+    def __init__(self, message: str, retry_after_s: float) -> None:
+        super().__init__(message, headers={"Retry-After": str(max(1, math.ceil(retry_after_s)))})
+
+
+class QueueFullError(_RetryLater):
+    """Too many utterances waiting for the engine (429 + Retry-After)."""
+
+    status = 429
+    code = "queue_full"
+
+
+class NotReadyError(_RetryLater):
+    """The model is still loading (503 + Retry-After)."""
+
+    status = 503
+    code = "not_ready"
+
+
+class ShuttingDownError(_RetryLater):
+    status = 503
+    code = "shutting_down"
+
+
+class RequestTimeoutError(ServerError):
+    """The request waited longer than ``request_timeout_s`` (504)."""
+
+    status = 504
+    code = "timeout"
+    retryable = True
+
+
+class EngineError(ServerError):
+    """The ASR engine failed on the batch holding this request (500, retryable)."""
+
+    status = 500
+    code = "engine_error"
+    retryable = True
+
+
+def error_body(code: str, message: str, *, retryable: bool, request_id: str | None = None,
+               path: str | None = None) -> dict[str, Any]:
+    """The protocol's error object (validated by :class:`ErrorResponse`)."""
+    detail = ErrorDetail(code=code, message=message, retryable=retryable, request_id=request_id, path=path)
+    return ErrorResponse(error=detail).model_dump(exclude_none=True)
+
+
+def server_error_body(exc: ServerError, request_id: str | None = None) -> dict[str, Any]:
+    return error_body(exc.code, exc.message, retryable=exc.retryable, request_id=request_id, path=exc.path)

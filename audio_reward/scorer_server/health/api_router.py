@@ -1,0 +1,30 @@
+"""Liveness and readiness probes; never behind the API key."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from ..errors import error_body
+from ..responses import OrjsonResponse, error_responses
+from ..state import get_state
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", summary="Liveness", response_class=OrjsonResponse)
+async def healthz() -> OrjsonResponse:
+    """200 while the process serves HTTP, loaded or not."""
+    return OrjsonResponse({"status": "ok"})
+
+
+@router.get("/readyz", summary="Readiness", response_class=OrjsonResponse, responses=error_responses(503))
+async def readyz(request: Request) -> OrjsonResponse:
+    """200 once the model is loaded and warmed up; 503 (protocol error shape) before that."""
+    state = get_state(request)
+    if state.ready:
+        return OrjsonResponse({"status": "ready", "model": state.engine.info.model_id})
+    if state.load_error:
+        body = error_body("load_failed", f"the ASR model failed to load: {state.load_error}", retryable=False)
+    else:
+        body = error_body("not_ready", "the ASR model is loading", retryable=True)
+    return OrjsonResponse(body, status_code=503, headers={"Retry-After": "5"})

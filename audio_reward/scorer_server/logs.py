@@ -1,0 +1,64 @@
+"""Logging set-up: quiet by default, one JSON object per line on request.
+
+Library code logs with ``extra={...}`` fields; the JSON formatter writes
+them as top-level keys, the plain formatter appends them as ``key=value``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from typing import Any
+
+# Attributes every LogRecord has; anything else came from ``extra``.
+_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+
+
+def _extras(record: logging.LogRecord) -> dict[str, Any]:
+    return {k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")}
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        out.update(_extras(record))
+        if record.exc_info:
+            out["exception"] = self.formatException(record.exc_info)
+        return json.dumps(out, default=str)
+
+
+class KeyValueFormatter(logging.Formatter):
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        extras = _extras(record)
+        if extras:
+            fields = " ".join(f"{k}={v}" for k, v in extras.items())
+            head, sep, tail = line.partition("\n")
+            line = f"{head} [{fields}]{sep}{tail}"
+        return line
+
+
+def configure_logging(level: str = "warning", *, json_lines: bool = False) -> None:
+    """Send ``audio_reward`` and uvicorn logs to stderr at ``level``."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if json_lines else KeyValueFormatter())
+    numeric = logging.getLevelName(level.upper())
+    for name in ("audio_reward", "uvicorn", "uvicorn.error"):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.setLevel(numeric)
+        logger.propagate = False
+    # Access logs only when asked for debug: a training run sends millions of requests.
+    access = logging.getLogger("uvicorn.access")
+    access.handlers[:] = [handler]
+    access.setLevel(numeric if numeric <= logging.DEBUG else logging.WARNING)
+    access.propagate = False

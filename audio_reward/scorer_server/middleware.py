@@ -1,0 +1,90 @@
+"""ASGI middleware: request ids, request metrics and the last-resort 500.
+
+Pure ASGI (no ``BaseHTTPMiddleware``), so bodies stream through untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from typing import Any
+
+import orjson
+from fastapi import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .errors import error_body
+from .metrics import ServerMetrics
+
+log = logging.getLogger(__name__)
+
+REQUEST_ID_HEADER = "x-request-id"
+_VALID_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+_TIMED_PREFIXES = ("/score", "/v1/score")
+
+
+def request_id_of(request: Request) -> str:
+    """The id the middleware gave this request (the client's ``X-Request-ID`` when valid)."""
+    return str(request.state.request_id)
+
+
+class RequestContextMiddleware:
+    """Gives each request an id, counts it by route and status, and turns a crash into a clean 500."""
+
+    def __init__(self, app: ASGIApp, metrics: ServerMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        given = headers.get(REQUEST_ID_HEADER, "")
+        request_id = given if _VALID_ID.match(given) else uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
+        status = 500
+        started = False
+        t0 = time.perf_counter()
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status, started
+            if message["type"] == "http.response.start":
+                started = True
+                status = int(message["status"])
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        except Exception:  # noqa: BLE001 - the last line of defence: log it, answer without a traceback
+            log.exception("unhandled error", extra={"request_id": request_id, "path": scope.get("path")})
+            status = 500
+            if not started:
+                await _send_json(send, 500, error_body(
+                    "internal_error", f"internal server error (request id {request_id})",
+                    retryable=True, request_id=request_id,
+                ), request_id)
+        finally:
+            route = scope.get("route")
+            endpoint = getattr(route, "path", None) or "unmatched"
+            self.metrics.requests.labels(endpoint, str(status)).inc()
+            if endpoint.startswith(_TIMED_PREFIXES):
+                self.metrics.request_latency.labels(endpoint).observe(time.perf_counter() - t0)
+
+
+async def _send_json(send: Send, status: int, body: dict[str, Any], request_id: str) -> None:
+    payload = orjson.dumps(body)
+    await send({
+        "type": "http.response.start",
+        "status": status,
+        "headers": [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(payload)).encode()),
+            (b"x-request-id", request_id.encode()),
+        ],
+    })
+    await send({"type": "http.response.body", "body": payload})

@@ -1,0 +1,41 @@
+"""JSON responses rendered with orjson, and the OpenAPI entries shared by routes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from fastapi.responses import JSONResponse
+
+from audio_reward.protocol import ErrorResponse
+
+
+class OrjsonResponse(JSONResponse):
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content)
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries: each listed status answers an :class:`ErrorResponse`."""
+    text = {
+        400: "Protocol error (code names the problem, path the field).",
+        401: "Missing or invalid API key.",
+        413: "Request body larger than max_body_bytes.",
+        429: "Queue full; retry after Retry-After seconds.",
+        500: "Internal or engine error; never a traceback.",
+        503: "Model not loaded yet, or shutting down; retry after Retry-After seconds.",
+        504: "Request took longer than request_timeout_s.",
+    }
+    return {s: {"model": ErrorResponse, "description": text.get(s, "Error.")} for s in statuses}
+
+
+def json_body(schema_name: str) -> dict[str, Any]:
+    """``openapi_extra`` documenting a raw-read JSON body by its component schema."""
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema_name}"}}},
+        }
+    }

@@ -1,0 +1,198 @@
+"""Scoring logic behind the HTTP routes: decode → resample → batcher → score.
+
+Parsing, base64 decoding and resampling run in a worker thread (CPU work
+that would otherwise stall the event loop under concurrency); transcription
+goes through the shared :class:`MicroBatcher`; normalization, CER/WER and the
+reward come from :mod:`audio_reward.scorer_server.scoring`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import soxr
+from starlette.concurrency import run_in_threadpool
+
+from audio_reward.protocol import (
+    PROTOCOL_VERSION,
+    DecodedScoreRequest,
+    ProtocolError,
+    decode_batch_request,
+    decode_score_request,
+    parse_json,
+)
+
+from ..batcher import BatcherClosedError, MicroBatcher
+from ..batcher import QueueFullError as BatcherQueueFull
+from ..engines.base import ENGINE_SAMPLE_RATE, Transcription, TranscriptionInput
+from ..errors import (
+    BadRequestError,
+    EngineError,
+    NotReadyError,
+    QueueFullError,
+    RequestTimeoutError,
+    ServerError,
+    ShuttingDownError,
+    server_error_body,
+)
+from ..scoring import RewardPolicy, score_transcript
+from ..state import ServerState
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PreparedItem:
+    """A decoded request with its audio at 16 kHz and its reward policy resolved."""
+
+    request: DecodedScoreRequest
+    audio: np.ndarray
+    policy: RewardPolicy
+    request_id: str
+
+
+def resample_16k(waveform: np.ndarray, sample_rate: int) -> np.ndarray:
+    """Mono float32 at the engine's 16 kHz (soxr, high quality)."""
+    if sample_rate == ENGINE_SAMPLE_RATE:
+        return np.ascontiguousarray(waveform, dtype=np.float32)
+    return soxr.resample(waveform, sample_rate, ENGINE_SAMPLE_RATE, quality="HQ").astype(np.float32, copy=False)
+
+
+class ScoringService:
+    """Scores decoded requests with the server's engine, normalizer and reward policy."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+
+    # -- preparation (worker thread) -----------------------------------------------------
+    def _prepare(self, req: DecodedScoreRequest, request_id: str) -> PreparedItem:
+        try:
+            policy = self.state.policy.with_options(req.reward)
+        except ValueError as exc:
+            raise BadRequestError("invalid_reward_options", str(exc), path="$.reward") from None
+        return PreparedItem(req, resample_16k(req.waveform, req.sample_rate), policy, req.request_id or request_id)
+
+    def _prepare_one(self, body: bytes, request_id: str) -> PreparedItem:
+        try:
+            req = decode_score_request(parse_json(body), self.state.settings.limits)
+        except ProtocolError as exc:
+            raise BadRequestError.from_protocol(exc) from None
+        return self._prepare(req, request_id)
+
+    def _prepare_batch(self, body: bytes, request_id: str) -> tuple[str, list[PreparedItem | ServerError]]:
+        try:
+            version, decoded = decode_batch_request(parse_json(body), self.state.settings.limits)
+        except ProtocolError as exc:
+            raise BadRequestError.from_protocol(exc) from None
+        items: list[PreparedItem | ServerError] = []
+        for i, item in enumerate(decoded):
+            if isinstance(item, ProtocolError):
+                items.append(BadRequestError.from_protocol(item))
+                continue
+            try:
+                items.append(self._prepare(item, f"{request_id}-{i}"))
+            except ServerError as exc:
+                items.append(exc)
+        return version, items
+
+    # -- engine ---------------------------------------------------------------------------
+    def _batcher(self) -> MicroBatcher:
+        state = self.state
+        if state.batcher is None or not state.ready:
+            if state.load_error:
+                raise NotReadyError(f"the ASR model failed to load: {state.load_error}", retry_after_s=30)
+            raise NotReadyError("the ASR model is still loading", retry_after_s=5)
+        return state.batcher
+
+    def _language(self, item: PreparedItem) -> str | None:
+        return item.request.language or self.state.settings.language
+
+    def _submit(self, items: list[PreparedItem]) -> list[asyncio.Future[Transcription]]:
+        batcher = self._batcher()
+        inputs = [TranscriptionInput(item.audio, self._language(item)) for item in items]
+        try:
+            futures = batcher.submit_many(inputs)
+        except BatcherQueueFull as exc:
+            raise QueueFullError(str(exc), retry_after_s=exc.retry_after_s) from None
+        except BatcherClosedError as exc:
+            raise ShuttingDownError(str(exc), retry_after_s=5) from None
+        self.state.metrics.queue_depth.set(batcher.queued)
+        return futures
+
+    async def _await_all(self, futures: list[asyncio.Future[Transcription]]) -> list[Transcription | BaseException]:
+        timeout = self.state.settings.request_timeout_s
+        try:
+            return await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True), timeout)
+        except asyncio.TimeoutError:
+            raise RequestTimeoutError(f"scoring took longer than the server's limit of {timeout:g} s") from None
+
+    def _engine_error(self, exc: BaseException, request_id: str) -> ServerError:
+        if isinstance(exc, BatcherClosedError):
+            return ShuttingDownError(str(exc), retry_after_s=5)
+        # The engine's own message may hold paths or internals: it goes to the log only.
+        log.error("transcription failed", exc_info=exc, extra={"request_id": request_id})
+        return EngineError(f"the ASR engine failed on this request's batch (request id {request_id})")
+
+    # -- scoring --------------------------------------------------------------------------
+    def _result(self, item: PreparedItem, transcription: Transcription) -> dict[str, Any]:
+        req = item.request
+        result = score_transcript(
+            req.prompt,
+            transcription.text,
+            normalizer=self.state.normalizer,
+            policy=item.policy,
+            language=self._language(item),
+            duration_s=req.duration_s,
+            reference_duration_s=req.reference_duration_s,
+        )
+        out = result.diagnostics()
+        info = self.state.engine.info
+        out.update(
+            model=info.model_id,
+            engine=info.engine,
+            protocol_version=PROTOCOL_VERSION,
+            request_id=item.request_id,
+        )
+        metrics = self.state.metrics
+        metrics.items.labels("ok").inc()
+        return out
+
+    async def score(self, body: bytes, request_id: str) -> dict[str, Any]:
+        """One request body → the flat response dict; raises :class:`ServerError`."""
+        item = await run_in_threadpool(self._prepare_one, body, request_id)
+        (outcome,) = await self._await_all(self._submit([item]))
+        if isinstance(outcome, BaseException):
+            error = self._engine_error(outcome, item.request_id)
+            self.state.metrics.items.labels(error.code).inc()
+            raise error
+        return self._result(item, outcome)
+
+    async def score_batch(self, body: bytes, request_id: str) -> dict[str, Any]:
+        """A batch body → ``{"protocol_version", "results"}``; item failures stay in their slot."""
+        _, prepared = await run_in_threadpool(self._prepare_batch, body, request_id)
+        valid = [p for p in prepared if isinstance(p, PreparedItem)]
+        outcomes = await self._await_all(self._submit(valid)) if valid else []
+        by_id = {id(p): o for p, o in zip(valid, outcomes)}
+        results: list[dict[str, Any]] = []
+        for i, entry in enumerate(prepared):
+            if isinstance(entry, ServerError):
+                self.state.metrics.items.labels(entry.code).inc()
+                results.append(server_error_body(entry, f"{request_id}-{i}"))
+                continue
+            outcome = by_id[id(entry)]
+            if isinstance(outcome, BaseException):
+                error = self._engine_error(outcome, entry.request_id)
+                self.state.metrics.items.labels(error.code).inc()
+                results.append(server_error_body(error, entry.request_id))
+            else:
+                results.append(self._result(entry, outcome))
+        return {"protocol_version": PROTOCOL_VERSION, "results": results}
+
+
+def new_request_id() -> str:
+    return uuid.uuid4().hex

@@ -1,0 +1,130 @@
+"""The scorer server's configuration: one typed settings object.
+
+Precedence, highest first: explicit CLI flags, ``AUDIO_REWARD_*`` environment
+variables, the named ``preset``'s fields, the defaults below.  The API key
+comes from ``AUDIO_REWARD_API_KEY`` or a file (``--api-key-file``), never
+from a flag, so it stays out of shell history and ``ps``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from audio_reward.protocol import Limits
+
+from .presets import get_preset
+from .scoring import RewardPolicy
+
+RewardFormula = Literal["1-cer", "exp", "tanh"]
+_POLICY = RewardPolicy()  # the scoring package owns the reward defaults
+
+# Settings a preset fixes, by the preset's attribute name.
+_PRESET_FIELDS = ("engine", "model", "normalizer", "language", "beam_size")
+
+
+class ServerSettings(BaseSettings):
+    """Every knob of ``audio-reward serve``; see docs/server.md for each one."""
+
+    model_config = SettingsConfigDict(env_prefix="AUDIO_REWARD_", extra="ignore", validate_default=True)
+
+    # network
+    host: str = Field("127.0.0.1", description="Interface to bind; 0.0.0.0 to serve other machines.")
+    port: int = Field(8000, ge=0, le=65535, description="TCP port (0 picks a free one).")
+
+    # model
+    preset: str | None = Field(None, description="Named preset fixing engine, model, normalizer, language, beam size.")
+    engine: str = Field("faster-whisper", description="ASR engine: faster-whisper, transformers or vllm.")
+    model: str = Field("tiny.en", description="Model name (tiny.en, base), CTranslate2 folder or hub id.")
+    device: str = Field("cpu", description="cpu, cuda or auto.")
+    compute_type: str = Field("default", description="CTranslate2 compute type (default, int8, float16, ...).")
+    cpu_threads: int = Field(0, ge=0, description="Engine intra-op threads; 0 lets the engine choose.")
+    beam_size: int = Field(1, ge=1, le=16, description="1 is greedy decoding.")
+
+    # batching and limits
+    max_batch_size: int = Field(16, ge=1, le=1024, description="Most utterances in one engine call.")
+    max_wait_ms: float = Field(10.0, ge=0, le=10_000, description="How long the batcher waits to fill a batch.")
+    max_queue: int = Field(512, ge=1, description="Utterances waiting for the engine before new ones get 429.")
+    max_audio_seconds: float = Field(60.0, gt=0, le=3600, description="Longest accepted utterance.")
+    max_body_bytes: int = Field(64 * 1024 * 1024, ge=1024, description="Largest accepted request body.")
+    max_batch_items: int = Field(256, ge=1, description="Most items in one /v1/score/batch request.")
+    request_timeout_s: float = Field(120.0, gt=0, description="A request still waiting after this gets 504.")
+    shutdown_grace_s: float = Field(30.0, ge=0, description="Time given to requests in flight on SIGTERM.")
+
+    # auth
+    api_key: SecretStr | None = Field(None, description="Required key (Bearer or X-API-Key); unset disables auth.")
+    api_key_file: Path | None = Field(None, description="File holding the API key (first line).")
+
+    # scoring
+    normalizer: str = Field("basic", description="Text normalizer applied to both texts before CER/WER.")
+    language: str | None = Field(None, description="Default language when a request names none.")
+    reward_formula: RewardFormula = Field(_POLICY.formula, description="1-cer, exp or tanh (docs/scoring.md).")
+    reward_metric: Literal["cer", "wer"] = Field(_POLICY.metric, description="Error rate the formula is applied to.")
+    exp_k: float = Field(_POLICY.exp_k, gt=0, le=100, description="k of the exp formula, exp(-k·err).")
+    error_clip: float = Field(_POLICY.error_clip, gt=0, description="Error rates are clipped to this before the formula.")
+    empty_transcript_penalty: float = Field(_POLICY.empty_transcript_penalty, ge=0, le=1, description="Subtracted when the transcript is empty.")
+    duration_ratio_min: float = Field(_POLICY.duration_ratio_min, gt=0, description="Below this duration ratio the duration penalty applies.")
+    duration_ratio_max: float = Field(_POLICY.duration_ratio_max, gt=0, description="Above this duration ratio the duration penalty applies.")
+    duration_penalty: float = Field(_POLICY.duration_penalty, ge=0, le=1, description="Subtracted outside the duration-ratio range.")
+    min_duration_s: float = Field(_POLICY.min_duration_s, ge=0, description="Audio shorter than this gets the short-audio penalty.")
+    short_audio_penalty: float = Field(_POLICY.short_audio_penalty, ge=0, le=1, description="Subtracted for audio below min_duration_s.")
+    repeat_ngram_n: int = Field(_POLICY.repeat_ngram_n, ge=1, le=16, description="n of the repeated n-gram check.")
+    repeat_penalty: float = Field(_POLICY.repeat_penalty, ge=0, le=1, description="Scaled by the share of repeated n-grams.")
+
+    # logging
+    log_level: str = Field("warning", description="debug, info, warning or error.")
+    log_json: bool = Field(False, description="One JSON object per log line.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_preset(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("preset"):
+            preset = get_preset(str(data["preset"]))
+            data = dict(data)
+            for name in _PRESET_FIELDS:
+                if data.get(name) is None:
+                    data[name] = getattr(preset, name)
+        return data
+
+    @model_validator(mode="after")
+    def _read_key_file(self) -> "ServerSettings":
+        if self.api_key is None and self.api_key_file is not None:
+            try:
+                key = self.api_key_file.read_text(encoding="utf-8").splitlines()[0].strip()
+            except (OSError, IndexError) as exc:
+                raise ValueError(f"cannot read an API key from {self.api_key_file}: {exc}") from None
+            if not key:
+                raise ValueError(f"{self.api_key_file} holds an empty API key")
+            self.api_key = SecretStr(key)
+        self.reward_policy()  # fail at start-up, not on the first request
+        return self
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(max_audio_seconds=self.max_audio_seconds, max_batch_items=self.max_batch_items)
+
+    def reward_policy(self) -> RewardPolicy:
+        """The reward policy every request starts from; ValueError if the fields do not fit together."""
+        return RewardPolicy(
+            formula=self.reward_formula,
+            metric=self.reward_metric,
+            exp_k=self.exp_k,
+            error_clip=self.error_clip,
+            empty_transcript_penalty=self.empty_transcript_penalty,
+            duration_ratio_min=self.duration_ratio_min,
+            duration_ratio_max=self.duration_ratio_max,
+            duration_penalty=self.duration_penalty,
+            min_duration_s=self.min_duration_s,
+            short_audio_penalty=self.short_audio_penalty,
+            repeat_ngram_n=self.repeat_ngram_n,
+            repeat_penalty=self.repeat_penalty,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """Every setting as printed at start-up; the key shows only whether it is set."""
+        out = self.model_dump(mode="json", exclude={"api_key"})
+        out["api_key"] = "**********" if self.api_key else None
+        return out

@@ -1,0 +1,36 @@
+"""What one running server holds: settings, engine, batcher, metrics."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from fastapi import Request
+
+from .batcher import MicroBatcher
+from .engines.base import ASREngine
+from .metrics import ServerMetrics
+from .scoring import Normalizer, RewardPolicy
+from .settings import ServerSettings
+
+
+@dataclass
+class ServerState:
+    """Shared by every request of one app; ``ready`` flips once the engine is warm."""
+
+    settings: ServerSettings
+    engine: ASREngine
+    policy: RewardPolicy
+    normalizer: Normalizer
+    metrics: ServerMetrics = field(default_factory=ServerMetrics)
+    batcher: MicroBatcher | None = None
+    ready: bool = False
+    load_error: str | None = None
+    started_at: float = field(default_factory=time.time)
+    on_fatal: Callable[[], None] | None = None
+    """Called when the engine cannot load; the CLI uses it to stop the server."""
+
+
+def get_state(request: Request) -> ServerState:
+    return request.app.state.scorer  # type: ignore[no-any-return]
