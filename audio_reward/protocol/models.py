@@ -19,6 +19,7 @@ from pydantic import (
     StrictInt,
     StrictStr,
     WithJsonSchema,
+    field_validator,
     model_validator,
 )
 
@@ -98,6 +99,16 @@ class _ScoreFields(BaseModel):
     reference_duration_s: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = Field(
         None, description="Extension: expected duration of the speech, for the duration-ratio penalty."
     )
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt_is_unicode_text(cls, value: str) -> str:
+        # JSON escapes can spell a lone surrogate ("\ud800"): not text, and no UTF-8 response can echo it.
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"prompt holds a lone surrogate at character {exc.start}: not valid Unicode text") from None
+        return value
 
 
 class ScoreRequest(_ScoreFields):
