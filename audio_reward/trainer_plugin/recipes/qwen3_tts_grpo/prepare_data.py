@@ -1,0 +1,69 @@
+"""Text list or JSONL → verl parquet for GRPO on Qwen3-TTS.
+
+Input: a ``.txt`` file with one sentence per line, or a ``.jsonl`` file with
+objects ``{"text": ..., "language"?: "en", "id"?: ..., "ref_audio"?: path,
+"ref_text"?: ...}`` (``ref_audio``/``ref_text`` name an optional speaker
+reference for voice-cloning prompts).  Output rows follow verl-omni's TTS
+format: ``prompt`` (one user turn with the text), ``reward_model.ground_truth``
+(the text the speech must say), ``data_source`` and ``extra_info`` (``index``,
+``split``, ``language``, the speaker reference).  ``extra_info.split`` also
+tells the reward manager which samples are validation ones.
+
+    python -m audio_reward.trainer_plugin.recipes.qwen3_tts_grpo.prepare_data \\
+        sentences.txt --out-dir data/qwen3_tts --val-size 100
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from .._parquet import read_records, split_records, write_parquet
+
+DATA_SOURCE = "tts_cer"
+
+
+def to_row(record: dict[str, Any], index: int, split: str, default_language: str | None) -> dict[str, Any]:
+    text = record.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"record {index} has no non-empty 'text': {record!r}")
+    text = " ".join(text.split())
+    extra: dict[str, Any] = {"index": str(record.get("id", index)), "split": split, "text": text}
+    language = record.get("language", default_language)
+    if language:
+        extra["language"] = str(language)
+    if record.get("ref_audio"):
+        ref = Path(str(record["ref_audio"])).expanduser()
+        if not ref.is_file():
+            raise ValueError(f"record {index}: speaker reference {ref} does not exist")
+        extra["ref_audio"] = str(ref.resolve())
+        extra["ref_text"] = str(record.get("ref_text") or "")
+    return {
+        "data_source": DATA_SOURCE,
+        "prompt": [{"role": "user", "content": text}],
+        "ability": "tts",
+        "reward_model": {"style": "model", "ground_truth": text},
+        "extra_info": extra,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("input", help="sentences .txt (one per line) or .jsonl")
+    parser.add_argument("--out-dir", required=True, help="folder for train.parquet and val.parquet")
+    parser.add_argument("--val-size", type=int, default=100, help="validation rows (default 100)")
+    parser.add_argument("--language", default="en", help="language of rows that do not give one (default en)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    records = read_records(args.input)
+    train, val = split_records(records, min(args.val_size, len(records) - 1), args.seed)
+    out = Path(args.out_dir)
+    n_train = write_parquet((to_row(r, i, "train", args.language) for i, r in enumerate(train)), out / "train.parquet")
+    n_val = write_parquet((to_row(r, i, "val", args.language) for i, r in enumerate(val)), out / "val.parquet")
+    print(f"wrote {n_train} train rows to {out / 'train.parquet'} and {n_val} validation rows to {out / 'val.parquet'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
