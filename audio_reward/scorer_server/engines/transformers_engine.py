@@ -1,0 +1,311 @@
+"""ASR with Hugging Face transformers: Whisper checkpoints and native Qwen3-ASR.
+
+``--engine transformers`` runs batched greedy ``generate`` in PyTorch: float16
+(Whisper) or bfloat16 (Qwen3-ASR) on a GPU, float32 on the CPU.  The model is
+
+* a packaged CTranslate2 name (``tiny.en``, ``base``) or a CTranslate2 folder:
+  converted once, exactly, into a transformers checkpoint in the cache
+  (:mod:`.convert`), so the engine runs offline on the same weights as
+  faster-whisper;
+* a transformers checkpoint folder or hub id whose ``model_type`` is
+  ``whisper`` or ``qwen3_asr`` (Qwen3-ASR's transformers-format repos end in
+  ``-hf``, e.g. ``Qwen/Qwen3-ASR-1.7B-hf``; native support needs
+  transformers >= 5.24).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
+
+import numpy as np
+
+from .base import ENGINE_SAMPLE_RATE, EngineInfo, ThreadedEngine, Transcription, TranscriptionInput, max_new_tokens_for
+from .convert import ct2_whisper_to_transformers, is_current_conversion
+from .model_store import PACKAGED_MODELS, ModelNotAvailableError, cache_dir, resolve_ctranslate2_model
+from .registry import EngineConfig
+
+if TYPE_CHECKING:
+    import torch
+
+log = logging.getLogger(__name__)
+
+WHISPER_WINDOW_S = 30.0
+# A detected-language reply ("language English<asr_text>") costs a few tokens before the text.
+QWEN3_ASR_LANGUAGE_PREFIX_TOKENS = 8
+
+_DTYPES = {
+    "float16": "float16", "fp16": "float16", "half": "float16",
+    "bfloat16": "bfloat16", "bf16": "bfloat16",
+    "float32": "float32", "fp32": "float32", "float": "float32",
+}
+
+
+class UnsupportedModelError(ValueError):
+    """The checkpoint is neither Whisper nor Qwen3-ASR, or this transformers cannot run it."""
+
+
+@dataclass(frozen=True)
+class ResolvedCheckpoint:
+    """Where the transformers weights live and what identifies them."""
+
+    model_id: str
+    path: str
+    weights_sha256: str | None
+
+
+def resolve_transformers_checkpoint(name: str) -> ResolvedCheckpoint:
+    """A transformers checkpoint for ``name``, converting CTranslate2 Whisper models on first use."""
+    path = Path(name).expanduser()
+    if name in PACKAGED_MODELS or (path.is_dir() and (path / "model.bin").exists()):
+        ct2 = resolve_ctranslate2_model(name)
+        key = ct2.sha256 or hashlib.sha256(Path(ct2.path).resolve().as_posix().encode()).hexdigest()
+        target = cache_dir() / "transformers" / f"{Path(ct2.model_id).name}-{key[:16]}"
+        if not is_current_conversion(target):
+            log.info("converting CTranslate2 Whisper for transformers", extra={"model": name, "target": str(target)})
+            ct2_whisper_to_transformers(ct2.path, target)
+        return ResolvedCheckpoint(ct2.model_id, str(target), ct2.sha256)
+    if path.is_dir():
+        if not (path / "config.json").exists():
+            raise ModelNotAvailableError(f"{path} has no config.json: not a transformers checkpoint")
+        return ResolvedCheckpoint(str(path), str(path.resolve()), None)
+    if path.suffix or name.startswith(("/", ".", "~")):
+        raise ModelNotAvailableError(f"model folder {name!r} does not exist")
+    return ResolvedCheckpoint(name, name, None)
+
+
+def resolve_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(f"device {device!r} requested but torch sees no CUDA device")
+    return device
+
+
+def resolve_dtype(compute_type: str, device: str, architecture: str) -> "torch.dtype":
+    """float32 on the CPU; float16 (Whisper) or bfloat16 (Qwen3-ASR, trained in it) on a GPU by default."""
+    import torch
+
+    if compute_type == "default":
+        if device == "cpu":
+            return torch.float32
+        return torch.bfloat16 if architecture == "qwen3_asr" else torch.float16
+    try:
+        return getattr(torch, _DTYPES[compute_type.lower()])
+    except KeyError:
+        raise ValueError(
+            f"compute type {compute_type!r} is not supported by the transformers engine; "
+            f"use default, {', '.join(sorted(set(_DTYPES.values())))}"
+        ) from None
+
+
+class _Backend(Protocol):
+    def transcribe(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]: ...
+
+
+def _group_by_language(batch: Sequence[TranscriptionInput]) -> dict[str | None, list[int]]:
+    groups: dict[str | None, list[int]] = {}
+    for i, item in enumerate(batch):
+        groups.setdefault(item.language, []).append(i)
+    return groups
+
+
+class _WhisperBackend:
+    """Batched short-form generate.
+
+    Audio over 30 s is cut into 30 s windows decoded as separate rows of the
+    same batch and joined: rewards score TTS utterances, which rarely exceed
+    one window, and this keeps every row on the fast batched path.
+    """
+
+    def __init__(self, path: str, device: str, dtype: "torch.dtype") -> None:
+        from transformers import WhisperForConditionalGeneration, WhisperProcessor
+
+        self.device, self.dtype = device, dtype
+        self.processor = WhisperProcessor.from_pretrained(path)
+        self.model = WhisperForConditionalGeneration.from_pretrained(path, dtype=dtype).to(device).eval()
+        gen = self.model.generation_config
+        self.multilingual = bool(getattr(gen, "is_multilingual", False))
+        self.id_to_lang = {i: tok[2:-2] for tok, i in (getattr(gen, "lang_to_id", None) or {}).items()}
+        self.special_ids = set(self.processor.tokenizer.all_special_ids) | {gen.eos_token_id}
+        self.text_vocab = len(self.processor.tokenizer)
+
+    def _generate(self, windows: list[np.ndarray], language: str | None) -> tuple[list[list[int]], list[str | None]]:
+        import torch
+
+        feats = self.processor.feature_extractor(
+            windows, sampling_rate=ENGINE_SAMPLE_RATE, return_tensors="pt", return_attention_mask=True
+        )
+        features = feats.input_features.to(self.device, self.dtype)
+        kwargs: dict[str, Any] = {
+            "attention_mask": feats.attention_mask.to(self.device),
+            "do_sample": False,
+            "num_beams": 1,
+            "max_new_tokens": max_new_tokens_for(max(w.shape[0] for w in windows) / ENGINE_SAMPLE_RATE),
+        }
+        languages: list[str | None] = ["en"] * len(windows)
+        with torch.inference_mode():
+            if self.multilingual:
+                kwargs["task"] = "transcribe"
+                if language is None:
+                    detected = self.model.detect_language(input_features=features)
+                    languages = [self.id_to_lang.get(int(t)) for t in detected.view(-1).tolist()]
+                else:
+                    languages = [language] * len(windows)
+                kwargs["language"] = [lang or "en" for lang in languages]
+            out = self.model.generate(features, **kwargs)
+        sequences = out["sequences"] if isinstance(out, dict) else out
+        rows = [[t for t in row if t not in self.special_ids and t < self.text_vocab] for row in sequences.tolist()]
+        return rows, languages
+
+    def transcribe(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
+        window = int(WHISPER_WINDOW_S * ENGINE_SAMPLE_RATE)
+        results: list[Transcription | None] = [None] * len(batch)
+        for language, indices in _group_by_language(batch).items():
+            windows: list[np.ndarray] = []
+            owner: list[int] = []
+            for i in indices:
+                audio = batch[i].audio
+                for start in range(0, max(1, audio.shape[0]), window):
+                    windows.append(audio[start : start + window])
+                    owner.append(i)
+            rows, languages = self._generate(windows, language)
+            for i in indices:
+                mine = [k for k, o in enumerate(owner) if o == i]
+                tokens = [t for k in mine for t in rows[k]]
+                text = " ".join(self.processor.tokenizer.decode(rows[k], skip_special_tokens=True).strip() for k in mine)
+                results[i] = Transcription(text=text.strip(), language=languages[mine[0]], num_tokens=len(tokens))
+        return [r for r in results if r is not None]
+
+
+class _Qwen3ASRBackend:
+    """Native transformers Qwen3-ASR: chat prompt with the audio, language forced by prefilling the reply."""
+
+    def __init__(self, path: str, device: str, dtype: "torch.dtype") -> None:
+        try:
+            from transformers import AutoProcessor, Qwen3ASRForConditionalGeneration
+        except ImportError:
+            import transformers
+
+            raise UnsupportedModelError(
+                f"Qwen3-ASR needs transformers>=5.24 (installed: {transformers.__version__}): "
+                "pip install 'audio-reward[transformers]'"
+            ) from None
+        self.device, self.dtype = device, dtype
+        self.processor = AutoProcessor.from_pretrained(path)
+        self.model = Qwen3ASRForConditionalGeneration.from_pretrained(path, dtype=dtype).to(device).eval()
+        # Decoder-only: prompts are left-padded so every row's reply starts at the same column.
+        self.processor.tokenizer.padding_side = "left"
+
+    def transcribe(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
+        import torch
+
+        languages = [item.language for item in batch]
+        inputs = self.processor.apply_transcription_request(
+            audio=[item.audio for item in batch], language=languages, return_tensors="pt"
+        )
+        inputs = inputs.to(self.device)
+        inputs["input_features"] = inputs["input_features"].to(self.dtype)
+        longest = max(item.duration_s for item in batch)
+        budget = max_new_tokens_for(longest)
+        if any(lang is None for lang in languages):
+            budget += QWEN3_ASR_LANGUAGE_PREFIX_TOKENS
+        with torch.inference_mode():
+            out = self.model.generate(**inputs, max_new_tokens=budget, do_sample=False, num_beams=1)
+        new_tokens = out[:, inputs["input_ids"].shape[1] :]
+        eos = self.model.generation_config.eos_token_id
+        eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos]) | {self.processor.tokenizer.pad_token_id}
+        results = []
+        for row, forced in zip(new_tokens.tolist(), languages):
+            tokens = [t for t in row if t not in eos_ids]
+            parsed = self.processor.parse_output(self.processor.tokenizer.decode(tokens, skip_special_tokens=True))
+            results.append(
+                Transcription(
+                    text=parsed["transcription"].strip(),
+                    language=forced or _qwen_language_code(parsed.get("language")),
+                    num_tokens=len(tokens),
+                )
+            )
+        return results
+
+
+def _qwen_language_code(name: str | None) -> str | None:
+    if not name:
+        return None
+    from transformers.models.qwen3_asr import processing_qwen3_asr
+
+    table = getattr(processing_qwen3_asr, "LANGUAGE_CODE_TO_NAME", {})
+    by_name = {v.lower(): k for k, v in table.items()}
+    return by_name.get(name.strip().lower(), name.strip())
+
+
+def checkpoint_architecture(path: str) -> str:
+    """``whisper`` or ``qwen3_asr`` from the checkpoint's config."""
+    local = Path(path) / "config.json"
+    if local.exists():
+        model_type = json.loads(local.read_text(encoding="utf-8")).get("model_type")
+    else:
+        from transformers import AutoConfig
+
+        model_type = AutoConfig.from_pretrained(path).model_type
+    if model_type not in ("whisper", "qwen3_asr"):
+        raise UnsupportedModelError(f"{path}: model_type {model_type!r} is not Whisper or Qwen3-ASR")
+    return str(model_type)
+
+
+class TransformersEngine(ThreadedEngine):
+    """Whisper or Qwen3-ASR in PyTorch via transformers; greedy, batched, decode length capped by duration."""
+
+    def __init__(self, config: EngineConfig) -> None:
+        super().__init__(workers=1)
+        self.config = config
+        self._backend: _Backend | None = None
+        self._lock = threading.Lock()
+        self.info = EngineInfo(engine="transformers", model_id=config.model, device=config.device)
+
+    def load(self) -> None:
+        import torch
+        import transformers
+
+        if self.config.beam_size != 1:
+            raise ValueError("the transformers engine decodes greedily: set beam_size to 1")
+        if self.config.cpu_threads > 0:
+            torch.set_num_threads(self.config.cpu_threads)
+        checkpoint = resolve_transformers_checkpoint(self.config.model)
+        architecture = checkpoint_architecture(checkpoint.path)
+        device = resolve_device(self.config.device)
+        dtype = resolve_dtype(self.config.compute_type, device, architecture)
+        backend_cls = _Qwen3ASRBackend if architecture == "qwen3_asr" else _WhisperBackend
+        self._backend = backend_cls(checkpoint.path, device, dtype)
+        self.info = EngineInfo(
+            engine="transformers",
+            model_id=checkpoint.model_id,
+            weights_sha256=checkpoint.weights_sha256,
+            device=device,
+            compute_type=str(dtype).removeprefix("torch."),
+            extra={"architecture": architecture, "transformers": transformers.__version__, "torch": torch.__version__},
+        )
+        log.info("transformers engine loaded", extra={"model": checkpoint.model_id, "device": device})
+
+    def transcribe_batch_sync(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
+        if self._backend is None:
+            raise RuntimeError("engine not loaded: call load() first")
+        if not batch:
+            return []
+        step = max(1, self.config.max_batch_size)
+        out: list[Transcription] = []
+        with self._lock:
+            for start in range(0, len(batch), step):
+                out.extend(self._backend.transcribe(batch[start : start + step]))
+        return out
+
+    def close(self) -> None:
+        super().close()
+        self._backend = None
