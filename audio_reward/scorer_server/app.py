@@ -60,7 +60,8 @@ async def _load_engine(state: ServerState) -> None:
         await asyncio.to_thread(state.engine.load)
         await asyncio.to_thread(state.engine.warmup)
     except Exception as exc:  # noqa: BLE001 - reported on /readyz and in the log, then the server stops
-        state.load_error = f"{type(exc).__name__}: {exc}"
+        # Only the exception type goes on the unauthenticated /readyz; the message (paths...) goes to the log.
+        state.load_error = type(exc).__name__
         log.error("engine failed to load", exc_info=True, extra={"engine": settings.engine, "model": settings.model})
         if state.on_fatal is not None:
             state.on_fatal()

@@ -111,6 +111,7 @@ def serve(args: argparse.Namespace) -> int:
           f"(engine {settings.engine}, model {settings.model}); ready when /readyz answers 200", flush=True)
     server.run()
     if state.load_error:
-        print(f"audio-reward serve: the model failed to load: {state.load_error}", file=sys.stderr)
+        print(f"audio-reward serve: the model failed to load ({state.load_error}); the error is logged above",
+              file=sys.stderr)
         return 1
     return 0

@@ -24,7 +24,7 @@ async def readyz(request: Request) -> OrjsonResponse:
     if state.ready:
         return OrjsonResponse({"status": "ready", "model": state.engine.info.model_id})
     if state.load_error:
-        body = error_body("load_failed", f"the ASR model failed to load: {state.load_error}", retryable=False)
+        body = error_body("load_failed", f"the ASR model failed to load ({state.load_error}); see the server log", retryable=False)
     else:
         body = error_body("not_ready", "the ASR model is loading", retryable=True)
     return OrjsonResponse(body, status_code=503, headers={"Retry-After": "5"})

@@ -105,7 +105,8 @@ class ScoringService:
         state = self.state
         if state.batcher is None or not state.ready:
             if state.load_error:
-                raise NotReadyError(f"the ASR model failed to load: {state.load_error}", retry_after_s=30)
+                raise NotReadyError(f"the ASR model failed to load ({state.load_error}); see the server log",
+                                    retry_after_s=30)
             raise NotReadyError("the ASR model is still loading", retry_after_s=5)
         return state.batcher
 
