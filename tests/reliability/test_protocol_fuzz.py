@@ -254,3 +254,11 @@ def test_non_finite_literals_are_named() -> None:
             decode_score_request(parse_json(body), LIMITS)
         assert err.value.code == "invalid_metadata" and "$.metadata.index" in str(err.value)
     assert math.isnan(parse_json(b"NaN"))
+
+
+@pytest.mark.parametrize("escape", ["\\ud800", "\\udfff", "\\ud83d"])
+def test_lone_surrogate_prompt_is_invalid_prompt(escape: str) -> None:
+    body = _json_bytes(_valid_request()).replace(b'"hello world"', f'"a{escape}b"'.encode())
+    with pytest.raises(ProtocolError) as err:
+        decode_score_request(parse_json(body), LIMITS)
+    assert err.value.code == "invalid_prompt" and "$.prompt" in str(err.value)

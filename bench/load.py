@@ -1,0 +1,378 @@
+"""Load run: many concurrent clients against a real scorer server on loopback.
+
+    python bench/load.py [--requests 10000] [--concurrency 256] [--engine instant|tiny.en]
+                         [--max-queue 512] [--json FILE]
+
+Starts ``audio-reward serve`` in its own process and sends ``--requests``
+score requests, ``--concurrency`` at a time, through the project's
+:class:`AsyncScorerClient` (retries off, so every request is one HTTP
+exchange). Checks that every request is answered exactly once: each
+request id comes back once, with the score of its own audio, and the
+server's ``audio_reward_items_total{outcome="ok"}`` grows by exactly the
+number of requests. Samples the server process's RSS every 20 ms, and prints
+throughput, p50/p99 latency and peak RSS.
+
+Engine: ``instant`` (the default) is the real server — uvicorn, the HTTP
+routes, protocol decoding, the micro-batcher, scoring — with an engine that
+answers at once instead of running Whisper. On two CPU cores Whisper tiny.en
+costs ~0.1–0.2 s per utterance whatever its length (it pads to 30 s), so
+10,000 requests would take half an hour and measure only the model; the
+point here is the server's queueing, batching and HTTP path. The instant
+engine reads a number written into the first sample of each clip and
+answers ``item <number>``, so a response carrying another request's
+transcript scores below 1 and is caught. ``--engine tiny.en`` runs the
+same check with the real model (use a few hundred requests).
+
+``python bench/load.py serve [--engine-delay-ms MS] [--engine-fail-every N] [serve flags…]``
+is the server side: ``audio-reward serve`` with the instant engine
+registered (the reliability tests start it the same way).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from support.server import free_port, settings_to_flags, stop_process, wait_ready  # noqa: E402
+
+SAMPLE_RATE = 16_000
+WATERMARK_SCALE = 1e-5
+"""Item ``i`` is written as ``i * 1e-5`` in the first sample (exact in float32 below 10^6 items)."""
+
+
+# --------------------------------------------------------------------------- the instant engine
+
+def clip(index: int, seconds: float = 0.1) -> np.ndarray:
+    """A short tone whose first sample carries ``index`` for :class:`InstantEngine`."""
+    t = np.arange(int(seconds * SAMPLE_RATE), dtype=np.float32) / SAMPLE_RATE
+    audio = (0.1 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
+    audio[0] = np.float32(index * WATERMARK_SCALE)
+    return audio
+
+
+def prompt_of(index: int) -> str:
+    return f"item {index}"
+
+
+def _engine_class() -> type:
+    # Server imports stay inside: the load generator itself needs only the client.
+    from audio_reward.scorer_server.engines.base import ASREngine, EngineInfo, Transcription, TranscriptionInput
+
+    class InstantEngine(ASREngine):
+        """Answers at once with ``item <n>``, n read from the clip's first sample.
+
+        ``delay_s`` makes every batch take that long (a slow engine);
+        ``fail_every`` makes every n-th batch raise (a faulty engine).
+        """
+
+        delay_s = 0.0
+        fail_every = 0
+
+        def __init__(self, config: Any = None) -> None:
+            self.info = EngineInfo("instant", "instant-bench-engine")
+            self.batches = 0
+
+        def load(self) -> None:
+            """Nothing to load."""
+
+        def warmup(self) -> None:
+            """Nothing to warm up."""
+
+        async def transcribe(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
+            self.batches += 1
+            if self.delay_s:
+                await asyncio.sleep(self.delay_s)
+            if self.fail_every and self.batches % self.fail_every == 0:
+                raise RuntimeError(f"injected engine failure in batch {self.batches}")
+            return [Transcription(prompt_of(round(float(item.audio[0]) / WATERMARK_SCALE))) for item in batch]
+
+    return InstantEngine
+
+
+def serve_main(argv: Sequence[str]) -> int:
+    """``audio-reward serve --engine instant`` with the instant engine registered."""
+    parser = argparse.ArgumentParser(prog="load.py serve", add_help=False)
+    parser.add_argument("--engine-delay-ms", type=float, default=0.0)
+    parser.add_argument("--engine-fail-every", type=int, default=0)
+    own, rest = parser.parse_known_args(argv)
+    from audio_reward.cli import main
+    from audio_reward.scorer_server.engines import registry
+
+    engine = _engine_class()
+    engine.delay_s = own.engine_delay_ms / 1000.0
+    engine.fail_every = own.engine_fail_every
+    globals()["InstantEngine"] = engine
+    registry.ENGINES["instant"] = f"{__name__}:InstantEngine"
+    return main(["serve", "--engine", "instant", *rest])
+
+
+# --------------------------------------------------------------------------- the server process
+
+@dataclass
+class ServerHandle:
+    url: str
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    settings: dict[str, Any]
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def log_tail(self, limit: int = 4000) -> str:
+        return self.log_path.read_text(errors="replace")[-limit:] if self.log_path.exists() else ""
+
+
+def server_command(engine: str, settings: dict[str, Any], *, delay_ms: float = 0.0, fail_every: int = 0) -> list[str]:
+    if engine == "instant":
+        return [sys.executable, str(Path(__file__).resolve()), "serve", "--engine-delay-ms", str(delay_ms),
+                "--engine-fail-every", str(fail_every), *settings_to_flags(settings)]
+    return [sys.executable, "-m", "audio_reward.cli", "serve", "--model", engine, *settings_to_flags(settings)]
+
+
+def launch(engine: str, settings: dict[str, Any], log_path: Path, *, env: dict[str, str] | None = None,
+           delay_ms: float = 0.0, fail_every: int = 0) -> subprocess.Popen[bytes]:
+    """Start the server process (not waiting for it); output goes to ``log_path`` (appended)."""
+    cmd = server_command(engine, settings, delay_ms=delay_ms, fail_every=fail_every)
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
+
+
+@contextmanager
+def scorer_server(engine: str = "instant", *, env: dict[str, str] | None = None, delay_ms: float = 0.0,
+                  fail_every: int = 0, ready_timeout_s: float = 180.0, **settings: Any) -> Iterator[ServerHandle]:
+    """A ready scorer server process on a free loopback port; stopped (SIGTERM, then SIGKILL) on exit."""
+    settings.setdefault("host", "127.0.0.1")
+    settings.setdefault("port", free_port())
+    url = f"http://{settings['host']}:{settings['port']}"
+    with tempfile.TemporaryDirectory(prefix="audio-reward-load-") as tmp:
+        log_path = Path(tmp) / "server.log"
+        proc = launch(engine, settings, log_path, env=env, delay_ms=delay_ms, fail_every=fail_every)
+        try:
+            wait_ready(url, ready_timeout_s, proc=proc, log_path=log_path)
+            yield ServerHandle(url, proc, log_path, settings)
+        finally:
+            stop_process(proc)
+
+
+# --------------------------------------------------------------------------- measuring
+
+class RssSampler:
+    """Samples a process's resident memory in a thread; ``peak`` and ``samples`` in bytes."""
+
+    def __init__(self, pid: int, interval_s: float = 0.02) -> None:
+        import psutil
+
+        self._proc = psutil.Process(pid)
+        self.interval_s = interval_s
+        self.baseline = self._proc.memory_info().rss
+        self.peak = self.baseline
+        self.samples: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
+
+    def _run(self) -> None:
+        import psutil
+
+        while not self._stop.is_set():
+            try:
+                rss = self._proc.memory_info().rss
+            except psutil.Error:
+                return  # the process is gone (a kill test): keep what was seen
+            self.samples.append(rss)
+            self.peak = max(self.peak, rss)
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self) -> "RssSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+_METRIC_LINE = re.compile(r'^(?P<name>[a-z_]+)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)$')
+
+
+def read_metrics(url: str, api_key: str | None = None) -> dict[str, float]:
+    """The server's Prometheus metrics as ``{'name{labels}': value}``."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    text = httpx.get(f"{url}/metrics", headers=headers, timeout=10).text
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        m = _METRIC_LINE.match(line)
+        if m:
+            out[f"{m['name']}{{{m['labels'] or ''}}}"] = float(m["value"])
+    return out
+
+
+def items_ok(url: str, api_key: str | None = None) -> int:
+    return int(read_metrics(url, api_key).get('audio_reward_items_total{outcome="ok"}', 0))
+
+
+@dataclass
+class LoadReport:
+    engine: str
+    requests: int
+    concurrency: int
+    max_queue: int
+    answered: int
+    unique_ids: int
+    wrong_answers: int
+    errors: int
+    error_kinds: dict[str, int]
+    server_items_ok: int
+    wall_s: float
+    throughput_rps: float
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+    rss_baseline_mib: float
+    rss_peak_mib: float
+    rss_bound_mib: float
+
+    @property
+    def answered_once(self) -> bool:
+        """Every request answered, each id once, each with its own score, each scored once by the server."""
+        return (self.answered == self.requests == self.unique_ids == self.server_items_ok
+                and self.wrong_answers == 0 and self.errors == 0)
+
+    @property
+    def memory_bounded(self) -> bool:
+        return self.rss_peak_mib <= self.rss_bound_mib
+
+    def lines(self) -> list[str]:
+        return [
+            f"engine {self.engine}: {self.requests} requests at concurrency {self.concurrency} (max_queue {self.max_queue})",
+            f"answered {self.answered}, unique request ids {self.unique_ids}, wrong answers {self.wrong_answers}, "
+            f"errors {self.errors} {self.error_kinds or ''}, scored by the server {self.server_items_ok}",
+            f"answered exactly once: {'yes' if self.answered_once else 'NO'}",
+            f"throughput {self.throughput_rps:.0f} req/s over {self.wall_s:.1f} s; "
+            f"latency p50 {self.p50_ms:.1f} ms, p99 {self.p99_ms:.1f} ms, max {self.max_ms:.1f} ms",
+            f"server RSS baseline {self.rss_baseline_mib:.0f} MiB, peak {self.rss_peak_mib:.0f} MiB, "
+            f"bound {self.rss_bound_mib:.0f} MiB: {'within' if self.memory_bounded else 'EXCEEDED'}",
+        ]
+
+
+def rss_bound_bytes(baseline: int, max_queue: int, body_bytes: int) -> int:
+    """What a server may grow to: its idle size, plus a fixed allowance, plus per queued request
+    its body and the copies decoding makes (JSON text, raw bytes, float32, 16 kHz audio) several times over."""
+    return baseline + 96 * 2**20 + max_queue * 16 * body_bytes
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q)) if values else float("nan")
+
+
+async def drive(url: str, requests: int, concurrency: int, *, api_key: str | None = None,
+                timeout: float = 60.0) -> tuple[list[float], dict[int, Any], float]:
+    """Send ``requests`` score requests, ``concurrency`` in flight; returns latencies, results by index, wall time."""
+    from audio_reward.scorer_client import AsyncScorerClient, ScorerError
+
+    latencies: list[float] = []
+    results: dict[int, Any] = {}
+    next_index = iter(range(requests))
+    async with AsyncScorerClient(url, api_key=api_key, max_retries=0, timeout=timeout,
+                                 pool_limit=concurrency) as client:
+        async def worker() -> None:
+            for i in next_index:
+                t0 = time.perf_counter()
+                try:
+                    results[i] = await client.score(clip(i), SAMPLE_RATE, prompt_of(i), request_id=f"load-{i}",
+                                                    metadata={"index": i})
+                except ScorerError as exc:
+                    results[i] = exc
+                latencies.append(time.perf_counter() - t0)
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        wall = time.perf_counter() - t0
+    return latencies, results, wall
+
+
+def run_load(handle: ServerHandle, requests: int, concurrency: int, *, engine: str = "instant",
+             api_key: str | None = None) -> LoadReport:
+    """Drive ``handle``'s server and check every answer; see the module docstring."""
+    import orjson
+
+    from audio_reward.protocol import encode_f32
+    from audio_reward.scorer_client import ScoreResult
+
+    max_queue = int(handle.settings.get("max_queue", 512))
+    body_bytes = len(orjson.dumps({"protocol_version": "1", "waveform_f32_base64": encode_f32(clip(0)),
+                                   "sample_rate": SAMPLE_RATE, "prompt": prompt_of(requests)}))
+    before = items_ok(handle.url, api_key)
+    with RssSampler(handle.pid) as rss:
+        latencies, results, wall = asyncio.run(drive(handle.url, requests, concurrency, api_key=api_key))
+    server_ok = items_ok(handle.url, api_key) - before
+    ids: dict[str, int] = {}
+    wrong = errors = 0
+    kinds: dict[str, int] = {}
+    for i, r in results.items():
+        if isinstance(r, ScoreResult):
+            ids[r.request_id] = ids.get(r.request_id, 0) + 1
+            if r.request_id != f"load-{i}" or (engine == "instant" and r.score != 1.0):
+                wrong += 1
+        else:
+            errors += 1
+            kind = type(r).__name__
+            kinds[kind] = kinds.get(kind, 0) + 1
+    mib = 2**20
+    return LoadReport(
+        engine=engine, requests=requests, concurrency=concurrency, max_queue=max_queue,
+        answered=sum(ids.values()), unique_ids=len(ids), wrong_answers=wrong, errors=errors, error_kinds=kinds,
+        server_items_ok=server_ok, wall_s=wall, throughput_rps=requests / wall,
+        p50_ms=percentile(latencies, 50) * 1000, p99_ms=percentile(latencies, 99) * 1000,
+        max_ms=max(latencies) * 1000 if latencies else float("nan"),
+        rss_baseline_mib=rss.baseline / mib, rss_peak_mib=rss.peak / mib,
+        rss_bound_mib=rss_bound_bytes(rss.baseline, max_queue, body_bytes) / mib,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["serve"]:
+        return serve_main(argv[1:])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--requests", type=int, default=10_000)
+    ap.add_argument("--concurrency", type=int, default=256)
+    ap.add_argument("--engine", default="instant", help="instant (default) or a model name such as tiny.en")
+    ap.add_argument("--max-queue", type=int, default=512)
+    ap.add_argument("--max-batch-size", type=int, default=32)
+    ap.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = ap.parse_args(argv)
+    if args.concurrency < 1 or args.requests < 1:
+        ap.error("--requests and --concurrency must be positive")
+    with scorer_server(args.engine, max_queue=args.max_queue, max_batch_size=args.max_batch_size,
+                       max_wait_ms=2) as handle:
+        report = run_load(handle, args.requests, args.concurrency, engine=args.engine)
+    print("\n".join(report.lines()))
+    if args.json:
+        args.json.write_text(json.dumps({**asdict(report), "answered_once": report.answered_once,
+                                         "memory_bounded": report.memory_bounded}, indent=2))
+    return 0 if report.answered_once and report.memory_bounded else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
