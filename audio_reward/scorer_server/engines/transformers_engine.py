@@ -162,8 +162,26 @@ class _WhisperBackend:
                 kwargs["language"] = [lang or "en" for lang in languages]
             out = self.model.generate(features, **kwargs)
         sequences = out["sequences"] if isinstance(out, dict) else out
-        rows = [[t for t in row if t not in self.special_ids and t < self.text_vocab] for row in sequences.tolist()]
+        # One generate call shares the batch's longest cap; each row keeps only its own.
+        caps = [max_new_tokens_for(w.shape[0] / ENGINE_SAMPLE_RATE) for w in windows]
+        rows = [
+            [t for t in row[:cap] if t not in self.special_ids and t < self.text_vocab]
+            for row, cap in zip(self._generated(sequences), caps)
+        ]
         return rows, languages
+
+    def _generated(self, sequences: "torch.Tensor") -> list[list[int]]:
+        """The generated tokens of each row, without the forced decoder prompt when generate returns it."""
+        gen = self.model.generation_config
+        prompt_ids = {gen.decoder_start_token_id, gen.no_timestamps_token_id, *self.id_to_lang}
+        prompt_ids |= set((getattr(gen, "task_to_id", None) or {}).values())
+        out = []
+        for row in sequences.tolist():
+            start = 0
+            while start < len(row) and row[start] in prompt_ids:
+                start += 1
+            out.append(row[start:])
+        return out
 
     def transcribe(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
         window = int(WHISPER_WINDOW_S * ENGINE_SAMPLE_RATE)
@@ -213,18 +231,24 @@ class _Qwen3ASRBackend:
         )
         inputs = inputs.to(self.device)
         inputs["input_features"] = inputs["input_features"].to(self.dtype)
-        longest = max(item.duration_s for item in batch)
-        budget = max_new_tokens_for(longest)
-        if any(lang is None for lang in languages):
-            budget += QWEN3_ASR_LANGUAGE_PREFIX_TOKENS
+        caps = [
+            max_new_tokens_for(item.duration_s) + (QWEN3_ASR_LANGUAGE_PREFIX_TOKENS if item.language is None else 0)
+            for item in batch
+        ]
         with torch.inference_mode():
-            out = self.model.generate(**inputs, max_new_tokens=budget, do_sample=False, num_beams=1)
+            out = self.model.generate(**inputs, max_new_tokens=max(caps), do_sample=False, num_beams=1)
         new_tokens = out[:, inputs["input_ids"].shape[1] :]
         eos = self.model.generation_config.eos_token_id
         eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos]) | {self.processor.tokenizer.pad_token_id}
         results = []
-        for row, forced in zip(new_tokens.tolist(), languages):
-            tokens = [t for t in row if t not in eos_ids]
+        for row, forced, cap in zip(new_tokens.tolist(), languages, caps):
+            # One generate call shares the batch's longest cap; each row keeps only its own.
+            row = row[:cap]
+            for end, token in enumerate(row):
+                if token in eos_ids:
+                    row = row[:end]
+                    break
+            tokens = row
             parsed = self.processor.parse_output(self.processor.tokenizer.decode(tokens, skip_special_tokens=True))
             results.append(
                 Transcription(
