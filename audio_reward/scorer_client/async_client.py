@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 import logging
 import random
@@ -56,6 +57,15 @@ class _Answer:
     status: int
     body: bytes
     retry_after: float | None
+
+
+def _for_item(error: ScorerError, request_id: str) -> ScorerError:
+    """A chunk-wide error as one item's error, carrying that item's request id."""
+    if error.request_id == request_id:
+        return error
+    item = copy.copy(error)
+    item.request_id = request_id
+    return item
 
 
 def _audio_bytes(waveform: Any) -> int:
@@ -236,6 +246,9 @@ class AsyncScorerClient:
             ) as resp:
                 raw = await resp.read()
                 return _Answer(resp.status, raw, parse_retry_after(resp.headers.get("Retry-After")))
+        except aiohttp.ClientResponseError as exc:
+            # Not HTTP at all (a garbled status line or headers): the peer is not a scorer.
+            raise ProtocolViolationError(f"the scorer's answer is not valid HTTP: {exc}", request_id=request_id) from exc
         finally:
             self._slots.release()
 
@@ -326,7 +339,14 @@ class AsyncScorerClient:
                     if isinstance(p, ScorerError):
                         results[start + i] = p
                 if ready:
-                    answers = await self._score_chunk([p for _, p in ready])
+                    try:
+                        answers = await self._score_chunk([p for _, p in ready])
+                    except ScorerError as exc:
+                        answers = [_for_item(exc, p.request_id) for _, p in ready]
+                    except Exception as exc:  # a bug must not cost the other chunks their results
+                        logger.exception("unexpected error while scoring a chunk")
+                        answers = [_for_item(ScorerError(f"unexpected client error: {exc!r}"), p.request_id)
+                                   for _, p in ready]
                     for (pos, _), answer in zip(ready, answers):
                         results[pos] = answer
 

@@ -50,6 +50,11 @@ class Drop:
 
 
 @dataclass
+class Garbage:
+    """Bytes that are not an HTTP response, then close."""
+
+
+@dataclass
 class Slow:
     seconds: float
     then: "Action" = field(default_factory=Score)
@@ -78,7 +83,7 @@ class Batch:
     items: list
 
 
-Action = Union[Score, Status, Drop, Slow, Raw, Batch, ItemError]
+Action = Union[Score, Status, Drop, Garbage, Slow, Raw, Batch, ItemError]
 
 
 @dataclass
@@ -169,6 +174,11 @@ class FaultServer:
             assert request.transport is not None
             request.transport.abort()
             return web.Response(status=500)  # never delivered: the socket is gone
+        if isinstance(action, Garbage):
+            assert request.transport is not None
+            request.transport.write(b"HTTP/1.1 twohundred OK\r\nbogus\r\n\r\n")
+            request.transport.close()
+            return web.Response(status=500)  # never delivered
         if isinstance(action, Status):
             headers = {"Retry-After": action.retry_after} if action.retry_after is not None else None
             body = {"error": {"code": action.code, "message": f"injected {action.code}", "retryable": action.retryable}}

@@ -20,7 +20,7 @@ from audio_reward.scorer_client import (
     TransientServerError,
 )
 from fault_server import (
-    Batch, Drop, FaultServer, ItemError, Raw, Score, Seen, Slow, Status, always_score, expected_score,
+    Batch, Drop, FaultServer, Garbage, ItemError, Raw, Score, Seen, Slow, Status, always_score, expected_score,
 )
 
 FAST = dict(backoff=0.01, backoff_max=0.05, timeout=5.0)
@@ -65,6 +65,7 @@ async def test_slow_answer_times_out_then_recovers(fault_server: FaultServer, to
         (Status(401, code="unauthorized", retryable=False), RequestRejectedError, "unauthorized"),
         (Status(413, code="payload_too_large", retryable=False), RequestRejectedError, "payload_too_large"),
         (Status(501, code="not_implemented", retryable=False), RequestRejectedError, "not_implemented"),
+        (Garbage(), ProtocolViolationError, None),
         (Raw(b'{"score": 0.5,'), ProtocolViolationError, None),
         (Raw(b"<html>ok</html>"), ProtocolViolationError, None),
         (Raw(b'{"score": NaN, "cer": 0.1}'), ProtocolViolationError, None),
@@ -76,7 +77,7 @@ async def test_slow_answer_times_out_then_recovers(fault_server: FaultServer, to
         (Raw(b'{"cer": 0.1}'), ProtocolViolationError, None),
         (Raw(b'{"score": 0.5, "request_id": "someone-else"}'), ProtocolViolationError, None),
     ],
-    ids=["400", "401", "413", "501-final", "truncated-json", "html", "nan-score", "inf-diag", "nested-diag",
+    ids=["400", "401", "413", "501-final", "not-http", "truncated-json", "html", "nan-score", "inf-diag", "nested-diag",
          "list-diag", "string-score", "bool-score", "no-score", "wrong-request-id"],
 )
 async def test_final_fault_raises_at_once(fault_server: FaultServer, tone: np.ndarray, fault, error, code) -> None:  # noqa: ANN001
@@ -264,6 +265,8 @@ async def test_score_many_reports_failures_without_losing_the_rest(fault_server:
     def policy(seen: Seen):  # noqa: ANN202
         if "item-0" in seen.request_ids:
             return Status(503, retry_after="0")  # the first chunk never recovers
+        if "item-6" in seen.request_ids:
+            return Garbage()
         if "item-4" in seen.request_ids:
             return Raw(b'{"protocol_version": "1", "results": []}')  # wrong length: a protocol violation
         return always_score(seen)
@@ -274,8 +277,9 @@ async def test_score_many_reports_failures_without_losing_the_rest(fault_server:
     async with AsyncScorerClient(fault_server.url, max_retries=2, **FAST) as client:
         results = await client.score_many(good + [bad_input], chunk_size=2)
         assert [type(r).__name__ for r in results] == (
-            ["ScorerUnavailableError"] * 2 + ["ScoreResult"] * 2 + ["ProtocolViolationError"] * 2
-            + ["ScoreResult"] * 3 + ["InvalidInputError"])
+            ["ScorerUnavailableError"] * 2 + ["ScoreResult"] * 2 + ["ProtocolViolationError"] * 4
+            + ["ScoreResult"] + ["InvalidInputError"])
+        assert [r.request_id for r in results[6:8]] == ["item-6", "item-7"]
         assert results[0].attempts == 3 and fault_server.received["item-0"] == 3
         assert fault_server.received["item-4"] == 1
         with pytest.raises(ScorerUnavailableError):
