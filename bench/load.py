@@ -23,9 +23,10 @@ answers ``item <number>``, so a response carrying another request's
 transcript scores below 1 and is caught. ``--engine tiny.en`` runs the
 same check with the real model (use a few hundred requests).
 
-``python bench/load.py serve [--engine-delay-ms MS] [--engine-fail-every N] [serve flags…]``
-is the server side: ``audio-reward serve`` with the instant engine
-registered (the reliability tests start it the same way).
+``python bench/load.py serve [--engine-delay-ms MS] [serve flags…]`` is the
+server side: ``audio-reward serve`` with the instant engine registered (the
+reliability tests start it the same way). A clip numbered below zero is
+poison: the engine call holding it raises, for fault tests.
 """
 
 from __future__ import annotations
@@ -79,12 +80,11 @@ def _engine_class() -> type:
     class InstantEngine(ASREngine):
         """Answers at once with ``item <n>``, n read from the clip's first sample.
 
-        ``delay_s`` makes every batch take that long (a slow engine);
-        ``fail_every`` makes every n-th batch raise (a faulty engine).
+        ``delay_s`` makes every engine call take that long (a slow engine);
+        a call holding a clip numbered below zero raises (a faulty engine).
         """
 
         delay_s = 0.0
-        fail_every = 0
 
         def __init__(self, config: Any = None) -> None:
             self.info = EngineInfo("instant", "instant-bench-engine")
@@ -100,9 +100,10 @@ def _engine_class() -> type:
             self.batches += 1
             if self.delay_s:
                 await asyncio.sleep(self.delay_s)
-            if self.fail_every and self.batches % self.fail_every == 0:
-                raise RuntimeError(f"injected engine failure in batch {self.batches}")
-            return [Transcription(prompt_of(round(float(item.audio[0]) / WATERMARK_SCALE))) for item in batch]
+            numbers = [round(float(item.audio[0]) / WATERMARK_SCALE) for item in batch]
+            if min(numbers) < 0:
+                raise RuntimeError(f"poison clip in engine call {self.batches}")
+            return [Transcription(prompt_of(n)) for n in numbers]
 
     return InstantEngine
 
@@ -111,14 +112,12 @@ def serve_main(argv: Sequence[str]) -> int:
     """``audio-reward serve --engine instant`` with the instant engine registered."""
     parser = argparse.ArgumentParser(prog="load.py serve", add_help=False)
     parser.add_argument("--engine-delay-ms", type=float, default=0.0)
-    parser.add_argument("--engine-fail-every", type=int, default=0)
     own, rest = parser.parse_known_args(argv)
     from audio_reward.cli import main
     from audio_reward.scorer_server.engines import registry
 
     engine = _engine_class()
     engine.delay_s = own.engine_delay_ms / 1000.0
-    engine.fail_every = own.engine_fail_every
     globals()["InstantEngine"] = engine
     registry.ENGINES["instant"] = f"{__name__}:InstantEngine"
     return main(["serve", "--engine", "instant", *rest])
@@ -141,31 +140,31 @@ class ServerHandle:
         return self.log_path.read_text(errors="replace")[-limit:] if self.log_path.exists() else ""
 
 
-def server_command(engine: str, settings: dict[str, Any], *, delay_ms: float = 0.0, fail_every: int = 0) -> list[str]:
+def server_command(engine: str, settings: dict[str, Any], *, delay_ms: float = 0.0) -> list[str]:
     if engine == "instant":
         return [sys.executable, str(Path(__file__).resolve()), "serve", "--engine-delay-ms", str(delay_ms),
-                "--engine-fail-every", str(fail_every), *settings_to_flags(settings)]
+                *settings_to_flags(settings)]
     return [sys.executable, "-m", "audio_reward.cli", "serve", "--model", engine, *settings_to_flags(settings)]
 
 
 def launch(engine: str, settings: dict[str, Any], log_path: Path, *, env: dict[str, str] | None = None,
-           delay_ms: float = 0.0, fail_every: int = 0) -> subprocess.Popen[bytes]:
+           delay_ms: float = 0.0) -> subprocess.Popen[bytes]:
     """Start the server process (not waiting for it); output goes to ``log_path`` (appended)."""
-    cmd = server_command(engine, settings, delay_ms=delay_ms, fail_every=fail_every)
+    cmd = server_command(engine, settings, delay_ms=delay_ms)
     with open(log_path, "ab") as log:
         return subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
 
 
 @contextmanager
 def scorer_server(engine: str = "instant", *, env: dict[str, str] | None = None, delay_ms: float = 0.0,
-                  fail_every: int = 0, ready_timeout_s: float = 180.0, **settings: Any) -> Iterator[ServerHandle]:
+                  ready_timeout_s: float = 180.0, **settings: Any) -> Iterator[ServerHandle]:
     """A ready scorer server process on a free loopback port; stopped (SIGTERM, then SIGKILL) on exit."""
     settings.setdefault("host", "127.0.0.1")
     settings.setdefault("port", free_port())
     url = f"http://{settings['host']}:{settings['port']}"
     with tempfile.TemporaryDirectory(prefix="audio-reward-load-") as tmp:
         log_path = Path(tmp) / "server.log"
-        proc = launch(engine, settings, log_path, env=env, delay_ms=delay_ms, fail_every=fail_every)
+        proc = launch(engine, settings, log_path, env=env, delay_ms=delay_ms)
         try:
             wait_ready(url, ready_timeout_s, proc=proc, log_path=log_path)
             yield ServerHandle(url, proc, log_path, settings)
