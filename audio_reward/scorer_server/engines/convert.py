@@ -54,7 +54,7 @@ class CT2Model:
 
 
 class _Reader:
-    def __init__(self, buf: memoryview) -> None:
+    def __init__(self, buf: mmap.mmap) -> None:
         self.buf = buf
         self.off = 0
 
@@ -69,7 +69,7 @@ class _Reader:
         self.off += size
         return text
 
-    def take(self, size: int) -> memoryview:
+    def take(self, size: int) -> bytes:
         if self.off + size > len(self.buf):
             raise ConversionError("model.bin is truncated")
         chunk = self.buf[self.off : self.off + size]
@@ -77,7 +77,7 @@ class _Reader:
         return chunk
 
 
-def _to_array(raw: memoryview, dtype_id: int, shape: list[int]) -> np.ndarray:
+def _to_array(raw: bytes, dtype_id: int, shape: list[int]) -> np.ndarray:
     try:
         dtype = _CT2_DTYPES[dtype_id]
     except IndexError:
@@ -86,13 +86,14 @@ def _to_array(raw: memoryview, dtype_id: int, shape: list[int]) -> np.ndarray:
         # numpy has no bfloat16: widen exactly by placing the 16 bits in the top half of a float32.
         bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
         return bits.view(np.float32).reshape(shape)
-    return np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<")).reshape(shape).copy()
+    # bytearray, so the array is writable (torch.from_numpy warns on read-only memory).
+    return np.frombuffer(bytearray(raw), dtype=np.dtype(dtype).newbyteorder("<")).reshape(shape)
 
 
 def read_ct2_model(model_bin: str | os.PathLike[str]) -> CT2Model:
     """Parse a CTranslate2 ``model.bin`` into named numpy arrays (bfloat16 widens to float32)."""
     with open(model_bin, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        r = _Reader(memoryview(mm))
+        r = _Reader(mm)
         try:
             version = r.unpack("I")
             if version not in SUPPORTED_BINARY_VERSIONS:
@@ -112,10 +113,10 @@ def read_ct2_model(model_bin: str | os.PathLike[str]) -> CT2Model:
             for _ in range(r.unpack("I")):
                 alias = r.string()
                 aliases[alias] = r.string()
-        except struct.error as exc:
+        except (struct.error, UnicodeDecodeError, ValueError) as exc:
+            if isinstance(exc, ConversionError):
+                raise
             raise ConversionError(f"{model_bin} is not a CTranslate2 model file: {exc}") from None
-        finally:
-            del r  # release the memoryview before the mmap closes
     return CT2Model(spec_name, revision, variables, aliases)
 
 

@@ -253,14 +253,15 @@ class _Qwen3ASRBackend:
             results.append(
                 Transcription(
                     text=parsed["transcription"].strip(),
-                    language=forced or _qwen_language_code(parsed.get("language")),
+                    language=forced or qwen3_asr_language_code(parsed.get("language")),
                     num_tokens=len(tokens),
                 )
             )
         return results
 
 
-def _qwen_language_code(name: str | None) -> str | None:
+def qwen3_asr_language_code(name: str | None) -> str | None:
+    """``English`` -> ``en`` (Qwen3-ASR names languages in full); unknown names pass through."""
     if not name:
         return None
     from transformers.models.qwen3_asr import processing_qwen3_asr

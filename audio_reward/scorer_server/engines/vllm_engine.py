@@ -1,0 +1,285 @@
+"""ASR on vLLM's async engine: continuous batching for Whisper and Qwen3-ASR.
+
+``--engine vllm`` (extra ``vllm``, GPU) hands every utterance of a batch to
+vLLM's ``AsyncLLM`` at once; vLLM's scheduler batches them continuously with
+every other request in flight, so the micro-batcher's batches only decide how
+many requests are submitted together.
+
+Prompts follow vLLM's own transcription endpoint (``get_generation_prompt``
+of its Whisper and Qwen3-ASR model classes):
+
+* Whisper: an explicit encoder/decoder prompt, the audio on the encoder side
+  and ``<|startoftranscript|><|xx|><|transcribe|><|notimestamps|>`` as the
+  decoder prompt (no language token for English-only checkpoints).  When a
+  request names no language, one constrained token picks it first, as vLLM's
+  endpoint does.
+* Qwen3-ASR: the chat prompt ``<|im_start|>user\\n<|audio_start|><|audio_pad|>
+  <|audio_end|><|im_end|>\\n<|im_start|>assistant\\n``, with
+  ``language English<asr_text>`` appended to force a language; the reply is
+  ``language X<asr_text>text`` when the model detects it.
+
+Decoding is greedy (temperature 0) and capped by ``max_new_tokens_for``.
+Packaged CTranslate2 names (``tiny.en``, ``base``) are converted to
+transformers checkpoints first, as for the transformers engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable, Protocol, Sequence
+
+import numpy as np
+
+from .base import ENGINE_SAMPLE_RATE, ASREngine, EngineInfo, Transcription, TranscriptionInput, max_new_tokens_for
+from .registry import EngineConfig
+from .transformers_engine import (
+    QWEN3_ASR_LANGUAGE_PREFIX_TOKENS,
+    checkpoint_architecture,
+    qwen3_asr_language_code,
+    resolve_transformers_checkpoint,
+)
+
+log = logging.getLogger(__name__)
+
+QWEN3_ASR_TEXT_TAG = "<asr_text>"
+QWEN3_ASR_AUDIO_PLACEHOLDER = "<|audio_start|><|audio_pad|><|audio_end|>"
+WHISPER_MAX_MODEL_LEN = 448
+
+DEFAULT_ENGINE_OPTIONS: dict[str, Any] = {
+    "max_num_seqs": 256,
+    "gpu_memory_utilization": 0.85,
+    "enforce_eager": False,
+    "max_model_len": None,  # Whisper: 448 (its decoder length); Qwen3-ASR: 4096
+}
+
+
+class EngineClient(Protocol):
+    """The part of vLLM's ``EngineClient`` (``AsyncLLM``) this engine uses."""
+
+    def generate(self, prompt: Any, sampling_params: Any, request_id: str) -> AsyncIterator[Any]: ...
+
+    def shutdown(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ModelTraits:
+    """What prompt construction needs to know about the checkpoint."""
+
+    architecture: str  # "whisper" | "qwen3_asr"
+    multilingual: bool
+    language_token_ids: dict[int, str]  # Whisper: id of <|xx|> -> "xx"
+
+
+def whisper_decoder_prompt(language: str | None, multilingual: bool) -> str:
+    if not multilingual:
+        return "<|startoftranscript|><|notimestamps|>"
+    if language is None:
+        raise ValueError("multilingual Whisper needs a language (detect it first)")
+    return f"<|startoftranscript|><|{language}|><|transcribe|><|notimestamps|>"
+
+
+def whisper_prompt(audio: np.ndarray, decoder_prompt: str) -> dict[str, Any]:
+    """vLLM explicit encoder/decoder prompt; Whisper takes no encoder text."""
+    return {
+        "encoder_prompt": {"prompt": "", "multi_modal_data": {"audio": (audio, ENGINE_SAMPLE_RATE)}},
+        "decoder_prompt": decoder_prompt,
+    }
+
+
+def qwen3_asr_language_name(code: str) -> str:
+    """``en`` -> ``English``, as Qwen3-ASR's prompt spells languages; full names pass through."""
+    try:
+        from transformers.models.qwen3_asr.processing_qwen3_asr import LANGUAGE_CODE_TO_NAME
+    except ImportError:  # older transformers: vLLM's table (ISO 639-1 -> English name) has the same names
+        from vllm.model_executor.models.whisper_utils import ISO639_1_SUPPORTED_LANGS as LANGUAGE_CODE_TO_NAME
+    name = LANGUAGE_CODE_TO_NAME.get(code.lower())
+    if name is None:
+        if code.lower() in {v.lower() for v in LANGUAGE_CODE_TO_NAME.values()}:
+            return code[:1].upper() + code[1:].lower()
+        raise ValueError(f"Qwen3-ASR does not support language {code!r}")
+    return str(name)
+
+
+def qwen3_asr_prompt(audio: np.ndarray, language: str | None) -> dict[str, Any]:
+    text = f"<|im_start|>user\n{QWEN3_ASR_AUDIO_PLACEHOLDER}<|im_end|>\n<|im_start|>assistant\n"
+    if language is not None:
+        text += f"language {qwen3_asr_language_name(language)}{QWEN3_ASR_TEXT_TAG}"
+    return {"prompt": text, "multi_modal_data": {"audio": (audio, ENGINE_SAMPLE_RATE)}}
+
+
+def parse_qwen3_asr_output(text: str) -> tuple[str, str | None]:
+    """(transcript, detected language name or None) from ``language X<asr_text>text`` or plain text."""
+    if QWEN3_ASR_TEXT_TAG not in text:
+        return text.strip(), None
+    head, body = text.rsplit(QWEN3_ASR_TEXT_TAG, 1)
+    head = head.strip()
+    language = head[len("language "):].strip() if head.startswith("language ") else None
+    return body.strip(), language or None
+
+
+def read_model_traits(path: str, architecture: str) -> ModelTraits:
+    """Language handling from the checkpoint's generation config (Whisper) — no GPU, no vLLM."""
+    if architecture != "whisper":
+        return ModelTraits(architecture, True, {})
+    gen_file = Path(path) / "generation_config.json"
+    if gen_file.exists():
+        gen = json.loads(gen_file.read_text(encoding="utf-8"))
+    else:
+        from transformers import GenerationConfig
+
+        gen = GenerationConfig.from_pretrained(path).to_dict()
+    lang_to_id = gen.get("lang_to_id") or {}
+    multilingual = bool(gen.get("is_multilingual", bool(lang_to_id)))
+    return ModelTraits("whisper", multilingual, {int(i): tok[2:-2] for tok, i in lang_to_id.items()})
+
+
+def _vllm_sampling_params(**kwargs: Any) -> Any:
+    from vllm import SamplingParams
+    from vllm.sampling_params import RequestOutputKind
+
+    return SamplingParams(output_kind=RequestOutputKind.FINAL_ONLY, **kwargs)
+
+
+class VLLMEngine(ASREngine):
+    """Whisper or Qwen3-ASR served by vLLM's ``AsyncLLM`` with continuous batching."""
+
+    def __init__(
+        self,
+        config: EngineConfig,
+        *,
+        client: EngineClient | None = None,
+        sampling_params: Callable[..., Any] = _vllm_sampling_params,
+    ) -> None:
+        self.config = config
+        self._client = client
+        self._sampling_params = sampling_params
+        self._traits: ModelTraits | None = None
+        self.info = EngineInfo(engine="vllm", model_id=config.model, device=config.device)
+
+    def prepare(self) -> str:
+        """Resolve the checkpoint and read its traits (CPU only); returns the checkpoint path."""
+        checkpoint = resolve_transformers_checkpoint(self.config.model)
+        architecture = checkpoint_architecture(checkpoint.path)
+        self._traits = read_model_traits(checkpoint.path, architecture)
+        self.info = EngineInfo(
+            engine="vllm", model_id=checkpoint.model_id, weights_sha256=checkpoint.weights_sha256,
+            device=self.config.device, compute_type=self._dtype(architecture),
+            extra={"architecture": architecture},
+        )
+        return checkpoint.path
+
+    def _dtype(self, architecture: str) -> str:
+        if self.config.compute_type != "default":
+            return self.config.compute_type
+        return "bfloat16" if architecture == "qwen3_asr" else "float16"
+
+    def engine_args(self, path: str) -> dict[str, Any]:
+        """Keyword arguments for ``vllm.AsyncEngineArgs``."""
+        assert self._traits is not None
+        options = {**DEFAULT_ENGINE_OPTIONS, **self.config.options}
+        max_model_len = options["max_model_len"] or (
+            WHISPER_MAX_MODEL_LEN if self._traits.architecture == "whisper" else 4096
+        )
+        return {
+            "model": path,
+            "tokenizer": path,
+            "dtype": self._dtype(self._traits.architecture),
+            "max_model_len": int(max_model_len),
+            "max_num_seqs": int(options["max_num_seqs"]),
+            "gpu_memory_utilization": float(options["gpu_memory_utilization"]),
+            "enforce_eager": bool(options["enforce_eager"]),
+            "limit_mm_per_prompt": {"audio": 1},
+            "seed": 0,
+            "disable_log_stats": True,
+        }
+
+    def load(self) -> None:
+        if self.config.beam_size != 1:
+            raise ValueError("the vLLM engine decodes greedily: set beam_size to 1")
+        path = self.prepare()
+        if self._client is not None:
+            return
+        try:
+            import vllm
+            from vllm import AsyncEngineArgs
+        except ImportError:
+            raise ImportError("the vLLM engine needs vLLM: pip install 'audio-reward[vllm]' (GPU machines)") from None
+        try:
+            from vllm.v1.engine.async_llm import AsyncLLM
+        except ImportError:
+            from vllm import AsyncLLMEngine as AsyncLLM  # type: ignore[assignment,no-redef]
+        # AsyncLLM starts its output handler lazily on the first request, so it binds to the server's event loop.
+        self._client = AsyncLLM.from_engine_args(AsyncEngineArgs(**self.engine_args(path)))
+        self.info = EngineInfo(**{**self.info.__dict__, "extra": {**self.info.extra, "vllm": vllm.__version__}})
+        log.info("vLLM engine loaded", extra={"model": self.info.model_id})
+
+    def warmup(self) -> None:
+        """Nothing to do: vLLM profiles memory and captures CUDA graphs while it loads.
+
+        (A request here would run on a throwaway event loop and bind vLLM's
+        output handler to it.)
+        """
+
+    async def _final(self, prompt: Any, params: Any) -> Any:
+        assert self._client is not None
+        final = None
+        async for output in self._client.generate(prompt, params, f"ar-{uuid.uuid4().hex}"):
+            final = output
+        if final is None:
+            raise RuntimeError("vLLM returned no output for a request")
+        return final
+
+    async def _detect_whisper_language(self, audio: np.ndarray) -> str:
+        assert self._traits is not None
+        params = self._sampling_params(
+            temperature=0.0, max_tokens=1, allowed_token_ids=sorted(self._traits.language_token_ids)
+        )
+        out = await self._final(whisper_prompt(audio, "<|startoftranscript|>"), params)
+        token = int(out.outputs[0].token_ids[0])
+        return self._traits.language_token_ids.get(token, "en")
+
+    async def _transcribe_one(self, item: TranscriptionInput) -> Transcription:
+        assert self._traits is not None
+        cap = max_new_tokens_for(item.duration_s)
+        if self._traits.architecture == "whisper":
+            language = item.language if self._traits.multilingual else "en"
+            if self._traits.multilingual and language is None:
+                language = await self._detect_whisper_language(item.audio)
+            prompt = whisper_prompt(item.audio, whisper_decoder_prompt(language, self._traits.multilingual))
+            out = await self._final(prompt, self._sampling_params(temperature=0.0, max_tokens=cap,
+                                                                  skip_special_tokens=True))
+            completion = out.outputs[0]
+            return Transcription(completion.text.strip(), language, len(completion.token_ids))
+        if item.language is None:
+            cap += QWEN3_ASR_LANGUAGE_PREFIX_TOKENS
+        out = await self._final(
+            qwen3_asr_prompt(item.audio, item.language),
+            # <asr_text> must survive detokenization to split the detected language from the text.
+            self._sampling_params(temperature=0.0, max_tokens=cap, skip_special_tokens=False),
+        )
+        completion = out.outputs[0]
+        text, detected = parse_qwen3_asr_output(_strip_chat_specials(completion.text))
+        return Transcription(text, item.language or qwen3_asr_language_code(detected), len(completion.token_ids))
+
+    async def transcribe(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
+        if self._client is None or self._traits is None:
+            raise RuntimeError("engine not loaded: call load() first")
+        # Submit everything at once: vLLM's scheduler batches continuously across all requests in flight.
+        return list(await asyncio.gather(*(self._transcribe_one(item) for item in batch)))
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.shutdown()
+            self._client = None
+
+
+def _strip_chat_specials(text: str) -> str:
+    for token in ("<|im_end|>", "<|endoftext|>", "<|im_start|>"):
+        text = text.replace(token, "")
+    return text
+
