@@ -42,7 +42,7 @@ async def test_retryable_fault_recovers(fault_server: FaultServer, tone: np.ndar
     fault_server.policy = first_n_then_score(2, fault)
     async with AsyncScorerClient(fault_server.url, max_retries=3, **FAST) as client:
         result = await client.score(tone, 16000, "hello", request_id="r1")
-    assert result == ScoreResult(result.score, "r1", result.diagnostics)
+    assert result.request_id == "r1" and result.diagnostics["request_id"] == "r1"
     assert result.score == expected_score("r1")
     assert fault_server.received["r1"] == 3
     assert fault_server.scored["r1"] == 1
@@ -299,17 +299,14 @@ async def test_score_many_accepts_mappings_and_tuples(fault_server: FaultServer,
 
 
 async def test_score_many_falls_back_when_the_server_has_no_batch_endpoint(tone: np.ndarray) -> None:
-    from aiohttp import web
-
     with FaultServer() as server:
-        # Replace the batch route's answer with the 404 a server without the endpoint gives.
+        # The batch route answers the 404 of a server without the endpoint.
         server.policy = lambda seen: Status(404, code="not_found", retryable=False) if seen.kind == "batch" else Score()
         async with AsyncScorerClient(server.url, **FAST) as client:
             results = await client.score_many(items(5, tone), chunk_size=5)
             assert [r.score for r in results] == [expected_score(f"item-{i}") for i in range(5)]
             await client.score_many(items(3, tone, "again"), chunk_size=5)
         assert server.http_requests == {"batch": 1, "single": 8}
-    del web
 
 
 async def test_thousand_candidates_against_a_flaky_server(fault_server: FaultServer, tone: np.ndarray) -> None:
