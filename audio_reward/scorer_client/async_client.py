@@ -17,7 +17,6 @@ from .. import __version__
 from ..protocol import RewardOptions
 from .errors import (
     DeadlineExceededError,
-    InvalidInputError,
     ProtocolViolationError,
     RequestRejectedError,
     ScorerError,
