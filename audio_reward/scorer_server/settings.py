@@ -2,8 +2,8 @@
 
 Precedence, highest first: explicit CLI flags, ``AUDIO_REWARD_*`` environment
 variables, the named ``preset``'s fields, the defaults below.  The API key
-comes from ``AUDIO_REWARD_API_KEY`` or a file (``--api-key-file``), never
-from a flag, so it stays out of shell history and ``ps``.
+comes from ``AUDIO_REWARD_API_KEY`` or a file (``--api-key-file``, which
+wins when both are set), never from a flag, so it stays out of shell history and ``ps``.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ class ServerSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _read_key_file(self) -> "ServerSettings":
-        if self.api_key is None and self.api_key_file is not None:
+        if self.api_key_file is not None:  # an explicit file beats a key from the environment
             try:
                 key = self.api_key_file.read_text(encoding="utf-8").splitlines()[0].strip()
             except (OSError, IndexError) as exc:
