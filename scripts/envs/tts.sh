@@ -4,9 +4,9 @@
 #
 # Usage: scripts/envs/tts.sh [VENV_DIR]   (default /work/venv-tts)
 #
-# qwen-tts imports torchaudio, which has no wheel for torch 2.13; only its
-# unused 25 Hz tokenizer path needs it, so the test puts a stand-in module
-# (tests/trainer/tts_stubs/torchaudio) on sys.path instead of installing one.
+# qwen-tts imports torchaudio at module level, which has no wheel for torch
+# 2.13; only its 25 Hz tokenizer path (torchaudio.compliance.kaldi.fbank) uses
+# it, so code run here must put a stand-in torchaudio package on sys.path.
 set -euo pipefail
 VENV="${1:-/work/venv-tts}"
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
