@@ -97,7 +97,7 @@ def serve(args: argparse.Namespace) -> int:
         port=settings.port,
         log_config=None,
         access_log=settings.log_level.lower() == "debug",
-        timeout_graceful_shutdown=int(settings.shutdown_grace_s) or None,
+        timeout_graceful_shutdown=max(1, round(settings.shutdown_grace_s)),
         lifespan="on",
     )
     server = uvicorn.Server(config)
