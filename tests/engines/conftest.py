@@ -6,21 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import soxr
 
-from support.speech import synth_speech
-
-SENTENCES = (
-    "The quick brown fox jumps over the lazy dog.",
-    "Reinforcement learning rewards speech that matches the prompt.",
-    "She sells sea shells by the sea shore.",
-    "Seven purple elephants were painting the kitchen on a rainy Tuesday.",
-)
-
-
-def speech_16k(text: str) -> np.ndarray:
-    audio, rate = synth_speech(text)
-    return soxr.resample(audio, rate, 16_000).astype(np.float32)
+from engine_speech import SENTENCES, speech_16k
 
 
 @pytest.fixture(scope="session")
