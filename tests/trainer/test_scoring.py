@@ -76,3 +76,19 @@ async def test_mask_policy_marks_the_sample_failed_never_zero(dead_url: str) -> 
     assert math.isnan(result["reward_score"])
     info = result["reward_extra_info"]
     assert info["score_failed"] == 1.0 and all(math.isnan(info[k]) for k in ("cer", "wer"))
+
+
+async def test_reward_function_takes_verl_signature_and_audio_from_extra_info(scorer_url: str) -> None:
+    from audio_reward.scorer_client import close_cached_clients
+    from audio_reward.trainer_plugin.reward_fn import compute_score
+
+    wave, rate = synth_speech(TEXTS[1])
+    try:
+        result = await compute_score(
+            data_source="tts_cer", solution_str="<codec tokens>", ground_truth=TEXTS[1],
+            extra_info={"audio": wave, "audio_sample_rate": rate, "index": "3", "num_turns": None},
+            server_url=scorer_url, reward_router_address=None,
+        )
+    finally:
+        await close_cached_clients()
+    assert result["score"] > 0.85 and result["cer"] < 0.1
