@@ -194,7 +194,8 @@ def engine_limit(speech: list[tuple[str, np.ndarray, int]], model: str, threads:
     from audio_reward.scorer_server.engines import EngineConfig, TranscriptionInput
     from audio_reward.scorer_server.engines.faster_whisper_engine import FasterWhisperEngine
 
-    engine = FasterWhisperEngine(EngineConfig(model=model, cpu_threads=threads))
+    # Batched decoding forced on, so batch size N really is one engine call over N utterances.
+    engine = FasterWhisperEngine(EngineConfig(model=model, cpu_threads=threads, options={"batched": True}))
     engine.load()
     engine.warmup()
     items = [TranscriptionInput(soxr.resample(a, r, 16_000).astype(np.float32), "en") for _, a, r in speech] * 2

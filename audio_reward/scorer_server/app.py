@@ -68,8 +68,8 @@ async def _load_engine(state: ServerState) -> None:
         return
     batcher = MicroBatcher(
         state.engine,
-        max_batch_size=settings.max_batch_size,
-        max_wait_s=settings.max_wait_ms / 1000.0,
+        max_batch_size=settings.max_batch_size if state.engine.prefers_batches else 1,
+        max_wait_s=settings.max_wait_ms / 1000.0 if state.engine.prefers_batches else 0.0,
         max_queue=settings.max_queue,
         on_batch=state.metrics.observe_batch,
     )

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import json
 import math
-import threading
 
 import httpx
 import numpy as np
 import pytest
 
 from audio_reward.protocol import PROTOCOL_VERSION, encode_f32, encode_file, validate_message
+from audio_reward.scorer_server.engines import EngineConfig
+from audio_reward.scorer_server.engines.faster_whisper_engine import FasterWhisperEngine
 from audio_reward.scorer_server.engines.model_store import PINNED_SHA256
+from support.server import inprocess_server
 from support.speech import espeak_speech, synth_speech
 
 TEXT = "The quick brown fox jumps over the lazy dog."
@@ -106,30 +109,44 @@ def test_batch_with_a_bad_item_in_the_middle(scorer_url: str) -> None:
     assert validate_message(r.json(), "batch_response")[1] == []
 
 
-def test_concurrent_requests_share_engine_calls(scorer_url: str) -> None:
-    def batch_stats() -> tuple[float, float]:
-        text = httpx.get(f"{scorer_url}/metrics").text
-        values = {line.split()[0]: float(line.split()[1]) for line in text.splitlines()
-                  if line.startswith("audio_reward_batch_size_")}
-        return values["audio_reward_batch_size_count"], values["audio_reward_batch_size_sum"]
+def batch_stats(url: str) -> tuple[float, float]:
+    """(engine calls, utterances) from the batch-size histogram."""
+    text = httpx.get(f"{url}/metrics").text
+    values = {line.split()[0]: float(line.split()[1]) for line in text.splitlines()
+              if line.startswith("audio_reward_batch_size_")}
+    return values["audio_reward_batch_size_count"], values["audio_reward_batch_size_sum"]
 
-    calls_before, items_before = batch_stats()
-    texts = [TEXT, OTHER] * 4
-    bodies = [request_body(t, t) for t in texts]
-    scores: list[float] = [0.0] * len(bodies)
 
-    def post(i: int) -> None:
-        scores[i] = httpx.post(f"{scorer_url}/v1/score", json=bodies[i], timeout=120).json()["score"]
+def post_concurrently(url: str, bodies: list[dict[str, object]]) -> list[dict[str, object]]:
+    with concurrent.futures.ThreadPoolExecutor(len(bodies)) as pool:
+        futures = [pool.submit(httpx.post, f"{url}/v1/score", json=b, timeout=120) for b in bodies]
+        return [f.result().json() for f in futures]
 
-    threads = [threading.Thread(target=post, args=(i,)) for i in range(len(bodies))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    calls_after, items_after = batch_stats()
-    assert items_after - items_before == len(bodies)
-    assert calls_after - calls_before < len(bodies)  # some engine calls held several requests
-    assert min(scores) >= 0.9
+
+def test_cpu_server_sends_one_utterance_per_engine_call(scorer_url: str) -> None:
+    # On CPU batched decoding is slower than one utterance at a time, so the server does not batch.
+    assert httpx.get(f"{scorer_url}/v1/info").json()["batching"]["engine_batches"] is False
+    calls_before, items_before = batch_stats(scorer_url)
+    results = post_concurrently(scorer_url, [request_body(t, t) for t in (TEXT, OTHER, TEXT)])
+    calls_after, items_after = batch_stats(scorer_url)
+    assert items_after - items_before == 3 and calls_after - calls_before == 3
+    assert min(float(r["score"]) for r in results) >= 0.9  # type: ignore[arg-type]
+
+
+def test_batched_decoding_shares_engine_calls_and_keeps_results_apart() -> None:
+    # The GPU code path (one CTranslate2 call over many utterances), run on CPU with the real weights.
+    engine = FasterWhisperEngine(EngineConfig(model="tiny.en", options={"batched": True}))
+    with inprocess_server(engine, max_batch_size=8, max_wait_ms=50) as (url, _):
+        assert httpx.get(f"{url}/v1/info").json()["batching"]["engine_batches"] is True
+        texts = [TEXT, OTHER] * 3
+        calls_before, items_before = batch_stats(url)
+        results = post_concurrently(url, [request_body(t, t) for t in texts])
+        calls_after, items_after = batch_stats(url)
+    assert items_after - items_before == len(texts)
+    assert calls_after - calls_before < len(texts)  # some engine calls held several requests
+    for text, result in zip(texts, results):
+        assert result["score"] >= 0.9  # type: ignore[operator]
+        assert str(result["normalized_reference"]).startswith(text.lower()[:10])
 
 
 def test_info_reports_model_and_limits(scorer_url: str) -> None:

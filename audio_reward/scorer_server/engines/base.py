@@ -65,6 +65,15 @@ class ASREngine(ABC):
 
     info: EngineInfo
 
+    @property
+    def prefers_batches(self) -> bool:
+        """Whether one call over N utterances beats N calls (known after ``load``).
+
+        When False the batcher sends one utterance per call, so each request
+        finishes as soon as its own transcript is ready.
+        """
+        return True
+
     @abstractmethod
     def load(self) -> None:
         """Load weights (blocking); raise with a clear message if they are missing."""

@@ -1,9 +1,12 @@
 """Whisper on CTranslate2 through faster-whisper: the embedded default engine.
 
-Utterances up to one 30 s window are transcribed together in one CTranslate2
-``generate`` call (one encoder pass over the stacked log-Mel windows, one
-batched greedy/beam decode); that is where a GPU gets its speed.  Longer
-utterances go through faster-whisper's sequential ``transcribe``.
+On a GPU, utterances up to one 30 s window are transcribed together in one
+CTranslate2 ``generate`` call (one encoder pass over the stacked log-Mel
+windows, one batched greedy/beam decode); that is where a GPU gets its speed.
+On CPU the same call is made per utterance: measured with tiny.en on 2 cores,
+batches of 4 to 16 ran 20-35 % slower than one at a time
+(``bench/server_throughput.py``).  Longer utterances go through
+faster-whisper's sequential ``transcribe``.
 
 Decoding is deterministic: temperature 0 with no fallback, no timestamps,
 no conditioning on previous text, and the number of new tokens capped from
@@ -36,6 +39,7 @@ class FasterWhisperEngine(ThreadedEngine):
         self.config = config
         self._model: Any = None
         self._tokenizers: dict[str, Any] = {}
+        self._batched = False
         self.info = EngineInfo("faster-whisper", config.model, device=config.device, compute_type=config.compute_type)
 
     def load(self) -> None:
@@ -52,15 +56,25 @@ class FasterWhisperEngine(ThreadedEngine):
             local_files_only=local,
         )
         multilingual = bool(self._model.model.is_multilingual)
+        forced = self.config.options.get("batched")  # None: batch on GPU only
+        self._batched = bool(forced) if forced is not None else self._model.model.device != "cpu"
         self.info = EngineInfo(
             engine="faster-whisper",
             model_id=resolved.model_id,
             weights_sha256=resolved.sha256,
             device=self.config.device,
             compute_type=self.config.compute_type,
-            extra={"multilingual": str(multilingual).lower(), "beam_size": str(self.config.beam_size)},
+            extra={
+                "multilingual": str(multilingual).lower(),
+                "beam_size": str(self.config.beam_size),
+                "batched_decoding": str(self._batched).lower(),
+            },
         )
         log.info("loaded faster-whisper model", extra={"model": resolved.model_id, "path": resolved.path})
+
+    @property
+    def prefers_batches(self) -> bool:
+        return self._batched
 
     @property
     def multilingual(self) -> bool:
@@ -89,9 +103,11 @@ class FasterWhisperEngine(ThreadedEngine):
         for i, item in enumerate(batch):
             if item.duration_s > WINDOW_SECONDS:
                 results[i] = self._transcribe_long(item)
-        if short:
-            for i, out in zip(short, self._transcribe_windows([batch[i] for i in short])):
-                results[i] = out
+        groups = [short] if self._batched else [[i] for i in short]
+        for group in groups:
+            if group:
+                for i, out in zip(group, self._transcribe_windows([batch[i] for i in group])):
+                    results[i] = out
         return [r for r in results if r is not None]
 
     def _transcribe_long(self, item: TranscriptionInput) -> Transcription:
@@ -142,8 +158,7 @@ class FasterWhisperEngine(ThreadedEngine):
             suppress_blank=True,
             suppress_tokens=get_suppressed_tokens(tokenizers[0], [-1]),
             return_scores=False,
-            sampling_temperature=0.0,
-        )
+        )  # sampling_topk stays 1: greedy (or beam) search, temperature 0
         out = []
         for tok, lang, result in zip(tokenizers, languages, results):
             ids = result.sequences_ids[0]

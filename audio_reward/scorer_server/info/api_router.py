@@ -50,7 +50,11 @@ async def info(request: Request) -> OrjsonResponse:
             "max_queue": s.max_queue,
             "request_timeout_s": s.request_timeout_s,
         },
-        "batching": {"max_batch_size": s.max_batch_size, "max_wait_ms": s.max_wait_ms},
+        "batching": {
+            "engine_batches": state.engine.prefers_batches,
+            "max_batch_size": state.batcher.max_batch_size if state.batcher else s.max_batch_size,
+            "max_wait_ms": state.batcher.max_wait_s * 1000 if state.batcher else s.max_wait_ms,
+        },
         "auth": s.api_key is not None,
         "endpoints": ["/v1/score", "/score", "/v1/score/batch", "/v1/info", "/healthz", "/readyz", "/metrics"],
     }
