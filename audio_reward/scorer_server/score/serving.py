@@ -135,8 +135,9 @@ class ScoringService:
     def _engine_error(self, exc: BaseException, request_id: str) -> ServerError:
         if isinstance(exc, BatcherClosedError):
             return ShuttingDownError(str(exc), retry_after_s=5)
-        # The engine's own message may hold paths or internals: it goes to the log only.
-        log.error("transcription failed", exc_info=exc, extra={"request_id": request_id})
+        # The engine's own message may hold paths or internals: it goes to the log only
+        # (the batcher logged the traceback once for the whole batch).
+        log.error("transcription failed", extra={"request_id": request_id, "error": repr(exc)})
         return EngineError(f"the ASR engine failed on this request's batch (request id {request_id})")
 
     # -- scoring --------------------------------------------------------------------------
