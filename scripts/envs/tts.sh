@@ -6,7 +6,11 @@
 #
 # qwen-tts imports torchaudio at module level, which has no wheel for torch
 # 2.13; only its 25 Hz tokenizer path (torchaudio.compliance.kaldi.fbank) uses
-# it, so code run here must put a stand-in torchaudio package on sys.path.
+# it, so code run here must put a stand-in torchaudio package on sys.path (the
+# tiny Qwen3-TTS test does so itself when torchaudio cannot load):
+#
+#   AUDIO_REWARD_SERVER_PYTHON=/work/venv/bin/python \
+#       "$VENV/bin/python" -m pytest -q tests/trainer/test_tiny_qwen3_tts.py
 set -euo pipefail
 VENV="${1:-/work/venv-tts}"
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
