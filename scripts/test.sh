@@ -51,3 +51,8 @@ if [ -x "$VERL_VENV/bin/python" ]; then
   log "tests: trainer plugin with verl"
   "$VERL_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/trainer "$@"
 fi
+
+if [ -x "$TTS_VENV/bin/python" ]; then
+  log "tests: tiny Qwen3-TTS policy, scored by the server"
+  "$TTS_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/trainer/test_tiny_qwen3_tts.py "$@"
+fi
