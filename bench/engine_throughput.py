@@ -1,0 +1,296 @@
+"""ASR engine throughput in audio seconds per second, engines side by side on one device.
+
+Two steps, so the measuring machine needs no network and installs nothing:
+
+``prepare --assets DIR`` (a machine with the project's dev extras): writes
+``speech.npz`` (real hibari-tts English speech at 16 kHz) and ``whisper-tokenizer/``
+(the processor files of the packaged Whisper base, converted) into DIR.
+
+``run --assets DIR --engine NAME`` (the measuring machine): builds the model
+(a real checkpoint from ``--model`` when given; otherwise random weights of
+the published shapes from config classes, whose transcripts are garbage but
+whose speed is real), then transcribes every utterance ``--repeats`` times and
+prints one JSON line: the median wall time and audio seconds per second.
+Engines: ``faster-whisper`` (the same weights converted to CTranslate2),
+``transformers``, ``vllm`` (our VLLMEngine, all utterances in flight at once)
+and ``vllm-serve`` (vLLM's own ``vllm serve`` + ``/v1/audio/transcriptions``,
+same concurrency, same decode cap).  ``table FILE...`` prints the lines as a
+table with each engine's ratio to ``vllm-serve``.
+
+    python bench/engine_throughput.py prepare --assets /tmp/assets
+    python bench/engine_throughput.py run --assets /tmp/assets --engine transformers --device cpu --size tiny
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+SENTENCES = (
+    "The quick brown fox jumps over the lazy dog.",
+    "Reinforcement learning rewards speech that matches the prompt.",
+    "She sells sea shells by the sea shore.",
+    "Seven purple elephants were painting the kitchen on a rainy Tuesday.",
+    "A policy that mumbles gets a low reward and learns to speak clearly.",
+    "Please call Stella and ask her to bring these things with her from the store.",
+    "The museum opens at nine and closes at five on weekdays.",
+    "Numbers like twenty three and four hundred are spelled out in the prompt.",
+)
+
+
+def prepare(assets: Path) -> None:
+    import soxr
+
+    from audio_reward.scorer_server.engines.transformers_engine import resolve_transformers_checkpoint
+    from tests.support.speech import synth_speech
+
+    assets.mkdir(parents=True, exist_ok=True)
+    clips = []
+    for text in SENTENCES:
+        audio, rate = synth_speech(text)
+        clips.append(soxr.resample(audio, rate, 16_000).astype(np.float32))
+    np.savez(assets / "speech.npz", *clips)
+    base = Path(resolve_transformers_checkpoint("base").path)
+    tok = assets / "whisper-tokenizer"
+    tok.mkdir(exist_ok=True)
+    for name in ("tokenizer.json", "tokenizer_config.json", "processor_config.json", "generation_config.json",
+                 "config.json"):
+        shutil.copyfile(base / name, tok / name)
+    print(f"assets in {assets}: {len(clips)} utterances, {sum(len(c) for c in clips) / 16000:.1f} s")
+
+
+def load_speech(assets: Path, count: int) -> list[np.ndarray]:
+    with np.load(assets / "speech.npz") as data:
+        clips = [data[k] for k in sorted(data.files, key=lambda k: int(k.split("_")[1]))]
+    return [clips[i % len(clips)] for i in range(count)]
+
+
+def build_model(args: argparse.Namespace, work: Path) -> tuple[str, str]:
+    """(transformers checkpoint path, description)."""
+    if args.model:
+        return args.model, args.model
+    from audio_reward.scorer_server.engines.random_checkpoints import build_random_qwen3_asr, build_random_whisper
+
+    target = work / f"random-{args.arch}-{args.size}"
+    if not (target / "config.json").exists():
+        if args.arch == "qwen3_asr":
+            build_random_qwen3_asr(target, size=args.size)
+        else:
+            build_random_whisper(target, size=args.size, tokenizer_from=args.assets / "whisper-tokenizer")
+    shape = {"whisper": "whisper-large-v3", "qwen3_asr": "qwen3-asr-1.7b"}[args.arch] if args.size == "full" \
+        else f"tiny {args.arch}"
+    return str(target), f"random {shape}"
+
+
+def ct2_folder(hf_path: str, work: Path, quantization: str) -> str:
+    from transformers import WhisperFeatureExtractor
+
+    target = work / (Path(hf_path).name + f"-ct2-{quantization}")
+    if not (target / "model.bin").exists():
+        converter = shutil.which("ct2-transformers-converter") or str(Path(sys.executable).parent / "ct2-transformers-converter")
+        subprocess.run(
+            [converter, "--model", hf_path, "--output_dir", str(target), "--quantization", quantization,
+             "--copy_files", "tokenizer.json", "--force"],
+            check=True, timeout=1800,
+        )
+        # faster-whisper reads the Mel size (80 or 128) from here.
+        WhisperFeatureExtractor.from_pretrained(hf_path).to_json_file(str(target / "preprocessor_config.json"))
+    return str(target)
+
+
+def measure(run_once: Any, repeats: int) -> list[float]:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        run_once()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def engine_times(args: argparse.Namespace, model: str, clips: list[np.ndarray], work: Path) -> list[float]:
+    from audio_reward.scorer_server.engines import EngineConfig, TranscriptionInput, create_engine
+
+    items = [TranscriptionInput(c, "en") for c in clips]
+    if args.engine == "faster-whisper":
+        quant = "float16" if args.device.startswith("cuda") else "float32"
+        model = ct2_folder(model, work, quant)
+    config = EngineConfig(model=model, device=args.device, max_batch_size=args.batch,
+                          options={"max_num_seqs": max(args.batch, 256)})
+    engine = create_engine(args.engine, config)
+    engine.load()
+    try:
+        if args.engine == "vllm":
+            async def go() -> list[float]:
+                await engine.transcribe(items[: args.batch])  # warm-up on the engine's own loop
+                out = []
+                for _ in range(args.repeats):
+                    t0 = time.perf_counter()
+                    await engine.transcribe(items)  # everything in flight: vLLM batches continuously
+                    out.append(time.perf_counter() - t0)
+                return out
+
+            return asyncio.run(go())
+        engine.warmup()
+
+        def once() -> None:
+            for start in range(0, len(items), args.batch):
+                engine.transcribe_batch_sync(items[start : start + args.batch])  # type: ignore[attr-defined]
+
+        return measure(once, args.repeats)
+    finally:
+        engine.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def vllm_serve_times(args: argparse.Namespace, model: str, clips: list[np.ndarray]) -> list[float]:
+    """vLLM's own transcription server on the same model, same concurrency and decode caps."""
+    import httpx
+    import soundfile as sf
+
+    from audio_reward.scorer_server.engines import max_new_tokens_for
+
+    port = _free_port()
+    cmd = ["vllm", "serve", model, "--port", str(port), "--host", "127.0.0.1", "--max-num-seqs",
+           str(max(args.batch, 256)), "--seed", "0"]
+    if args.arch == "whisper":
+        cmd += ["--max-model-len", "448", "--dtype", "float16"]
+    log = open(args.work / "vllm-serve.log", "wb")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + args.server_start_timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"vllm serve exited with {proc.returncode}; see {args.work / 'vllm-serve.log'}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError("vllm serve did not become healthy in time")
+            time.sleep(1)
+        wavs = []
+        for clip in clips:
+            buf = io.BytesIO()
+            sf.write(buf, clip, 16000, format="WAV", subtype="FLOAT")
+            wavs.append((buf.getvalue(), max_new_tokens_for(len(clip) / 16000)))
+
+        async def go() -> list[float]:
+            limits = httpx.Limits(max_connections=len(wavs))
+            async with httpx.AsyncClient(timeout=600, limits=limits) as client:
+                async def one(wav: bytes, cap: int) -> None:
+                    r = await client.post(
+                        f"http://127.0.0.1:{port}/v1/audio/transcriptions",
+                        files={"file": ("a.wav", wav, "audio/wav")},
+                        data={"model": model, "language": "en", "temperature": "0",
+                              "max_completion_tokens": str(cap), "response_format": "json"},
+                    )
+                    r.raise_for_status()
+
+                await asyncio.gather(*(one(w, c) for w, c in wavs[: args.batch]))
+                out = []
+                for _ in range(args.repeats):
+                    t0 = time.perf_counter()
+                    await asyncio.gather(*(one(w, c) for w, c in wavs))
+                    out.append(time.perf_counter() - t0)
+                return out
+
+        return asyncio.run(go())
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+
+
+def run(args: argparse.Namespace) -> None:
+    args.work.mkdir(parents=True, exist_ok=True)
+    clips = load_speech(args.assets, args.utterances)
+    audio_s = sum(len(c) for c in clips) / 16000
+    row: dict[str, Any] = {"engine": args.engine, "arch": args.arch, "device": args.device,
+                           "utterances": len(clips), "audio_s": round(audio_s, 1), "batch": args.batch}
+    try:
+        model, row["model"] = build_model(args, args.work)
+        times = vllm_serve_times(args, model, clips) if args.engine == "vllm-serve" \
+            else engine_times(args, model, clips, args.work)
+        wall = statistics.median(times)
+        row.update(wall_s=round(wall, 3), audio_s_per_s=round(audio_s / wall, 2), runs=len(times))
+    except Exception as exc:  # noqa: BLE001 - a bench row reports why it has no number
+        row["error"] = f"{type(exc).__name__}: {exc}"[:300]
+    print(json.dumps(row), flush=True)
+
+
+def table(paths: list[Path]) -> None:
+    rows = []
+    for path in paths:
+        for line in path.read_text().splitlines():
+            if line.startswith("{"):
+                rows.append(json.loads(line))
+    ref = {(r["arch"], r["device"]): r["audio_s_per_s"] for r in rows
+           if r["engine"] == "vllm-serve" and "audio_s_per_s" in r}
+    print(f"{'engine':16} {'arch':10} {'model':26} {'device':7} {'utt':>4} {'audio s':>8} "
+          f"{'wall s':>8} {'audio s/s':>10} {'vs vllm serve':>14}")
+    for r in rows:
+        base = ref.get((r["arch"], r["device"]))
+        speed = r.get("audio_s_per_s")
+        ratio = f"{speed / base:.2f}x" if speed and base else "-"
+        print(f"{r['engine']:16} {r['arch']:10} {str(r.get('model', '?'))[:26]:26} {r['device']:7} "
+              f"{r['utterances']:>4} {r['audio_s']:>8} {str(r.get('wall_s', '-')):>8} "
+              f"{str(speed or '-'):>10} {ratio:>14}" + (f"  ({r['error']})" if "error" in r else ""))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("--assets", type=Path, required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--assets", type=Path, required=True)
+    r.add_argument("--engine", required=True, choices=["faster-whisper", "transformers", "vllm", "vllm-serve"])
+    r.add_argument("--arch", default="whisper", choices=["whisper", "qwen3_asr"])
+    r.add_argument("--size", default="full", choices=["tiny", "full"])
+    r.add_argument("--model", default=None, help="a real transformers checkpoint folder (else random weights)")
+    r.add_argument("--device", default="cuda")
+    r.add_argument("--utterances", type=int, default=256)
+    r.add_argument("--batch", type=int, default=32, help="engine batch (faster-whisper, transformers)")
+    r.add_argument("--repeats", type=int, default=3)
+    r.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "audio-reward-bench")
+    r.add_argument("--server-start-timeout", type=float, default=420)
+    t = sub.add_parser("table")
+    t.add_argument("files", type=Path, nargs="+")
+    args = parser.parse_args()
+    if args.cmd == "prepare":
+        prepare(args.assets)
+    elif args.cmd == "run":
+        run(args)
+    else:
+        table(args.files)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
