@@ -26,6 +26,7 @@ transformers checkpoints first, as for the transformers engine.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import uuid
@@ -215,7 +216,7 @@ class VLLMEngine(ASREngine):
             from vllm import AsyncLLMEngine as AsyncLLM  # type: ignore[assignment,no-redef]
         # AsyncLLM starts its output handler lazily on the first request, so it binds to the server's event loop.
         self._client = AsyncLLM.from_engine_args(AsyncEngineArgs(**self.engine_args(path)))
-        self.info = EngineInfo(**{**self.info.__dict__, "extra": {**self.info.extra, "vllm": vllm.__version__}})
+        self.info = dataclasses.replace(self.info, extra={**self.info.extra, "vllm": vllm.__version__})
         log.info("vLLM engine loaded", extra={"model": self.info.model_id})
 
     def warmup(self) -> None:
