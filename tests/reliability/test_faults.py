@@ -40,12 +40,11 @@ from .conftest import bench
 RATE = bench.SAMPLE_RATE
 
 
-def _check_results(results: dict[int, Any] | list[Any], indices: list[int], prefix: str) -> list[str]:
-    """Every way the results differ from 'each item scored once, correctly'."""
+def _check_results(results: list[Any], indices: list[int], prefix: str) -> list[str]:
+    """Every way the results (``results[k]`` for item ``indices[k]``) differ from 'each item scored once, correctly'."""
     problems = []
     seen: dict[str, int] = {}
-    for pos, i in enumerate(indices):
-        r = results[i] if isinstance(results, dict) else results[pos]
+    for i, r in zip(indices, results, strict=True):
         if not isinstance(r, ScoreResult):
             problems.append(f"item {i}: {type(r).__name__}: {r}")
             continue
@@ -153,7 +152,7 @@ def test_engine_exception_fails_only_its_batch_and_server_stays_up() -> None:
             c = results[i].last_cause
             assert isinstance(c, TransientServerError) and c.code == "engine_error", results[i]
         ok = [i for i in good if i not in failed]
-        assert not _check_results(results, ok, "eng")
+        assert not _check_results([results[i] for i in ok], ok, "eng")
         assert bench.read_metrics(h.url)["audio_reward_engine_failures_total{}"] == failures_before + 1
 
         # The server stays up: the next request succeeds, and with retries every good item does.
