@@ -258,7 +258,7 @@ def table(paths: list[Path]) -> None:
         base = ref.get((r["arch"], r["device"]))
         speed = r.get("audio_s_per_s")
         ratio = f"{speed / base:.2f}x" if speed and base else "-"
-        print(f"{r['engine']:16} {r['arch']:10} {str(r.get('model', '?'))[:26]:26} {r['device']:7} "
+        print(f"{r['engine']:16} {r['arch']:10} {Path(str(r.get('model', '?'))).name[:26]:26} {r['device']:7} "
               f"{r['utterances']:>4} {r['audio_s']:>8} {str(r.get('wall_s', '-')):>8} "
               f"{str(speed or '-'):>10} {ratio:>14}" + (f"  ({r['error']})" if "error" in r else ""))
 
