@@ -3,9 +3,10 @@
 On a GPU, utterances up to one 30 s window are transcribed together in one
 CTranslate2 ``generate`` call (one encoder pass over the stacked log-Mel
 windows, one batched greedy/beam decode); that is where a GPU gets its speed.
-On CPU the same call is made per utterance: measured with tiny.en on 2 cores,
-batches of 4 to 16 ran 20-35 % slower than one at a time
-(``bench/server_throughput.py``).  Longer utterances go through
+On CPU the same call is made per utterance: measured with tiny.en on 2 shared
+cores, batches of 4 to 16 ran from 35 % slower to 15 % faster than one at a
+time (``bench/server_throughput.py``), no reliable gain, while one at a time
+lets each request finish as soon as its own transcript is ready.  Longer utterances go through
 faster-whisper's sequential ``transcribe``.
 
 Decoding is deterministic: temperature 0 with no fallback, no timestamps,
