@@ -14,7 +14,7 @@ For each server and concurrency (1, 8, 32 in flight) it prints audio seconds
 scored per wall second, p50/p99 latency and the ratios ours/locked and
 ours/engine-best.
 
-    python bench/server_throughput.py [--model tiny.en] [--threads 2] [--concurrency 1 8 32]
+    python bench/server_throughput.py [--model tiny.en] [--device cpu] [--threads 2] [--concurrency 1 8 32]
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def request_body(text: str, audio: np.ndarray, rate: int) -> bytes:
 
 
 # -- the reference server: one transcribe at a time under a lock -----------------------------------
-def locked_app(model_name: str, threads: int):  # type: ignore[no-untyped-def]
+def locked_app(model_name: str, threads: int, device: str):  # type: ignore[no-untyped-def]
     import threading
 
     import soxr
@@ -102,7 +102,7 @@ def locked_app(model_name: str, threads: int):  # type: ignore[no-untyped-def]
     from audio_reward.scorer_server.engines.model_store import resolve_ctranslate2_model
     from audio_reward.scorer_server.scoring import RewardPolicy, get_normalizer, score_transcript
 
-    model = WhisperModel(resolve_ctranslate2_model(model_name).path, device="cpu", cpu_threads=threads)
+    model = WhisperModel(resolve_ctranslate2_model(model_name).path, device=device, cpu_threads=threads)
     lock = threading.Lock()
     normalizer, policy = get_normalizer("basic"), RewardPolicy()
     app = FastAPI()
@@ -126,10 +126,10 @@ def locked_app(model_name: str, threads: int):  # type: ignore[no-untyped-def]
     return app
 
 
-def serve_locked(port: int, model_name: str, threads: int) -> None:
+def serve_locked(port: int, model_name: str, threads: int, device: str) -> None:
     import uvicorn
 
-    uvicorn.run(locked_app(model_name, threads), host="127.0.0.1", port=port, log_level="warning")
+    uvicorn.run(locked_app(model_name, threads, device), host="127.0.0.1", port=port, log_level="warning")
 
 
 # -- load generation -------------------------------------------------------------------------------
@@ -190,14 +190,14 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 class EngineLimit:
     """The engine in-process on 16 kHz audio: audio seconds per second at each batch size."""
 
-    def __init__(self, speech: list[tuple[str, np.ndarray, int]], model: str, threads: int) -> None:
+    def __init__(self, speech: list[tuple[str, np.ndarray, int]], model: str, threads: int, device: str) -> None:
         import soxr
 
         from audio_reward.scorer_server.engines import EngineConfig, TranscriptionInput
         from audio_reward.scorer_server.engines.faster_whisper_engine import FasterWhisperEngine
 
         # Batched decoding forced on, so batch size N really is one engine call over N utterances.
-        self.engine = FasterWhisperEngine(EngineConfig(model=model, cpu_threads=threads, options={"batched": True}))
+        self.engine = FasterWhisperEngine(EngineConfig(model=model, device=device, cpu_threads=threads, options={"batched": True}))
         self.engine.load()
         self.engine.warmup()
         self.items = [TranscriptionInput(soxr.resample(a, r, 16_000).astype(np.float32), "en") for _, a, r in speech]
@@ -217,6 +217,7 @@ class EngineLimit:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="tiny.en")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda, for all three")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2, help="engine threads, both servers")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--requests", type=int, default=32, help="requests per run (at least the concurrency)")
@@ -225,7 +226,7 @@ def main() -> int:
     parser.add_argument("--serve-locked", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_locked is not None:
-        serve_locked(args.serve_locked, args.model, args.threads)
+        serve_locked(args.serve_locked, args.model, args.threads, args.device)
         return 0
 
     speech = make_speech()
@@ -234,14 +235,14 @@ def main() -> int:
           f"{args.threads} engine threads, {os.cpu_count()} CPUs")
 
     batch_sizes = [1, 4, 8, 16]
-    limit = EngineLimit(speech, args.model, args.threads)
+    limit = EngineLimit(speech, args.model, args.threads, args.device)
     limit.measure(batch_sizes)
 
     servers = {
         "ours": [sys.executable, "-m", "audio_reward.cli", "serve", "--model", args.model,
-                 "--cpu-threads", str(args.threads), "--max-batch-size", str(args.max_batch_size),
+                 "--device", args.device, "--cpu-threads", str(args.threads), "--max-batch-size", str(args.max_batch_size),
                  "--max-wait-ms", "5", "--language", "en"],
-        "locked": [sys.executable, __file__, "--model", args.model, "--threads", str(args.threads), "--serve-locked"],
+        "locked": [sys.executable, __file__, "--model", args.model, "--device", args.device, "--threads", str(args.threads), "--serve-locked"],
     }
     urls: dict[str, str] = {}
     procs: list[subprocess.Popen[bytes]] = []
