@@ -50,6 +50,7 @@ def speech_body(**overrides: Any) -> dict[str, Any]:
         ("long", "audio_too_long", "$.waveform_f32_base64"),
         ("reward", "invalid_reward_options", "$.reward"),
         ("extra", "unknown_field", "$.colour"),
+        ("language", "unsupported_language", "$.language"),
     ],
 )
 def test_protocol_errors_are_400_with_code_and_path(scorer_url: str, payload: Any, code: str, path: str) -> None:
@@ -65,12 +66,28 @@ def test_protocol_errors_are_400_with_code_and_path(scorer_url: str, payload: An
         payload = speech_body(reward={"duration_ratio_min": 3.0, "duration_ratio_max": 2.0})
     elif payload == "extra":
         payload = speech_body(colour="blue")
+    elif payload == "language":
+        payload = speech_body(language="zh")  # tiny.en transcribes English only
     content = payload if isinstance(payload, bytes) else httpx.Request("POST", "/", json=payload).content
     for path_ in ("/v1/score", "/score"):
         r = httpx.post(f"{scorer_url}{path_}", content=content, headers={"Content-Type": "application/json"}, timeout=60)
         error = assert_error(r, 400, code)
         assert error["path"] == path
         assert error["request_id"] == r.headers["x-request-id"]
+
+
+def test_language_is_checked_against_the_model_before_queueing(scorer_url: str) -> None:
+    """A language the model cannot transcribe fails alone, never its batch-mates; spellings of English pass."""
+    good = speech_body()
+    r = httpx.post(f"{scorer_url}/v1/score/batch", timeout=120, json={
+        "protocol_version": "1",
+        "items": [dict(good, language="en-US"), dict(good, language="zz"), dict(good, language="english")],
+    })
+    assert r.status_code == 200, r.text
+    first, bad, last = r.json()["results"]
+    assert first["score"] >= 0.9 and last["score"] >= 0.9
+    assert bad["error"]["code"] == "unsupported_language" and bad["error"]["retryable"] is False
+    assert "tiny.en" in bad["error"]["message"] and "en" in bad["error"]["message"]
 
 
 def test_empty_body_and_bad_batch_envelope(scorer_url: str) -> None:

@@ -74,6 +74,15 @@ class ASREngine(ABC):
         """
         return True
 
+    @property
+    def languages(self) -> frozenset[str] | None:
+        """Language codes the loaded model transcribes; None when the engine cannot tell.
+
+        The server refuses a request naming any other language with a 400
+        before it is queued, so one bad request never fails its batch-mates.
+        """
+        return None
+
     @abstractmethod
     def load(self) -> None:
         """Load weights (blocking); raise with a clear message if they are missing."""

@@ -81,6 +81,14 @@ class FasterWhisperEngine(ThreadedEngine):
     def multilingual(self) -> bool:
         return bool(self._model.model.is_multilingual)
 
+    @property
+    def languages(self) -> frozenset[str] | None:
+        from faster_whisper.tokenizer import _LANGUAGE_CODES
+
+        if self._model is None:
+            return None
+        return frozenset(_LANGUAGE_CODES) if self.multilingual else frozenset({"en"})
+
     def _tokenizer(self, language: str | None) -> Any:
         from faster_whisper.tokenizer import Tokenizer
 

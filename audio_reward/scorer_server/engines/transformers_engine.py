@@ -107,6 +107,8 @@ def resolve_dtype(compute_type: str, device: str, architecture: str) -> "torch.d
 
 
 class _Backend(Protocol):
+    languages: frozenset[str] | None
+
     def transcribe(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]: ...
 
 
@@ -134,6 +136,7 @@ class _WhisperBackend:
         gen = self.model.generation_config
         self.multilingual = bool(getattr(gen, "is_multilingual", False))
         self.id_to_lang = {i: tok[2:-2] for tok, i in (getattr(gen, "lang_to_id", None) or {}).items()}
+        self.languages = frozenset(self.id_to_lang.values()) if self.multilingual else frozenset({"en"})
         self.special_ids = set(self.processor.tokenizer.all_special_ids) | {gen.eos_token_id}
         self.text_vocab = len(self.processor.tokenizer)
 
@@ -221,6 +224,10 @@ class _Qwen3ASRBackend:
         self.model = Qwen3ASRForConditionalGeneration.from_pretrained(path, dtype=dtype).to(device).eval()
         # Decoder-only: prompts are left-padded so every row's reply starts at the same column.
         self.processor.tokenizer.padding_side = "left"
+        from transformers.models.qwen3_asr import processing_qwen3_asr
+
+        table = getattr(processing_qwen3_asr, "LANGUAGE_CODE_TO_NAME", None)
+        self.languages = frozenset(table) if table else None
 
     def transcribe(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
         import torch
@@ -318,6 +325,10 @@ class TransformersEngine(ThreadedEngine):
             extra={"architecture": architecture, "transformers": transformers.__version__, "torch": torch.__version__},
         )
         log.info("transformers engine loaded", extra={"model": checkpoint.model_id, "device": device})
+
+    @property
+    def languages(self) -> frozenset[str] | None:
+        return self._backend.languages if self._backend is not None else None
 
     def transcribe_batch_sync(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
         if self._backend is None:

@@ -162,6 +162,13 @@ class VLLMEngine(ASREngine):
         self._traits: ModelTraits | None = None
         self.info = EngineInfo(engine="vllm", model_id=config.model, device=config.device)
 
+    @property
+    def languages(self) -> frozenset[str] | None:
+        traits = self._traits
+        if traits is None or traits.architecture != "whisper":
+            return None  # Qwen3-ASR: an unknown language fails in qwen3_asr_language_name
+        return frozenset(traits.language_token_ids.values()) if traits.multilingual else frozenset({"en"})
+
     def prepare(self) -> str:
         """Resolve the checkpoint and read its traits (CPU only); returns the checkpoint path."""
         checkpoint = resolve_transformers_checkpoint(self.config.model)

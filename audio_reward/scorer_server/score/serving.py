@@ -40,7 +40,7 @@ from ..errors import (
     ShuttingDownError,
     server_error_body,
 )
-from ..scoring import RewardPolicy, score_transcript
+from ..scoring import RewardPolicy, language_code, score_transcript
 from ..state import ServerState
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,7 @@ class PreparedItem:
     audio: np.ndarray
     policy: RewardPolicy
     request_id: str
+    language: str | None
 
 
 def resample_16k(waveform: np.ndarray, sample_rate: int) -> np.ndarray:
@@ -75,7 +76,18 @@ class ScoringService:
             policy = self.state.policy.with_options(req.reward)
         except ValueError as exc:
             raise BadRequestError("invalid_reward_options", str(exc), path="$.reward") from None
-        return PreparedItem(req, resample_16k(req.waveform, req.sample_rate), policy, req.request_id or request_id)
+        language = language_code(req.language or self.state.settings.language)
+        supported = self.state.engine.languages
+        if language is not None and supported is not None and language not in supported:
+            model = self.state.engine.info.model_id
+            shown = ", ".join(sorted(supported)) if len(supported) <= 12 else f"{len(supported)} languages"
+            raise BadRequestError(
+                "unsupported_language",
+                f"model {model} does not transcribe language {req.language or language!r} (it supports: {shown})",
+                path="$.language",
+            )
+        audio = resample_16k(req.waveform, req.sample_rate)
+        return PreparedItem(req, audio, policy, req.request_id or request_id, language)
 
     def _prepare_one(self, body: bytes, request_id: str) -> PreparedItem:
         try:
@@ -110,12 +122,9 @@ class ScoringService:
             raise NotReadyError("the ASR model is still loading", retry_after_s=5)
         return state.batcher
 
-    def _language(self, item: PreparedItem) -> str | None:
-        return item.request.language or self.state.settings.language
-
     def _submit(self, items: list[PreparedItem]) -> list[asyncio.Future[Transcription]]:
         batcher = self._batcher()
-        inputs = [TranscriptionInput(item.audio, self._language(item)) for item in items]
+        inputs = [TranscriptionInput(item.audio, item.language) for item in items]
         try:
             futures = batcher.submit_many(inputs)
         except BatcherQueueFull as exc:
@@ -148,7 +157,7 @@ class ScoringService:
             transcription.text,
             normalizer=self.state.normalizer,
             policy=item.policy,
-            language=self._language(item),
+            language=item.language,
             duration_s=req.duration_s,
             reference_duration_s=req.reference_duration_s,
         )
