@@ -60,6 +60,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         parser.add_argument(f"--{flag}", type=kind, default=None, help=text)
     parser.add_argument("--log-json", action=argparse.BooleanOptionalAction, default=None,
                         help="one JSON object per log line")
+    parser.add_argument("--ray", action="store_true",
+                        help="scale out on Ray Serve: one replica per GPU behind one URL (needs audio-reward[ray])")
+    from .ray_serve import add_scale_out_arguments
+
+    add_scale_out_arguments(parser.add_argument_group("Ray Serve (with --ray)"))
     parser.set_defaults(func=serve)
 
 
@@ -85,6 +90,10 @@ def serve(args: argparse.Namespace) -> int:
         print(f"audio-reward serve: invalid settings:\n{exc}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level, json_lines=settings.log_json)
+    if args.ray:
+        from .ray_serve import run_from_args
+
+        return run_from_args(args)
     print("audio-reward serve settings: " + json.dumps(settings.describe(), sort_keys=True), flush=True)
     try:
         app = build_app(settings)

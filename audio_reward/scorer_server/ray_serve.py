@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import logging
 import os
+import signal
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -93,6 +94,14 @@ class LoadedEngine(ASREngine):
 
     def warmup(self) -> None:
         """Already warm."""
+
+    @property
+    def prefers_batches(self) -> bool:
+        return self.inner.prefers_batches
+
+    @property
+    def languages(self) -> frozenset[str] | None:
+        return self.inner.languages
 
     async def transcribe(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
         return await self.inner.transcribe(batch)
@@ -184,22 +193,33 @@ def run(settings: dict[str, Any], scale: ScaleOutConfig, *, address: str | None 
     import ray
     from ray import serve
 
-    if not ray.is_initialized():
+    started_ray = not ray.is_initialized()
+    if started_ray:
         ray.init(address=address, log_to_driver=False)
     serve.start(http_options={"host": host, "port": port})
     serve.run(build_application(settings, scale), name=APP_NAME, route_prefix="/", blocking=False)
     url = f"http://{host}:{port}"
     if blocking:
-        print(f"audio-reward ray serve: scoring at {url} (Ctrl-C stops)", flush=True)
+        # SIGTERM (systemd, Kubernetes, a test harness) stops the deployment as cleanly as Ctrl-C.
+        signal.signal(signal.SIGTERM, _interrupt)
+        log.warning("scorer deployed on Ray Serve", extra={"url": url})
         try:
             while True:
                 serve_status = serve.status().applications.get(APP_NAME)
                 if serve_status is not None and str(serve_status.status).endswith("DEPLOY_FAILED"):
                     raise RuntimeError(f"deployment failed: {serve_status.message}")
-                time.sleep(5)
+                time.sleep(2)
         except KeyboardInterrupt:
+            pass
+        finally:
             serve.shutdown()
+            if started_ray:
+                ray.shutdown()
     return url
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -211,6 +231,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     for flag, kind, text in FLAGS:
         parser.add_argument(f"--{flag}", type=kind, default=None, help=text)
+    add_scale_out_arguments(parser)
+    return parser
+
+
+def add_scale_out_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """The Ray Serve flags, shared by this module's command line and ``audio-reward serve --ray``."""
     defaults = ScaleOutConfig()
     parser.add_argument("--address", default=None, help="Ray cluster address (default: start or join a local one)")
     parser.add_argument("--min-replicas", type=int, default=defaults.min_replicas)
@@ -222,13 +248,16 @@ def _parser() -> argparse.ArgumentParser:
                         help="requests in flight per replica the autoscaler aims for")
     parser.add_argument("--max-ongoing-requests", type=int, default=defaults.max_ongoing_requests,
                         help="most requests in flight per replica; more wait at Ray's proxy")
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    return run_from_args(_parser().parse_args(argv))
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Deploy from parsed ``audio-reward serve --ray`` (or this module's) arguments and block."""
     from .cli import overrides_from_args
 
-    args = _parser().parse_args(argv)
     settings = overrides_from_args(args)
     host, port = settings.pop("host", "127.0.0.1"), settings.pop("port", 8000)
     scale = ScaleOutConfig(
@@ -237,6 +266,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_ongoing_requests=args.max_ongoing_requests,
     )
     print("audio-reward ray serve: " + str({"settings": settings, "scale": asdict(scale)}), flush=True)
+    print(f"audio-reward ray serve: deploying at http://{host}:{port}; ready when /readyz answers 200 "
+          "(Ctrl-C or SIGTERM stops)", flush=True)
     run(settings, scale, address=args.address, host=host, port=port)
     return 0
 

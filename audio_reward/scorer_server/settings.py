@@ -87,6 +87,8 @@ class ServerSettings(BaseSettings):
             for name in _PRESET_FIELDS:
                 if data.get(name) is None:
                     data[name] = getattr(preset, name)
+            if data.get("model") == preset.model:  # the engine may need the checkpoint in another format
+                data["model"] = preset.model_for(str(data["engine"]))
         return data
 
     @model_validator(mode="after")

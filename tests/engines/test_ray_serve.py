@@ -1,4 +1,4 @@
-"""Ray Serve scale-out on CPU: two local replicas of the tiny.en scorer behind one URL."""
+"""Ray Serve scale-out on CPU: ``audio-reward serve --ray`` with two local tiny.en replicas behind one URL."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from typing import Iterator
 import httpx
 import pytest
 
-ray = pytest.importorskip("ray")
-serve = pytest.importorskip("ray.serve")
+pytest.importorskip("ray")
+pytest.importorskip("ray.serve")
 
 from audio_reward.protocol import encode_f32  # noqa: E402
-from audio_reward.scorer_server.ray_serve import REPLICA_HEADER, ScaleOutConfig, run  # noqa: E402
-from support.server import free_port  # noqa: E402
+from audio_reward.scorer_server.ray_serve import REPLICA_HEADER, ScaleOutConfig  # noqa: E402
+from support.server import running_server  # noqa: E402
 from support.speech import synth_speech  # noqa: E402
 
 TEXT = "The quick brown fox jumps over the lazy dog."
@@ -22,16 +22,13 @@ OTHER = "Seven purple elephants were painting the kitchen on a rainy Tuesday."
 
 @pytest.fixture(scope="module")
 def ray_scorer_url() -> Iterator[str]:
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        settings = {"model": "tiny.en", "cpu_threads": 1, "max_wait_ms": 5.0}
-        scale = ScaleOutConfig(min_replicas=2, max_replicas=2, gpus_per_replica=0, cpus_per_replica=0.5,
-                               max_ongoing_requests=8)
-        url = run(settings, scale, host="127.0.0.1", port=free_port(), blocking=False)
+    """The real command line in a subprocess; SIGTERM at the end shuts the deployment and Ray down."""
+    with running_server(
+        ray=True, model="tiny.en", cpu_threads=1, max_wait_ms=5.0,
+        min_replicas=2, max_replicas=2, gpus_per_replica=0, cpus_per_replica=0.5, max_ongoing_requests=8,
+        env={"RAY_ADDRESS": ""}, ready_timeout_s=300,
+    ) as url:
         yield url
-    finally:
-        serve.shutdown()
-        ray.shutdown()
 
 
 def _body(text: str, prompt: str) -> dict[str, object]:
