@@ -169,6 +169,8 @@ def test_health_and_metrics(scorer_url: str) -> None:
     text = httpx.get(f"{scorer_url}/metrics").text
     assert 'audio_reward_requests_total{endpoint="/score",status="200"}' in text
     assert 'audio_reward_requests_total{endpoint="/v1/score",status="400"}' in text
+    assert 'audio_reward_items_total{outcome="malformed_json"}' in text
+    assert 'audio_reward_items_total{outcome="ok"}' in text
     for name in ("audio_reward_queue_depth", "audio_reward_batch_size_bucket", "audio_reward_audio_seconds_total",
                  "audio_reward_engine_latency_seconds_bucket", "audio_reward_ready 1.0"):
         assert name in text

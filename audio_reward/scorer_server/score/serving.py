@@ -175,7 +175,11 @@ class ScoringService:
 
     async def score(self, body: bytes, request_id: str) -> dict[str, Any]:
         """One request body → the flat response dict; raises :class:`ServerError`."""
-        item = await run_in_threadpool(self._prepare_one, body, request_id)
+        try:
+            item = await run_in_threadpool(self._prepare_one, body, request_id)
+        except ServerError as error:
+            self.state.metrics.items.labels(error.code).inc()  # counted like a refused batch item
+            raise
         (outcome,) = await self._await_all(self._submit([item]))
         if isinstance(outcome, BaseException):
             error = self._engine_error(outcome, item.request_id)
