@@ -32,6 +32,7 @@ from .metrics.api_router import router as metrics_router
 from .middleware import RequestContextMiddleware, request_id_of
 from .responses import OrjsonResponse
 from .score.api_router import router as score_router
+from .score.recent import RecentResults
 from .scoring import get_normalizer
 from .settings import ServerSettings
 from .state import ServerState
@@ -143,6 +144,7 @@ def build_app(settings: ServerSettings, engine: ASREngine | None = None) -> Fast
         policy=settings.reward_policy(),
         normalizer=get_normalizer(settings.normalizer),
         metrics=ServerMetrics(),
+        recent=RecentResults(settings.dedup_cache_size, settings.dedup_ttl_s) if settings.dedup_cache_size else None,
     )
     app = FastAPI(
         title="audio-reward scorer",

@@ -31,6 +31,8 @@ FLAGS: tuple[tuple[str, Callable[[str], Any], str], ...] = (
     ("max-batch-items", int, "most items per batch request (default 256)"),
     ("request-timeout-s", float, "504 after this many seconds (default 120)"),
     ("shutdown-grace-s", float, "time given to requests in flight on shutdown (default 30)"),
+    ("dedup-cache-size", int, "answers kept by request id so a retry is scored once; 0 turns off (default 4096)"),
+    ("dedup-ttl-s", float, "how long a retry with the same request id gets the kept answer (default 600)"),
     ("api-key-file", str, "file whose first line is the API key (or set AUDIO_REWARD_API_KEY)"),
     ("normalizer", str, "text normalizer: basic (default), seed-tts-eval, whisper-en"),
     ("language", str, "default language code when a request names none"),

@@ -53,6 +53,8 @@ class ServerSettings(BaseSettings):
     max_batch_items: int = Field(256, ge=1, description="Most items in one /v1/score/batch request.")
     request_timeout_s: float = Field(120.0, gt=0, description="A request still waiting after this gets 504.")
     shutdown_grace_s: float = Field(30.0, ge=0, description="Time given to requests in flight on SIGTERM.")
+    dedup_cache_size: int = Field(4096, ge=0, description="Answers kept by request id for retries; 0 turns this off.")
+    dedup_ttl_s: float = Field(600.0, gt=0, description="How long a retry with the same request id gets the kept answer.")
 
     # auth
     api_key: SecretStr | None = Field(None, description="Required key (Bearer or X-API-Key); unset disables auth.")

@@ -11,6 +11,7 @@ from fastapi import Request
 from .batcher import MicroBatcher
 from .engines.base import ASREngine
 from .metrics import ServerMetrics
+from .score.recent import RecentResults
 from .scoring import Normalizer, RewardPolicy
 from .settings import ServerSettings
 
@@ -25,6 +26,8 @@ class ServerState:
     normalizer: Normalizer
     metrics: ServerMetrics = field(default_factory=ServerMetrics)
     batcher: MicroBatcher | None = None
+    recent: RecentResults | None = None
+    """Answers by request id for retried requests; None when ``dedup_cache_size`` is 0."""
     ready: bool = False
     load_error: str | None = None
     started_at: float = field(default_factory=time.time)

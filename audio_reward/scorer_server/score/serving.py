@@ -42,6 +42,7 @@ from ..errors import (
 )
 from ..scoring import RewardPolicy, language_code, score_transcript
 from ..state import ServerState
+from .recent import Key, request_key
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,8 @@ class PreparedItem:
     policy: RewardPolicy
     request_id: str
     language: str | None
+    key: Key | None = None
+    """Set when the client named the request: retries with the same id and content are answered once."""
 
 
 def resample_16k(waveform: np.ndarray, sample_rate: int) -> np.ndarray:
@@ -87,7 +90,11 @@ class ScoringService:
                 path="$.language",
             )
         audio = resample_16k(req.waveform, req.sample_rate)
-        return PreparedItem(req, audio, policy, req.request_id or request_id, language)
+        key = None
+        if req.request_id is not None and self.state.recent is not None:
+            key = request_key(req.request_id, req.prompt, language, req.sample_rate, req.reward,
+                              req.reference_duration_s, waveform=req.waveform)
+        return PreparedItem(req, audio, policy, req.request_id or request_id, language, key)
 
     def _prepare_one(self, body: bytes, request_id: str) -> PreparedItem:
         try:
@@ -173,6 +180,59 @@ class ScoringService:
         metrics.items.labels("ok").inc()
         return out
 
+    async def _score_items(self, items: list[PreparedItem]) -> list[dict[str, Any] | ServerError]:
+        """Each item's flat result or error, in order.
+
+        An item whose id and content match a recent or in-flight request is
+        not transcribed again: it takes that request's answer.  A failure of
+        the whole call (queue full, not ready, timeout) is raised.
+        """
+        recent = self.state.recent
+        claims = [recent.claim(item.key) if recent is not None and item.key is not None else None for item in items]
+        leaders = [item for item, claim in zip(items, claims) if claim is None or claim[1]]
+        try:
+            outcomes = await self._await_all(self._submit(leaders)) if leaders else []
+        except BaseException as exc:
+            failure = exc if isinstance(exc, ServerError) else RequestTimeoutError(
+                "the first request with this id stopped before it was scored; retry")
+            for item, claim in zip(items, claims):
+                if recent is not None and item.key is not None and claim is not None and claim[1]:
+                    recent.fail(item.key, claim[0], failure)
+            raise
+        by_id = {id(item): outcome for item, outcome in zip(leaders, outcomes)}
+        results: list[dict[str, Any] | ServerError | None] = []
+        for item, claim in zip(items, claims):
+            if claim is not None and not claim[1]:
+                results.append(None)  # answered below, once every leader's answer is known
+                continue
+            outcome = by_id[id(item)]
+            result: dict[str, Any] | ServerError
+            if isinstance(outcome, BaseException):
+                result = self._engine_error(outcome, item.request_id)
+                self.state.metrics.items.labels(result.code).inc()
+                if recent is not None and item.key is not None and claim is not None:
+                    recent.fail(item.key, claim[0], result)
+            else:
+                result = self._result(item, outcome)
+                if recent is not None and claim is not None:
+                    recent.resolve(claim[0], result)
+            results.append(result)
+        for i, claim in enumerate(claims):
+            if claim is not None and not claim[1]:
+                results[i] = await self._recent_answer(claim[0])
+        return [r for r in results if r is not None]
+
+    async def _recent_answer(self, future: asyncio.Future[dict[str, Any]]) -> dict[str, Any] | ServerError:
+        timeout = self.state.settings.request_timeout_s
+        try:
+            answer = dict(await asyncio.wait_for(asyncio.shield(future), timeout))
+        except ServerError as error:
+            return error
+        except asyncio.TimeoutError:
+            return RequestTimeoutError(f"scoring took longer than the server's limit of {timeout:g} s")
+        self.state.metrics.items.labels("deduplicated").inc()
+        return answer
+
     async def score(self, body: bytes, request_id: str) -> dict[str, Any]:
         """One request body → the flat response dict; raises :class:`ServerError`."""
         try:
@@ -180,32 +240,24 @@ class ScoringService:
         except ServerError as error:
             self.state.metrics.items.labels(error.code).inc()  # counted like a refused batch item
             raise
-        (outcome,) = await self._await_all(self._submit([item]))
-        if isinstance(outcome, BaseException):
-            error = self._engine_error(outcome, item.request_id)
-            self.state.metrics.items.labels(error.code).inc()
-            raise error
-        return self._result(item, outcome)
+        (outcome,) = await self._score_items([item])
+        if isinstance(outcome, ServerError):
+            raise outcome
+        return outcome
 
     async def score_batch(self, body: bytes, request_id: str) -> dict[str, Any]:
         """A batch body → ``{"protocol_version", "results"}``; item failures stay in their slot."""
         _, prepared = await run_in_threadpool(self._prepare_batch, body, request_id)
         valid = [p for p in prepared if isinstance(p, PreparedItem)]
-        outcomes = await self._await_all(self._submit(valid)) if valid else []
-        by_id = {id(p): o for p, o in zip(valid, outcomes)}
+        outcomes = iter(await self._score_items(valid) if valid else [])
         results: list[dict[str, Any]] = []
         for i, entry in enumerate(prepared):
             if isinstance(entry, ServerError):
                 self.state.metrics.items.labels(entry.code).inc()
                 results.append(server_error_body(entry, f"{request_id}-{i}"))
                 continue
-            outcome = by_id[id(entry)]
-            if isinstance(outcome, BaseException):
-                error = self._engine_error(outcome, entry.request_id)
-                self.state.metrics.items.labels(error.code).inc()
-                results.append(server_error_body(error, entry.request_id))
-            else:
-                results.append(self._result(entry, outcome))
+            outcome = next(outcomes)
+            results.append(server_error_body(outcome, entry.request_id) if isinstance(outcome, ServerError) else outcome)
         return {"protocol_version": PROTOCOL_VERSION, "results": results}
 
 
