@@ -8,6 +8,7 @@ wins when both are set), never from a flag, so it stays out of shell history and
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, Literal
 
@@ -112,20 +113,10 @@ class ServerSettings(BaseSettings):
 
     def reward_policy(self) -> RewardPolicy:
         """The reward policy every request starts from; ValueError if the fields do not fit together."""
-        return RewardPolicy(
-            formula=self.reward_formula,
-            metric=self.reward_metric,
-            exp_k=self.exp_k,
-            error_clip=self.error_clip,
-            empty_transcript_penalty=self.empty_transcript_penalty,
-            duration_ratio_min=self.duration_ratio_min,
-            duration_ratio_max=self.duration_ratio_max,
-            duration_penalty=self.duration_penalty,
-            min_duration_s=self.min_duration_s,
-            short_audio_penalty=self.short_audio_penalty,
-            repeat_ngram_n=self.repeat_ngram_n,
-            repeat_penalty=self.repeat_penalty,
-        )
+        # Settings name the policy's fields alike, except formula and metric (prefixed on the command line).
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(RewardPolicy)
+                  if f.name not in ("formula", "metric")}
+        return RewardPolicy(formula=self.reward_formula, metric=self.reward_metric, **values)
 
     def describe(self) -> dict[str, Any]:
         """Every setting as printed at start-up; the key shows only whether it is set."""
