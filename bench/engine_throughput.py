@@ -30,7 +30,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,6 +41,9 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+
+from support.server import free_port  # noqa: E402
 
 SENTENCES = (
     "The quick brown fox jumps over the lazy dog.",
@@ -158,12 +160,6 @@ def engine_times(args: argparse.Namespace, model: str, clips: list[np.ndarray], 
         engine.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def vllm_serve_times(args: argparse.Namespace, model: str, clips: list[np.ndarray]) -> list[float]:
     """vLLM's own transcription server on the same model, same concurrency and decode caps."""
     import httpx
@@ -171,7 +167,7 @@ def vllm_serve_times(args: argparse.Namespace, model: str, clips: list[np.ndarra
 
     from audio_reward.scorer_server.engines import max_new_tokens_for
 
-    port = _free_port()
+    port = free_port()
     cmd = ["vllm", "serve", model, "--port", str(port), "--host", "127.0.0.1", "--max-num-seqs",
            str(max(args.batch, 256)), "--seed", "0"]
     if args.arch == "whisper":

@@ -23,9 +23,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
-import socket
-import statistics
 import subprocess
 import sys
 import time
@@ -33,6 +30,10 @@ from dataclasses import dataclass
 
 import httpx
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tests"))
+
+from support.server import free_port, stop_process, wait_ready  # noqa: E402
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",
@@ -69,12 +70,6 @@ def median_run(runs: list[Run]) -> Run:
     return sorted(runs, key=lambda r: r.throughput)[len(runs) // 2]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def make_speech() -> list[tuple[str, np.ndarray, int]]:
     from hibari import Hibari
 
@@ -95,7 +90,7 @@ def locked_app(model_name: str, threads: int, device: str):  # type: ignore[no-u
     import threading
 
     import soxr
-    from fastapi import FastAPI, Request
+    from fastapi import FastAPI
     from faster_whisper import WhisperModel
 
     from audio_reward.protocol import decode_f32
@@ -160,31 +155,8 @@ async def drive(url: str, bodies: list[tuple[bytes, float]], concurrency: int, t
     return Run(name, concurrency, audio_s, wall, latencies, errors)
 
 
-def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 180) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"{url} not ready")
-
-
 def start(cmd: list[str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 class EngineLimit:
@@ -253,7 +225,7 @@ def main() -> int:
             procs.append(start(cmd + ([str(port)] if name == "locked" else ["--port", str(port)])))
             urls[name] = f"http://127.0.0.1:{port}"
         for name, proc in zip(servers, procs):
-            wait_ready(urls[name], proc)
+            wait_ready(urls[name], 180, proc=proc)
             asyncio.run(drive(urls[name], bodies, 1, 2, name))  # warm the connection and the model
         # Both servers stay up (idle costs nothing) and take turns, so load from anything
         # else on the machine hits both alike; the median round is reported.
@@ -268,7 +240,7 @@ def main() -> int:
                       f"p99 {run.pct(0.99):6.2f} s   errors {sum(r.errors for r in runs[(name, c)])}", flush=True)
     finally:
         for proc in procs:
-            stop(proc)
+            stop_process(proc, grace_s=30)
 
     limit.measure(batch_sizes)  # again after the servers: the machine may have been busier before
     limit.engine.close()

@@ -19,9 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import numpy as np
 import orjson
-import pytest
 
 from audio_reward.protocol import ErrorResponse, encode_f32
 from audio_reward.scorer_client import (

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -260,6 +259,3 @@ class ScoringService:
             results.append(server_error_body(outcome, entry.request_id) if isinstance(outcome, ServerError) else outcome)
         return {"protocol_version": PROTOCOL_VERSION, "results": results}
 
-
-def new_request_id() -> str:
-    return uuid.uuid4().hex
