@@ -58,8 +58,9 @@ def engine_from_settings(settings: ServerSettings) -> ASREngine:
 async def _load_engine(state: ServerState) -> None:
     settings = state.settings
     try:
-        await asyncio.to_thread(state.engine.load)
-        await asyncio.to_thread(state.engine.warmup)
+        if not state.engine_preloaded:
+            await asyncio.to_thread(state.engine.load)
+            await asyncio.to_thread(state.engine.warmup)
     except Exception as exc:  # noqa: BLE001 - reported on /readyz and in the log, then the server stops
         # Only the exception type goes on the unauthenticated /readyz; the message (paths...) goes to the log.
         state.load_error = type(exc).__name__
@@ -136,14 +137,19 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
     return app.openapi_schema
 
 
-def build_app(settings: ServerSettings, engine: ASREngine | None = None) -> FastAPI:
-    """The scorer app.  ``engine`` replaces the one the settings name (an unloaded engine)."""
+def build_app(settings: ServerSettings, engine: ASREngine | None = None, *, engine_preloaded: bool = False) -> FastAPI:
+    """The scorer app.  ``engine`` replaces the one the settings name.
+
+    The engine is loaded and warmed in the background unless ``engine_preloaded``
+    says the caller already did both (a Ray Serve replica loads before taking traffic).
+    """
     state = ServerState(
         settings=settings,
         engine=engine if engine is not None else engine_from_settings(settings),
         policy=settings.reward_policy(),
         normalizer=get_normalizer(settings.normalizer),
         metrics=ServerMetrics(),
+        engine_preloaded=engine_preloaded,
         recent=RecentResults(settings.dedup_cache_size, settings.dedup_ttl_s) if settings.dedup_cache_size else None,
     )
     app = FastAPI(

@@ -28,7 +28,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
-from .engines.base import ASREngine, Transcription, TranscriptionInput
+from .engines.base import ASREngine
 
 log = logging.getLogger(__name__)
 
@@ -77,39 +77,6 @@ class ScaleOutConfig:
         return options
 
 
-class LoadedEngine(ASREngine):
-    """An engine the replica loaded before serving: the app's own load and warm-up become no-ops.
-
-    Ray Serve sends traffic to a replica once its constructor returns, so the
-    replica loads the model there; otherwise a new replica would answer 503
-    until its background load finished.
-    """
-
-    def __init__(self, inner: ASREngine) -> None:
-        self.inner = inner
-        self.info = inner.info
-
-    def load(self) -> None:
-        """Already loaded."""
-
-    def warmup(self) -> None:
-        """Already warm."""
-
-    @property
-    def prefers_batches(self) -> bool:
-        return self.inner.prefers_batches
-
-    @property
-    def languages(self) -> frozenset[str] | None:
-        return self.inner.languages
-
-    async def transcribe(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
-        return await self.inner.transcribe(batch)
-
-    def close(self) -> None:
-        self.inner.close()
-
-
 class ScorerReplica:
     """One scorer app with its own engine; Ray Serve runs one per GPU."""
 
@@ -121,6 +88,8 @@ class ScorerReplica:
         self.engine: ASREngine | None = None
 
     async def _load(self) -> ASREngine:
+        # Ray Serve sends traffic to a replica once its constructor returns, so the model loads
+        # there; a background load in the app would answer 503 until it finished.
         from .app import engine_from_settings
 
         engine = engine_from_settings(self.settings)
@@ -134,7 +103,7 @@ class ScorerReplica:
 
         if self.engine is None:
             raise RuntimeError("the replica's engine is not loaded")
-        app = build_app(self.settings, engine=LoadedEngine(self.engine))
+        app = build_app(self.settings, engine=self.engine, engine_preloaded=True)
         replica_id = self.replica_id
 
         @app.middleware("http")

@@ -25,6 +25,8 @@ class ServerState:
     policy: RewardPolicy
     normalizer: Normalizer
     metrics: ServerMetrics = field(default_factory=ServerMetrics)
+    engine_preloaded: bool = False
+    """True when the engine came loaded and warm: the server skips its own load."""
     batcher: MicroBatcher | None = None
     recent: RecentResults | None = None
     """Answers by request id for retried requests; None when ``dedup_cache_size`` is 0."""
