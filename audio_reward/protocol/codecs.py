@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -65,7 +66,11 @@ def encode_f32(waveform: Any) -> str:
 
 
 def decode_f32(text: str, *, field: str = "waveform_f32_base64") -> np.ndarray:
-    raw = b64decode(text, field=field)
+    return frombuffer_f32(b64decode(text, field=field), field=field)
+
+
+def frombuffer_f32(raw: bytes, *, field: str = "waveform_f32_base64") -> np.ndarray:
+    """Float32 little-endian samples over ``raw`` (a read-only view, no copy)."""
     if len(raw) % _F32.itemsize:
         raise AudioDecodeError(
             "invalid_audio_length",
@@ -83,7 +88,11 @@ def encode_pcm16(waveform: Any) -> str:
 
 
 def decode_pcm16(text: str, *, field: str = "waveform_pcm16_base64") -> np.ndarray:
-    raw = b64decode(text, field=field)
+    return frombuffer_pcm16(b64decode(text, field=field), field=field)
+
+
+def frombuffer_pcm16(raw: bytes, *, field: str = "waveform_pcm16_base64") -> np.ndarray:
+    """Signed 16-bit little-endian PCM in ``raw`` as float32 in [-1, 1)."""
     if len(raw) % _I16.itemsize:
         raise AudioDecodeError(
             "invalid_audio_length",
@@ -103,35 +112,155 @@ def encode_file(waveform: Any, sample_rate: int, *, fmt: str = "WAV") -> str:
     return pybase64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def decode_file(
-    text: str, *, field: str = "audio_file_base64", max_seconds: float | None = None
-) -> tuple[np.ndarray, int]:
-    """Decode a base64 WAV or FLAC file to (mono float32 samples, sample rate).
+# libsndfile's SF_COUNT_MAX: what it reports for a FLAC whose STREAMINFO says
+# total_samples = 0 (unknown length, written by streaming encoders).
+_UNKNOWN_FRAMES = 2**63 - 1
+_FILE_FORMATS = ("WAV", "WAVEX", "FLAC", "RF64")
 
-    Multi-channel files are averaged to mono.  ``max_seconds`` is checked
-    against the header before any sample is decoded.
-    """
+
+@dataclass(frozen=True)
+class FileHeader:
+    """What a WAV/FLAC header declares, read before any sample is decoded."""
+
+    format: str
+    sample_rate: int
+    channels: int
+    frames: int | None
+    """Declared frames per channel; None when the file does not say (streamed FLAC)."""
+
+    @property
+    def decoded_bytes(self) -> int | None:
+        """Bytes the decoded float32 samples (every channel) will take; None when unknown."""
+        return None if self.frames is None else self.frames * self.channels * _F32.itemsize
+
+
+def read_file_header(raw: bytes, *, field: str = "audio_file_base64") -> FileHeader:
+    """The header of a WAV or FLAC file held in ``raw``; decodes no sample."""
     import soundfile as sf
 
-    raw = b64decode(text, field=field)
     if not raw:
         raise AudioDecodeError("empty_audio", f"{field} is empty")
     try:
         with sf.SoundFile(io.BytesIO(raw)) as f:
-            if f.format not in ("WAV", "WAVEX", "FLAC", "RF64"):
-                raise AudioDecodeError(
-                    "invalid_audio_file", f"{field} holds a {f.format} file; only WAV and FLAC are accepted"
-                )
-            rate = int(f.samplerate)
-            if max_seconds is not None and rate > 0 and f.frames / rate > max_seconds:
-                raise AudioDecodeError(
-                    "audio_too_long",
-                    f"{field} holds {f.frames / rate:.1f} s of audio; the limit is {max_seconds:g} s",
-                )
-            data = f.read(dtype="float32", always_2d=True)
+            fmt, rate, channels, frames = f.format, int(f.samplerate), int(f.channels), int(f.frames)
+    except Exception as exc:  # soundfile raises LibsndfileError, RuntimeError, TypeError…
+        raise AudioDecodeError("invalid_audio_file", f"{field} is not a readable WAV/FLAC file ({exc})") from None
+    if fmt not in _FILE_FORMATS:
+        raise AudioDecodeError("invalid_audio_file", f"{field} holds a {fmt} file; only WAV and FLAC are accepted")
+    if channels < 1:
+        raise AudioDecodeError("invalid_audio_file", f"{field} declares {channels} channels")
+    return FileHeader(fmt, rate, channels, None if frames >= _UNKNOWN_FRAMES else frames)
+
+
+def check_file_size(header: FileHeader, *, field: str, max_seconds: float | None, max_bytes: int | None) -> None:
+    """Refuse a file whose header declares more audio than the limits allow (unknown lengths pass)."""
+    if header.frames is None:
+        return
+    if max_seconds is not None and header.sample_rate > 0 and header.frames / header.sample_rate > max_seconds:
+        raise AudioDecodeError(
+            "audio_too_long",
+            f"{field} holds {header.frames / header.sample_rate:.1f} s of audio; the limit is {max_seconds:g} s "
+            "(max_audio_seconds)",
+        )
+    size = header.decoded_bytes
+    if max_bytes is not None and size is not None and size > max_bytes:
+        raise AudioDecodeError(
+            "audio_too_large",
+            f"{field} declares {header.frames} frames x {header.channels} channels, {size} bytes once decoded "
+            f"to float32; the limit is {max_bytes} bytes (max_audio_bytes)",
+        )
+
+
+def decode_file_bytes(raw: bytes, header: FileHeader, *, field: str = "audio_file_base64",
+                      max_frames: int | None = None, limit_name: str = "the limit") -> np.ndarray:
+    """Decode a WAV/FLAC file to mono float32, never holding more than ``max_frames`` frames.
+
+    A file of known length is read in one call (its header was checked against
+    the limits).  A file of unknown length is decoded block by block and
+    refused with ``audio_too_long`` as soon as it passes ``max_frames``.
+    Multi-channel audio is averaged to mono.
+    """
+    import soundfile as sf
+
+    try:
+        with sf.SoundFile(io.BytesIO(raw)) as f:
+            if header.frames is not None:
+                data = f.read(header.frames, dtype="float32", always_2d=True)
+                return _mono(data)
+            return _read_unknown_length(f, header, field, max_frames, limit_name)
     except AudioDecodeError:
         raise
     except Exception as exc:  # soundfile raises LibsndfileError, RuntimeError, TypeError…
         raise AudioDecodeError("invalid_audio_file", f"{field} is not a readable WAV/FLAC file ({exc})") from None
+
+
+def _mono(data: np.ndarray) -> np.ndarray:
     mono = data[:, 0] if data.shape[1] == 1 else data.mean(axis=1, dtype=np.float32)
-    return np.ascontiguousarray(mono, dtype=np.float32), rate
+    return np.ascontiguousarray(mono, dtype=np.float32)
+
+
+def _read_unknown_length(f: Any, header: FileHeader, field: str, max_frames: int | None, limit_name: str) -> np.ndarray:
+    import soundfile as sf
+
+    block = max(1024, header.sample_rate)  # one second per read
+    cap = max_frames if max_frames is not None else 2**31
+    out = np.empty(cap + 1, dtype=np.float32)  # pages are touched only as samples arrive
+    buf = np.empty((block, header.channels), dtype=np.float32)
+    total = 0
+    while total <= cap:
+        want = min(block, cap + 1 - total)
+        # soundfile seeks after every read; with no declared length the seek after the last,
+        # short read fails although the samples were read.  FLAC decodes integer PCM, never
+        # NaN, so a NaN-filled buffer shows how many frames that read delivered.
+        buf[:want] = np.nan
+        try:
+            got = f.read(want, dtype="float32", always_2d=True, out=buf[:want]).shape[0]
+            last = got < want
+        except sf.LibsndfileError:
+            finite = np.isfinite(buf[:want, 0])
+            got = want if finite.all() else int(np.argmin(finite))
+            last = True
+        out[total:total + got] = _mono(buf[:got])
+        total += got
+        if last:
+            break
+    if total > cap:
+        seconds = cap / header.sample_rate if header.sample_rate else 0.0
+        raise AudioDecodeError(
+            "audio_too_long",
+            f"{field} has no declared length and holds more than {cap} frames ({seconds:.1f} s) of audio; "
+            f"decoding stopped at the limit ({limit_name})",
+        )
+    return out[:total]
+
+
+def decode_file(
+    text: str, *, field: str = "audio_file_base64", max_seconds: float | None = None, max_bytes: int | None = None
+) -> tuple[np.ndarray, int]:
+    """Decode a base64 WAV or FLAC file to (mono float32 samples, sample rate).
+
+    Multi-channel files are averaged to mono.  ``max_seconds`` and ``max_bytes``
+    (decoded float32 bytes, all channels) are checked against the header before
+    any sample is decoded; a file that declares no length is decoded as a
+    stream and stops at the limit.
+    """
+    raw = b64decode(text, field=field)
+    header = read_file_header(raw, field=field)
+    check_file_size(header, field=field, max_seconds=max_seconds, max_bytes=max_bytes)
+    max_frames, limit_name = max_frames_for(header, max_seconds, max_bytes)
+    waveform = decode_file_bytes(raw, header, field=field, max_frames=max_frames, limit_name=limit_name)
+    return waveform, header.sample_rate
+
+
+def max_frames_for(header: FileHeader, max_seconds: float | None, max_bytes: int | None,
+                   ) -> tuple[int | None, str]:
+    """The most frames (per channel) a file may decode to, and the name of the limit that sets it."""
+    caps = []
+    if max_seconds is not None and header.sample_rate > 0:
+        caps.append((int(max_seconds * header.sample_rate), "max_audio_seconds"))
+    if max_bytes is not None:
+        caps.append((max_bytes // (header.channels * _F32.itemsize), "max_audio_bytes"))
+    if not caps:
+        return None, "the limit"
+    frames, name = min(caps)
+    return frames, name

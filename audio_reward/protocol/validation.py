@@ -36,10 +36,18 @@ AUDIO_FIELDS = ("waveform_f32_base64", "waveform_pcm16_base64", "audio_file_base
 
 @dataclass(frozen=True)
 class Limits:
-    """Bounds a receiver enforces on top of the schema."""
+    """Bounds a receiver enforces on top of the schema; each field is a server setting of the same name."""
 
     max_audio_seconds: float = 60.0
     max_batch_items: int = 256
+    max_prompt_chars: int = 10_000
+    max_metadata_keys: int = 128
+    max_metadata_key_chars: int = 256
+    max_metadata_value_chars: int = 10_000
+    max_audio_bytes: int = 64 * 2**20
+    """Decoded float32 bytes (every channel) of one item."""
+    max_batch_audio_bytes: int = 256 * 2**20
+    """Decoded float32 bytes of every item of one batch together."""
 
 
 DEFAULT_LIMITS = Limits()
@@ -135,7 +143,59 @@ def _version_issue(obj: dict[str, Any], path: str, *, required: bool = True) -> 
     return None
 
 
-def _decode_audio(req: ScoreRequest | BatchItem, limits: Limits, path: str) -> tuple[np.ndarray, int, str]:
+@dataclass
+class _Audio:
+    """An item's audio after its cheap checks: raw bytes, rate, and the decoded size when known."""
+
+    name: str
+    raw: bytes
+    rate: int
+    header: codecs.FileHeader | None = None
+
+    @property
+    def decoded_bytes(self) -> int | None:
+        if self.header is not None:
+            return self.header.decoded_bytes
+        return len(self.raw) * (1 if self.name == "waveform_f32_base64" else 2)
+
+
+def _check_text_limits(obj: dict[str, Any], limits: Limits, path: str) -> None:
+    """Prompt and metadata sizes, checked on the raw JSON before any other work."""
+    prompt = obj.get("prompt")
+    if isinstance(prompt, str) and len(prompt) > limits.max_prompt_chars:
+        raise ProtocolError.single(
+            "prompt_too_long",
+            f"prompt holds {len(prompt)} characters; the limit is {limits.max_prompt_chars} (max_prompt_chars)",
+            f"{path}.prompt",
+        )
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict):
+        return
+    if len(metadata) > limits.max_metadata_keys:
+        raise ProtocolError.single(
+            "metadata_too_large",
+            f"metadata holds {len(metadata)} keys; the limit is {limits.max_metadata_keys} (max_metadata_keys)",
+            f"{path}.metadata",
+        )
+    for key, value in metadata.items():
+        if len(key) > limits.max_metadata_key_chars:
+            raise ProtocolError.single(
+                "metadata_too_large",
+                f"a metadata key holds {len(key)} characters; the limit is {limits.max_metadata_key_chars} "
+                "(max_metadata_key_chars)",
+                f"{path}.metadata",
+            )
+        if isinstance(value, str) and len(value) > limits.max_metadata_value_chars:
+            raise ProtocolError.single(
+                "metadata_too_large",
+                f"metadata[{key[:40]!r}] holds {len(value)} characters; the limit is "
+                f"{limits.max_metadata_value_chars} (max_metadata_value_chars)",
+                f"{path}.metadata",
+            )
+
+
+def _read_audio(req: ScoreRequest | BatchItem, limits: Limits, path: str) -> _Audio:
+    """Base64-decode the audio field and check its size from lengths and headers, decoding no sample."""
     present = [name for name in AUDIO_FIELDS if getattr(req, name) is not None]
     if len(present) != 1:
         found = ", ".join(present) if present else "none"
@@ -146,6 +206,7 @@ def _decode_audio(req: ScoreRequest | BatchItem, limits: Limits, path: str) -> t
         )
     name = present[0]
     fpath = f"{path}.{name}"
+    text = getattr(req, name) or ""
     try:
         if name == "audio_file_base64":
             if req.sample_rate is not None:
@@ -153,31 +214,70 @@ def _decode_audio(req: ScoreRequest | BatchItem, limits: Limits, path: str) -> t
                     "invalid_sample_rate", "sample_rate must be omitted with audio_file_base64 (the file header gives it)",
                     f"{path}.sample_rate",
                 )
-            waveform, rate = codecs.decode_file(req.audio_file_base64 or "", max_seconds=limits.max_audio_seconds)
-            if not MIN_SAMPLE_RATE <= rate <= MAX_SAMPLE_RATE:
+            raw = codecs.b64decode(text, field=name)
+            header = codecs.read_file_header(raw, field=name)
+            if not MIN_SAMPLE_RATE <= header.sample_rate <= MAX_SAMPLE_RATE:
                 raise ProtocolError.single(
-                    "invalid_sample_rate", f"the file's sample rate {rate} Hz is outside {MIN_SAMPLE_RATE}–{MAX_SAMPLE_RATE} Hz", fpath
-                )
-        else:
-            if req.sample_rate is None:
-                raise ProtocolError.single(
-                    "missing_field", f"sample_rate is required with {name}", f"{path}.sample_rate"
-                )
-            rate = req.sample_rate
-            text = getattr(req, name)
-            # Reject an oversized payload from its base64 length, before decoding it.
-            width = 4 if name == "waveform_f32_base64" else 2
-            approx_samples = len(text) * 3 // 4 // width
-            if approx_samples / rate > limits.max_audio_seconds + 1:
-                raise ProtocolError.single(
-                    "audio_too_long",
-                    f"{name} holds about {approx_samples / rate:.1f} s of audio; the limit is {limits.max_audio_seconds:g} s",
+                    "invalid_sample_rate",
+                    f"the file's sample rate {header.sample_rate} Hz is outside {MIN_SAMPLE_RATE}–{MAX_SAMPLE_RATE} Hz",
                     fpath,
                 )
-            waveform = codecs.decode_f32(text) if width == 4 else codecs.decode_pcm16(text)
+            codecs.check_file_size(header, field=name, max_seconds=limits.max_audio_seconds,
+                                   max_bytes=limits.max_audio_bytes)
+            return _Audio(name, raw, header.sample_rate, header)
+        if req.sample_rate is None:
+            raise ProtocolError.single("missing_field", f"sample_rate is required with {name}", f"{path}.sample_rate")
+        rate = req.sample_rate
+        # Reject an oversized payload from its base64 length, before decoding it.
+        width = 4 if name == "waveform_f32_base64" else 2
+        approx_samples = len(text) * 3 // 4 // width
+        if approx_samples / rate > limits.max_audio_seconds + 1:
+            raise ProtocolError.single(
+                "audio_too_long",
+                f"{name} holds about {approx_samples / rate:.1f} s of audio; the limit is "
+                f"{limits.max_audio_seconds:g} s (max_audio_seconds)",
+                fpath,
+            )
+        if approx_samples * 4 > limits.max_audio_bytes + 4:
+            raise ProtocolError.single(
+                "audio_too_large",
+                f"{name} decodes to about {approx_samples * 4} bytes of float32 samples; the limit is "
+                f"{limits.max_audio_bytes} bytes (max_audio_bytes)",
+                fpath,
+            )
+        return _Audio(name, codecs.b64decode(text, field=name), rate)
     except codecs.AudioDecodeError as exc:
         raise ProtocolError.single(exc.code, str(exc), fpath) from None
-    return waveform, rate, name
+
+
+def _decode_samples(audio: _Audio, limits: Limits, path: str, budget: int | None) -> np.ndarray:
+    """The item's mono float32 samples; an unknown-length file stops at its limit or at ``budget``."""
+    fpath = f"{path}.{audio.name}"
+    try:
+        if audio.name == "waveform_f32_base64":
+            return codecs.frombuffer_f32(audio.raw, field=audio.name)
+        if audio.name == "waveform_pcm16_base64":
+            return codecs.frombuffer_pcm16(audio.raw, field=audio.name)
+        assert audio.header is not None
+        max_frames, limit_name = codecs.max_frames_for(audio.header, limits.max_audio_seconds, limits.max_audio_bytes)
+        if budget is not None and audio.header.frames is None:
+            budget_frames = budget // (audio.header.channels * 4)
+            if max_frames is None or budget_frames < max_frames:
+                max_frames, limit_name = budget_frames, "max_batch_audio_bytes"
+        try:
+            return codecs.decode_file_bytes(audio.raw, audio.header, field=audio.name, max_frames=max_frames,
+                                            limit_name=limit_name)
+        except codecs.AudioDecodeError as exc:
+            if exc.code == "audio_too_long" and limit_name == "max_batch_audio_bytes":
+                raise ProtocolError.single(
+                    "batch_too_large",
+                    f"{audio.name} has no declared length and the batch's decoded audio passed its budget of "
+                    f"{limits.max_batch_audio_bytes} bytes (max_batch_audio_bytes)",
+                    fpath,
+                ) from None
+            raise
+    except codecs.AudioDecodeError as exc:
+        raise ProtocolError.single(exc.code, str(exc), fpath) from None
 
 
 def _check_samples(req: ScoreRequest | BatchItem, waveform: np.ndarray, rate: int, name: str,
@@ -194,9 +294,56 @@ def _check_samples(req: ScoreRequest | BatchItem, waveform: np.ndarray, rate: in
         issues.append(Issue("non_finite_audio", f"{name} holds {bad} NaN or infinite samples", f"{path}.{name}"))
     if n / rate > limits.max_audio_seconds:
         issues.append(Issue("audio_too_long",
-                            f"{name} holds {n / rate:.2f} s of audio; the limit is {limits.max_audio_seconds:g} s",
+                            f"{name} holds {n / rate:.2f} s of audio; the limit is {limits.max_audio_seconds:g} s "
+                            "(max_audio_seconds)",
                             f"{path}.{name}"))
     return issues
+
+
+@dataclass
+class _Checked:
+    """A request that passed every check that needs no decoded sample."""
+
+    req: ScoreRequest | BatchItem
+    audio: _Audio
+    path: str
+    version: str
+
+
+def _check_request(obj: Any, limits: Limits, path: str, batch_version: str | None) -> _Checked:
+    if not isinstance(obj, dict):
+        raise ProtocolError.single("invalid_request", f"a score request must be a JSON object, got {type(obj).__name__}", path)
+    issue = _version_issue(obj, path, required=batch_version is None)
+    if issue:
+        raise ProtocolError([issue])
+    _check_text_limits(obj, limits, path)
+    model = BatchItem if batch_version is not None else ScoreRequest
+    try:
+        req = model.model_validate(obj)
+    except ValidationError as exc:
+        raise ProtocolError(issues_from_pydantic(exc, path)) from None
+    audio = _read_audio(req, limits, path)
+    return _Checked(req, audio, path, req.protocol_version or batch_version or "1")
+
+
+def _finish(checked: _Checked, limits: Limits, budget: int | None = None) -> DecodedScoreRequest:
+    req, audio, path = checked.req, checked.audio, checked.path
+    waveform = _decode_samples(audio, limits, path, budget)
+    issues = _check_samples(req, waveform, audio.rate, audio.name, limits, path)
+    if issues:
+        raise ProtocolError(issues)
+    return DecodedScoreRequest(
+        waveform=waveform,
+        sample_rate=audio.rate,
+        prompt=req.prompt,
+        protocol_version=checked.version,
+        encoding=audio.name,
+        metadata=dict(req.metadata),
+        language=req.language,
+        request_id=req.request_id,
+        reward=req.reward,
+        reference_duration_s=req.reference_duration_s,
+    )
 
 
 def decode_score_request(
@@ -208,35 +355,11 @@ def decode_score_request(
 ) -> DecodedScoreRequest:
     """Validate one score request (a parsed JSON object) and decode its audio.
 
-    Inside a batch pass ``batch_version``: the item's own version may be
-    omitted and then takes the batch's.
+    Sizes (prompt, metadata, audio duration and decoded bytes) are checked
+    before the audio is decoded.  Inside a batch pass ``batch_version``: the
+    item's own version may be omitted and then takes the batch's.
     """
-    if not isinstance(obj, dict):
-        raise ProtocolError.single("invalid_request", f"a score request must be a JSON object, got {type(obj).__name__}", path)
-    issue = _version_issue(obj, path, required=batch_version is None)
-    if issue:
-        raise ProtocolError([issue])
-    model = BatchItem if batch_version is not None else ScoreRequest
-    try:
-        req = model.model_validate(obj)
-    except ValidationError as exc:
-        raise ProtocolError(issues_from_pydantic(exc, path)) from None
-    waveform, rate, name = _decode_audio(req, limits, path)
-    issues = _check_samples(req, waveform, rate, name, limits, path)
-    if issues:
-        raise ProtocolError(issues)
-    return DecodedScoreRequest(
-        waveform=waveform,
-        sample_rate=rate,
-        prompt=req.prompt,
-        protocol_version=req.protocol_version or batch_version or "1",
-        encoding=name,
-        metadata=dict(req.metadata),
-        language=req.language,
-        request_id=req.request_id,
-        reward=req.reward,
-        reference_duration_s=req.reference_duration_s,
-    )
+    return _finish(_check_request(obj, limits, path, batch_version), limits)
 
 
 def decode_batch_request(
@@ -244,8 +367,11 @@ def decode_batch_request(
 ) -> tuple[str, list[DecodedScoreRequest | ProtocolError]]:
     """Validate a batch envelope; each item decodes on its own.
 
-    The envelope failing raises; an item failing becomes that item's
-    :class:`ProtocolError` in the returned list, in request order.
+    The envelope failing raises, and so does a batch whose items declare more
+    decoded audio together than ``max_batch_audio_bytes`` (checked from
+    lengths and headers before any item is decoded).  An item failing becomes
+    that item's :class:`ProtocolError` in the returned list, in request order.
+    Items of unknown length share what is left of the budget, in order.
     """
     if not isinstance(obj, dict):
         raise ProtocolError.single("invalid_request", "a batch request must be a JSON object", "$")
@@ -260,15 +386,39 @@ def decode_batch_request(
         raise ProtocolError.single("invalid_request", "items must be a non-empty array of score requests", "$.items")
     if len(items) > limits.max_batch_items:
         raise ProtocolError.single(
-            "batch_too_large", f"items holds {len(items)} requests; the limit is {limits.max_batch_items}", "$.items"
+            "batch_too_large",
+            f"items holds {len(items)} requests; the limit is {limits.max_batch_items} (max_batch_items)", "$.items"
         )
     version = obj["protocol_version"]
-    out: list[DecodedScoreRequest | ProtocolError] = []
+    checked: list[_Checked | ProtocolError] = []
     for i, item in enumerate(items):
         try:
-            out.append(decode_score_request(item, limits, path=f"$.items[{i}]", batch_version=version))
+            checked.append(_check_request(item, limits, f"$.items[{i}]", version))
+        except ProtocolError as exc:
+            checked.append(exc)
+    declared = sum(c.audio.decoded_bytes or 0 for c in checked if isinstance(c, _Checked))
+    if declared > limits.max_batch_audio_bytes:
+        raise ProtocolError.single(
+            "batch_too_large",
+            f"the batch's items decode to {declared} bytes of float32 audio together; the limit is "
+            f"{limits.max_batch_audio_bytes} bytes (max_batch_audio_bytes): send fewer or shorter items per batch",
+            "$.items",
+        )
+    left = limits.max_batch_audio_bytes - declared
+    out: list[DecodedScoreRequest | ProtocolError] = []
+    for entry in checked:
+        if isinstance(entry, ProtocolError):
+            out.append(entry)
+            continue
+        unknown_length = entry.audio.decoded_bytes is None
+        try:
+            decoded = _finish(entry, limits, budget=left if unknown_length else None)
         except ProtocolError as exc:
             out.append(exc)
+            continue
+        if unknown_length:
+            left -= decoded.waveform.nbytes * (entry.audio.header.channels if entry.audio.header else 1)
+        out.append(decoded)
     return version, out
 
 

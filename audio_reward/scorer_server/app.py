@@ -17,6 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from audio_reward import __version__
 from audio_reward.protocol import BatchScoreRequest, ScoreRequest
@@ -109,11 +110,20 @@ async def _http_error(request: Request, exc: Exception) -> OrjsonResponse:
     code = _HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
     message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
     if exc.status_code == 404:
-        message = f"no endpoint at {request.url.path}; see /docs"
+        path = request.url.path
+        # No redirect for a trailing slash: a Location built from the Host header could point anywhere.
+        near = path.rstrip("/")
+        hint = f"did you mean {near}?" if near != path and _has_route(request, near) else "see /docs"
+        message = f"no endpoint at {path}; {hint}"
     elif exc.status_code == 405:
         message = f"{request.method} is not allowed on {request.url.path}"
     body = error_body(code, message, retryable=exc.status_code >= 500, request_id=request_id_of(request))
     return OrjsonResponse(body, status_code=exc.status_code, headers=dict(exc.headers or {}))
+
+
+def _has_route(request: Request, path: str) -> bool:
+    scope = {**request.scope, "path": path}
+    return any(route.matches(scope)[0] is not Match.NONE for route in request.app.router.routes)
 
 
 async def _validation_error(request: Request, exc: Exception) -> OrjsonResponse:
@@ -150,13 +160,15 @@ def build_app(settings: ServerSettings, engine: ASREngine | None = None, *, engi
         normalizer=get_normalizer(settings.normalizer),
         metrics=ServerMetrics(),
         engine_preloaded=engine_preloaded,
-        recent=RecentResults(settings.dedup_cache_size, settings.dedup_ttl_s) if settings.dedup_cache_size else None,
+        recent=RecentResults(settings.dedup_cache_size, settings.dedup_ttl_s, settings.dedup_cache_bytes)
+        if settings.dedup_cache_size else None,
     )
     app = FastAPI(
         title="audio-reward scorer",
         version=__version__,
         description="Speech → ASR → CER/WER → reward, protocol v1. Errors: {\"error\": {code, message, retryable}}.",
         lifespan=_lifespan,
+        redirect_slashes=False,
     )
     app.state.scorer = state
     app.add_middleware(RequestContextMiddleware, metrics=state.metrics)

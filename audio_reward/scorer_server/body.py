@@ -1,17 +1,23 @@
-"""Reading a request body with a size limit, before any parsing."""
+"""Reading a request body with a size limit and a deadline, before any parsing."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 from fastapi import Request
 
-from .errors import BadRequestError, PayloadTooLargeError
+from .errors import BadRequestError, BodyTimeoutError, PayloadTooLargeError
 
 
-async def read_body(request: Request, max_bytes: int) -> bytes:
+async def read_body(request: Request, max_bytes: int, timeout_s: float) -> bytes:
     """The raw body, or 413 as soon as it is known to exceed ``max_bytes``.
 
     ``Content-Length`` is checked first; the stream is counted too, because a
-    chunked upload announces no length.
+    chunked upload announces no length.  The whole body must arrive within
+    ``timeout_s``, or the answer is 408 and the connection is closed: a client
+    that sends a few bytes of a large body cannot hold a connection.  A client
+    that goes away mid-body raises starlette's ``ClientDisconnect``.
     """
     declared = request.headers.get("content-length")
     if declared is not None:
@@ -23,7 +29,18 @@ async def read_body(request: Request, max_bytes: int) -> bytes:
             raise PayloadTooLargeError(f"request body of {size} bytes exceeds the limit of {max_bytes} bytes")
     chunks: list[bytes] = []
     received = 0
-    async for chunk in request.stream():
+    deadline = time.monotonic() + timeout_s
+    stream = request.stream().__aiter__()
+    while True:
+        try:
+            chunk = await asyncio.wait_for(stream.__anext__(), max(0.0, deadline - time.monotonic()))
+        except StopAsyncIteration:
+            break
+        except asyncio.TimeoutError:
+            raise BodyTimeoutError(
+                f"the request body did not arrive within {timeout_s:g} s ({received} bytes received); "
+                "the limit is body_timeout_s"
+            ) from None
         received += len(chunk)
         if received > max_bytes:
             raise PayloadTooLargeError(f"request body exceeds the limit of {max_bytes} bytes")

@@ -33,6 +33,18 @@ FLAGS: tuple[tuple[str, Callable[[str], Any], str], ...] = (
     ("shutdown-grace-s", float, "time given to requests in flight on shutdown (default 30)"),
     ("dedup-cache-size", int, "answers kept by request id so a retry is scored once; 0 turns off (default 4096)"),
     ("dedup-ttl-s", float, "how long a retry with the same request id gets the kept answer (default 600)"),
+    ("dedup-cache-bytes", int, "bytes the kept transcripts may take (default 16 MiB)"),
+    ("max-prompt-chars", int, "longest accepted prompt in characters (default 10000)"),
+    ("max-metadata-keys", int, "most metadata keys per request (default 128)"),
+    ("max-metadata-key-chars", int, "longest metadata key (default 256)"),
+    ("max-metadata-value-chars", int, "longest metadata string value (default 10000)"),
+    ("max-audio-bytes", int, "decoded float32 bytes of one item, checked before decoding (default 64 MiB)"),
+    ("max-batch-audio-bytes", int, "decoded float32 bytes of one batch's items together (default 256 MiB)"),
+    ("max-header-bytes", int, "largest request line plus headers; more gets 431 (default 64 KiB)"),
+    ("header-timeout-s", float, "time to send a request's headers, then 408 and close (default 10)"),
+    ("body-timeout-s", float, "time to send a request's body, then 408 and close (default 60)"),
+    ("keep-alive-timeout-s", float, "idle keep-alive connections close after this (default 5)"),
+    ("max-connections", int, "connections plus requests in flight before 503 (default: no limit)"),
     ("api-key-file", str, "file whose first line is the API key (or set AUDIO_REWARD_API_KEY)"),
     ("normalizer", str, "text normalizer: basic (default), seed-tts-eval, whisper-en"),
     ("language", str, "default language code when a request names none"),
@@ -83,6 +95,7 @@ def serve(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from .app import build_app
+    from .http_server import uvicorn_config
     from .logs import configure_logging
     from .settings import ServerSettings
 
@@ -102,15 +115,7 @@ def serve(args: argparse.Namespace) -> int:
     except (ImportError, ValueError) as exc:
         print(f"audio-reward serve: {exc}", file=sys.stderr)
         return 2
-    config = uvicorn.Config(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_config=None,
-        access_log=settings.log_level.lower() == "debug",
-        timeout_graceful_shutdown=max(1, round(settings.shutdown_grace_s)),
-        lifespan="on",
-    )
+    config = uvicorn_config(app, settings)
     server = uvicorn.Server(config)
     state = app.state.scorer
 

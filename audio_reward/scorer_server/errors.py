@@ -65,6 +65,17 @@ class PayloadTooLargeError(ServerError):
     code = "payload_too_large"
 
 
+class BodyTimeoutError(ServerError):
+    """The body did not arrive within ``body_timeout_s`` (408); the connection is closed after the answer."""
+
+    status = 408
+    code = "body_timeout"
+    retryable = True
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, headers={"Connection": "close"})
+
+
 class UnsupportedMediaTypeError(ServerError):
     status = 415
     code = "unsupported_media_type"

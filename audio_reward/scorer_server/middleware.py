@@ -1,5 +1,8 @@
 """ASGI middleware: request ids, request metrics and the last-resort 500.
 
+A client that goes away before its body has arrived is no server error: it is
+counted with status ``client_closed`` and logged at INFO, without a traceback.
+
 Pure ASGI (no ``BaseHTTPMiddleware``), so bodies stream through untouched.
 """
 
@@ -13,6 +16,7 @@ from typing import Any
 
 import orjson
 from fastapi import Request
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .errors import error_body
@@ -23,6 +27,8 @@ log = logging.getLogger(__name__)
 REQUEST_ID_HEADER = "x-request-id"
 _VALID_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 _TIMED_PREFIXES = ("/score", "/v1/score")
+CLIENT_CLOSED = "client_closed"
+"""The status label of requests whose client left before they could be answered."""
 
 
 def request_id_of(request: Request) -> str:
@@ -45,7 +51,7 @@ class RequestContextMiddleware:
         given = headers.get(REQUEST_ID_HEADER, "")
         request_id = given if _VALID_ID.match(given) else uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = request_id
-        status = 500
+        status: int | str = 500
         started = False
         t0 = time.perf_counter()
 
@@ -60,6 +66,10 @@ class RequestContextMiddleware:
 
         try:
             await self.app(scope, receive, send_wrapper)
+        except ClientDisconnect:
+            status = CLIENT_CLOSED
+            log.info("client closed the connection before its request was read",
+                     extra={"request_id": request_id, "path": scope.get("path")})
         except Exception:  # noqa: BLE001 - the last line of defence: log it, answer without a traceback
             log.exception("unhandled error", extra={"request_id": request_id, "path": scope.get("path")})
             status = 500

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from audio_reward.protocol import ErrorResponse
 
@@ -17,11 +18,18 @@ class OrjsonResponse(JSONResponse):
         return orjson.dumps(content)
 
 
+async def encode_off_loop(content: Any) -> Response:
+    """A 200 JSON response encoded in a worker thread, for answers big enough to stall the event loop."""
+    body = await run_in_threadpool(orjson.dumps, content)
+    return Response(body, media_type=OrjsonResponse.media_type)
+
+
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI ``responses`` entries: each listed status answers an :class:`ErrorResponse`."""
     text = {
         400: "Protocol error (code names the problem, path the field).",
         401: "Missing or invalid API key.",
+        408: "The body did not arrive within body_timeout_s; the connection is closed.",
         413: "Request body larger than max_body_bytes.",
         429: "Queue full; retry after Retry-After seconds.",
         500: "Internal or engine error; never a traceback.",

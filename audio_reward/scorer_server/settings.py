@@ -22,6 +22,7 @@ from .scoring import RewardPolicy
 
 RewardFormula = Literal["1-cer", "exp", "tanh"]
 _POLICY = RewardPolicy()  # the scoring package owns the reward defaults
+_LIMITS = Limits()  # the protocol package owns the request-size defaults
 
 # Settings a preset fixes, by the preset's attribute name.
 _PRESET_FIELDS = ("engine", "model", "normalizer", "language", "beam_size")
@@ -56,6 +57,22 @@ class ServerSettings(BaseSettings):
     shutdown_grace_s: float = Field(30.0, ge=0, description="Time given to requests in flight on SIGTERM.")
     dedup_cache_size: int = Field(4096, ge=0, description="Answers kept by request id for retries; 0 turns this off.")
     dedup_ttl_s: float = Field(600.0, gt=0, description="How long a retry with the same request id gets the kept answer.")
+    dedup_cache_bytes: int = Field(16 * 2**20, ge=0, description="Bytes the kept transcripts may take together.")
+
+    # request sizes (docs/reliability.md)
+    max_prompt_chars: int = Field(_LIMITS.max_prompt_chars, ge=1, description="Longest accepted prompt, in characters.")
+    max_metadata_keys: int = Field(_LIMITS.max_metadata_keys, ge=0, description="Most metadata keys per request.")
+    max_metadata_key_chars: int = Field(_LIMITS.max_metadata_key_chars, ge=1, description="Longest metadata key.")
+    max_metadata_value_chars: int = Field(_LIMITS.max_metadata_value_chars, ge=1, description="Longest metadata string value.")
+    max_audio_bytes: int = Field(_LIMITS.max_audio_bytes, ge=1024, description="Decoded float32 bytes (all channels) of one item, checked from its header before decoding.")
+    max_batch_audio_bytes: int = Field(_LIMITS.max_batch_audio_bytes, ge=1024, description="Decoded float32 bytes of all items of one batch together.")
+
+    # HTTP connections (docs/reliability.md)
+    max_header_bytes: int = Field(64 * 1024, ge=1024, description="Largest request line plus headers; more gets 431.")
+    header_timeout_s: float = Field(10.0, gt=0, description="Time a connection has to send a request's headers; then 408 and close.")
+    body_timeout_s: float = Field(60.0, gt=0, description="Time a request has to send its whole body; then 408 and close.")
+    keep_alive_timeout_s: float = Field(5.0, gt=0, description="An idle keep-alive connection is closed after this.")
+    max_connections: int | None = Field(None, ge=1, description="Open connections plus requests in flight before new requests get 503; unset is no limit.")
 
     # auth
     api_key: SecretStr | None = Field(None, description="Required key (Bearer or X-API-Key); unset disables auth.")
@@ -109,7 +126,7 @@ class ServerSettings(BaseSettings):
 
     @property
     def limits(self) -> Limits:
-        return Limits(max_audio_seconds=self.max_audio_seconds, max_batch_items=self.max_batch_items)
+        return Limits(**{f.name: getattr(self, f.name) for f in dataclasses.fields(Limits)})
 
     def reward_policy(self) -> RewardPolicy:
         """The reward policy every request starts from; ValueError if the fields do not fit together."""

@@ -128,13 +128,14 @@ def inprocess_server(engine: Any = None, *, ready: bool = True, ready_timeout_s:
     import uvicorn
 
     from audio_reward.scorer_server.app import build_app
+    from audio_reward.scorer_server.http_server import uvicorn_config
     from audio_reward.scorer_server.settings import ServerSettings
 
     settings.setdefault("host", "127.0.0.1")
     settings.setdefault("port", free_port())
-    app = build_app(ServerSettings(**settings), engine=engine)
-    config = uvicorn.Config(app, host=settings["host"], port=settings["port"], log_config=None,
-                            access_log=False, lifespan="on", timeout_graceful_shutdown=5)
+    server_settings = ServerSettings(**settings)
+    app = build_app(server_settings, engine=engine)
+    config = uvicorn_config(app, server_settings, access_log=False, timeout_graceful_shutdown=5)
     server = uvicorn.Server(config)
     # uvicorn installs signal handlers only in the main thread; here it must not.
     thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)

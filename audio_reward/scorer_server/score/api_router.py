@@ -14,13 +14,13 @@ from audio_reward.protocol import BatchScoreResponse, ScoreResponse
 from ..auth import require_api_key
 from ..body import read_body
 from ..middleware import request_id_of
-from ..responses import OrjsonResponse, error_responses, json_body
+from ..responses import OrjsonResponse, encode_off_loop, error_responses, json_body
 from ..state import get_state
 from .serving import ScoringService
 
 router = APIRouter(tags=["scoring"], dependencies=[Depends(require_api_key)])
 
-_ERRORS = error_responses(400, 401, 413, 429, 500, 503, 504)
+_ERRORS = error_responses(400, 401, 408, 413, 429, 500, 503, 504)
 _SCORE_DOC = dict(
     response_class=OrjsonResponse,
     responses={200: {"model": ScoreResponse, "description": "Flat score and diagnostics."}, **_ERRORS},
@@ -30,7 +30,7 @@ _SCORE_DOC = dict(
 
 async def _score(request: Request) -> OrjsonResponse:
     state = get_state(request)
-    body = await read_body(request, state.settings.max_body_bytes)
+    body = await read_body(request, state.settings.max_body_bytes, state.settings.body_timeout_s)
     result = await ScoringService(state).score(body, request_id_of(request))
     return OrjsonResponse(result)
 
@@ -57,6 +57,7 @@ async def score_compat(request: Request) -> OrjsonResponse:
 async def score_batch(request: Request) -> OrjsonResponse:
     """Score every item; a failing item becomes an error object in its slot, the others still score."""
     state = get_state(request)
-    body = await read_body(request, state.settings.max_body_bytes)
+    body = await read_body(request, state.settings.max_body_bytes, state.settings.body_timeout_s)
     result = await ScoringService(state).score_batch(body, request_id_of(request))
-    return OrjsonResponse(result)
+    # Up to max_batch_items results with prompt-sized fields: encoded off the event loop.
+    return await encode_off_loop(result)

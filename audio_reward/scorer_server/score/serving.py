@@ -1,15 +1,17 @@
 """Scoring logic behind the HTTP routes: decode → resample → batcher → score.
 
-Parsing, base64 decoding and resampling run in a worker thread (CPU work
-that would otherwise stall the event loop under concurrency); transcription
-goes through the shared :class:`MicroBatcher`; normalization, CER/WER and the
-reward come from :mod:`audio_reward.scorer_server.scoring`.
+Parsing, base64 decoding and resampling run in a worker thread, and so do
+normalization, CER/WER and the reward (:mod:`audio_reward.scorer_server.scoring`):
+CPU work that grows with the prompt and would otherwise stall the event loop,
+and with it ``/healthz`` and every other request.  Transcription goes through
+the shared :class:`MicroBatcher`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -175,16 +177,18 @@ class ScoringService:
             protocol_version=PROTOCOL_VERSION,
             request_id=item.request_id,
         )
-        metrics = self.state.metrics
-        metrics.items.labels("ok").inc()
         return out
+
+    def _results(self, pairs: list[tuple[PreparedItem, Transcription]]) -> list[dict[str, Any]]:
+        """Score transcripts against their prompts; runs in a worker thread."""
+        return [self._result(item, transcription) for item, transcription in pairs]
 
     async def _score_items(self, items: list[PreparedItem]) -> list[dict[str, Any] | ServerError]:
         """Each item's flat result or error, in order.
 
         An item whose id and content match a recent or in-flight request is
-        not transcribed again: it takes that request's answer.  A failure of
-        the whole call (queue full, not ready, timeout) is raised.
+        not transcribed again: it takes that request's transcript.  A failure
+        of the whole call (queue full, not ready, timeout) is raised.
         """
         recent = self.state.recent
         claims = [recent.claim(item.key) if recent is not None and item.key is not None else None for item in items]
@@ -199,38 +203,41 @@ class ScoringService:
                     recent.fail(item.key, claim[0], failure)
             raise
         by_id = {id(item): outcome for item, outcome in zip(leaders, outcomes)}
-        results: list[dict[str, Any] | ServerError | None] = []
+        transcripts: list[Transcription | ServerError] = []
         for item, claim in zip(items, claims):
             if claim is not None and not claim[1]:
-                results.append(None)  # answered below, once every leader's answer is known
+                transcripts.append(await self._recent_transcript(claim[0]))
                 continue
             outcome = by_id[id(item)]
-            result: dict[str, Any] | ServerError
             if isinstance(outcome, BaseException):
-                result = self._engine_error(outcome, item.request_id)
-                self.state.metrics.items.labels(result.code).inc()
+                error = self._engine_error(outcome, item.request_id)
+                self.state.metrics.items.labels(error.code).inc()
                 if recent is not None and item.key is not None and claim is not None:
-                    recent.fail(item.key, claim[0], result)
+                    recent.fail(item.key, claim[0], error)
+                transcripts.append(error)
             else:
-                result = self._result(item, outcome)
-                if recent is not None and claim is not None:
-                    recent.resolve(claim[0], result)
-            results.append(result)
-        for i, claim in enumerate(claims):
-            if claim is not None and not claim[1]:
-                results[i] = await self._recent_answer(claim[0])
-        return [r for r in results if r is not None]
+                if recent is not None and item.key is not None and claim is not None:
+                    recent.resolve(item.key, claim[0], outcome, sys.getsizeof(outcome.text))
+                transcripts.append(outcome)
+        pairs = [(item, t) for item, t in zip(items, transcripts) if isinstance(t, Transcription)]
+        scored = iter(await run_in_threadpool(self._results, pairs) if pairs else [])
+        results: list[dict[str, Any] | ServerError] = []
+        for item, claim, t in zip(items, claims, transcripts):
+            if isinstance(t, ServerError):
+                results.append(t)
+                continue
+            self.state.metrics.items.labels("deduplicated" if claim is not None and not claim[1] else "ok").inc()
+            results.append(next(scored))
+        return results
 
-    async def _recent_answer(self, future: asyncio.Future[dict[str, Any]]) -> dict[str, Any] | ServerError:
+    async def _recent_transcript(self, future: asyncio.Future[Transcription]) -> Transcription | ServerError:
         timeout = self.state.settings.request_timeout_s
         try:
-            answer = dict(await asyncio.wait_for(asyncio.shield(future), timeout))
+            return await asyncio.wait_for(asyncio.shield(future), timeout)
         except ServerError as error:
             return error
         except asyncio.TimeoutError:
             return RequestTimeoutError(f"scoring took longer than the server's limit of {timeout:g} s")
-        self.state.metrics.items.labels("deduplicated").inc()
-        return answer
 
     async def score(self, body: bytes, request_id: str) -> dict[str, Any]:
         """One request body → the flat response dict; raises :class:`ServerError`."""
