@@ -24,7 +24,7 @@ from .errors import (
     TransientServerError,
 )
 from .retry import is_retryable_status, next_delay, parse_retry_after
-from .settings import ClientSettings
+from .settings import BATCH_PATH, INFO_PATH, ClientSettings, ScorerEndpoint, endpoint_of
 from .wire import (
     PreparedItem,
     ScoreItem,
@@ -39,9 +39,6 @@ from .wire import (
 )
 
 logger = logging.getLogger(__name__)
-
-SCORE_PATH = "/v1/score"
-BATCH_PATH = "/v1/score/batch"
 
 # Faults of the transport: the request may not have reached the server, or its answer got lost.
 _TRANSPORT_ERRORS = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, asyncio.TimeoutError)
@@ -81,13 +78,13 @@ class _Attempts:
         self.settings = client.settings
         self.start = time.monotonic()
         self.deadline_at = None if self.settings.deadline is None else self.start + self.settings.deadline
+        self.endpoints = client._endpoints
         self.url_index = next(client._rr)
         self.made = 0
 
     @property
-    def url(self) -> str:
-        urls = self.settings.urls
-        return urls[self.url_index % len(urls)]
+    def endpoint(self) -> ScorerEndpoint:
+        return self.endpoints[self.url_index % len(self.endpoints)]
 
     def remaining(self) -> float | None:
         return None if self.deadline_at is None else self.deadline_at - time.monotonic()
@@ -179,7 +176,10 @@ class AsyncScorerClient:
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._slots: asyncio.Semaphore | None = None
-        self._batch_supported = True
+        self._endpoints = settings.endpoints
+        # Per URL: whether its server has the batch endpoint (None: not known, try it); asked once.
+        self._batch_support: dict[str, bool | None] = {}
+        self._batch_probes: dict[str, asyncio.Future[bool | None]] = {}
         self._closed = False
         self._headers = {"Content-Type": "application/json", "User-Agent": f"audio-reward-client/{__version__}"}
         if settings.api_key:
@@ -222,7 +222,7 @@ class AsyncScorerClient:
             )
         return self._session
 
-    async def _post(self, attempts: _Attempts, path: str, body: bytes, request_id: str | None) -> _Answer:
+    async def _post(self, attempts: _Attempts, target: str, body: bytes, request_id: str | None) -> _Answer:
         session = self._bind()
         assert self._slots is not None
         attempts.made += 1
@@ -238,7 +238,7 @@ class AsyncScorerClient:
             timeout = max(attempts.attempt_timeout(), 0.001)
             headers = {"X-Request-ID": request_id} if request_id else None
             async with session.post(
-                attempts.url + path,
+                target,
                 data=body,
                 headers=headers,
                 timeout=aiohttp.ClientTimeout(total=timeout, connect=min(self.settings.connect_timeout, timeout)),
@@ -282,7 +282,7 @@ class AsyncScorerClient:
         rid = item.request_id
         while True:
             try:
-                answer = await self._post(attempts, SCORE_PATH, item.body, rid)
+                answer = await self._post(attempts, attempts.endpoint.score_url, item.body, rid)
             except _TRANSPORT_ERRORS as exc:
                 cause: BaseException = exc
                 retry_after = None
@@ -391,30 +391,31 @@ class AsyncScorerClient:
         return run()
 
     async def _score_chunk(self, items: list[PreparedItem]) -> list[ScoreResult | ScorerError]:
-        if not self._batch_supported:
-            return await self._score_singly(items)
         attempts = _Attempts(self)
         out: list[ScoreResult | ScorerError | None] = [None] * len(items)
         causes: dict[int, BaseException] = {}
         pending = list(range(len(items)))
         while pending:
+            endpoint = attempts.endpoint
+            if not await self._supports_batch(endpoint):
+                rest = await self._score_singly([items[i] for i in pending])
+                for i, r in zip(pending, rest):
+                    out[i] = r
+                break
             retry_after = None
             try:
-                answer = await self._post(attempts, BATCH_PATH, batch_body([items[i] for i in pending]), None)
+                answer = await self._post(attempts, endpoint.batch_url, batch_body([items[i] for i in pending]), None)
             except _TRANSPORT_ERRORS as exc:
                 causes.update((i, exc) for i in pending)
             else:
                 if answer.status == 200:
                     pending = self._take_batch_answer(answer.body, items, pending, out, causes)
-                elif answer.status in (404, 405) and attempts.made == 1 and not any(out):
-                    # A server without the batch endpoint (verl-omni's reference scorer): one request per item.
-                    logger.info("the scorer has no %s endpoint (HTTP %d); scoring items one by one",
-                                BATCH_PATH, answer.status)
-                    self._batch_supported = False
-                    rest = await self._score_singly([items[i] for i in pending])
-                    for i, r in zip(pending, rest):
-                        out[i] = r
-                    pending = []
+                elif answer.status in (404, 405):
+                    # A server without the batch endpoint (a verl-omni protocol server): one request per item.
+                    logger.info("%s has no batch endpoint (HTTP %d); scoring items one by one",
+                                endpoint.url, answer.status)
+                    self._batch_support[endpoint.url] = False
+                    continue
                 else:
                     info = error_of_body(answer.body, answer.status)
                     if is_retryable_status(answer.status, info.retryable):
@@ -432,6 +433,49 @@ class AsyncScorerClient:
                     out[i] = attempts.give_up(causes.get(i), items[i].request_id)
                 pending = []
         return [r for r in out if r is not None]
+
+    async def _supports_batch(self, endpoint: ScorerEndpoint) -> bool:
+        """Whether to send batches to ``endpoint``: its server's ``/v1/info`` is asked once.
+
+        A server that lists its endpoints says whether it has the batch one; a
+        server without ``/v1/info`` (404/405, such as verl-omni's reference
+        scorer) has none.  When the answer tells nothing (an error, no list),
+        batches are tried, and a 404 or 405 to a batch turns them off.
+        """
+        known = self._batch_support.get(endpoint.url, ...)
+        if known is not ...:
+            return known is not False
+        probe = self._batch_probes.get(endpoint.url)
+        if probe is None:
+            probe = asyncio.ensure_future(self._probe_batch(endpoint))
+            self._batch_probes[endpoint.url] = probe
+        support = await asyncio.shield(probe)
+        self._batch_support.setdefault(endpoint.url, support)
+        return self._batch_support[endpoint.url] is not False
+
+    async def _probe_batch(self, endpoint: ScorerEndpoint) -> bool | None:
+        session = self._bind()
+        timeout = aiohttp.ClientTimeout(total=min(self.settings.timeout, self.settings.connect_timeout))
+        try:
+            async with session.get(endpoint.base + INFO_PATH, timeout=timeout) as resp:
+                status = resp.status
+                raw = await resp.read()
+        except _TRANSPORT_ERRORS as exc:
+            logger.debug("GET %s%s failed (%r); batches will be tried", endpoint.base, INFO_PATH, exc)
+            return None
+        if status in (404, 405):
+            logger.info("%s has no %s (HTTP %d): a protocol v1 server without batches; sending one request per item",
+                        endpoint.base, INFO_PATH, status)
+            return False
+        if status != 200:
+            return None
+        try:
+            listed = decode_body(raw).get("endpoints")
+        except (ProtocolViolationError, AttributeError):
+            return None
+        if not isinstance(listed, list):
+            return None
+        return BATCH_PATH in listed
 
     @staticmethod
     def _take_batch_answer(
@@ -481,12 +525,12 @@ class AsyncScorerClient:
 
     async def info(self, url: str | None = None) -> dict[str, Any]:
         """The server's ``GET /v1/info`` (model, limits, defaults); one attempt, no retries."""
-        return await self._get_json("/v1/info", url)
+        return await self._get_json(INFO_PATH, url)
 
     async def ready(self, url: str | None = None) -> bool:
         """True when ``GET /readyz`` answers 200 within the timeout."""
         session = self._bind()
-        target = (url or self.settings.urls[0]).rstrip("/") + "/readyz"
+        target = self._base(url) + "/readyz"
         try:
             async with session.get(target, timeout=aiohttp.ClientTimeout(total=self.settings.connect_timeout)) as resp:
                 await resp.read()
@@ -494,9 +538,12 @@ class AsyncScorerClient:
         except _TRANSPORT_ERRORS:
             return False
 
+    def _base(self, url: str | None) -> str:
+        return self._endpoints[0].base if url is None else endpoint_of(url).base
+
     async def _get_json(self, path: str, url: str | None) -> dict[str, Any]:
         session = self._bind()
-        target = (url or self.settings.urls[0]).rstrip("/") + path
+        target = self._base(url) + path
         try:
             async with session.get(target, timeout=aiohttp.ClientTimeout(total=self.settings.timeout)) as resp:
                 raw = await resp.read()

@@ -8,31 +8,54 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping, Sequence
 from urllib.parse import urlsplit
 
-# Paths a caller may include in a URL; the client adds its own endpoint paths.
-_ENDPOINT_SUFFIXES = ("/v1/score/batch", "/v1/score", "/score")
+SCORE_PATH = "/v1/score"
+BATCH_PATH = "/v1/score/batch"
+INFO_PATH = "/v1/info"
+COMPAT_SCORE_PATH = "/score"
+"""verl-omni's protocol v1 path: its reference scorer serves this one alone."""
 
 
-def base_url(url: str) -> str:
-    """The server root of ``url``: ``http://h:8000/score`` → ``http://h:8000``.
+@dataclass(frozen=True)
+class ScorerEndpoint:
+    """Where one configured URL sends each kind of request.
 
-    verl-omni configures its scorer with the full ``.../score`` URL, so an
-    endpoint path is accepted and stripped; any other path is kept as a
-    prefix (a server behind a proxy at ``/scorer``).
+    A URL whose path ends in an endpoint path (``/score``, ``/v1/score``,
+    ``/v1/score/batch``) names that endpoint, and single requests go exactly
+    there; any other URL is a server root (or a prefix behind a proxy) and
+    gets ``/v1/score``.  ``base`` is the server root either way, where
+    ``/v1/info`` and ``/readyz`` are asked.
     """
+
+    url: str
+    base: str
+    score_url: str
+    batch_url: str
+
+
+def normalize_url(url: str) -> str:
+    """``url`` checked (http or https, a host, no query or fragment) and without a trailing slash."""
     if not isinstance(url, str) or not url.strip():
         raise ValueError(f"scorer URL must be a non-empty string, got {url!r}")
     url = url.strip()
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"scorer URL must be http(s)://host[:port][/prefix], got {url!r}")
+        raise ValueError(f"scorer URL must be http(s)://host[:port][/prefix][/score], got {url!r}")
     if parts.query or parts.fragment:
         raise ValueError(f"scorer URL must not carry a query or fragment, got {url!r}")
-    path = parts.path.rstrip("/")
-    for suffix in _ENDPOINT_SUFFIXES:
-        if path.endswith(suffix):
-            path = path[: -len(suffix)]
-            break
-    return f"{parts.scheme}://{parts.netloc}{path}"
+    return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
+
+
+def endpoint_of(url: str) -> ScorerEndpoint:
+    """The endpoints one scorer URL stands for (see :class:`ScorerEndpoint`)."""
+    url = normalize_url(url)
+    if url.endswith(BATCH_PATH):
+        base = url[: -len(BATCH_PATH)]
+        return ScorerEndpoint(url, base, base + SCORE_PATH, url)
+    for path in (SCORE_PATH, COMPAT_SCORE_PATH):
+        if url.endswith(path):
+            base = url[: -len(path)]
+            return ScorerEndpoint(url, base, url, base + BATCH_PATH)
+    return ScorerEndpoint(url, url, url + SCORE_PATH, url + BATCH_PATH)
 
 
 def _positive(name: str, value: Any, *, allow_zero: bool = False, optional: bool = False) -> float | None:
@@ -77,7 +100,7 @@ class ClientSettings:
         urls = (self.urls,) if isinstance(self.urls, str) else tuple(self.urls)
         if not urls:
             raise ValueError("at least one scorer URL is required")
-        object.__setattr__(self, "urls", tuple(base_url(u) for u in urls))
+        object.__setattr__(self, "urls", tuple(normalize_url(u) for u in urls))
         if self.api_key is not None and (not isinstance(self.api_key, str) or not self.api_key):
             raise ValueError("api_key must be a non-empty string when given")
         for name in ("timeout", "connect_timeout", "backoff_max", "retry_after_max"):
@@ -123,6 +146,11 @@ class ClientSettings:
         if "urls" not in values:
             raise ValueError("no scorer URL: pass one or set AUDIO_REWARD_URL")
         return cls(**values)
+
+    @property
+    def endpoints(self) -> tuple[ScorerEndpoint, ...]:
+        """What each URL of ``urls`` sends where."""
+        return tuple(endpoint_of(u) for u in self.urls)
 
     def describe(self) -> str:
         """One line per setting, the API key masked: what a command prints at start-up."""

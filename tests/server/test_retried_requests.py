@@ -94,11 +94,30 @@ async def test_failures_are_forgotten_and_old_answers_expire() -> None:
     _, owner_again = recent.claim(key)
     assert owner_again  # a failed request runs again when retried
     for name in ("b", "c", "d"):
-        fut, _ = recent.claim(request_key(name, waveform=np.zeros(1, np.float32)))
-        recent.resolve(fut, {"score": 1.0})
+        k = request_key(name, waveform=np.zeros(1, np.float32))
+        fut, _ = recent.claim(k)
+        recent.resolve(k, fut, "a transcript")
     assert len(recent) == 2  # bounded: answers beyond max_entries go oldest first; the one in flight stays
     short = RecentResults(max_entries=10, ttl_s=0.01)
     fut, _ = short.claim(key)
-    short.resolve(fut, {"score": 1.0})
+    short.resolve(key, fut, "a transcript")
     await asyncio.sleep(0.05)
     assert short.claim(key)[1]  # expired: scored again
+
+
+async def test_kept_transcripts_are_bounded_in_bytes() -> None:
+    import numpy as np
+
+    from audio_reward.scorer_server.score.recent import ENTRY_OVERHEAD_BYTES
+
+    limit = 64 * 1024
+    recent = RecentResults(max_entries=10_000, ttl_s=60, max_bytes=limit)
+    for i in range(1_000):
+        key = request_key(str(i), waveform=np.zeros(1, np.float32))
+        fut, owner = recent.claim(key)
+        assert owner
+        recent.resolve(key, fut, "x" * 1_000, 1_000)
+        assert recent.bytes <= limit  # never above the bound, after every answer
+    assert len(recent) == limit // (1_000 + ENTRY_OVERHEAD_BYTES)
+    last = request_key("999", waveform=np.zeros(1, np.float32))
+    assert not recent.claim(last)[1]  # the newest answers are the ones kept
