@@ -243,7 +243,7 @@ def build_cases(max_body_bytes: int, max_audio_seconds: float = 60.0, max_batch_
         bad, "invalid_metadata")
     huge_meta = {f"k{i}": i for i in range(100_000)}
     huge_meta["zz"] = {"nested": True}
-    add("100k metadata keys, one nested", "nesting", valid_request(metadata=huge_meta), bad, "invalid_metadata")
+    add("100k metadata keys, one nested", "nesting", valid_request(metadata=huge_meta), bad, "metadata_too_large")
 
     # -- Unicode in the prompt and ids: valid text is scored, invalid text refused
     ok_or_bad = bad | {200}
@@ -253,7 +253,7 @@ def build_cases(max_body_bytes: int, max_audio_seconds: float = 60.0, max_batch_
     add("RTL prompt", "unicode", valid_request(prompt="\u202eשלום עולם مرحبا"), {200})
     add("zero-width prompt", "unicode", valid_request(prompt="hel\u200blo\u200d wor\ufeffld\u2060"), {200})
     add("combining marks prompt", "unicode", valid_request(prompt="Z\u0351\u036b\u0343a\u0310\u0312l\u0363go" * 50), {200})
-    add("1 MB prompt", "unicode", valid_request(prompt="hello world " * 87_382), {200} | bad)
+    add("1 MB prompt", "unicode", valid_request(prompt="hello world " * 87_382), bad, "prompt_too_long")
     add("NUL in prompt", "unicode", valid_request(prompt="hello\u0000world"), {200} | bad)
 
     # -- transport: content type, encoding, framing, size

@@ -51,6 +51,7 @@ DOCUMENTED_CODES = {
     "invalid_metadata", "invalid_prompt", "invalid_reward_options", "invalid_audio_encoding", "invalid_base64",
     "invalid_audio_length", "invalid_audio_file", "num_samples_mismatch", "empty_audio", "non_finite_audio",
     "audio_too_long", "batch_too_large", "invalid_request", "invalid_num_samples",
+    "prompt_too_long", "metadata_too_large", "audio_too_large",
 }
 
 # A small limit keeps generated audio short; the decoder treats every limit alike.
