@@ -1,7 +1,7 @@
 """Load run: many concurrent clients against a real scorer server on loopback.
 
     python bench/load.py [--requests 10000] [--concurrency 256] [--engine instant|tiny.en]
-                         [--max-queue 512] [--json FILE]
+                         [--max-queue 512] [--json FILE] [--baseline CHECKOUT [--rounds 3]]
 
 Starts ``audio-reward serve`` in its own process and sends ``--requests``
 score requests, ``--concurrency`` at a time, through the project's
@@ -22,6 +22,11 @@ engine reads a number written into the first sample of each clip and
 answers ``item <number>``, so a response carrying another request's
 transcript scores below 1 and is caught. ``--engine tiny.en`` runs the
 same check with the real model (use a few hundred requests).
+
+``--baseline CHECKOUT`` compares: the same load against another checkout's
+server (a ``git archive`` of main, say) and this one's, in turn, ``--rounds``
+times each, in one run; it prints each run, the median throughputs and their
+ratio.  Each server runs its own checkout's code.
 
 ``python bench/load.py serve [--engine-delay-ms MS] [serve flags…]`` is the
 server side: ``audio-reward serve`` with the instant engine registered (the
@@ -139,31 +144,36 @@ class ServerHandle:
         return self.log_path.read_text(errors="replace")[-limit:] if self.log_path.exists() else ""
 
 
-def server_command(engine: str, settings: dict[str, Any], *, delay_ms: float = 0.0) -> list[str]:
+def server_command(engine: str, settings: dict[str, Any], *, delay_ms: float = 0.0, root: Path = REPO) -> list[str]:
     if engine == "instant":
-        return [sys.executable, str(Path(__file__).resolve()), "serve", "--engine-delay-ms", str(delay_ms),
+        return [sys.executable, str(root / "bench" / "load.py"), "serve", "--engine-delay-ms", str(delay_ms),
                 *settings_to_flags(settings)]
     return [sys.executable, "-m", "audio_reward.cli", "serve", "--model", engine, *settings_to_flags(settings)]
 
 
 def launch(engine: str, settings: dict[str, Any], log_path: Path, *, env: dict[str, str] | None = None,
-           delay_ms: float = 0.0) -> subprocess.Popen[bytes]:
-    """Start the server process (not waiting for it); output goes to ``log_path`` (appended)."""
-    cmd = server_command(engine, settings, delay_ms=delay_ms)
+           delay_ms: float = 0.0, root: Path = REPO) -> subprocess.Popen[bytes]:
+    """Start the server process (not waiting for it); output goes to ``log_path`` (appended).
+
+    The server runs the code of the checkout at ``root`` (this one unless told), whatever is installed.
+    """
+    cmd = server_command(engine, settings, delay_ms=delay_ms, root=root)
+    path = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)
+    full_env = {**os.environ, "PYTHONPATH": path, **(env or {})}
     with open(log_path, "ab") as log:
-        return subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
+        return subprocess.Popen(cmd, cwd=root, env=full_env, stdout=log, stderr=subprocess.STDOUT)
 
 
 @contextmanager
 def scorer_server(engine: str = "instant", *, env: dict[str, str] | None = None, delay_ms: float = 0.0,
-                  ready_timeout_s: float = 180.0, **settings: Any) -> Iterator[ServerHandle]:
+                  ready_timeout_s: float = 180.0, root: Path = REPO, **settings: Any) -> Iterator[ServerHandle]:
     """A ready scorer server process on a free loopback port; stopped (SIGTERM, then SIGKILL) on exit."""
     settings.setdefault("host", "127.0.0.1")
     settings.setdefault("port", free_port())
     url = f"http://{settings['host']}:{settings['port']}"
     with tempfile.TemporaryDirectory(prefix="audio-reward-load-") as tmp:
         log_path = Path(tmp) / "server.log"
-        proc = launch(engine, settings, log_path, env=env, delay_ms=delay_ms)
+        proc = launch(engine, settings, log_path, env=env, delay_ms=delay_ms, root=root)
         try:
             wait_ready(url, ready_timeout_s, proc=proc, log_path=log_path)
             yield ServerHandle(url, proc, log_path, settings)
@@ -359,17 +369,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--max-queue", type=int, default=512)
     ap.add_argument("--max-batch-size", type=int, default=32)
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
+    ap.add_argument("--baseline", type=Path,
+                    help="another checkout of audio-reward (a git archive of main, say): its server is loaded in "
+                         "turn with this one's, and the throughput ratio is printed")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating runs per server with --baseline (default 3)")
     args = ap.parse_args(argv)
-    if args.concurrency < 1 or args.requests < 1:
-        ap.error("--requests and --concurrency must be positive")
-    with scorer_server(args.engine, max_queue=args.max_queue, max_batch_size=args.max_batch_size,
-                       max_wait_ms=2) as handle:
+    if args.concurrency < 1 or args.requests < 1 or args.rounds < 1:
+        ap.error("--requests, --concurrency and --rounds must be positive")
+    settings = dict(max_queue=args.max_queue, max_batch_size=args.max_batch_size, max_wait_ms=2)
+    if args.baseline is not None:
+        return compare(args.baseline.resolve(), args, settings)
+    with scorer_server(args.engine, **settings) as handle:
         report = run_load(handle, args.requests, args.concurrency, engine=args.engine)
     print("\n".join(report.lines()))
     if args.json:
         args.json.write_text(json.dumps({**asdict(report), "answered_once": report.answered_once,
                                          "memory_bounded": report.memory_bounded}, indent=2))
     return 0 if report.answered_once and report.memory_bounded else 1
+
+
+def compare(baseline: Path, args: argparse.Namespace, settings: dict[str, Any]) -> int:
+    """Load this checkout's server and ``baseline``'s in turn, ``args.rounds`` times each; print medians and ratio."""
+    if not (baseline / "bench" / "load.py").is_file() or not (baseline / "audio_reward").is_dir():
+        print(f"load.py: {baseline} is not an audio-reward checkout", file=sys.stderr)
+        return 2
+    runs: dict[str, list[LoadReport]] = {"baseline": [], "this": []}
+    for round_no in range(1, args.rounds + 1):
+        for name, root in (("baseline", baseline), ("this", REPO)):
+            with scorer_server(args.engine, root=root, **settings) as handle:
+                report = run_load(handle, args.requests, args.concurrency, engine=args.engine)
+            runs[name].append(report)
+            print(f"round {round_no} {name:8s} {report.throughput_rps:7.0f} req/s  p50 {report.p50_ms:6.1f} ms  "
+                  f"p99 {report.p99_ms:6.1f} ms  answered once: {'yes' if report.answered_once else 'NO'}", flush=True)
+    med = {name: float(np.median([r.throughput_rps for r in reports])) for name, reports in runs.items()}
+    ratio = med["this"] / med["baseline"]
+    print(f"median throughput: baseline ({baseline}) {med['baseline']:.0f} req/s, this checkout ({REPO}) "
+          f"{med['this']:.0f} req/s; ratio this/baseline {ratio:.3f}")
+    if args.json:
+        args.json.write_text(json.dumps({"baseline": str(baseline), "median_rps": med, "ratio": ratio,
+                                         "runs": {k: [asdict(r) for r in v] for k, v in runs.items()}}, indent=2))
+    return 0 if all(r.answered_once for r in runs["this"]) else 1
 
 
 if __name__ == "__main__":

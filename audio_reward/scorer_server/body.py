@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 from fastapi import Request
 
@@ -27,20 +26,19 @@ async def read_body(request: Request, max_bytes: int, timeout_s: float) -> bytes
             raise BadRequestError("invalid_request", "Content-Length is not an integer") from None
         if size > max_bytes:
             raise PayloadTooLargeError(f"request body of {size} bytes exceeds the limit of {max_bytes} bytes")
+    try:
+        # One deadline for the whole body (one timer, not one per chunk).
+        return await asyncio.wait_for(_read(request, max_bytes), timeout_s)
+    except asyncio.TimeoutError:
+        raise BodyTimeoutError(
+            f"the request body did not arrive within {timeout_s:g} s; the limit is body_timeout_s"
+        ) from None
+
+
+async def _read(request: Request, max_bytes: int) -> bytes:
     chunks: list[bytes] = []
     received = 0
-    deadline = time.monotonic() + timeout_s
-    stream = request.stream().__aiter__()
-    while True:
-        try:
-            chunk = await asyncio.wait_for(stream.__anext__(), max(0.0, deadline - time.monotonic()))
-        except StopAsyncIteration:
-            break
-        except asyncio.TimeoutError:
-            raise BodyTimeoutError(
-                f"the request body did not arrive within {timeout_s:g} s ({received} bytes received); "
-                "the limit is body_timeout_s"
-            ) from None
+    async for chunk in request.stream():
         received += len(chunk)
         if received > max_bytes:
             raise PayloadTooLargeError(f"request body exceeds the limit of {max_bytes} bytes")

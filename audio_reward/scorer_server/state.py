@@ -11,6 +11,7 @@ from fastapi import Request
 from .batcher import MicroBatcher
 from .engines.base import ASREngine
 from .metrics import ServerMetrics
+from .score.offload import Offload
 from .score.recent import RecentResults
 from .scoring import Normalizer, RewardPolicy
 from .settings import ServerSettings
@@ -28,6 +29,8 @@ class ServerState:
     engine_preloaded: bool = False
     """True when the engine came loaded and warm: the server skips its own load."""
     batcher: MicroBatcher | None = None
+    offload: Offload = field(default_factory=Offload)
+    """Runs scoring off the event loop."""
     recent: RecentResults | None = None
     """Answers by request id for retried requests; None when ``dedup_cache_size`` is 0."""
     ready: bool = False

@@ -1,9 +1,10 @@
 """Scoring logic behind the HTTP routes: decode → resample → batcher → score.
 
 Parsing, base64 decoding and resampling run in a worker thread, and so do
-normalization, CER/WER and the reward (:mod:`audio_reward.scorer_server.scoring`):
-CPU work that grows with the prompt and would otherwise stall the event loop,
-and with it ``/healthz`` and every other request.  Transcription goes through
+normalization, CER/WER and the reward (:mod:`audio_reward.scorer_server.scoring`,
+through :class:`~.offload.Offload`, one hop for the requests an engine batch
+answers together): CPU work that grows with the prompt and would otherwise
+stall the event loop, and with it ``/healthz`` and every other request.  Transcription goes through
 the shared :class:`MicroBatcher`.
 """
 
@@ -220,7 +221,7 @@ class ScoringService:
                     recent.resolve(item.key, claim[0], outcome, sys.getsizeof(outcome.text))
                 transcripts.append(outcome)
         pairs = [(item, t) for item, t in zip(items, transcripts) if isinstance(t, Transcription)]
-        scored = iter(await run_in_threadpool(self._results, pairs) if pairs else [])
+        scored = iter(await self.state.offload.run(lambda: self._results(pairs)) if pairs else [])
         results: list[dict[str, Any] | ServerError] = []
         for item, claim, t in zip(items, claims, transcripts):
             if isinstance(t, ServerError):
