@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 
 from fastapi import Request
 
@@ -27,7 +28,10 @@ async def read_body(request: Request, max_bytes: int, timeout_s: float) -> bytes
         if size > max_bytes:
             raise PayloadTooLargeError(f"request body of {size} bytes exceeds the limit of {max_bytes} bytes")
     try:
-        # One deadline for the whole body (one timer, not one per chunk).
+        # One deadline for the whole body: a timer on this task, no task or loop turn of its own.
+        if sys.version_info >= (3, 11):
+            async with asyncio.timeout(timeout_s):
+                return await _read(request, max_bytes)
         return await asyncio.wait_for(_read(request, max_bytes), timeout_s)
     except asyncio.TimeoutError:
         raise BodyTimeoutError(

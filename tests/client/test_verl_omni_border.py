@@ -27,11 +27,15 @@ from typing import Any, Iterator
 
 import numpy as np
 import pytest
-
-from audio_reward.scorer_client import AsyncScorerClient, RequestRejectedError, ScoreResult
-from audio_reward.scorer_client import close_cached_clients
-from audio_reward.scorer_client import compute_score as our_compute_score
 from support.speech import synth_speech
+
+from audio_reward.scorer_client import (
+    AsyncScorerClient,
+    RequestRejectedError,
+    ScoreResult,
+    close_cached_clients,
+)
+from audio_reward.scorer_client import compute_score as our_compute_score
 
 CLIENT_FILE = "verl_omni/utils/reward_score/audio_http_scorer_client.py"
 SCORER_FILE = "examples/grpo_trainer/qwen3_tts/whisper_cer_scorer.py"

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fault_server import FaultServer
+from verl_omni_server import VerlOmniProtocolServer, expected_score
 
 from audio_reward.scorer_client import (
     AsyncScorerClient,
     RequestRejectedError,
-    ScoreResult,
     ScorerClient,
+    ScoreResult,
     close_cached_clients,
     compute_score,
 )
 from audio_reward.scorer_client.settings import ScorerEndpoint, endpoint_of
-from fault_server import FaultServer
-from verl_omni_server import VerlOmniProtocolServer, expected_score
 
 FAST = dict(backoff=0.0, backoff_max=0.01, timeout=5.0)
 

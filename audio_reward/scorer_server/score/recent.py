@@ -102,11 +102,17 @@ class RecentResults:
 
         Work still in flight stays (until it expires) so later copies can join it;
         requests already waiting on a dropped entry keep their future either way.
+        Runs twice per request: it stops at the first entry it keeps, without copying the map.
         """
-        for key in list(self._entries):
-            over = len(self._entries) > self.max_entries or (self.max_bytes is not None and self.bytes > self.max_bytes)
-            entry = self._entries[key]
+        drop = []
+        count, size = len(self._entries), self.bytes
+        for key, entry in self._entries.items():
+            over = count > self.max_entries or (self.max_bytes is not None and size > self.max_bytes)
             if now - entry.created > self.ttl_s or (over and entry.future.done()):
-                self._drop(key)
+                drop.append(key)
+                count -= 1
+                size -= entry.size
             elif not over:
                 break
+        for key in drop:
+            self._drop(key)

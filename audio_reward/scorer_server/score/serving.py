@@ -223,7 +223,7 @@ class ScoringService:
         pairs = [(item, t) for item, t in zip(items, transcripts) if isinstance(t, Transcription)]
         scored = iter(await self.state.offload.run(lambda: self._results(pairs)) if pairs else [])
         results: list[dict[str, Any] | ServerError] = []
-        for item, claim, t in zip(items, claims, transcripts):
+        for claim, t in zip(claims, transcripts):
             if isinstance(t, ServerError):
                 results.append(t)
                 continue
