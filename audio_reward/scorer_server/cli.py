@@ -44,7 +44,7 @@ FLAGS: tuple[tuple[str, Callable[[str], Any], str], ...] = (
     ("header-timeout-s", float, "time to send a request's headers, then 408 and close (default 10)"),
     ("body-timeout-s", float, "time to send a request's body, then 408 and close (default 60)"),
     ("keep-alive-timeout-s", float, "idle keep-alive connections close after this (default 5)"),
-    ("max-connections", int, "connections plus requests in flight before 503 (default: no limit)"),
+    ("max-connections", int, "connections or requests in flight at which new requests get 503 (default: no limit)"),
     ("api-key-file", str, "file whose first line is the API key (or set AUDIO_REWARD_API_KEY)"),
     ("normalizer", str, "text normalizer: basic (default), seed-tts-eval, whisper-en"),
     ("language", str, "default language code when a request names none"),

@@ -72,7 +72,7 @@ class ServerSettings(BaseSettings):
     header_timeout_s: float = Field(10.0, gt=0, description="Time a connection has to send a request's headers; then 408 and close.")
     body_timeout_s: float = Field(60.0, gt=0, description="Time a request has to send its whole body; then 408 and close.")
     keep_alive_timeout_s: float = Field(5.0, gt=0, description="An idle keep-alive connection is closed after this.")
-    max_connections: int | None = Field(None, ge=1, description="Open connections plus requests in flight before new requests get 503; unset is no limit.")
+    max_connections: int | None = Field(None, ge=1, description="New requests get 503 once this many connections (theirs included) or requests in flight are open; unset is no limit.")
 
     # auth
     api_key: SecretStr | None = Field(None, description="Required key (Bearer or X-API-Key); unset disables auth.")

@@ -367,3 +367,19 @@ def test_trailing_slash_is_a_protocol_404_never_a_redirect(trailing_server: "ben
 def trailing_server() -> Iterator["bench.ServerHandle"]:
     with _server() as server:
         yield server
+
+
+def test_max_connections_turns_new_requests_away_with_503() -> None:
+    with _server(max_connections=3) as server:
+        host, port = _addr(server.url)
+        held = [http.client.HTTPConnection(host, port, timeout=10) for _ in range(2)]
+        for conn in held:  # two keep-alive connections stay open
+            conn.request("GET", "/healthz")
+            conn.getresponse().read()
+        status, _, _ = _post(server.url, "/v1/score", orjson.dumps(_request()))
+        assert status == 503  # the third connection reaches the limit
+        for conn in held:
+            conn.close()
+        time.sleep(0.3)
+        status, _, raw = _post(server.url, "/v1/score", orjson.dumps(_request()))
+        assert status == 200, raw
