@@ -79,6 +79,7 @@ class ScoringService:
         except ValueError as exc:
             raise BadRequestError("invalid_reward_options", str(exc), path="$.reward") from None
         language = language_code(req.language or self.state.settings.language)
+        self._check_prompt(req.prompt, language)
         supported = self.state.engine.languages
         if language is not None and supported is not None and language not in supported:
             model = self.state.engine.info.model_id
@@ -88,7 +89,6 @@ class ScoringService:
                 f"model {model} does not transcribe language {req.language or language!r} (it supports: {shown})",
                 path="$.language",
             )
-        self._check_prompt(req.prompt, language)
         audio = resample_16k(req.waveform, req.sample_rate)
         key = None
         if req.request_id is not None and self.state.recent is not None:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator
+from typing import IO, Any
 
 import orjson
 
@@ -127,7 +128,8 @@ def _error_rate(args: argparse.Namespace) -> int:
         return EXIT_UNREADABLE
     out = sys.stdout.buffer
     try:
-        stream = sys.stdin.buffer if args.file == "-" else Path(args.file).open("rb")
+        # Opened apart from the with below, so that only a failure to open reads as "cannot read".
+        stream = sys.stdin.buffer if args.file == "-" else Path(args.file).open("rb")  # noqa: SIM115
     except OSError as exc:
         print(f"error: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_UNREADABLE

@@ -32,12 +32,12 @@ from .metrics import split_words
 
 __all__ = [
     "CHINESE_LANGUAGES",
-    "Side",
     "NORMALIZERS",
+    "BasicNormalizer",
     "Normalizer",
     "SeedTTSEvalNormalizer",
+    "Side",
     "WhisperEnglishNormalizer",
-    "BasicNormalizer",
     "get_normalizer",
     "is_chinese",
     "is_mostly_cjk",
@@ -237,7 +237,13 @@ class WhisperEnglishNormalizer(Normalizer):
     def __init__(self) -> None:
         # Imported here, not at module level: ``whisper``'s package import loads
         # torch and numba (about a second), paid once when the normalizer is built.
-        from whisper.normalizers import BasicTextNormalizer, EnglishTextNormalizer
+        try:
+            from whisper.normalizers import BasicTextNormalizer, EnglishTextNormalizer
+        except ImportError as exc:
+            raise ImportError(
+                "the whisper-en normalizer runs OpenAI's own code from the openai-whisper package: "
+                "pip install 'audio-reward[whisper-en]'"
+            ) from exc
 
         self._english = EnglishTextNormalizer()
         self._basic = BasicTextNormalizer()
