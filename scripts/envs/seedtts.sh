@@ -18,9 +18,9 @@ if [[ ! -x "$VENV/bin/python" ]]; then
     "$PY" -m venv "$VENV"
 fi
 "$VENV/bin/pip" install -q --upgrade pip
-# The reference's libraries, the scoring code's own needs (rapidfuzz, zhon, zhconv) and
-# pytest (pytest-asyncio only so the project's pytest options are known).  The package
-# itself goes in without its dependencies: the scoring code needs none of the others.
+# The reference's libraries, the scoring code's own needs (rapidfuzz, zhon, zhconv),
+# pytest (pytest-asyncio only so the project's pytest options are known), then the
+# package with its base dependencies (light: no server, no torch).
 "$VENV/bin/pip" install -q "jiwer==3.*" "zhon>=2.0" "zhconv>=1.4" "rapidfuzz>=3.0" \
     "pytest>=8" "pytest-timeout>=2.3" "pytest-asyncio>=0.23"
-"$VENV/bin/pip" install -q --no-deps -e "$REPO"
+"$VENV/bin/pip" install -q -e "$REPO"

@@ -6,7 +6,7 @@ or ``{"id", "error": {"code", "message"}, "line"}`` for a line it refuses.  It
 runs :func:`~audio_reward.scorer_server.scoring.compare_texts`, the code the
 server scores with, so a benchmark's transcripts are re-scored exactly as the
 reward scores them.  Exit 0 when every line was scored, 1 when some were
-refused, 2 when the input cannot be read.
+refused, 2 when the input cannot be read or an option is invalid.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             'Reads JSONL lines {"id", "reference", "hypothesis", "language"?} and writes one JSONL line per '
             "input line: the normalized texts with cer and wer, or an error. Exit 0 when every line was "
-            "scored, 1 when some were refused, 2 when the input cannot be read."
+            "scored, 1 when some were refused, 2 when the input cannot be read or an option is invalid."
         ),
     )
     p.add_argument("--normalizer", required=True, choices=NORMALIZERS, help="text rules, as the server's --normalizer")
@@ -120,7 +120,11 @@ def _read(stream: IO[bytes]) -> Iterator[bytes]:
 
 
 def _error_rate(args: argparse.Namespace) -> int:
-    normalizer = get_normalizer(args.normalizer)
+    try:
+        normalizer = get_normalizer(args.normalizer)
+    except ImportError as exc:  # whisper-en without openai-whisper installed
+        print(f"error: --normalizer {args.normalizer}: {exc}", file=sys.stderr)
+        return EXIT_UNREADABLE
     try:
         normalizer.check_language(language_code(args.language))
     except ScoringError as exc:
