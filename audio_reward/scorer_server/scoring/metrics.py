@@ -40,6 +40,9 @@ def split_words(text: str) -> list[str]:
     stripped, and the text is split on ``" "`` only: a lone tab or no-break space
     between two words does not separate them (Seed-TTS-eval scores this way).
     """
+    words = text.split()
+    if " ".join(words) == text:  # the usual case, normalized text: already single-spaced
+        return words
     text = _SPACE_RUNS.sub(" ", text).strip()
     return text.split(" ") if text else []
 
