@@ -160,8 +160,11 @@ def test_metadata_limits_are_400s_naming_the_limit() -> None:
 # -------------------------------------------------------------------- the retry cache keeps no prompt-sized copies
 
 def test_retry_cache_keeps_transcripts_not_prompt_sized_answers() -> None:
-    warm, kept, prompt_chars = 12, 20, 1_000_000
-    with _server(max_prompt_chars=prompt_chars, request_timeout_s=300) as server:
+    warm, kept, prompt_chars = 8, 20, 1_000_000
+    # glibc's dynamic mmap threshold would keep freed megabyte buffers in the heap and hide what is
+    # live: a fixed threshold returns them, so RSS follows what the server holds.
+    malloc = {"MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_ARENA_MAX": "2"}
+    with _server(env=malloc, max_prompt_chars=prompt_chars, request_timeout_s=300) as server:
         def send(i: int) -> dict[str, Any]:
             body = orjson.dumps(_request(("hello world " * 90_000)[:prompt_chars], request_id=f"big-{i}"))
             status, _, raw = _post(server.url, "/v1/score", body)

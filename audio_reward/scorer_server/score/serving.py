@@ -4,8 +4,8 @@ Parsing, base64 decoding and resampling run in a worker thread, and so do
 normalization, CER/WER and the reward (:mod:`audio_reward.scorer_server.scoring`,
 through :class:`~.offload.Offload`, one hop for the requests an engine batch
 answers together): CPU work that grows with the prompt and would otherwise
-stall the event loop, and with it ``/healthz`` and every other request.  Transcription goes through
-the shared :class:`MicroBatcher`.
+stall the event loop, and with it ``/healthz`` and every other request.
+Transcription goes through the shared :class:`MicroBatcher`.
 """
 
 from __future__ import annotations
