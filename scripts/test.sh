@@ -10,6 +10,8 @@
 #   TTS_VENV    tiny Qwen3-TTS env: qwen-tts, transformers 4.57 (default .venv-tts)
 #   SEEDTTS_VENV Seed-TTS-eval reference env: jiwer 3, zhon, zhconv (default .venv-seedtts)
 # SKIP_INSTALL=1 skips the install steps.
+# VERL_OMNI_SRC=<verl-omni checkout> also runs the border tests with verl-omni's own client and
+# reference scorer (tests/client/test_verl_omni_border.py); without it they are skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
