@@ -23,6 +23,7 @@ FLAGS: tuple[tuple[str, Callable[[str], Any], str], ...] = (
     ("compute-type", str, "engine compute type: default, int8, float16, ..."),
     ("cpu-threads", int, "engine threads; 0 lets the engine choose"),
     ("beam-size", int, "1 (default) is greedy decoding"),
+    ("served-model-name", str, "model id clients of /v1/audio/transcriptions send (default: the model's id)"),
     ("max-batch-size", int, "most utterances per engine call (default 16)"),
     ("max-wait-ms", float, "how long a batch may wait to fill (default 10)"),
     ("max-queue", int, "utterances waiting before new requests get 429 (default 512)"),
