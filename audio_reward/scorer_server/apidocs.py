@@ -18,12 +18,11 @@ from fastapi import FastAPI
 
 STATIC_URL = "/static-offline-docs"
 
-# path -> (example file under audio_reward/protocol/examples, summary)
-_EXAMPLES = {
-    "/v1/score": ("valid/verl_omni_v1.json", "A 10 ms tone at 16 kHz as verl-omni's client sends it"),
-    "/score": ("valid/verl_omni_v1.json", "A 10 ms tone at 16 kHz as verl-omni's client sends it"),
-    "/v1/score/batch": ("valid/batch_request.json", "Two items, one inheriting the batch's protocol_version"),
-}
+_ONE = ("valid/verl_omni_v1.json", "A 10 ms tone at 16 kHz as verl-omni's client sends it", "valid/score_response.json")
+_BATCH = ("valid/batch_request.json", "Two items, one inheriting the batch's protocol_version",
+          "valid/batch_response.json")
+# path -> (request example under audio_reward/protocol/examples, its summary, response example)
+_EXAMPLES = {"/v1/score": _ONE, "/score": _ONE, "/v1/score/batch": _BATCH}
 
 
 @cache
@@ -34,13 +33,15 @@ def example_body(name: str) -> dict[str, Any]:
 
 
 def add_request_examples(schema: dict[str, Any]) -> None:
-    """Put a working example on each JSON request body of ``schema`` (an OpenAPI document)."""
-    for path, (name, summary) in _EXAMPLES.items():
-        body = schema.get("paths", {}).get(path, {}).get("post", {}).get("requestBody")
-        if body is None:
+    """Put a working example on each JSON request body of ``schema`` (an OpenAPI document), and one answer."""
+    for path, (name, summary, answer) in _EXAMPLES.items():
+        operation = schema.get("paths", {}).get(path, {}).get("post")
+        if operation is None:
             continue
-        media = body["content"]["application/json"]
+        media = operation["requestBody"]["content"]["application/json"]
         media["examples"] = {"valid": {"summary": summary, "value": example_body(name)}}
+        ok = operation["responses"]["200"]["content"]["application/json"]
+        ok["examples"] = {"scored": {"summary": "The shape of an answer", "value": example_body(answer)}}
 
 
 def offline_docs_app(**kwargs: Any) -> FastAPI:

@@ -32,6 +32,7 @@ from .metrics import ServerMetrics
 from .metrics.api_router import router as metrics_router
 from .middleware import RequestContextMiddleware, request_id_of
 from .openai_api.api_router import router as openai_router
+from .openai_api.protocol import TranscriptionUploadDoc
 from .responses import OrjsonResponse
 from .score.api_router import router as score_router
 from .score.recent import RecentResults
@@ -144,7 +145,7 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         # Bodies are read raw, so FastAPI does not see the request models: add them here.
-        for model in (ScoreRequest, BatchScoreRequest):
+        for model in (ScoreRequest, BatchScoreRequest, TranscriptionUploadDoc):
             model_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
             components.update(model_schema.pop("$defs", {}))
             components[model.__name__] = model_schema

@@ -31,7 +31,6 @@ from .protocol import (
     OpenAIErrorResponse,
     TranscriptionForm,
     TranscriptionResponse,
-    TranscriptionUploadDoc,
     TranscriptionVerboseResponse,
 )
 from .serving import TranscriptionService, openai_error_body, render, server_error_openai_body
@@ -84,8 +83,6 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     }.items()
 }
 
-_UPLOAD_SCHEMA = TranscriptionUploadDoc.model_json_schema()
-
 
 def _field(form: Any, name: str) -> str | None:
     value = form.get(name)
@@ -136,12 +133,12 @@ async def _parse_upload(request: Request, body: bytes) -> tuple[TranscriptionFor
 @router.post(
     "/v1/audio/transcriptions",
     summary="Transcribe an audio file (OpenAI-compatible)",
-    response_model=None,
-    responses={200: {"content": {"application/json": {"schema": {"anyOf": [
-        TranscriptionResponse.model_json_schema(), TranscriptionVerboseResponse.model_json_schema()]}},
-        "text/plain": {"schema": {"type": "string"}}},
-        "description": "The transcript: JSON, verbose JSON or plain text by response_format."}, **_ERRORS},
-    openapi_extra={"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": _UPLOAD_SCHEMA}}}},
+    response_model=TranscriptionResponse | TranscriptionVerboseResponse,
+    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}},
+                     "description": "The transcript: JSON, verbose JSON or plain text by response_format."},
+               **_ERRORS},
+    openapi_extra={"requestBody": {"required": True, "content": {"multipart/form-data": {
+        "schema": {"$ref": "#/components/schemas/TranscriptionUploadDoc"}}}}},
 )
 async def create_transcription(request: Request) -> Response:
     """What OpenAI's ``audio.transcriptions.create`` and ``vllm serve`` answer, on this server's engine."""
