@@ -7,6 +7,11 @@ real synthetic speech (hibari-tts), encoded as WAV, MP3, OGG, M4A (AAC) and WebM
 from __future__ import annotations
 
 import io
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
 from typing import Iterator
 
 import av
@@ -17,7 +22,7 @@ import pytest
 import soundfile as sf
 import soxr
 
-from support.server import running_server
+from support.server import REPO_ROOT, free_port, running_server
 from support.speech import synth_speech
 
 TEXT = "The quick brown fox jumps over the lazy dog."
@@ -100,6 +105,7 @@ def test_models_list_and_retrieve(client: openai.OpenAI) -> None:
     (dict(model="tiny.en", temperature=0.4), openai.BadRequestError, "unsupported_temperature", "temperature",
      "send 0"),
     (dict(model="tiny.en", language="zh"), openai.BadRequestError, "unsupported_language", "language", "supports: en"),
+    (dict(model="tiny.en", stream=True), openai.BadRequestError, "unsupported_stream", "stream", "stream=false"),
     (dict(model="tiny.en", response_format="srt"), openai.BadRequestError, "invalid_request", "response_format",
      "'json', 'text' or 'verbose_json'"),
 ])
@@ -179,3 +185,35 @@ def test_same_auth_and_limits_as_score(guarded_url: str) -> None:
             good.audio.transcriptions.create(model="openai/whisper-large-v3",
                                              file=("big.wav", wav_bytes(long_audio, long_rate, subtype="FLOAT")))
         assert too_big.value.status_code == 413 and too_big.value.code == "payload_too_large"
+
+
+def _section_blocks(markdown: str, heading: str) -> list[tuple[str, str]]:
+    """(language, code) of each fenced block under ``heading`` in ``markdown``."""
+    section = markdown.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    parts = section.split("```")
+    return [(block.split("\n", 1)[0].strip(), block.split("\n", 1)[1]) for block in parts[1::2]]
+
+
+def test_docs_replacing_vllm_serve_run_as_written(tmp_path: Path) -> None:
+    blocks = _section_blocks((REPO_ROOT / "docs" / "server.md").read_text(), "OpenAI-compatible transcription API")
+    serve = next(code for lang, code in blocks if lang == "bash" and "audio-reward serve" in code).strip()
+    python = next(code for lang, code in blocks if lang == "python")
+    curl = next(code for lang, code in blocks if lang == "bash" and code.startswith("curl")).strip()
+    audio, rate = synth_speech(TEXT)
+    (tmp_path / "speech.wav").write_bytes(wav_bytes(audio, rate))
+    port = free_port()
+    args = shlex.split(serve)[2:] + ["--port", str(port)]  # "audio-reward serve" + the documented flags
+    with running_server(**_flags_to_settings(args)) as url:
+        done = subprocess.run([sys.executable, "-c", python.replace("127.0.0.1:8000", f"127.0.0.1:{port}")],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == TEXT
+        shown = subprocess.run(shlex.split(curl.replace("localhost:8000", f"127.0.0.1:{port}")), cwd=tmp_path,
+                               capture_output=True, text=True, timeout=120)
+        assert json.loads(shown.stdout)["text"] == TEXT
+        assert url.endswith(str(port))
+
+
+def _flags_to_settings(args: list[str]) -> dict[str, str]:
+    pairs = zip(args[::2], args[1::2])
+    return {flag.removeprefix("--").replace("-", "_"): value for flag, value in pairs}

@@ -39,6 +39,7 @@ class TranscriptionForm(BaseModel):
     prompt: str | None = Field(None, description=PROMPT_NOTE)
     response_format: ResponseFormat = Field("json", description="json, text or verbose_json.")
     temperature: float = Field(0.0, description=TEMPERATURE_NOTE)
+    stream: bool = Field(False, description="Streaming is not offered: true is refused with a 400.")
 
 
 class TranscriptionUploadDoc(TranscriptionForm):

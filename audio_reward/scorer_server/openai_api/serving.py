@@ -160,6 +160,9 @@ class TranscriptionService:
 
     def _check_form(self, form: TranscriptionForm) -> None:
         self._check_model(form.model)
+        if form.stream:
+            raise BadRequestError("unsupported_stream", "streamed transcription is not offered: send stream=false "
+                                  "(the whole transcript comes in one answer)", path="stream")
         if not math.isfinite(form.temperature) or form.temperature != 0:
             raise BadRequestError(
                 "unsupported_temperature",
