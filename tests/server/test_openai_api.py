@@ -12,7 +12,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import av
 import httpx
@@ -84,7 +84,8 @@ def test_sdk_transcribes_json_text_and_verbose_json(client: openai.OpenAI, speec
     ("speech.m4a", lambda a, r: ffmpeg_bytes(a, r, "ipod", "aac", 16_000)),
     ("speech.webm", lambda a, r: ffmpeg_bytes(a, r, "webm", "libopus", 48_000)),
 ])
-def test_compressed_formats_transcribe(client: openai.OpenAI, name: str, encode) -> None:  # type: ignore[no-untyped-def]
+def test_compressed_formats_transcribe(client: openai.OpenAI, name: str,
+                                       encode: Callable[[np.ndarray, int], bytes]) -> None:
     audio, rate = synth_speech(TEXT)
     result = client.audio.transcriptions.create(model="tiny.en", file=(name, encode(audio, rate)))
     assert result.text == TEXT
@@ -136,8 +137,8 @@ def test_form_mistakes_are_named(scorer_url: str, speech_wav: bytes) -> None:
     url = f"{scorer_url}/v1/audio/transcriptions"
     no_model = httpx.post(url, files={"file": ("speech.wav", speech_wav)}, timeout=60)
     assert no_model.status_code == 400
-    assert no_model.json()["error"] == {"message": "the form field 'model' is required", "type": "invalid_request_error",
-                                        "param": "model", "code": "missing_field"}
+    assert no_model.json()["error"] == {"message": "the form field 'model' is required",
+                                        "type": "invalid_request_error", "param": "model", "code": "missing_field"}
     no_file = httpx.post(url, data={"model": "tiny.en"}, files={"other": ("x", b"x")}, timeout=60)
     assert no_file.status_code == 400 and no_file.json()["error"]["param"] == "file"
     as_json = httpx.post(url, json={"model": "tiny.en", "file": "speech.wav"}, timeout=60)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
+from typing import Any
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
@@ -15,8 +16,16 @@ from support.speech import synth_speech
 TEXT = "The quick brown fox jumps over the lazy dog."
 
 
-def _families(text: str) -> dict[str, object]:
+def _families(text: str) -> dict[str, Any]:
     return {family.name: family for family in text_string_to_metric_families(text)}
+
+
+def _samples(families: dict[str, Any], name: str) -> list[Any]:
+    return list(families[name].samples)
+
+
+def _buckets(families: dict[str, Any], name: str) -> dict[tuple[str, str | None], float]:
+    return {(s.name, s.labels.get("le")): s.value for s in families[name].samples}
 
 
 def test_metrics_have_process_build_in_flight_and_histograms(scorer_url: str) -> None:
@@ -38,20 +47,18 @@ def test_metrics_have_process_build_in_flight_and_histograms(scorer_url: str) ->
     families = _families(text)
     for name in ("process_cpu_seconds", "process_resident_memory_bytes", "python_info", "python_gc_objects_collected"):
         assert name in families, name
-    build = families["audio_reward_build_info"].samples  # type: ignore[attr-defined]
-    assert build[0].labels == {"version": "0.1.0", "engine": "faster-whisper", "model": "tiny.en"}
-    in_flight = families["audio_reward_requests_in_flight"].samples[0].value  # type: ignore[attr-defined]
-    assert in_flight == 0
-    for name in ("audio_reward_score", "audio_reward_cer", "audio_reward_batch_size", "audio_reward_batch_audio_seconds"):
-        assert families[name].type == "histogram", name  # type: ignore[attr-defined]
-    samples = {(s.name, s.labels.get("le")): s.value for s in families["audio_reward_score"].samples}  # type: ignore[attr-defined]
-    assert samples[("audio_reward_score_count", None)] >= 1
-    assert samples[("audio_reward_score_bucket", "0.9")] < samples[("audio_reward_score_bucket", "1.0")]  # it scored > 0.9
-    cer = {(s.name, s.labels.get("le")): s.value for s in families["audio_reward_cer"].samples}  # type: ignore[attr-defined]
-    assert cer[("audio_reward_cer_bucket", "0.1")] >= 1
-    seconds = {s.name: s.value for s in families["audio_reward_batch_audio_seconds"].samples}  # type: ignore[attr-defined]
-    assert seconds["audio_reward_batch_audio_seconds_sum"] >= len(audio) / rate * 0.99
-
+    assert _samples(families, "audio_reward_build_info")[0].labels == {
+        "version": "0.1.0", "engine": "faster-whisper", "model": "tiny.en"}
+    assert _samples(families, "audio_reward_requests_in_flight")[0].value == 0
+    for name in ("audio_reward_score", "audio_reward_cer", "audio_reward_batch_size",
+                 "audio_reward_batch_audio_seconds"):
+        assert families[name].type == "histogram", name
+    score = _buckets(families, "audio_reward_score")
+    assert score[("audio_reward_score_count", None)] >= 1
+    assert score[("audio_reward_score_bucket", "0.9")] < score[("audio_reward_score_bucket", "1.0")]  # one > 0.9
+    assert _buckets(families, "audio_reward_cer")[("audio_reward_cer_bucket", "0.1")] >= 1
+    seconds = _buckets(families, "audio_reward_batch_audio_seconds")
+    assert seconds[("audio_reward_batch_audio_seconds_sum", None)] >= len(audio) / rate * 0.99
 
 def test_info_and_start_up_log_explain_the_effective_batch_size() -> None:
     with server_process(model="tiny.en", max_batch_size=8, log_level="info") as (url, proc, log_path):

@@ -43,7 +43,8 @@ def test_missing_fields_are_named_as_missing(scorer_url: str) -> None:
     assert "'protocol_version' is missing" in error["message"] and "None" not in error["message"]
     batch = _post(f"{scorer_url}/v1/score/batch", {"items": [body]}).json()["error"]
     assert batch["code"] == "missing_field" and "'protocol_version' is missing" in batch["message"]
-    no_prompt = _post(f"{scorer_url}/v1/score", {"protocol_version": "1", "audio_file_base64": encode_file(audio, rate)})
+    no_prompt = _post(f"{scorer_url}/v1/score",
+                      {"protocol_version": "1", "audio_file_base64": encode_file(audio, rate)})
     assert no_prompt.json()["error"]["message"] == "$.prompt: required field 'prompt' is missing"
     no_audio = _post(f"{scorer_url}/v1/score", {"protocol_version": "1", "prompt": TEXT}).json()["error"]
     assert no_audio["message"].startswith("$: the audio is missing: send one of waveform_f32_base64")

@@ -57,8 +57,9 @@ class OpenAIRoute(APIRoute):
                     status_code=exc.status_code, headers=dict(exc.headers or {}))
             except RequestValidationError as exc:
                 first = exc.errors()[0] if exc.errors() else {}
-                outcome, response = "invalid_request", OrjsonResponse(
-                    openai_error_body(400, "invalid_request", str(first.get("msg", "invalid request"))), status_code=400)
+                message = str(first.get("msg", "invalid request"))
+                outcome = "invalid_request"
+                response = OrjsonResponse(openai_error_body(400, outcome, message), status_code=400)
             if request.url.path.startswith("/v1/audio/"):
                 get_state(request).metrics.transcriptions.labels(outcome).inc()
             return response

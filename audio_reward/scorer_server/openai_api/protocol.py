@@ -14,7 +14,6 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 ResponseFormat = Literal["json", "text", "verbose_json"]
-RESPONSE_FORMATS: tuple[str, ...] = ("json", "text", "verbose_json")
 
 PROMPT_NOTE = (
     "Accepted for compatibility and not used: decoding is never conditioned on text, "

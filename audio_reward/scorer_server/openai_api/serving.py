@@ -24,7 +24,6 @@ from ..errors import BadRequestError, NotFoundError, ServerError
 from ..score.serving import ScoringService, resample_16k
 from ..state import ServerState
 from .protocol import (
-    RESPONSE_FORMATS,
     DurationUsage,
     ModelCard,
     ModelList,
@@ -213,8 +212,3 @@ def server_error_openai_body(exc: ServerError) -> dict[str, Any]:
     param = exc.path.removeprefix("$.") if exc.path else None
     return openai_error_body(exc.status, exc.code, exc.message, param)
 
-
-__all__ = [
-    "RESPONSE_FORMATS", "ModelNotFoundError", "TranscriptionResult", "TranscriptionService", "decode_upload",
-    "openai_error_body", "render", "server_error_openai_body",
-]
