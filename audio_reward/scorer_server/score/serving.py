@@ -39,7 +39,7 @@ from ..errors import (
     ShuttingDownError,
     server_error_body,
 )
-from ..scoring import RewardPolicy, language_code, score_transcript
+from ..scoring import RewardPolicy, ScoringError, language_code, normalize_reference, score_transcript
 from ..state import ServerState
 from .recent import Key, request_key
 
@@ -78,7 +78,9 @@ class ScoringService:
             policy = self.state.policy.with_options(req.reward)
         except ValueError as exc:
             raise BadRequestError("invalid_reward_options", str(exc), path="$.reward") from None
-        language = self.resolve_language(req.language)
+        language = language_code(req.language or self.state.settings.language)
+        self._check_prompt(req.prompt, language)
+        self.resolve_language(req.language)  # 400 before queueing when the model does not transcribe it
         audio = resample_16k(req.waveform, req.sample_rate)
         key = None
         if req.request_id is not None and self.state.recent is not None:
@@ -99,6 +101,18 @@ class ScoringService:
                 path=path,
             )
         return language
+
+    def _check_prompt(self, prompt: str, language: str | None) -> None:
+        """Refuse, before any transcription, a prompt the normalizer cannot score against."""
+        if not prompt.strip():
+            raise BadRequestError(
+                "empty_prompt", "prompt is empty or only whitespace: there is no target text to score against",
+                path="$.prompt",
+            )
+        try:
+            normalize_reference(prompt, normalizer=self.state.normalizer, language=language, field="prompt")
+        except ScoringError as exc:
+            raise BadRequestError(exc.code, exc.message, path=f"$.{exc.field}") from None
 
     def _prepare_one(self, body: bytes, request_id: str) -> PreparedItem:
         try:
