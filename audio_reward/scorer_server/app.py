@@ -172,7 +172,8 @@ def build_app(settings: ServerSettings, engine: ASREngine | None = None, *, engi
     app = offline_docs_app(
         title="audio-reward scorer",
         version=__version__,
-        description="Speech → ASR → CER/WER → reward, protocol v1. Errors: {\"error\": {code, message, retryable}}.",
+        description="Speech → ASR → CER/WER → reward, protocol v1. Errors: {\"error\": {code, message, retryable}}; "
+                    "the OpenAI-compatible /v1/audio and /v1/models routes answer OpenAI's error shape.",
         lifespan=_lifespan,
     )
     app.state.scorer = state
