@@ -162,7 +162,7 @@ def _speaker_problem(path: str) -> str | None:
     if not file.is_file():
         return f"tts_spk_embed_path {file} does not exist (make one with `audio-reward tts-speaker REF.wav --out FILE`)"
     try:
-        from ..tts_speaker import read_speaker_embedding
+        from .tts_speaker import read_speaker_embedding
 
         vector = read_speaker_embedding(file)
     except (ValueError, OSError) as exc:
