@@ -6,9 +6,10 @@ an exception raised while scoring a rollout never reaches the trainer loop:
 lines 133-143 in verl 0.9.1) logs it and tags the GRPO group ``failure``.  The
 replay buffer then either keeps the group sampleable with its missing
 trajectories padded (``ReplayBuffer``, trainer mode ``sync``;
-``replay_buffer.py`` lines 110-113) or evicts it and refills a fresh prompt
-(``ReplayBufferAsync``, every other mode, including verl-omni's
-``omni_sync``; lines 536-539 and 565-584).  Either way training goes on.
+``replay_buffer.py`` lines 112-113 and 341) or evicts it and refills a fresh
+prompt (``ReplayBufferAsync``, which ``trainer_base.py`` line 153 picks for
+every other mode, verl-omni's ``omni_sync`` included; ``replay_buffer.py``
+lines 531-539 and 564-584).  Either way training goes on.
 
 verl's supported hook is the custom sampler
 (``trainer.v1.sampler.custom_sampler.{path,name}``, built by
@@ -31,8 +32,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer, ReplayBufferAsync
 
@@ -85,8 +87,8 @@ class _FailClosedMixin:
 
     def _message(self) -> str:
         records = read_failures(self.failure_log)
-        lines = [f"{len(self.failed_groups)} GRPO group(s) failed (max_failed_groups={self.max_failed_groups}); "
-                 "the run stops instead of training without them:"]
+        lines = [(f"{len(self.failed_groups)} GRPO group(s) failed (max_failed_groups={self.max_failed_groups}); "
+                  "the run stops instead of training without them:")]
         for uid, partition in sorted(self.failed_groups.items()):
             causes = [r.get("message", "") for r in records if str(r.get("uid")) == uid]
             cause = causes[-1] if causes else ("no reward failure recorded: see the AgentLoopWorker log line "

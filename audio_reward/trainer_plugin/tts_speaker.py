@@ -24,8 +24,9 @@ import argparse
 import json
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 SPEAKER_RATE = 24000
 """The rate qwen-tts's speaker encoder accepts (``extract_speaker_embedding`` asserts it)."""

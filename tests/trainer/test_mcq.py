@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from audio_reward.trainer_plugin.mcq import compute_score, extract_choice, format_ok, parse_options, score_choice
+from audio_reward.trainer_plugin.mcq import (
+    compute_score,
+    extract_choice,
+    format_ok,
+    parse_options,
+    score_choice,
+)
 
 OPTIONS = {"A": "a dog barking", "B": "a car horn", "C": "rain on a roof", "D": "a piano"}
 

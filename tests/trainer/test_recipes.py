@@ -22,7 +22,9 @@ import soundfile as sf
 
 from audio_reward.trainer_plugin.recipes import RECIPES_DIR
 from audio_reward.trainer_plugin.recipes.launch import ENTRY_POINT, LaunchError, plan
-from audio_reward.trainer_plugin.recipes.omni_thinker_grpo import prepare_data as thinker_data
+from audio_reward.trainer_plugin.recipes.omni_thinker_grpo import (
+    prepare_data as thinker_data,
+)
 from audio_reward.trainer_plugin.recipes.qwen3_tts_grpo import prepare_data as tts_data
 
 VERL_OMNI_SRC = os.environ.get("VERL_OMNI_SRC")
@@ -46,7 +48,7 @@ def paths(tmp_path: Path) -> dict[str, str]:
 
 def dry_run(recipe: str, env: dict[str, str], *overrides: str) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if k not in ("VERL_USE_EXTERNAL_MODULES",)}
-    return subprocess.run(["bash", str(RECIPES_DIR / recipe / "run.sh"), *overrides], capture_output=True, text=True,
+    return subprocess.run(["bash", str(RECIPES_DIR / recipe / "run.sh"), *overrides], capture_output=True, text=True, check=False,
                           env={**base, **env, "AUDIO_REWARD_DRY_RUN": "1", "PYTHON_BIN": sys.executable}, timeout=120)
 
 

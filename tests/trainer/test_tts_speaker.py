@@ -20,13 +20,14 @@ if importlib.util.find_spec("qwen_tts") is None:
     pytest.skip("qwen-tts is not installed (build the TTS environment with scripts/envs/tts.sh)",
                 allow_module_level=True)
 
-import _tiny_qwen3_tts as tiny  # noqa: E402
+import _tiny_qwen3_tts as tiny
 
 tiny.import_qwen_tts()
 
-from audio_reward.cli import main as cli_main  # noqa: E402
-from audio_reward.trainer_plugin.tts_speaker import read_speaker_embedding  # noqa: E402
-from support.speech import espeak_speech  # noqa: E402
+from support.speech import espeak_speech
+
+from audio_reward.cli import main as cli_main
+from audio_reward.trainer_plugin.tts_speaker import read_speaker_embedding
 
 
 @pytest.fixture(scope="module")

@@ -24,8 +24,9 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -35,21 +36,24 @@ ray = pytest.importorskip("ray")
 torch = pytest.importorskip("torch")
 tq = pytest.importorskip("transfer_queue")
 
-import soundfile as sf  # noqa: E402
-from hydra import compose, initialize_config_dir  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
-from verl.experimental.agent_loop.agent_loop import get_trajectory_info  # noqa: E402
-from verl.experimental.reward_loop.reward_loop import RewardLoopManager  # noqa: E402
-from verl.trainer.ppo import core_algos  # noqa: E402
-from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopWorkerTQ  # noqa: E402
-from verl.trainer.ppo.v1.replay_buffer import ReplayBufferAsync  # noqa: E402
-from verl.workers.rollout.replica import TokenOutput  # noqa: E402
+import soundfile as sf
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+from support.speech import synth_speech
+from verl.experimental.agent_loop.agent_loop import get_trajectory_info
+from verl.experimental.reward_loop.reward_loop import RewardLoopManager
+from verl.trainer.ppo import core_algos
+from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopWorkerTQ
+from verl.trainer.ppo.v1.replay_buffer import ReplayBufferAsync
+from verl.workers.rollout.replica import TokenOutput
 
-from audio_reward.trainer_plugin import register_with_verl  # noqa: E402
-from audio_reward.trainer_plugin.fail_closed import FailClosedReplayBuffer, RewardFailureError  # noqa: E402
-from audio_reward.trainer_plugin.recipes.launch import plan  # noqa: E402
-from audio_reward.trainer_plugin.validation_log import ValidationLogger  # noqa: E402
-from support.speech import synth_speech  # noqa: E402
+from audio_reward.trainer_plugin import register_with_verl
+from audio_reward.trainer_plugin.fail_closed import (
+    FailClosedReplayBuffer,
+    RewardFailureError,
+)
+from audio_reward.trainer_plugin.recipes.launch import plan
+from audio_reward.trainer_plugin.validation_log import ValidationLogger
 
 pytestmark = pytest.mark.verl
 

@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from support.speech import synth_speech
 
 TEXT = "Please call Stella and ask her to bring these things."
@@ -77,11 +76,10 @@ def test_b_verl_omni_manager_with_our_compute_score(scorer_url: str, tmp_path: P
     pytest.importorskip("verl")
     torch = pytest.importorskip("torch")
     peer_module("verl_omni.reward_loop.reward_manager.audio")
+    import verl
     from hydra import compose, initialize_config_dir
     from verl import DataProto
     from verl.trainer.ppo.reward import load_reward_manager
-
-    import verl
 
     with initialize_config_dir(config_dir=str(Path(verl.__file__).parent / "trainer" / "config"), version_base=None):
         config = compose(config_name="ppo_trainer", overrides=[

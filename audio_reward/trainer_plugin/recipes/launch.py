@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 ENTRY_POINT = ("-m", "verl_omni.trainer.main_omni")
 EXTERNAL_MODULES = ("verl_omni", "audio_reward.trainer_plugin.verl_plugin")
