@@ -202,6 +202,7 @@ def test_tts_data_prep_and_preflight_pass(tmp_path: Path, paths: dict[str, str],
 
 
 def test_thinker_data_prep_feeds_the_mcq_reward(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
     clip = tmp_path / "clips" / "a.wav"
     clip.parent.mkdir()
     sf.write(clip, np.zeros(1600, np.float32), 16000)
@@ -221,3 +222,52 @@ def test_thinker_data_prep_feeds_the_mcq_reward(tmp_path: Path) -> None:
     result = compute_score(row["data_source"], "It is a car horn. Answer: B", row["reward_model"]["ground_truth"],
                            row["extra_info"])
     assert result["acc"] == 1.0
+
+
+def tts_config(**rollout: Any) -> dict[str, Any]:
+    """The keys the rollout checks read, as a plain mapping (what a composed config holds)."""
+    base = {"name": "vllm_omni", "load_format": "safetensors", "tensor_model_parallel_size": 1, "n": 8,
+            "engine_kwargs": {"vllm_omni": {"pipeline_name": "qwen3_tts_rl", "pipeline_mode": "full"}}}
+    return {"actor_rollout_ref": {"rollout": {**base, **rollout},
+                                  "model": {"override_config": {"tts_language": "Auto"}}}}
+
+
+def test_rollout_checks_without_verl_omni(paths: dict[str, str]) -> None:
+    from audio_reward.trainer_plugin.preflight import check_rollout
+
+    env = {"VERL_USE_EXTERNAL_MODULES": "verl_omni,audio_reward.trainer_plugin.verl_plugin"}
+    good = tts_config()
+    good["actor_rollout_ref"]["model"]["override_config"]["tts_spk_embed_path"] = paths["SPK_EMBED_PATH"]
+    assert [c.ok for c in check_rollout(good, env)] == [True]
+    bad = tts_config(load_format="dummy", tensor_model_parallel_size=2)
+    bad["actor_rollout_ref"]["model"]["override_config"]["tts_language"] = "English"
+    messages = " | ".join(c.message for c in check_rollout(bad, {}))
+    for expected in ("VERL_USE_EXTERNAL_MODULES=verl_omni", "load_format=dummy", "tensor_model_parallel_size=2",
+                     "needs +actor_rollout_ref.model.override_config.tts_spk_embed_path", "tts_language=English"):
+        assert expected in messages
+    thinker = {"actor_rollout_ref": {"rollout": {"name": "vllm_omni",
+                                                 "engine_kwargs": {"vllm_omni": {"pipeline_name": "qwen3_omni_moe"}}},
+                                     "model": {"lora_rank": 32, "exclude_modules": ".*visual.*",
+                                               "target_modules": "all-linear"}}}
+    messages = " | ".join(c.message for c in check_rollout(thinker, env))
+    assert "talker, code2wav, code_predictor, audio_tower" in messages and "all-linear also matches" in messages
+
+
+def test_run_check_fails_when_validation_wrote_no_audio(paths: dict[str, str]) -> None:
+    from audio_reward.trainer_plugin.recipes.launch import check_run
+    from audio_reward.trainer_plugin.validation_log import ValidationLogger
+
+    launch = plan("qwen3_tts_grpo", environ=paths)
+    assert "no validation pass wrote artifacts" in check_run(launch)[0]
+    logger = ValidationLogger(Path(paths["OUTPUT_DIR"]) / "validation_audio", max_wavs=0)
+    logger.log_sample("k0", waveform=np.zeros(160, np.float32), sample_rate=16000, text="hi", score=0.5,
+                      diagnostics={"cer": 0.5}, step=0)
+    assert check_run(launch) == [f"validation pass {logger.root / 'step_000000'} wrote no audio (1 samples scored)"]
+    ValidationLogger(logger.root).log_sample("k1", waveform=np.zeros(160, np.float32), sample_rate=16000, text="hi",
+                                             score=0.5, diagnostics={"cer": 0.5}, step=20)
+    logger.log_sample("k1", waveform=np.zeros(160, np.float32), sample_rate=16000, text="hi", score=0.5,
+                      diagnostics={}, step=0)
+    assert len(check_run(launch)) == 1  # step 0 still has none; step 20 has its WAV
+    # a run with validation turned off is not checked
+    assert check_run(plan("qwen3_tts_grpo", ["trainer.val_before_train=false", "trainer.test_freq=-1"],
+                          environ=paths)) == []
