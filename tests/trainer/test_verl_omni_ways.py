@@ -81,6 +81,8 @@ def test_b_verl_omni_manager_with_our_compute_score(scorer_url: str, tmp_path: P
     from verl import DataProto
     from verl.trainer.ppo.reward import load_reward_manager
 
+    from audio_reward.scorer_client import close_cached_clients
+
     with initialize_config_dir(config_dir=str(Path(verl.__file__).parent / "trainer" / "config"), version_base=None):
         config = compose(config_name="ppo_trainer", overrides=[
             # the launch lines of way (b) in docs/training.md
@@ -107,7 +109,10 @@ def test_b_verl_omni_manager_with_our_compute_score(scorer_url: str, tmp_path: P
                          "global_steps": np.array([3])})
 
     async def both() -> tuple[dict[str, Any], dict[str, Any]]:
-        return await manager.run_single(rollout(TEXT)), await manager.run_single(rollout(WRONG))
+        try:
+            return await manager.run_single(rollout(TEXT)), await manager.run_single(rollout(WRONG))
+        finally:
+            await close_cached_clients()
 
     good, bad = asyncio.run(both())
     assert good["reward_score"] > 0.9 and good["reward_extra_info"]["cer"] < 0.1
