@@ -329,6 +329,22 @@ def omni_config_dir() -> Path:
                               "environment (docs/training.md) or set VERL_OMNI_SRC to a checkout of it")
 
 
+def _import_verl_for_checkout() -> None:
+    """Import verl (omni_trainer's ``pkg://verl.trainer.config``) while verl-omni is only a checkout here.
+
+    ``import verl`` imports every module in ``VERL_USE_EXTERNAL_MODULES``; the
+    run exports ``verl_omni`` there, which a config-only checkout cannot import.
+    """
+    saved = os.environ.get("VERL_USE_EXTERNAL_MODULES")
+    if saved is not None:
+        os.environ["VERL_USE_EXTERNAL_MODULES"] = ",".join(m for m in saved.split(",") if m.strip() != "verl_omni")
+    try:
+        import verl  # noqa: F401
+    finally:
+        if saved is not None:
+            os.environ["VERL_USE_EXTERNAL_MODULES"] = saved
+
+
 def load_config(config: str, overrides: Sequence[str] = ()) -> Any:
     """Compose ``config``: a recipe name (``qwen3_tts_grpo``: verl-omni's ``omni_trainer`` with the recipe's
     launch overrides, then ``overrides``, as ``run.sh`` launches it) or a Hydra YAML file path."""
@@ -344,6 +360,8 @@ def load_config(config: str, overrides: Sequence[str] = ()) -> Any:
     elif config in RECIPES:
         directory, name = omni_config_dir(), "omni_trainer"
         all_overrides = plan(config, overrides).overrides
+        if importlib.util.find_spec("verl_omni") is None:
+            _import_verl_for_checkout()
     else:
         raise ValueError(f"{config!r} is neither a YAML file nor a recipe ({', '.join(sorted(RECIPES))})")
     with initialize_config_dir(config_dir=str(directory), version_base=None):

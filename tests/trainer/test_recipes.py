@@ -271,3 +271,45 @@ def test_run_check_fails_when_validation_wrote_no_audio(paths: dict[str, str]) -
     # a run with validation turned off is not checked
     assert check_run(plan("qwen3_tts_grpo", ["trainer.val_before_train=false", "trainer.test_freq=-1"],
                           environ=paths)) == []
+
+
+@needs_verl_omni
+def test_run_sh_exports_runs_preflight_then_the_trainer(tmp_path: Path, paths: dict[str, str], scorer_url: str) -> None:
+    """The non-dry path with a stand-in interpreter that records the trainer call (as verl-omni's own launcher
+    test does) and delegates everything else (plan, preflight, run check) to this interpreter."""
+    pytest.importorskip("verl")
+    src = tmp_path / "texts.txt"
+    src.write_text("\n".join(f"Sentence number {i} is spoken aloud." for i in range(4)) + "\n")
+    assert tts_data.main([str(src), "--out-dir", str(tmp_path / "d"), "--val-size", "1"]) == 0
+    capture = tmp_path / "capture"
+    capture.mkdir()
+    fake = tmp_path / "python"
+    fake.write_text(f'''#!/usr/bin/env bash
+if [[ "$1 $2" == "-m verl_omni.trainer.main_omni" ]]; then
+    env > "{capture}/env.txt"
+    printf '%s\\n' "$@" > "{capture}/args.txt"
+    [[ -z "${{FAKE_VALIDATION:-}}" ]] && exit 0
+    exec {sys.executable} -c "import numpy as np, os; from audio_reward.trainer_plugin.validation_log import ValidationLogger as V; V(os.environ['OUTPUT_DIR'] + '/validation_audio').log_sample('k', waveform=np.zeros(1600, np.float32), sample_rate=16000, text='hi', score=1.0, diagnostics={{}}, step=0)"
+fi
+exec {sys.executable} "$@"
+''')
+    fake.chmod(0o755)
+    env = dict(paths, TRAIN_FILE=str(tmp_path / "d" / "train.parquet"), VAL_FILE=str(tmp_path / "d" / "val.parquet"),
+               AUDIO_REWARD_URL=scorer_url, PYTHON_BIN=str(fake))
+    base = {k: v for k, v in os.environ.items() if k not in ("VERL_USE_EXTERNAL_MODULES", "AUDIO_REWARD_DRY_RUN")}
+
+    def run(**extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", str(RECIPES_DIR / "qwen3_tts_grpo" / "run.sh"), "trainer.total_training_steps=2"],
+                              capture_output=True, text=True, check=False, env={**base, **env, **extra}, timeout=300)
+
+    # The trainer "ran" but no validation audio appeared: the run ends with an error saying so.
+    result = run()
+    assert result.returncode == 1 and "no validation pass wrote artifacts" in result.stderr
+    assert "preflight: " in result.stdout and "0 failed" in result.stdout
+    args = (capture / "args.txt").read_text().splitlines()
+    assert args[:2] == ["-m", "verl_omni.trainer.main_omni"] and args[-1] == "trainer.total_training_steps=2"
+    trainer_env = dict(line.split("=", 1) for line in (capture / "env.txt").read_text().splitlines() if "=" in line)
+    assert trainer_env["VERL_USE_EXTERNAL_MODULES"] == "verl_omni,audio_reward.trainer_plugin.verl_plugin"
+    assert (Path(paths["OUTPUT_DIR"]) / "train.log").is_file()
+    # With a validation step that wrote audio the run passes.
+    assert run(FAKE_VALIDATION="1").returncode == 0
