@@ -95,11 +95,12 @@ def test_thinker_dry_run(paths: dict[str, str]) -> None:
 
 
 def test_dry_run_refuses_missing_settings(paths: dict[str, str]) -> None:
-    env = dict(paths, SPK_EMBED_PATH=paths["SPK_EMBED_PATH"] + ".missing")
+    env = dict(paths, SPK_EMBED_PATH=paths["SPK_EMBED_PATH"] + ".missing", SPK_REF_WAV="/nonexistent/ref.wav")
     del env["AUDIO_REWARD_URL"]
     result = dry_run("qwen3_tts_grpo", env)
     assert result.returncode == 2 and result.stdout == ""
     assert "set AUDIO_REWARD_URL" in result.stderr and "voice.json.missing does not exist" in result.stderr
+    assert "SPK_REF_WAV=/nonexistent/ref.wav does not exist" in result.stderr
     with pytest.raises(LaunchError, match="unknown recipe"):
         plan("no_such_recipe", environ=paths)
 

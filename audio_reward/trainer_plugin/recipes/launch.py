@@ -339,7 +339,7 @@ RECIPES: dict[str, Recipe] = {
             Variable("SPK_EMBED_PATH", "speaker embedding JSON (audio-reward tts-speaker)", path=True),
             Variable("AUDIO_REWARD_URL", "scorer base URL, e.g. http://scorer:8000"),
             Variable("SPK_REF_WAV", "the reference recording the speaker embedding came from (copied into "
-                     "each validation step)", default=""),
+                     "each validation step)", default="", path=True),
             Variable("TTS_LANGUAGE", "language tag of the rollout prompt (verl-omni's qwen3_tts_rl accepts Auto)",
                      default="Auto"),
             Variable("SCORER_LANGUAGE", "language the scorer transcribes in", default="en"),
@@ -388,7 +388,7 @@ def resolve(name: str, environ: Mapping[str, str] | None = None) -> dict[str, st
             value = f"outputs/{name}"
         if not value and var.default is None:
             problems.append(f"set {var.name} ({var.help})")
-        elif var.path and not Path(value).expanduser().exists():
+        elif var.path and value and not Path(value).expanduser().exists():
             problems.append(f"{var.name}={value} does not exist ({var.help})")
         elif "\n" in value:
             problems.append(f"{var.name} must be one line")
@@ -451,7 +451,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for spec in RECIPES.values():
             print(f"{spec.name}: {spec.summary}")
             for var in spec.variables:
-                default = "" if var.default is None else f" (default {var.default or 'outputs/' + spec.name})"
+                if var.default is None:
+                    default = ""
+                elif var.name == "OUTPUT_DIR":
+                    default = f" (default outputs/{spec.name})"
+                else:
+                    default = f" (default {var.default})" if var.default else " (optional)"
                 print(f"  {var.name}: {var.help}{default}")
         return 0 if argv else 2
     try:
