@@ -154,8 +154,8 @@ class ValidationLogger:
         """What makes the validation artifacts unusable: no pass at all, or a pass that wrote no audio."""
         passes = self.passes()
         if not passes:
-            return [f"no validation pass wrote artifacts under {self.root} (did the validation samples carry "
-                    "extra_info.split=val, and did the reward manager run?)"]
+            return [(f"no validation pass wrote artifacts under {self.root} (did the validation samples carry "
+                     "extra_info.split=val, and did the reward manager run?)")]
         return [f"validation pass {p} wrote no audio ({self.metrics(p)['count']} samples scored)"
                 for p in passes if not list(p.glob("sample_*.wav"))]
 
