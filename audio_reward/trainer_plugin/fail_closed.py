@@ -36,7 +36,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer, ReplayBufferAsync
+from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
+
+try:
+    from verl.trainer.ppo.v1.replay_buffer import ReplayBufferAsync
+except ImportError:
+    # verl before its async buffer (verl-omni's pin 8a694930, 0.9.0.dev0) has one ReplayBuffer for every
+    # trainer mode, which samples failed groups as they are (its replay_buffer.py lines 142-150, 220-223).
+    ReplayBufferAsync = ReplayBuffer
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +105,8 @@ class _FailClosedMixin:
 
 
 class FailClosedReplayBuffer(_FailClosedMixin, ReplayBufferAsync):
-    """verl's ``ReplayBufferAsync`` (its choice for every trainer mode but ``sync``) that stops on failed groups."""
+    """verl's ``ReplayBufferAsync`` (its choice for every trainer mode but ``sync``; the single
+    ``ReplayBuffer`` on a verl without it) that stops on failed groups."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
