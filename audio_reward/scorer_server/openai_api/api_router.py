@@ -122,7 +122,7 @@ async def _parse_upload(request: Request, body: bytes) -> tuple[TranscriptionFor
     except StarletteHTTPException as exc:
         raise BadRequestError("malformed_multipart", f"the multipart body cannot be read: {exc.detail}") from None
     try:
-        for name in form.keys():
+        for name in form:
             reason = UNSUPPORTED_FIELDS.get(name.removesuffix("[]"))
             if reason is not None:
                 raise BadRequestError("unsupported_field", f"the form field {name!r} is not supported: {reason}",
