@@ -112,6 +112,29 @@ def encode_file(waveform: Any, sample_rate: int, *, fmt: str = "WAV") -> str:
     return pybase64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def describe_bytes(raw: bytes) -> str:
+    """What a file that is not readable audio looks like, for an error message (never a Python repr)."""
+    import puremagic
+
+    try:
+        match = puremagic.magic_string(raw[:8192])[0]
+    except (puremagic.PureError, IndexError, ValueError):
+        match = None
+    if match is not None and match.name:
+        kind = f"{match.name.removesuffix(' file')} ({match.extension or match.mime_type})"
+        if match.mime_type.startswith("audio/") or "audio" in match.name.lower():
+            return f"it looks like {kind} but cannot be decoded (damaged, truncated or an unsupported codec)"
+        return f"it looks like {kind}"
+    head = raw[:4096]
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        text = ""
+    if text and sum(c.isprintable() or c.isspace() for c in text) >= 0.95 * len(text):
+        return "it looks like text"
+    return f"its format is unknown (first bytes {head[:8].hex(' ')})"
+
+
 # libsndfile's SF_COUNT_MAX: what it reports for a FLAC whose STREAMINFO says
 # total_samples = 0 (unknown length, written by streaming encoders).
 _UNKNOWN_FRAMES = 2**63 - 1
@@ -143,8 +166,11 @@ def read_file_header(raw: bytes, *, field: str = "audio_file_base64") -> FileHea
     try:
         with sf.SoundFile(io.BytesIO(raw)) as f:
             fmt, rate, channels, frames = f.format, int(f.samplerate), int(f.channels), int(f.frames)
-    except Exception as exc:  # soundfile raises LibsndfileError, RuntimeError, TypeError…
-        raise AudioDecodeError("invalid_audio_file", f"{field} is not a readable WAV/FLAC file ({exc})") from None
+    except Exception:  # soundfile raises LibsndfileError, RuntimeError, TypeError…
+        # soundfile's own message names the BytesIO object, not the problem: describe the bytes instead.
+        raise AudioDecodeError(
+            "invalid_audio_file", f"{field} is not a WAV or FLAC file: {describe_bytes(raw)}"
+        ) from None
     if fmt not in _FILE_FORMATS:
         raise AudioDecodeError("invalid_audio_file", f"{field} holds a {fmt} file; only WAV and FLAC are accepted")
     if channels < 1:
@@ -190,8 +216,11 @@ def decode_file_bytes(raw: bytes, header: FileHeader, *, field: str = "audio_fil
             return _read_unknown_length(f, header, field, max_frames, limit_name)
     except AudioDecodeError:
         raise
-    except Exception as exc:  # soundfile raises LibsndfileError, RuntimeError, TypeError…
-        raise AudioDecodeError("invalid_audio_file", f"{field} is not a readable WAV/FLAC file ({exc})") from None
+    except Exception:  # soundfile raises LibsndfileError, RuntimeError, TypeError…
+        # soundfile's own message names the BytesIO object, not the problem: describe the bytes instead.
+        raise AudioDecodeError(
+            "invalid_audio_file", f"{field} is not a WAV or FLAC file: {describe_bytes(raw)}"
+        ) from None
 
 
 def _mono(data: np.ndarray) -> np.ndarray:

@@ -7,7 +7,10 @@ import sys
 
 from fastapi import Request
 
-from .errors import BadRequestError, BodyTimeoutError, PayloadTooLargeError
+from .errors import BadRequestError, BodyTimeoutError, PayloadTooLargeError, UnsupportedMediaTypeError
+
+# Besides JSON: what curl -d and generic HTTP clients send when no type is set; the body must still be JSON.
+_GENERIC_TYPES = ("", "text/plain", "application/x-www-form-urlencoded")
 
 
 async def read_body(request: Request, max_bytes: int, timeout_s: float) -> bytes:
@@ -50,3 +53,17 @@ async def _read(request: Request, max_bytes: int) -> bytes:
     if not received:
         raise BadRequestError("malformed_json", "request body is empty; send a JSON object")
     return b"".join(chunks)
+
+
+async def require_json(request: Request) -> None:
+    """FastAPI dependency: 415 with a hint for a body that is declared as something other than JSON."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type == "application/json" or content_type.endswith("+json") or content_type in _GENERIC_TYPES:
+        return
+    hint = "send the request as a JSON object with Content-Type: application/json (see /docs)"
+    if content_type.startswith("multipart/"):
+        hint += "; to upload an audio file, put it base64-encoded in audio_file_base64, or use the " \
+                "OpenAI-compatible POST /v1/audio/transcriptions for transcripts"
+    elif content_type.startswith("audio/"):
+        hint += "; raw audio goes base64-encoded in audio_file_base64 (WAV or FLAC)"
+    raise UnsupportedMediaTypeError(f"this endpoint takes JSON, not {content_type}: {hint}")

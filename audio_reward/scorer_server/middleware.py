@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 REQUEST_ID_HEADER = "x-request-id"
 _VALID_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
-_TIMED_PREFIXES = ("/score", "/v1/score")
+_TIMED_PREFIXES = ("/score", "/v1/score", "/v1/audio/")
 CLIENT_CLOSED = "client_closed"
 """The status label of requests whose client left before they could be answered."""
 
@@ -64,6 +64,9 @@ class RequestContextMiddleware:
                 message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
             await send(message)
 
+        in_flight = scope.get("path", "").startswith(_TIMED_PREFIXES)
+        if in_flight:
+            self.metrics.in_flight.inc()
         try:
             await self.app(scope, receive, send_wrapper)
         except ClientDisconnect:
@@ -79,6 +82,8 @@ class RequestContextMiddleware:
                     retryable=True, request_id=request_id,
                 ), request_id)
         finally:
+            if in_flight:
+                self.metrics.in_flight.dec()
             route = scope.get("route")
             endpoint = getattr(route, "path", None) or "unmatched"
             self.metrics.requests.labels(endpoint, str(status)).inc()
