@@ -3,7 +3,9 @@
 - the scorer answers ``GET /v1/info`` and speaks protocol v1 (when the reward uses it),
 - GRPO-style estimators have a group size ``actor_rollout_ref.rollout.n >= 2``,
 - reward manager, reward function and failure policy agree,
-- the train/val parquet files exist and have the columns the reward needs.
+- the train/val parquet files exist and have the columns the reward needs,
+- the model folder is local, its safetensors open, and a Qwen3-TTS one is the
+  full Base model with its speaker encoder (:mod:`.model_folder`).
 """
 
 from __future__ import annotations
@@ -188,9 +190,22 @@ def _row_problem(row: dict[str, Any] | None, config: Any) -> str | None:
     return None
 
 
-def run_checks(config: Any, *, skip_server: bool = False, skip_data: bool = False,
+def check_model(config: Any) -> list[Check]:
+    """``actor_rollout_ref.model.path``: one failed check per problem of the folder."""
+    from .model_folder import training_model_problems
+
+    path = _get(config, "actor_rollout_ref.model.path")
+    if not path:
+        return [Check("model", False, "actor_rollout_ref.model.path is not set")]
+    problems = training_model_problems(str(path))
+    return [Check("model", False, p) for p in problems] or [Check("model", True, f"{path}: weights readable")]
+
+
+def run_checks(config: Any, *, skip_server: bool = False, skip_data: bool = False, skip_model: bool = False,
                info_fn: Callable[[str], dict[str, Any]] | None = None) -> list[Check]:
     checks = check_group_size(config) + check_reward_wiring(config)
+    if not skip_model:
+        checks += check_model(config)
     if not skip_server:
         checks += check_server(config, info_fn)
     if not skip_data:
