@@ -53,6 +53,7 @@ if [ -x "$VERL_VENV/bin/python" ]; then
 fi
 
 if [ -x "$TTS_VENV/bin/python" ]; then
-  log "tests: tiny Qwen3-TTS policy, scored by the server"
-  "$TTS_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/trainer/test_tiny_qwen3_tts.py "$@"
+  log "tests: tiny Qwen3-TTS policy and checkpoint evaluation, scored by the server"
+  "$TTS_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/trainer/test_tiny_qwen3_tts.py \
+      tests/trainer/test_eval_checkpoints.py "$@"
 fi

@@ -21,6 +21,31 @@ from audio_reward.trainer_plugin.settings import FailurePolicy, PluginSettings  
 pytestmark = pytest.mark.verl
 
 
+def model_folder(root: Path, *, speaker_encoder: bool = True, talker_only: bool = False,
+                 model_type: str = "qwen3_tts") -> Path:
+    """A model folder as the preflight reads it: config.json and real safetensors files, tensors tiny.
+
+    The layout of Qwen3-TTS-12Hz-0.6B-Base (``speech_tokenizer/``, ``generation_config.json``), or a
+    talker-only training export (``talker.*`` tensors only); qwen-tts cannot be imported beside verl,
+    so the weights are written with safetensors' numpy API.
+    """
+    from safetensors.numpy import save_file
+
+    root.mkdir(parents=True)
+    (root / "config.json").write_text(json.dumps({"model_type": model_type, "tts_model_type": "base",
+                                                  "talker_config": {"hidden_size": 4}}))
+    tensors = {"talker.model.layers.0.mlp.up_proj.weight": np.zeros((4, 4), np.float32),
+               "talker.codec_head.weight": np.zeros((8, 4), np.float32)}
+    if speaker_encoder and not talker_only:
+        tensors["speaker_encoder.fc.weight"] = np.zeros((4, 4), np.float32)
+    save_file(tensors, str(root / "model.safetensors"))
+    if not talker_only:
+        (root / "speech_tokenizer").mkdir()
+        (root / "speech_tokenizer" / "config.json").write_text("{}")
+        (root / "generation_config.json").write_text("{}")
+    return root
+
+
 def test_tts_recipe_composes_with_keys_at_verl_paths() -> None:
     cfg = load_config("qwen3_tts_grpo", ["actor_rollout_ref.rollout.n=4", "reward.audio_reward.failure_policy=mask",
                                          "data.train_batch_size=2"])
@@ -66,7 +91,8 @@ def test_tts_data_prep_and_preflight(tmp_path: Path, scorer_url: str) -> None:
     assert len(val) == 2 and val[0]["extra_info"]["split"] == "val"
     assert val[0]["reward_model"]["ground_truth"] == val[0]["prompt"][0]["content"]
     overrides = [f"data.train_files={tmp_path / 'd' / 'train.parquet'}", f"data.val_files={tmp_path / 'd' / 'val.parquet'}",
-                 f"reward.audio_reward.server_url={scorer_url}"]
+                 f"reward.audio_reward.server_url={scorer_url}",
+                 f"actor_rollout_ref.model.path={model_folder(tmp_path / 'Qwen3-TTS-Base')}"]
     checks = run_checks(load_config("qwen3_tts_grpo", overrides))
     assert all(c.ok for c in checks), checks
     assert any("protocol 1" in c.message for c in checks if c.name == "scorer")
@@ -110,6 +136,31 @@ def test_thinker_data_prep_feeds_the_mcq_reward(tmp_path: Path) -> None:
     result = compute_score(row["data_source"], "It is a car horn. Answer: B", row["reward_model"]["ground_truth"],
                            row["extra_info"])
     assert result["acc"] == 1.0
+    omni = model_folder(tmp_path / "omni", model_type="qwen3_omni_moe")
     checks = run_checks(load_config("omni_thinker_grpo", [f"data.train_files={tmp_path / 'd' / 'train.parquet'}",
-                                                          f"data.val_files={tmp_path / 'd' / 'val.parquet'}"]))
+                                                          f"data.val_files={tmp_path / 'd' / 'val.parquet'}",
+                                                          f"actor_rollout_ref.model.path={omni}"]))
     assert all(c.ok for c in checks), checks
+
+
+@pytest.mark.parametrize("case", ["hub_id", "no_speaker_encoder", "unreadable", "talker_only", "no_weights"])
+def test_preflight_checks_the_model_folder(case: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    if case == "hub_id":
+        path, expected = "Qwen/Qwen3-TTS-12Hz-0.6B-Base", "looks like a Hugging Face hub id"
+    elif case == "no_speaker_encoder":
+        path, expected = model_folder(tmp_path / "m", speaker_encoder=False), "has no speaker-encoder weights"
+    elif case == "unreadable":
+        path = model_folder(tmp_path / "m")
+        weights = path / "model.safetensors"
+        weights.write_bytes(weights.read_bytes()[:-8])
+        expected = "model.safetensors is not a readable safetensors file"
+    elif case == "talker_only":
+        path, expected = model_folder(tmp_path / "m", talker_only=True), "is a talker-only training export"
+    else:
+        path = tmp_path / "m"
+        path.mkdir()
+        (path / "config.json").write_text("{}")
+        expected = "holds no .safetensors weights"
+    code = cli_main(["preflight", "--skip-server", "--skip-data", "qwen3_tts_grpo", f"actor_rollout_ref.model.path={path}"])
+    fails = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[FAIL] model")]
+    assert code == 1 and len(fails) == 1 and expected in fails[0], fails
