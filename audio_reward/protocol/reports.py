@@ -1,4 +1,4 @@
-"""File formats written by the evaluation tools: ``eval_results.json`` (``eval --compare`` and the checkpoint evaluation).
+"""File formats of the evaluation tools: ``eval_results.json``, from ``eval --compare`` and the checkpoint evaluation.
 
 Not wire messages, but a contract all the same: other tools read these
 files, so their JSON Schema is committed beside the protocol's

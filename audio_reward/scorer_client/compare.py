@@ -19,7 +19,15 @@ import numpy as np
 
 from .. import __version__
 from ..protocol.reports import CheckpointStats, Comparison, EvalResults, HeldOut, UtteranceDelta
-from .evaluate import SCORER_JSON, SUMMARY_JSON, UTTERANCES, ScoringMismatchError, load_rows, scoring_differences, scoring_identity
+from .evaluate import (
+    SCORER_JSON,
+    SUMMARY_JSON,
+    UTTERANCES,
+    ScoringMismatchError,
+    load_rows,
+    scoring_differences,
+    scoring_identity,
+)
 
 EVAL_RESULTS = "eval_results.json"
 DELTAS = "deltas.jsonl"

@@ -32,7 +32,9 @@ def to_row(record: dict[str, Any], index: int, split: str, default_language: str
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"record {index} has no non-empty 'text': {record!r}")
     text = " ".join(text.split())
-    extra: dict[str, Any] = {"index": str(record.get("id", record.get("_position", index))), "split": split, "text": text}
+    # The default id is the record's line in the input (split_records keeps it), unique across both splits.
+    rid = record.get("id", record.get("_position", index))
+    extra: dict[str, Any] = {"index": str(rid), "split": split, "text": text}
     language = record.get("language", default_language)
     if language:
         extra["language"] = str(language)
