@@ -213,6 +213,18 @@ def _eval(args: argparse.Namespace) -> int:
     return 0 if summary["failed"] == 0 else 1
 
 
+def _short_names(folders: list[str]) -> list[str]:
+    """The fewest trailing path parts that tell the folders apart: ``a/eval``, ``b/eval`` → ``a/eval``, ``b/eval``."""
+    from pathlib import Path
+
+    parts = [Path(f).resolve().parts for f in folders]
+    for k in range(1, max(len(p) for p in parts) + 1):
+        names = ["/".join(p[-k:]) for p in parts]
+        if len(set(names)) == len(names):
+            return names
+    return [str(Path(f).resolve()) for f in folders]
+
+
 def _compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -227,9 +239,7 @@ def _compare(args: argparse.Namespace) -> int:
         print(f"audio-reward eval: {' and '.join(missing)} not installed (plots); {EVAL_EXTRA}", file=sys.stderr)
         return 2
     try:
-        runs = [Run.load(Path(d)) for d in args.compare]
-        if runs[0].name == runs[1].name:  # two folders with the same base name, e.g. a/eval and b/eval
-            runs = [Run.load(Path(d), name=str(Path(d))) for d in args.compare]
+        runs = [Run.load(Path(d), name=name) for d, name in zip(args.compare, _short_names(args.compare))]
         results = compare_runs(runs, Path(args.out))
     except (RunError, ScoringMismatchError) as exc:
         print(f"audio-reward eval --compare: {exc}", file=sys.stderr)

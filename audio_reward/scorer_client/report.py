@@ -29,6 +29,8 @@ AUDIO_TYPES = {".wav": "audio/wav", ".flac": "audio/flac", ".ogg": "audio/ogg", 
 MAX_EMBEDDED_AUDIO_BYTES = 8 << 20
 """Audio above this is linked rather than embedded, so a report of long utterances stays openable."""
 FAILED_COLOR = "#c62828"
+FAILED_AT = 116
+"""Where the before/after scatter draws an utterance that failed on a side (beyond the 0–100 % CER axis)."""
 COLORS = ("#1f5fbf", "#e07b00", "#2e7d32", "#7b1fa2", "#00838f", "#6d4c41")
 
 
@@ -63,10 +65,11 @@ def _cer_percent(rows: Sequence[dict[str, Any]]) -> np.ndarray:
 
 
 def _cer_histogram(ax: Any, cer: np.ndarray, failed: int, *, color: str, label: str | None = None,
-                   step: bool = False, slot: int = 0, slots: int = 1) -> None:
+                   step: bool = False, slot: int = 0, slots: int = 1, failed_band: bool | None = None) -> None:
     """Integer counts per 5-point CER bin, bar edges, the mean as a dashed line and failures as a red bar.
 
-    The failure bars of several runs on one axis share the band right of 100 %, side by side (``slot`` of ``slots``).
+    The failure bars of several runs on one axis share the band right of 100 %, side by side (``slot`` of
+    ``slots``); ``failed_band`` (default: this run has failures) keeps room for it.
     """
     edges = np.arange(0, 100 + CER_BIN_PERCENT, CER_BIN_PERCENT)
     counts, _ = np.histogram(np.clip(cer, 0, 100), bins=edges)
@@ -84,7 +87,7 @@ def _cer_histogram(ax: Any, cer: np.ndarray, failed: int, *, color: str, label: 
         width = 10 / slots
         ax.bar(103 + slot * width, failed, width=width, align="edge", color=FAILED_COLOR, edgecolor=color,
                linewidth=2 if step else 0.6, label=f"{name}failed {failed}")
-    if failed or ax.get_xlim()[1] > 101:
+    if failed_band if failed_band is not None else failed:
         ax.set_xlim(0, 115)
         ax.set_xticks([0, 20, 40, 60, 80, 100, 108], ["0", "20", "40", "60", "80", "100", "failed"])
     else:
@@ -167,7 +170,7 @@ def compare_plot(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], out_path:
     """Per-utterance CER of each later run against the first (scatter, diagonal) and every run's CER distribution.
 
     Utterances paired by id; one failed on either side is drawn on the
-    red "failed" band at 110 %, so a failure never hides as a good score.
+    red "failed" band right of 100 %, so a failure never hides as a good score.
     """
     plt = _pyplot()
     (base_name, base_rows), others = runs[0], runs[1:]
@@ -185,20 +188,20 @@ def compare_plot(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], out_path:
                 xs.append(min(100 * x, 100))
                 ys.append(min(100 * y, 100))
             else:
-                fx.append(110 if x is None else min(100 * x, 100))
-                fy.append(110 if y is None else min(100 * y, 100))
+                fx.append(FAILED_AT if x is None else min(100 * x, 100))
+                fy.append(FAILED_AT if y is None else min(100 * y, 100))
         better = sum(y < x for x, y in zip(xs, ys))
         worse = sum(y > x for x, y in zip(xs, ys))
-        ax.plot([0, 110], [0, 110], color="gray", linewidth=1, linestyle=":", label="no change")
+        ax.plot([0, 100], [0, 100], color="gray", linewidth=1, linestyle=":", label="no change")
         ax.scatter(xs, ys, s=30, alpha=0.75, color=color, edgecolors="black", linewidths=0.4,
                    label=f"better {better}, worse {worse}, equal {len(xs) - better - worse}")
         if fx:
             ax.scatter(fx, fy, s=45, marker="x", color=FAILED_COLOR, label=f"failed on a side ({len(fx)})")
-        ax.axvspan(105, 115, color=FAILED_COLOR, alpha=0.07)
-        ax.axhspan(105, 115, color=FAILED_COLOR, alpha=0.07)
-        ax.set_xlim(-3, 115)
-        ax.set_ylim(-3, 115)
-        ticks, labels = [0, 20, 40, 60, 80, 100, 110], ["0", "20", "40", "60", "80", "100", "failed"]
+        ax.axvspan(FAILED_AT - 6, FAILED_AT + 6, color=FAILED_COLOR, alpha=0.07)
+        ax.axhspan(FAILED_AT - 6, FAILED_AT + 6, color=FAILED_COLOR, alpha=0.07)
+        ax.set_xlim(-3, FAILED_AT + 6)
+        ax.set_ylim(-3, FAILED_AT + 6)
+        ticks, labels = [0, 20, 40, 60, 80, 100, FAILED_AT], ["0", "20", "40", "60", "80", "100", "failed"]
         ax.set_xticks(ticks, labels)
         ax.set_yticks(ticks, labels)
         ax.set_aspect("equal")
@@ -207,10 +210,11 @@ def compare_plot(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], out_path:
         ax.set_title(f"{name} vs {base_name} (n={len(xs) + len(fx)} paired)")
         ax.legend(loc="upper left", fontsize=7)
     dist = axes[0][-1]
+    any_failed = any(r.get("status") != "ok" for _, rows in runs for r in rows)
     for slot, ((name, rows), color) in enumerate(zip(runs, COLORS * 4)):
         failed = sum(r.get("status") != "ok" for r in rows)
         _cer_histogram(dist, _cer_percent(rows), failed, color=color, label=name, step=True, slot=slot,
-                       slots=len(runs))
+                       slots=len(runs), failed_band=any_failed)
     dist.set_title("CER distribution (n=" + ", ".join(f"{name} {len(rows)}" for name, rows in runs) + ")")
     dist.legend(loc="upper right", fontsize=7)
     fig.tight_layout()

@@ -101,6 +101,9 @@ ENTRIES: dict[str, Entry] = {
         Skip("verl-omni's main_omni with a vLLM-Omni rollout: GPU"),
     "docs/training.md: python -m audio_reward.trainer_plugin.recipes.qwen3_tts_grpo.eval_checkpoints \\":
         Covered("tests/trainer/test_eval_checkpoints.py::test_eval_results_valid_and_equal_to_the_rows"),
+    "docs/training.md: audio-reward eval --compare eval/step500/eval eval-later/step1000/eval --out eval-500-vs-1000/":
+        Covered("tests/client/test_eval_compare.py::test_compare_writes_deltas_equal_to_the_rows",
+                "tests/client/test_eval_compare.py::test_compare_refuses_runs_not_scored_alike"),
     "docs/training.md: python -m audio_reward.trainer_plugin.recipes.omni_thinker_grpo.prepare_data avqa.jsonl "
     "--out-dir data/omni_avqa": Covered("tests/trainer/test_recipes.py::test_thinker_data_prep_feeds_the_mcq_reward"),
     "docs/training.md: reward.custom_reward_function.path=pkg://audio_reward.trainer_plugin.reward_fn":

@@ -85,11 +85,14 @@ def row_id_and_text(row: dict[str, Any], position: int) -> tuple[str, str]:
 
 def validation_rows(path: Path, limit: int | None) -> list[EvalRow]:
     rows = [EvalRow(*row_id_and_text(r, i)) for i, r in enumerate(_rows(path))]
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
     for row in rows:
-        if row.id in seen:
+        if row.id in seen.values():
             raise ValueError(f"{path}: id {row.id!r} appears twice")
-        seen.add(row.id)
+        name = _safe(row.id)
+        if name in seen:  # each id names a WAV file: two ids must not name the same one
+            raise ValueError(f"{path}: ids {seen[name]!r} and {row.id!r} name the same file {name}.wav")
+        seen[name] = row.id
     return rows[:limit] if limit else rows
 
 
@@ -269,6 +272,10 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         return fail([f"{' and '.join(missing)} not installed: run this in the TTS-model environment "
                      f"(scripts/envs/tts.sh) with the eval extra, {EVAL_EXTRA}"])
+    import torch
+
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        return fail([f"--device {args.device}: no CUDA device is visible here; pass --device cpu for tiny models"])
     try:
         checkpoints = parse_checkpoints(args.checkpoints)
     except ValueError as exc:
