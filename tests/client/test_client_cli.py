@@ -207,3 +207,15 @@ def test_score_names_what_is_wrong_with_a_file(fault_server: FaultServer, tmp_pa
     assert f"{tmp_path} is not a file" in out
     assert "System error" not in out and "<_io." not in out and "LibsndfileError" not in out
     assert sum(fault_server.http_requests.values()) == 0
+
+
+def test_eval_says_when_the_scorer_is_unreachable(tone: np.ndarray, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from support.server import free_port
+
+    manifest = write_manifest(tmp_path, tone, 1)
+    url = f"http://127.0.0.1:{free_port()}"
+    assert main(["eval", str(manifest), "--out", str(tmp_path / "out"), "--url", url, "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot reach the scorer at {url}" in err
+    assert not (tmp_path / "out" / "utterances.jsonl").exists()
