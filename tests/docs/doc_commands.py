@@ -78,6 +78,9 @@ ENTRIES: dict[str, Entry] = {
     "docs/scaling.md: pip install -e '.[server,vllm,ray]'             # in an audio-reward checkout, on every node":
         Skip("the vLLM extra is for GPU machines"),
     "docs/scaling.md: python bench/engine_throughput.py prepare --assets bench/.gpu-assets": Skip("a GPU benchmark"),
+    # docs/scoring.md
+    "docs/scoring.md: $ cat transcripts.jsonl":
+        Covered("tests/scoring/test_scoring_docs.py::test_the_error_rate_example_prints_what_the_doc_shows"),
     # docs/server.md
     "docs/server.md: request ─▶ size limit ─▶ auth ─▶ JSON + protocol validation ─▶ resample to 16 kHz (soxr)":
         Skip("not a command: the request path diagram"),
