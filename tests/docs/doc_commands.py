@@ -6,6 +6,7 @@ spaces) and looks its key up here.  A block without an entry fails that
 test, which prints the key to add.  The key is ``"<file>: <first command
 line>"`` (the block's first line that is not blank or a ``#`` comment, with
 its spacing as written), so editing a block's later lines keeps its entry.
+In a ``console`` block only the ``$ `` lines are commands; the rest is output.
 
 Each entry is one of:
 

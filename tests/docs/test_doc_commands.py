@@ -137,7 +137,10 @@ def test_run_block(key: str, tmp_path: Path, request: pytest.FixtureRequest) -> 
     url = request.getfixturevalue("scorer_url") if entry.scorer else None
     for name in entry.files:
         _fixture(name, tmp_path, url)
-    script = block.text.replace(".venv/bin/", "")
+    text = block.text
+    if block.lang == "console":  # a session: the commands are the "$ " lines, the rest is their output
+        text = "\n".join(line[2:] for line in text.splitlines() if line.startswith("$ "))
+    script = text.replace(".venv/bin/", "")
     if url is not None:
         script = LOCAL_SCORER.sub(url, script)
     bindir = str(Path(sys.executable).parent)
