@@ -139,7 +139,7 @@ def missing_eval_extras(progress: bool) -> list[str]:
     return missing
 
 
-class _Bar:
+class ProgressBar:
     """The per-item progress bar: one tick per finished row, failures counted on it."""
 
     def __init__(self, enabled: bool) -> None:
@@ -189,7 +189,7 @@ def _eval(args: argparse.Namespace) -> int:
         print(f"audio-reward eval: {exc}", file=sys.stderr)
         return 2
     print(_describe("eval", settings), file=sys.stderr)
-    bar = _Bar(not args.no_progress)
+    bar = ProgressBar(not args.no_progress)
     try:
         summary = asyncio.run(run_eval(Path(args.manifest), Path(args.out), settings, language=args.language,
                                        on_start=bar.start, on_row=bar.row))

@@ -117,7 +117,10 @@ def inspect_folder(path: str | Path) -> ModelFolder:
             if not (folder.path / shard).is_file():
                 folder.problems.append(f"{folder.path / shard} is named by {index.name} but missing")
     if not folder.weight_files:
-        folder.problems.append(f"{raw} holds no .safetensors weights")
+        folder.problems.append(
+            f"{raw} holds no .safetensors weights (a verl checkpoint's actor/huggingface folder has only the config "
+            "until verl's model merger writes them: python -m verl.model_merger merge --backend fsdp "
+            "--local_dir .../global_step_N/actor --target_dir DIR)")
     for weights in folder.weight_files:
         try:
             with safe_open(str(weights), framework="np") as handle:

@@ -105,6 +105,8 @@ ENTRIES: dict[str, Entry] = {
         Covered("tests/trainer/test_recipes.py::test_tts_data_prep_and_preflight"),
     "docs/training.md: MODEL_PATH=/models/Qwen3-TTS-12Hz-0.6B-Base TRAIN_FILE=data/qwen3_tts/train.parquet \\":
         Skip("verl-omni's main_omni with a vLLM-Omni rollout: GPU"),
+    "docs/training.md: python -m verl.model_merger merge --backend fsdp \\":
+        Skip("merges the FSDP shards of a real training run's checkpoint, made on GPUs"),
     "docs/training.md: python -m audio_reward.trainer_plugin.recipes.qwen3_tts_grpo.eval_checkpoints \\":
         Covered("tests/trainer/test_eval_checkpoints.py::test_eval_results_valid_and_equal_to_the_rows"),
     "docs/training.md: audio-reward eval --compare eval/step500/eval eval-later/step1000/eval --out eval-500-vs-1000/":

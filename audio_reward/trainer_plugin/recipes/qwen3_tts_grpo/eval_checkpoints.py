@@ -3,8 +3,11 @@
     python -m audio_reward.trainer_plugin.recipes.qwen3_tts_grpo.eval_checkpoints \\
         --val data/qwen3_tts/val.parquet --train data/qwen3_tts/train.parquet \\
         --spk-embed voice.json --tts-language Auto --url http://scorer:8000 --out eval/ \\
-        base=/models/Qwen3-TTS-12Hz-0.6B-Base \\
-        step500=outputs/qwen3_tts_grpo/checkpoints/global_step_500/actor/huggingface
+        base=/models/Qwen3-TTS-12Hz-0.6B-Base step500=exports/step500
+
+(``exports/step500``: the trained actor as verl's model merger writes it,
+``python -m verl.model_merger merge --backend fsdp --local_dir .../global_step_500/actor
+--target_dir exports/step500``.)
 
 The first ``NAME=MODEL_DIR`` is the base; every later one is compared with
 it.  Before any model is loaded it checks, printing one line per failure and
@@ -203,6 +206,7 @@ def synthesize(load_dir: Path, rows: Sequence[EvalRow], embedding: list[float], 
         voice = VoiceClonePromptItem(ref_code=None, ref_spk_embedding=torch.tensor(embedding, dtype=dtype),
                                      x_vector_only_mode=True, icl_mode=False)
         extra = {} if max_new_tokens is None else {"max_new_tokens": max_new_tokens}
+        print(f"eval_checkpoints: synthesising {len(todo)} utterance(s) with {load_dir}", file=sys.stderr)
         for row in todo:
             wavs, rate = model.generate_voice_clone(
                 text=row.text, language=language, voice_clone_prompt=[voice], non_streaming_mode=True,
@@ -236,7 +240,7 @@ def parse_checkpoints(specs: Sequence[str]) -> list[Checkpoint]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ....scorer_client.cli import DEFAULT_URL, EVAL_EXTRA, missing_eval_extras
+    from ....scorer_client.cli import DEFAULT_URL, EVAL_EXTRA, ProgressBar, missing_eval_extras
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkpoints", nargs="+", metavar="NAME=MODEL_DIR", help="the base first, then trained ones")
@@ -263,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"eval_checkpoints: {line}", file=sys.stderr)
         return 1
 
-    missing = missing_eval_extras(False)
+    missing = missing_eval_extras(progress=True)
     for module in ("pyarrow", "qwen_tts"):
         try:
             __import__(module)
@@ -316,10 +320,14 @@ def main(argv: list[str] | None = None) -> int:
         assert ckpt.load_dir is not None
         manifest = synthesize(ckpt.load_dir, rows, embedding, args.tts_language, args.out / ckpt.name / SYNTH_DIR,
                               args.device, args.max_new_tokens)
+        bar = ProgressBar(sys.stderr.isatty())
         try:
-            summary = asyncio.run(run_eval(manifest, args.out / ckpt.name / EVAL_DIR, settings))
+            summary = asyncio.run(run_eval(manifest, args.out / ckpt.name / EVAL_DIR, settings,
+                                           on_start=bar.start, on_row=bar.row))
         except (ScoringMismatchError, ScorerError) as exc:
             return fail([f"{ckpt.name}: scoring failed: {exc}"])
+        finally:
+            bar.close()
         print(f"eval_checkpoints: {ckpt.name}: {summary['scored']}/{summary['utterances']} scored", file=sys.stderr)
         runs.append(Run.load(args.out / ckpt.name / EVAL_DIR, name=ckpt.name, path=str(ckpt.folder.path)))
     synthesis = {"speaker_embedding": str(args.spk_embed), "tts_language": args.tts_language,
