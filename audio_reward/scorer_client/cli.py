@@ -145,12 +145,12 @@ class ProgressBar:
     def __init__(self, enabled: bool) -> None:
         self.enabled, self.bar, self.failed = enabled, None, 0
 
-    def start(self, total: int, done: int, failed: int) -> None:
+    def start(self, total: int, done: int) -> None:
         if self.enabled:
             from tqdm import tqdm
 
             self.bar = tqdm(total=total, initial=done, unit="utt", desc="eval", file=sys.stderr, dynamic_ncols=True)
-            self.bar.set_postfix(failed=failed)
+            self.bar.set_postfix(failed=0)
 
     def row(self, row: dict[str, Any]) -> None:
         if row.get("status") != "ok":

@@ -217,25 +217,22 @@ async def scorer_info(client: AsyncScorerClient) -> dict[str, Any]:
     return infos[0]
 
 
-ProgressFn = Callable[[dict[str, Any]], None]
-
-
 async def run_eval(
     manifest: Path,
     out_dir: Path,
     settings: ClientSettings,
     *,
     language: str | None = None,
-    on_start: Callable[[int, int, int], None] | None = None,
-    on_row: ProgressFn | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
     plots: bool = True,
 ) -> dict[str, Any]:
     """Score every utterance not yet scored in ``out_dir``, then write the report; returns the summary.
 
     Each utterance goes out as its own request, ``concurrency × chunk_size``
     in flight (the server batches them), and its row is appended to
-    ``utterances.jsonl`` the moment it finishes.  ``on_start(total, done,
-    failed_before)`` is called once before the first request, ``on_row(row)``
+    ``utterances.jsonl`` the moment it finishes.  ``on_start(total, done)``
+    is called once before the first request, ``on_row(row)``
     after every row written (manifest rows that cannot be used included), so
     a progress bar counts exactly the items the summary counts.  A resumed
     run refuses a scorer that scores differently from the one it started
@@ -257,7 +254,7 @@ async def run_eval(
                     "resume with the same scorer settings, or write to a new --out folder")
         saved.write_text(json.dumps(info, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
         if on_start is not None:
-            on_start(len(rows.good) + len(rows.bad), len(rows.good) - len(todo), 0)
+            on_start(len(rows.good) + len(rows.bad), len(rows.good) - len(todo))
         with path.open("a", encoding="utf-8") as sink:
             def write(row: dict[str, Any]) -> None:
                 sink.write(json.dumps(row, ensure_ascii=False) + "\n")

@@ -82,11 +82,11 @@ def test_eval_counts_every_item_once_on_the_bar_and_in_the_summary(fault_server:
                                                                    tmp_path: Path) -> None:
     manifest = write_manifest(tmp_path, tone, 5)
     seen_rows: list[dict] = []
-    started: list[tuple[int, int, int]] = []
+    started: list[tuple[int, int]] = []
     settings = ClientSettings(fault_server.url, concurrency=2, chunk_size=1)
     summary = asyncio.run(run_eval(manifest, tmp_path / "out", settings, on_start=lambda *a: started.append(a),
                                    on_row=seen_rows.append, plots=False))
-    assert started == [(9, 0, 0)]  # 5 utterances, a missing file, a duplicate, a row without audio, bad JSON
+    assert started == [(9, 0)]  # 5 utterances, a missing file, a duplicate, a row without audio, bad JSON
     assert len(seen_rows) == summary["utterances"] == 9
     assert sum(r["status"] != "ok" for r in seen_rows) == summary["failed"] == 4
     # Rows reach the file as each item finishes: the file has every row the callback saw, in order.
