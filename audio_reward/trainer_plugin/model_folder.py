@@ -57,7 +57,13 @@ class ModelFolder:
 
     @property
     def is_qwen3_tts(self) -> bool:
-        return self.model_type == QWEN3_TTS or any(k.startswith(TALKER_PREFIX) for k in self.keys)
+        """By ``config.json``'s ``model_type``; by its ``talker.*`` tensors only when the config names no type.
+
+        (Qwen3-Omni has a talker too, so the tensors alone do not tell.)
+        """
+        if self.model_type is not None:
+            return self.model_type == QWEN3_TTS
+        return any(k.startswith(TALKER_PREFIX) for k in self.keys)
 
     @property
     def has_speaker_encoder(self) -> bool:

@@ -17,33 +17,10 @@ from audio_reward.trainer_plugin.preflight import load_config, run_checks  # noq
 from audio_reward.trainer_plugin.recipes.omni_thinker_grpo import prepare_data as thinker_data  # noqa: E402
 from audio_reward.trainer_plugin.recipes.qwen3_tts_grpo import prepare_data as tts_data  # noqa: E402
 from audio_reward.trainer_plugin.settings import FailurePolicy, PluginSettings  # noqa: E402
+from _model_folders import model_folder  # noqa: E402
 
 pytestmark = pytest.mark.verl
 
-
-def model_folder(root: Path, *, speaker_encoder: bool = True, talker_only: bool = False,
-                 model_type: str = "qwen3_tts") -> Path:
-    """A model folder as the preflight reads it: config.json and real safetensors files, tensors tiny.
-
-    The layout of Qwen3-TTS-12Hz-0.6B-Base (``speech_tokenizer/``, ``generation_config.json``), or a
-    talker-only training export (``talker.*`` tensors only); qwen-tts cannot be imported beside verl,
-    so the weights are written with safetensors' numpy API.
-    """
-    from safetensors.numpy import save_file
-
-    root.mkdir(parents=True)
-    (root / "config.json").write_text(json.dumps({"model_type": model_type, "tts_model_type": "base",
-                                                  "talker_config": {"hidden_size": 4}}))
-    tensors = {"talker.model.layers.0.mlp.up_proj.weight": np.zeros((4, 4), np.float32),
-               "talker.codec_head.weight": np.zeros((8, 4), np.float32)}
-    if speaker_encoder and not talker_only:
-        tensors["speaker_encoder.fc.weight"] = np.zeros((4, 4), np.float32)
-    save_file(tensors, str(root / "model.safetensors"))
-    if not talker_only:
-        (root / "speech_tokenizer").mkdir()
-        (root / "speech_tokenizer" / "config.json").write_text("{}")
-        (root / "generation_config.json").write_text("{}")
-    return root
 
 
 def test_tts_recipe_composes_with_keys_at_verl_paths() -> None:
@@ -142,25 +119,3 @@ def test_thinker_data_prep_feeds_the_mcq_reward(tmp_path: Path) -> None:
                                                           f"actor_rollout_ref.model.path={omni}"]))
     assert all(c.ok for c in checks), checks
 
-
-@pytest.mark.parametrize("case", ["hub_id", "no_speaker_encoder", "unreadable", "talker_only", "no_weights"])
-def test_preflight_checks_the_model_folder(case: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    if case == "hub_id":
-        path, expected = "Qwen/Qwen3-TTS-12Hz-0.6B-Base", "looks like a Hugging Face hub id"
-    elif case == "no_speaker_encoder":
-        path, expected = model_folder(tmp_path / "m", speaker_encoder=False), "has no speaker-encoder weights"
-    elif case == "unreadable":
-        path = model_folder(tmp_path / "m")
-        weights = path / "model.safetensors"
-        weights.write_bytes(weights.read_bytes()[:-8])
-        expected = "model.safetensors is not a readable safetensors file"
-    elif case == "talker_only":
-        path, expected = model_folder(tmp_path / "m", talker_only=True), "is a talker-only training export"
-    else:
-        path = tmp_path / "m"
-        path.mkdir()
-        (path / "config.json").write_text("{}")
-        expected = "holds no .safetensors weights"
-    code = cli_main(["preflight", "--skip-server", "--skip-data", "qwen3_tts_grpo", f"actor_rollout_ref.model.path={path}"])
-    fails = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[FAIL] model")]
-    assert code == 1 and len(fails) == 1 and expected in fails[0], fails
