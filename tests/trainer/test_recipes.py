@@ -16,9 +16,7 @@ from _model_folders import model_folder  # noqa: E402
 
 from audio_reward.cli import main as cli_main  # noqa: E402
 from audio_reward.trainer_plugin.preflight import load_config, run_checks  # noqa: E402
-from audio_reward.trainer_plugin.recipes.omni_thinker_grpo import (
-    prepare_data as thinker_data,  # noqa: E402
-)
+from audio_reward.trainer_plugin.recipes.omni_thinker_grpo import prepare_data as thinker_data  # noqa: E402
 from audio_reward.trainer_plugin.recipes.qwen3_tts_grpo import prepare_data as tts_data  # noqa: E402
 from audio_reward.trainer_plugin.settings import FailurePolicy, PluginSettings  # noqa: E402
 
