@@ -130,7 +130,8 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> Folders:
     text = root / "sentences.txt"
     text.write_text("\n".join(SENTENCES) + "\n")
     assert prepare_data.main([str(text), "--out-dir", str(root / "data"), "--val-size", "5"]) == 0
-    return Folders(root, base, trained, trained_full, spk, root / "data" / "train.parquet", root / "data" / "val.parquet")
+    data = root / "data"
+    return Folders(root, base, trained, trained_full, spk, data / "train.parquet", data / "val.parquet")
 
 
 def test_prepared_splits_are_disjoint_by_id_and_normalised_text(folders: Folders) -> None:
@@ -209,6 +210,9 @@ def test_eval_results_valid_and_equal_to_the_rows(evaluation: Path) -> None:
     assert results["scoring"]["engine.model_id"] == "tiny.en" and results["scorer"]["engine"]["name"]
     assert results["held_out"]["overlapping_ids"] == [] and results["held_out"]["eval_rows"] == LIMIT
     assert results["synthesis"]["tts_language"] == "Auto"
+    lines = (evaluation / "base" / "audio" / "manifest.jsonl").read_text().splitlines()
+    manifest = [json.loads(line) for line in lines]
+    assert len(manifest) == LIMIT and {m["language"] for m in manifest} == {"en"}  # the rows' language, to the scorer
     rows = {name: _rows(evaluation / name / "eval") for name in ("base", "step1")}
     for stats in results["checkpoints"]:
         mine = rows[stats["name"]]

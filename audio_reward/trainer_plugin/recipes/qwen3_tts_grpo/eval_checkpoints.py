@@ -59,6 +59,8 @@ class PreflightFailed(Exception):
 class EvalRow:
     id: str
     text: str
+    language: str | None = None
+    """The row's ``extra_info.language`` (prepare_data writes one), sent to the scorer for this utterance."""
 
 
 @dataclass
@@ -87,7 +89,8 @@ def row_id_and_text(row: dict[str, Any], position: int) -> tuple[str, str]:
 
 
 def validation_rows(path: Path, limit: int | None) -> list[EvalRow]:
-    rows = [EvalRow(*row_id_and_text(r, i)) for i, r in enumerate(_rows(path))]
+    rows = [EvalRow(*row_id_and_text(r, i), language=(r.get("extra_info") or {}).get("language"))
+            for i, r in enumerate(_rows(path))]
     seen: dict[str, str] = {}
     for row in rows:
         if row.id in seen.values():
@@ -217,8 +220,10 @@ def synthesize(load_dir: Path, rows: Sequence[EvalRow], embedding: list[float], 
         del model
     with manifest.open("w", encoding="utf-8") as f:
         for row in rows:
-            f.write(json.dumps({"id": row.id, "audio": f"{_safe(row.id)}.wav", "text": row.text}, ensure_ascii=False)
-                    + "\n")
+            entry = {"id": row.id, "audio": f"{_safe(row.id)}.wav", "text": row.text}
+            if row.language:
+                entry["language"] = row.language
+            f.write(json.dumps(entry, ensure_ascii=False) + "\n")
     return manifest
 
 
