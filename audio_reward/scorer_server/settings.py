@@ -44,6 +44,8 @@ class ServerSettings(BaseSettings):
     compute_type: str = Field("default", description="CTranslate2 compute type (default, int8, float16, ...).")
     cpu_threads: int = Field(0, ge=0, description="Engine intra-op threads; 0 lets the engine choose.")
     beam_size: int = Field(1, ge=1, le=16, description="1 is greedy decoding.")
+    served_model_name: str | None = Field(
+        None, description="Model id of the OpenAI-compatible API (/v1/models); default: the model's own id.")
 
     # batching and limits
     max_batch_size: int = Field(16, ge=1, le=1024, description="Most utterances in one engine call.")

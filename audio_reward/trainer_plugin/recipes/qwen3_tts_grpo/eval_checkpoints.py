@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import os
 import sys
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ...model_folder import FolderKind, ModelFolder, full_tts_problems, inspect_folder, speaker_width
+from ...tts_speaker import read_speaker_embedding
 from .._parquet import normalize_text
 
 DEFAULT_LANGUAGE = "Auto"
@@ -115,24 +115,6 @@ def overlap(eval_rows: Sequence[EvalRow], train_files: Sequence[Path]) -> tuple[
             [r.text for r in eval_rows if normalize_text(r.text) in train_texts])
 
 
-def load_speaker_embedding(path: Path) -> list[float]:
-    """The run's speaker embedding: a JSON list of floats, the file verl-omni's ``load_speaker_xvector`` reads.
-
-    One row of numbers (``[...]`` or ``[[...]]``), finite; verl-omni reshapes it to ``(1, D)``.
-    """
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"speaker embedding {path} is not readable JSON: {exc}") from None
-    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], list):
-        value = value[0]
-    if (not isinstance(value, list) or not value
-            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value)):
-        raise ValueError(f"speaker embedding {path} must be a JSON list of finite numbers (as `audio-reward "
-                         "tts-speaker` writes and verl-omni's load_speaker_xvector reads)")
-    return [float(v) for v in value]
-
-
 def preflight(checkpoints: list[Checkpoint], spk_embed: Path, val: Path, train: Sequence[Path], limit: int | None,
               allow_overlap: bool) -> tuple[list[EvalRow], list[float], dict[str, Any]]:
     """Every check that can fail before a model is loaded; raises :class:`PreflightFailed` with all failures."""
@@ -151,13 +133,17 @@ def preflight(checkpoints: list[Checkpoint], spk_embed: Path, val: Path, train: 
             problems += full_tts_problems(ckpt.folder)
         failures += [p if p.startswith(ckpt.spec) else f"{ckpt.name}: {p}" for p in problems]
     embedding: list[float] = []
-    try:
-        embedding = load_speaker_embedding(spk_embed) if spk_embed.is_file() else []
-        if not spk_embed.is_file():
-            failures.append(f"speaker embedding {spk_embed} does not exist (the run's SPK_EMBED_PATH; make one with "
-                            "`audio-reward tts-speaker REF.wav --out voice.json`)")
-    except ValueError as exc:
-        failures.append(str(exc))
+    if not spk_embed.is_file():
+        failures.append(f"speaker embedding {spk_embed} does not exist (the run's SPK_EMBED_PATH; make one with "
+                        "`audio-reward tts-speaker REF.wav --out voice.json`)")
+    else:
+        try:
+            embedding = read_speaker_embedding(spk_embed)
+        except (OSError, ValueError) as exc:
+            failures.append(f"speaker embedding {spk_embed}: {exc}")
+        else:
+            if not embedding:
+                failures.append(f"speaker embedding {spk_embed} holds no numbers")
     width = speaker_width(base.folder)
     if embedding and width is not None and len(embedding) != width:
         failures.append(f"speaker embedding {spk_embed} has {len(embedding)} values, the talker of {base.folder.path} "
