@@ -93,16 +93,33 @@ ENTRIES: dict[str, Entry] = {
     'docs/server.md: echo "$SCORER_KEY" > /run/secrets/scorer-key': Skip("Whisper large-v3 on CUDA, a GPU box"),
     "docs/server.md: python bench/server_throughput.py --model tiny.en --concurrency 1 8 32":
         Skip("a benchmark that takes CPU minutes on purpose (speed figures live in bench/, not in tests)"),
+    "docs/server.md: vllm serve openai/whisper-large-v3      # OpenAI-compatible API on port 8000":
+        Skip("vLLM serving Whisper large-v3 on a GPU: the server being replaced"),
+    "docs/server.md: audio-reward serve --model tiny.en --served-model-name openai/whisper-large-v3":
+        Covered("tests/server/test_openai_api.py::test_docs_replacing_vllm_serve_run_as_written"),
+    "docs/server.md: curl -s localhost:8000/v1/audio/transcriptions -F file=@speech.wav -F model=openai/whisper-large-v3":
+        Covered("tests/server/test_openai_api.py::test_docs_replacing_vllm_serve_run_as_written"),
     # docs/training.md
     "docs/training.md: audio-reward serve --host 0.0.0.0 --port 8000 --preset seed-tts-eval-en   # or --model base, --device cuda":
         Covered("tests/engines/test_presets.py::test_seed_tts_eval_preset_serves_with_the_transformers_engine"),
-    "docs/training.md: pip install torch==<your CUDA build>": Skip("a CUDA build of torch, verl-omni from its repository"),
     "docs/training.md: reward.reward_manager.source=importlib": Skip("not a command: Hydra overrides to add to a launch"),
     "docs/training.md: python -m audio_reward.trainer_plugin.recipes.qwen3_tts_grpo.prepare_data \\":
-        Covered("tests/trainer/test_recipes.py::test_tts_data_prep_and_preflight",
+        Covered("tests/trainer/test_recipes.py::test_tts_data_prep_and_preflight_pass",
                "tests/trainer/test_eval_checkpoints.py::test_prepared_splits_are_disjoint_by_id_and_normalised_text"),
-    "docs/training.md: audio-reward preflight qwen3_tts_grpo data.train_files=data/qwen3_tts/train.parquet \\":
-        Covered("tests/trainer/test_recipes.py::test_tts_data_prep_and_preflight"),
+    "docs/training.md: audio-reward preflight qwen3_tts_grpo [OVERRIDES...]":
+        Covered("tests/trainer/test_recipes.py::test_tts_data_prep_and_preflight_pass",
+                "tests/trainer/test_recipes.py::test_preflight_refuses_what_would_train_on_noise"),
+    "docs/training.md: AUDIO_REWARD_DRY_RUN=1 bash audio_reward/trainer_plugin/recipes/qwen3_tts_grpo/run.sh [OVERRIDES...]":
+        Covered("tests/trainer/test_recipes.py::test_tts_dry_run_prints_env_then_verl_omni_command"),
+    "docs/training.md: git clone https://github.com/verl-project/verl-omni.git && cd verl-omni":
+        Skip("verl-omni's GPU stack (vLLM, vLLM-Omni, CUDA torch) from git, on a GPU machine"),
+    "docs/training.md: [0.0123, -0.4561, 0.0872, ...]": Skip("not a command: the speaker file's contents"),
+    "docs/training.md: audio-reward tts-speaker voice.wav --out voice.json --model /models/Qwen3-TTS-12Hz-0.6B-Base":
+        Covered("tests/trainer/test_tts_speaker.py::test_writes_the_file_verl_omni_reads"),
+    "docs/training.md: SCORER_URL=http://scorer:8000/score MODEL_PATH=... TRAIN_FILE=... VAL_FILE=... "
+    "SPK_EMBED_PATH=voice.json \\": Skip("verl-omni's own example launch: GPU training"),
+    "docs/training.md: trainer.v1.sampler.custom_sampler.path=pkg://audio_reward.trainer_plugin.fail_closed":
+        Skip("not a command: Hydra overrides to add to a launch"),
     "docs/training.md: MODEL_PATH=/models/Qwen3-TTS-12Hz-0.6B-Base TRAIN_FILE=data/qwen3_tts/train.parquet \\":
         Skip("verl-omni's main_omni with a vLLM-Omni rollout: GPU"),
     "docs/training.md: python -m verl.model_merger merge --backend fsdp \\":
@@ -114,7 +131,5 @@ ENTRIES: dict[str, Entry] = {
                 "tests/client/test_eval_compare.py::test_compare_refuses_runs_not_scored_alike"),
     "docs/training.md: python -m audio_reward.trainer_plugin.recipes.omni_thinker_grpo.prepare_data avqa.jsonl "
     "--out-dir data/omni_avqa": Covered("tests/trainer/test_recipes.py::test_thinker_data_prep_feeds_the_mcq_reward"),
-    "docs/training.md: reward.custom_reward_function.path=pkg://audio_reward.trainer_plugin.reward_fn":
-        Skip("not a command: Hydra overrides to add to a launch"),
     "docs/training.md: scripts/envs/verl.sh /work/venv-verl": Covered(*INSTALL_TESTS),
 }
