@@ -32,7 +32,8 @@ from .metrics import ServerMetrics
 from .metrics.api_router import router as metrics_router
 from .middleware import RequestContextMiddleware, request_id_of
 from .openai_api.api_router import router as openai_router
-from .openai_api.protocol import TranscriptionUploadDoc
+from .openai_api.protocol import OPENAI_PATH_PREFIXES, TranscriptionUploadDoc
+from .openai_api.serving import openai_error_body
 from .responses import OrjsonResponse
 from .score.api_router import router as score_router
 from .score.recent import RecentResults
@@ -128,7 +129,11 @@ async def _http_error(request: Request, exc: Exception) -> OrjsonResponse:
         message = f"no endpoint at {request.url.path}; see /docs"
     elif exc.status_code == 405:
         message = f"{request.method} is not allowed on {request.url.path}"
-    body = error_body(code, message, retryable=exc.status_code >= 500, request_id=request_id_of(request))
+    if request.url.path.startswith(OPENAI_PATH_PREFIXES):
+        # OpenAI clients read only their own error shape, also for a path or method that does not exist.
+        body = openai_error_body(exc.status_code, code, message)
+    else:
+        body = error_body(code, message, retryable=exc.status_code >= 500, request_id=request_id_of(request))
     return OrjsonResponse(body, status_code=exc.status_code, headers=dict(exc.headers or {}))
 
 

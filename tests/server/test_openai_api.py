@@ -146,6 +146,35 @@ def test_form_mistakes_are_named(scorer_url: str, speech_wav: bytes) -> None:
     assert "multipart/form-data" in as_json.json()["error"]["message"]
 
 
+def test_unsupported_openai_fields_are_refused_by_name(client: openai.OpenAI, speech_wav: bytes) -> None:
+    # A client asking for word timings or logprobs must learn it gets none, not a silent 200 without them.
+    with pytest.raises(openai.BadRequestError) as info:
+        client.audio.transcriptions.create(model="tiny.en", file=("speech.wav", speech_wav),
+                                           response_format="verbose_json", timestamp_granularities=["word"])
+    assert info.value.code == "unsupported_field" and info.value.param == "timestamp_granularities[]"
+    assert "timings" in info.value.message
+    with pytest.raises(openai.BadRequestError) as info:
+        client.audio.transcriptions.create(model="tiny.en", file=("speech.wav", speech_wav),
+                                           include=["logprobs"])  # type: ignore[list-item]
+    assert info.value.code == "unsupported_field" and "logprobs" in info.value.message
+
+
+def test_broken_multipart_and_unknown_routes_answer_in_openai_shape(scorer_url: str, speech_wav: bytes) -> None:
+    url = f"{scorer_url}/v1/audio/transcriptions"
+    two_files = httpx.post(url, data={"model": "tiny.en"},
+                           files=[("file", ("a.wav", speech_wav)), ("file", ("b.wav", speech_wav))], timeout=60)
+    assert two_files.status_code == 400
+    assert two_files.json()["error"]["code"] == "malformed_multipart"
+    garbage = httpx.post(url, content=b"garbage", headers={"content-type": "multipart/form-data; boundary=zzz"},
+                         timeout=60)
+    assert garbage.status_code == 400 and garbage.json()["error"]["code"] == "malformed_multipart"
+    for response, status in ((httpx.get(url, timeout=60), 405),
+                             (httpx.post(f"{scorer_url}/v1/audio/translations", timeout=60), 404)):
+        assert response.status_code == status
+        error = response.json()["error"]
+        assert set(error) == {"message", "type", "param", "code"}
+
+
 def test_transcriptions_share_metrics_with_scoring(client: openai.OpenAI, scorer_url: str, speech_wav: bytes) -> None:
     client.audio.transcriptions.create(model="tiny.en", file=("speech.wav", speech_wav))
     metrics = httpx.get(f"{scorer_url}/metrics", timeout=10).text

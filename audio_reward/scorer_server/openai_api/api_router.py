@@ -32,6 +32,7 @@ from .protocol import (
     TranscriptionForm,
     TranscriptionResponse,
     TranscriptionVerboseResponse,
+    UNSUPPORTED_FIELDS,
 )
 from .serving import TranscriptionService, openai_error_body, render, server_error_openai_body
 
@@ -115,9 +116,17 @@ async def _parse_upload(request: Request, body: bytes) -> tuple[TranscriptionFor
         return {"type": "http.request", "body": body, "more_body": False}
 
     # The body was read (and size-checked) already; the multipart parser reads it from memory.
-    form = await Request(request.scope, replay).form(max_files=1, max_fields=MAX_FORM_FIELDS,
-                                                     max_part_size=len(body) + 1)
     try:
+        form = await Request(request.scope, replay).form(max_files=1, max_fields=MAX_FORM_FIELDS,
+                                                         max_part_size=len(body) + 1)
+    except StarletteHTTPException as exc:
+        raise BadRequestError("malformed_multipart", f"the multipart body cannot be read: {exc.detail}") from None
+    try:
+        for name in form:
+            reason = UNSUPPORTED_FIELDS.get(name.removesuffix("[]"))
+            if reason is not None:
+                raise BadRequestError("unsupported_field", f"the form field {name!r} is not supported: {reason}",
+                                      path=name)
         upload = form.get("file")
         if not isinstance(upload, UploadFile):
             raise BadRequestError("missing_field", "the form has no 'file' part: attach the audio file as 'file'",

@@ -15,6 +15,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 ResponseFormat = Literal["json", "text", "verbose_json"]
 
+# Paths whose every error, unknown paths and methods included, takes OpenAI's error shape.
+OPENAI_PATH_PREFIXES = ("/v1/audio/", "/v1/models")
+
+# OpenAI form fields this server cannot honour: refused by name rather than silently dropped.
+UNSUPPORTED_FIELDS = {
+    "timestamp_granularities": "word and segment timings are not produced: decoding runs without timestamps",
+    "include": "extra outputs such as logprobs are not produced",
+    "chunking_strategy": "the whole file is transcribed in one pass; no chunking options are offered",
+}
+
 PROMPT_NOTE = (
     "Accepted for compatibility and not used: decoding is never conditioned on text, "
     "so a transcript does not depend on the prompt."
