@@ -157,8 +157,14 @@ class FileHeader:
         return None if self.frames is None else self.frames * self.channels * _F32.itemsize
 
 
-def read_file_header(raw: bytes, *, field: str = "audio_file_base64") -> FileHeader:
-    """The header of a WAV or FLAC file held in ``raw``; decodes no sample."""
+def read_file_header(
+    raw: bytes, *, field: str = "audio_file_base64", formats: tuple[str, ...] | None = _FILE_FORMATS
+) -> FileHeader:
+    """The header of a WAV or FLAC file held in ``raw``; decodes no sample.
+
+    ``formats`` lists the libsndfile formats accepted; None accepts any format
+    libsndfile reads (the OpenAI upload route takes MP3 and OGG too).
+    """
     import soundfile as sf
 
     if not raw:
@@ -171,7 +177,7 @@ def read_file_header(raw: bytes, *, field: str = "audio_file_base64") -> FileHea
         raise AudioDecodeError(
             "invalid_audio_file", f"{field} is not a WAV or FLAC file: {describe_bytes(raw)}"
         ) from None
-    if fmt not in _FILE_FORMATS:
+    if formats is not None and fmt not in formats:
         raise AudioDecodeError("invalid_audio_file", f"{field} holds a {fmt} file; only WAV and FLAC are accepted")
     if channels < 1:
         raise AudioDecodeError("invalid_audio_file", f"{field} declares {channels} channels")

@@ -175,6 +175,33 @@ def test_broken_multipart_and_unknown_routes_answer_in_openai_shape(scorer_url: 
         assert set(error) == {"message", "type", "param", "code"}
 
 
+def _flac_bytes(seconds: float, rate: int, channels: int = 1, *, unknown_length: bool = False) -> bytes:
+    buf = io.BytesIO()
+    t = np.arange(int(seconds * rate)) / rate
+    tone = np.repeat((0.1 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)[:, None], channels, axis=1)
+    sf.write(buf, tone, rate, format="FLAC", subtype="PCM_16")
+    raw = bytearray(buf.getvalue())
+    if unknown_length:  # STREAMINFO total_samples = 0, as streaming encoders write it
+        raw[8 + 13] &= 0xF0
+        raw[8 + 14: 8 + 18] = b"\0\0\0\0"
+    return bytes(raw)
+
+
+def test_uploads_are_bounded_before_decoding(client: openai.OpenAI) -> None:
+    # A FLAC that declares no length is decoded as a stream, not refused for an absurd duration.
+    short = client.audio.transcriptions.create(model="tiny.en", response_format="verbose_json",
+                                               file=("stream.flac", _flac_bytes(5, 24_000, unknown_length=True)))
+    assert short.duration == pytest.approx(5.0, abs=1e-3)
+    with pytest.raises(openai.BadRequestError) as info:
+        client.audio.transcriptions.create(model="tiny.en",
+                                           file=("long.flac", _flac_bytes(600, 16_000, unknown_length=True)))
+    assert info.value.code == "audio_too_long" and "no declared length" in info.value.message
+    # 59 s of 192 kHz stereo is under the duration limit but 90 MB once decoded: refused from its header.
+    with pytest.raises(openai.BadRequestError) as info:
+        client.audio.transcriptions.create(model="tiny.en", file=("wide.flac", _flac_bytes(59, 192_000, 2)))
+    assert info.value.code == "audio_too_large" and "max_audio_bytes" in info.value.message
+
+
 def test_transcriptions_share_metrics_with_scoring(client: openai.OpenAI, scorer_url: str, speech_wav: bytes) -> None:
     client.audio.transcriptions.create(model="tiny.en", file=("speech.wav", speech_wav))
     metrics = httpx.get(f"{scorer_url}/metrics", timeout=10).text

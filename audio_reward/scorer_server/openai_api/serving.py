@@ -18,6 +18,13 @@ import numpy as np
 from starlette.concurrency import run_in_threadpool
 
 from audio_reward.protocol import describe_bytes
+from audio_reward.protocol.codecs import (
+    AudioDecodeError,
+    check_file_size,
+    decode_file_bytes,
+    max_frames_for,
+    read_file_header,
+)
 
 from ..engines.base import ENGINE_SAMPLE_RATE
 from ..errors import BadRequestError, NotFoundError, ServerError
@@ -54,25 +61,26 @@ def _too_long(seconds: float, limit: float) -> BadRequestError:
     )
 
 
-def _mono(data: np.ndarray) -> np.ndarray:
-    return data[:, 0] if data.shape[1] == 1 else data.mean(axis=1, dtype=np.float32)
+def _decode_soundfile(raw: bytes, name: str, max_seconds: float, max_bytes: int) -> np.ndarray | None:
+    """16 kHz mono float32 via libsndfile, or None when it does not know the format.
 
-
-def _decode_soundfile(raw: bytes, max_seconds: float) -> np.ndarray | None:
-    """16 kHz mono float32 via libsndfile, or None when it does not know the format."""
-    import soundfile as sf
-
+    The same bounded decoding as ``/v1/score``'s files: the header is checked
+    against the limits before any sample is decoded, and a file that declares
+    no length (streamed FLAC) stops at the limit.
+    """
     try:
-        f = sf.SoundFile(io.BytesIO(raw))
-    except (sf.LibsndfileError, RuntimeError, TypeError):
+        header = read_file_header(raw, field=name, formats=None)
+    except AudioDecodeError:
+        return None  # not a libsndfile format: FFmpeg may know it
+    if header.sample_rate <= 0:
         return None
-    with f:
-        if f.samplerate <= 0:
-            return None
-        if f.frames / f.samplerate > max_seconds:
-            raise _too_long(f.frames / f.samplerate, max_seconds)
-        data = f.read(dtype="float32", always_2d=True)
-    return resample_16k(_mono(data), int(f.samplerate))
+    try:
+        check_file_size(header, field=name, max_seconds=max_seconds, max_bytes=max_bytes)
+        max_frames, limit_name = max_frames_for(header, max_seconds, max_bytes)
+        data = decode_file_bytes(raw, header, field=name, max_frames=max_frames, limit_name=limit_name)
+    except AudioDecodeError as exc:
+        raise BadRequestError(exc.code, str(exc), path="file") from None
+    return resample_16k(data, header.sample_rate)
 
 
 def _decode_ffmpeg(raw: bytes, max_seconds: float) -> np.ndarray | None:
@@ -107,12 +115,12 @@ def _decode_ffmpeg(raw: bytes, max_seconds: float) -> np.ndarray | None:
     return np.ascontiguousarray(np.concatenate(chunks) if chunks else np.zeros(0, np.float32), dtype=np.float32)
 
 
-def decode_upload(raw: bytes, filename: str | None, max_seconds: float) -> np.ndarray:
+def decode_upload(raw: bytes, filename: str | None, max_seconds: float, max_bytes: int) -> np.ndarray:
     """An uploaded audio file as 16 kHz mono float32; 400 naming the file's format when it is not audio."""
     name = f"file {filename!r}" if filename else "the file"
     if not raw:
         raise BadRequestError("empty_audio", f"{name} is empty", path="file")
-    audio = _decode_soundfile(raw, max_seconds)
+    audio = _decode_soundfile(raw, name, max_seconds, max_bytes)
     if audio is None:
         audio = _decode_ffmpeg(raw, max_seconds)
     if audio is None:
@@ -175,7 +183,9 @@ class TranscriptionService:
         self._check_form(form)
         scoring = ScoringService(self.state)
         language = scoring.resolve_language(form.language, path="language")
-        audio = await run_in_threadpool(decode_upload, raw, filename, self.state.settings.max_audio_seconds)
+        settings = self.state.settings
+        audio = await run_in_threadpool(decode_upload, raw, filename, settings.max_audio_seconds,
+                                        settings.max_audio_bytes)
         transcription = await scoring.transcribe(audio, language, request_id)
         counter = self.state.metrics.transcriptions
         counter.labels("ok").inc()
