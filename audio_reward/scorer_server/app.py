@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from audio_reward import __version__
 from audio_reward.protocol import BatchScoreRequest, ScoreRequest
 
-from .batcher import MicroBatcher
+from .batcher import scheduler_for
 from .engines.base import ASREngine
 from .engines.registry import EngineConfig, create_engine
 from .errors import ServerError, error_body, server_error_body
@@ -51,6 +51,7 @@ def engine_from_settings(settings: ServerSettings) -> ASREngine:
         max_batch_size=settings.max_batch_size,
         cpu_threads=settings.cpu_threads,
         beam_size=settings.beam_size,
+        options=dict(settings.engine_options),
     )
     return create_engine(settings.engine, config)
 
@@ -68,11 +69,13 @@ async def _load_engine(state: ServerState) -> None:
         if state.on_fatal is not None:
             state.on_fatal()
         return
-    batcher = MicroBatcher(
+    batcher = scheduler_for(
         state.engine,
-        max_batch_size=settings.max_batch_size if state.engine.prefers_batches else 1,
-        max_wait_s=settings.max_wait_ms / 1000.0 if state.engine.prefers_batches else 0.0,
+        max_batch_size=settings.max_batch_size,
+        max_wait_s=settings.max_wait_ms / 1000.0,
         max_queue=settings.max_queue,
+        max_batch_audio_s=settings.max_batch_audio_s,
+        max_batches_in_flight=settings.max_batches_in_flight,
         on_batch=state.metrics.observe_batch,
     )
     batcher.start()
