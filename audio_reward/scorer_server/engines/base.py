@@ -238,7 +238,13 @@ class ThreadedEngine(ASREngine):
 
     @property
     def _splits_batches(self) -> bool:
-        return type(self).prepare_sync is not ThreadedEngine.prepare_sync
+        """Whether ``transcribe`` runs the two halves: only when a subclass did not override the whole batch after them."""
+        cls = type(self)
+        if cls.prepare_sync is ThreadedEngine.prepare_sync:
+            return False
+        owner = {name: next(k for k in cls.__mro__ if name in vars(k))
+                 for name in ("transcribe_batch_sync", "transcribe_prepared_sync")}
+        return issubclass(owner["transcribe_prepared_sync"], owner["transcribe_batch_sync"])
 
     async def transcribe(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
         loop = asyncio.get_running_loop()
