@@ -53,7 +53,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
@@ -108,7 +108,7 @@ def self_scheduling_s(options: dict[str, Any], audio_s: float) -> float:
 class BatchCostEngine(ThreadedEngine):
     """One call sleeps ``fixed + per_item·n + per_audio_s·seconds``, at most ``max_batch`` clips."""
 
-    OPTIONS = {
+    OPTIONS: ClassVar[Mapping[str, EngineOption]] = {
         "fixed_ms": EngineOption(float, BATCH_COST["fixed_ms"], "cost of one call"),
         "per_item_ms": EngineOption(float, BATCH_COST["per_item_ms"], "cost per clip"),
         "per_audio_s_ms": EngineOption(float, BATCH_COST["per_audio_s_ms"], "cost per second of audio"),
@@ -157,7 +157,7 @@ class LockEngine(BatchCostEngine):
 class SelfSchedulingEngine(ASREngine):
     """Each clip takes ``base + per_audio_s·s``, ``capacity`` at once; more wait inside, as in vLLM."""
 
-    OPTIONS = {
+    OPTIONS: ClassVar[Mapping[str, EngineOption]] = {
         "base_ms": EngineOption(float, SELF_SCHEDULING["base_ms"], "latency of one clip"),
         "per_audio_s_ms": EngineOption(float, SELF_SCHEDULING["per_audio_s_ms"], "latency per second of audio"),
         "capacity": EngineOption(int, SELF_SCHEDULING["capacity"], "clips in flight at once (max_num_seqs)"),

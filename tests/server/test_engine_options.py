@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Sequence
+from typing import ClassVar, Mapping, Sequence
 
 import httpx
 import pytest
@@ -76,7 +76,7 @@ def test_serve_refuses_an_unknown_option_before_loading(capsys: pytest.CaptureFi
 
 
 class OptionedEngine(ThreadedEngine):
-    OPTIONS = {"speed": EngineOption(float, 1.0, "how fast"), "mode": EngineOption(str, "plain", "which mode")}
+    OPTIONS: ClassVar[Mapping[str, EngineOption]] = {"speed": EngineOption(float, 1.0, "how fast"), "mode": EngineOption(str, "plain", "which mode")}
 
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__()

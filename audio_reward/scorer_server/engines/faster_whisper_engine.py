@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
@@ -50,7 +50,7 @@ WINDOW_SECONDS = 30.0
 class FasterWhisperEngine(ThreadedEngine):
     """faster-whisper :class:`WhisperModel` behind the engine interface."""
 
-    OPTIONS = {
+    OPTIONS: ClassVar[Mapping[str, EngineOption]] = {
         "batched": EngineOption(bool, None, "one encoder pass and one decode per batch; default: on a GPU only",
                                 nullable=True),
     }

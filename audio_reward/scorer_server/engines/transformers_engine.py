@@ -21,7 +21,7 @@ import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -324,7 +324,7 @@ def checkpoint_architecture(path: str) -> str:
 class TransformersEngine(ThreadedEngine):
     """Whisper or Qwen3-ASR in PyTorch via transformers; greedy, batched, decode length capped by duration."""
 
-    OPTIONS = {
+    OPTIONS: ClassVar[Mapping[str, EngineOption]] = {
         "attn_implementation": EngineOption(str, None, "transformers attention kernel (sdpa, eager, "
                                             "flash_attention_2); default: the library's choice", nullable=True),
     }

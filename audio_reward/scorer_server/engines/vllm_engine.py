@@ -34,7 +34,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Protocol, Sequence
+from typing import Any, AsyncIterator, Callable, ClassVar, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -162,7 +162,7 @@ def _vllm_sampling_params(**kwargs: Any) -> Any:
 class VLLMEngine(ASREngine):
     """Whisper or Qwen3-ASR served by vLLM's ``AsyncLLM`` with continuous batching."""
 
-    OPTIONS = VLLM_OPTIONS
+    OPTIONS: ClassVar[Mapping[str, EngineOption]] = VLLM_OPTIONS
 
     def __init__(
         self,
