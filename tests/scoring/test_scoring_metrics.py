@@ -7,7 +7,7 @@ import random
 import jiwer
 import pytest
 
-from audio_reward.scorer_server.scoring import ErrorRates, error_rates
+from audio_reward.scorer_server.scoring import ErrorRates, error_rates, split_words
 
 
 def test_hand_checked_english() -> None:
@@ -32,6 +32,22 @@ def test_raw_rates_exceed_one_for_looping_hypotheses() -> None:
 
 def test_whitespace_is_collapsed() -> None:
     assert error_rates("  a   b ", "a b", char_level_language=False).cer == 0.0
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("a b c", ["a", "b", "c"]),
+        ("", []),
+        (" \t\n", []),
+        ("a\tb  c ", ["a\tb", "c"]),  # a lone tab is inside a word, as in jiwer
+        ("a\u00a0b", ["a\u00a0b"]),
+        ("a \u00a0b", ["a", "b"]),  # a run of two whitespace characters is one space
+    ],
+)
+def test_split_words_as_jiwer_does(text: str, words: list[str]) -> None:
+    assert split_words(text) == words
+    assert split_words(text) == jiwer.transformations.wer_default(text)[0]
 
 
 def test_char_level_units_ignore_spaces_and_wer_equals_cer() -> None:

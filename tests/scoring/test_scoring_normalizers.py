@@ -1,15 +1,18 @@
-"""Normalizer rules, checked against the published rule sets they reproduce."""
+"""Normalizer rules by example.  Parity with the reference code is in test_seedtts_parity.py
+(Seed-TTS-eval, run with jiwer 3) and test_whisper_parity.py (OpenAI's normalisers)."""
 
 from __future__ import annotations
 
-import string
-
-import jiwer
 import pytest
-import zhconv
 from zhon.hanzi import punctuation as zhon_punctuation
 
-from audio_reward.scorer_server.scoring import NORMALIZERS, error_rates, get_normalizer, is_chinese, language_code
+from audio_reward.scorer_server.scoring import (
+    NORMALIZERS,
+    UnsupportedLanguageError,
+    get_normalizer,
+    is_chinese,
+    language_code,
+)
 
 SEED = get_normalizer("seed-tts-eval")
 WHISPER = get_normalizer("whisper-en")
@@ -68,55 +71,25 @@ def test_seed_chinese_punctuation_removed() -> None:
     assert all(ch not in out for ch in zhon_punctuation)
 
 
-def test_seed_chinese_traditional_to_simplified_and_characters() -> None:
-    assert SEED.normalize("這是測試，對嗎？", "zh") == "这 是 测 试 对 吗"
+def test_seed_chinese_converts_the_hypothesis_only() -> None:
+    assert SEED.normalize("這是測試，對嗎？", "zh", side="hypothesis") == "这 是 测 试 对 吗"
+    assert SEED.normalize("這是測試，對嗎？", "zh") == "這 是 測 試 對 嗎"
     # Language not given: mostly-CJK text still gets the Chinese rules.
-    assert SEED.normalize("這是 測試", None) == "这 是 测 试"
+    assert SEED.normalize("這是 測試", None, side="hypothesis") == "这 是 测 试"
 
 
 def test_seed_chinese_keeps_latin_case_like_the_original_scripts() -> None:
     assert SEED.normalize("我用iPhone", "zh") == "我 用 i P h o n e"
 
 
-def _seed_tts_eval_reference_wer(truth: str, hypo: str, lang: str) -> float:
-    """Seed-TTS-eval's run_wer.py process_one, with jiwer.process_words for the removed compute_measures."""
-    punctuation_all = zhon_punctuation + string.punctuation
-    if lang == "zh":
-        hypo = zhconv.convert(hypo, "zh-cn")
-    for x in punctuation_all:
-        if x == "'":
-            continue
-        truth = truth.replace(x, "")
-        hypo = hypo.replace(x, "")
-    truth = truth.replace("  ", " ")
-    hypo = hypo.replace("  ", " ")
-    if lang == "zh":
-        truth = " ".join([x for x in truth])
-        hypo = " ".join([x for x in hypo])
-    else:
-        truth = truth.lower()
-        hypo = hypo.lower()
-    return jiwer.process_words(truth, hypo).wer
+def test_seed_splits_words_as_jiwer_does() -> None:
+    assert SEED.normalize("a\tb  c\u00a0 d", "en") == "a\tb c d"
 
 
-@pytest.mark.parametrize(
-    ("truth", "hypo", "lang"),
-    [
-        ("Hello, world! It's a test.", "hello world its a test", "en"),
-        ("The quick brown fox; jumps over: the lazy dog.", "the quick brown fox jumped over the dog", "en"),
-        ("We'll meet at the station (platform 9).", "we will meet at the station platform nine", "en"),
-        ("Mr. Smith's  car -- red.", "mister smiths car red", "en"),
-        ("今天天气很好，我们去公园散步吧！", "今天天氣很好我們去公園散步", "zh"),
-        ("「你好」，他说。", "你好他說了", "zh"),
-        ("我用iPhone拍了一张照片。", "我用 iphone 拍了一張照片", "zh"),
-        ("这是一个测试、仅此而已；谢谢：", "这是测试而已谢谢你", "zh"),
-    ],
-)
-def test_seed_matches_published_pipeline(truth: str, hypo: str, lang: str) -> None:
-    ref_n = SEED.normalize(truth, lang)
-    hyp_n = SEED.normalize(hypo, lang)
-    ours = error_rates(ref_n, hyp_n, char_level_language=lang == "zh").wer
-    assert ours == pytest.approx(_seed_tts_eval_reference_wer(truth, hypo, lang), abs=1e-12)
+@pytest.mark.parametrize("language", ["fr", "yue", "ja"])
+def test_seed_refuses_other_languages(language: str) -> None:
+    with pytest.raises(UnsupportedLanguageError, match=f"not language '{language}'"):
+        SEED.normalize("text", language)
 
 
 # --- whisper-en ----------------------------------------------------------------
@@ -131,7 +104,7 @@ def test_seed_matches_published_pipeline(truth: str, hypo: str, lang: str) -> No
         ("It won't be, uh, a problem.", "it will not be a problem"),
         ("one hundred and two percent", "102%"),
         ("The [inaudible] theatre (sic)", "the theater"),
-        ("Hello... wait...", "hello wait"),
+        ("Hello... wait...", "hello wait ."),  # OpenAI keeps a final "." as a word
         ("It costs 3.5 dollars.", "it costs $3.5"),
     ],
 )
@@ -164,6 +137,7 @@ def test_whisper_chinese_uses_chinese_rules() -> None:
         ("C'est l’été", "fr", "cest lété"),
         ("\t tabs\nand   newlines \u00a0", None, "tabs and newlines"),
         ("price: 5$ + 3€", "en", "price 5$ + 3€"),
+        ("zero\u200bwidth soft\u00adhyphen\ufeff", "en", "zerowidth softhyphen"),
     ],
 )
 def test_basic(text: str, language: str | None, expected: str) -> None:
@@ -186,4 +160,6 @@ def test_forced_rules_override_detection(name: str) -> None:
 @pytest.mark.parametrize("text", ["", "   ", "。，！", "...", "\n"])
 def test_nothing_speakable_normalizes_to_empty(name: str, text: str) -> None:
     for language in ("en", "zh", None):
+        if name == "whisper-en" and text == "...":
+            continue  # OpenAI's rules keep a trailing "." as a word: test_whisper_parity.py
         assert get_normalizer(name).normalize(text, language) == ""

@@ -40,7 +40,7 @@ from ..errors import (
     ShuttingDownError,
     server_error_body,
 )
-from ..scoring import RewardPolicy, language_code, score_transcript
+from ..scoring import RewardPolicy, ScoringError, language_code, normalize_reference, score_transcript
 from ..state import ServerState
 from .recent import Key, request_key
 
@@ -80,6 +80,7 @@ class ScoringService:
         except ValueError as exc:
             raise BadRequestError("invalid_reward_options", str(exc), path="$.reward") from None
         language = language_code(req.language or self.state.settings.language)
+        self._check_prompt(req.prompt, language)
         supported = self.state.engine.languages
         if language is not None and supported is not None and language not in supported:
             model = self.state.engine.info.model_id
@@ -95,6 +96,18 @@ class ScoringService:
             key = request_key(req.request_id, req.prompt, language, req.sample_rate, req.reward,
                               req.reference_duration_s, waveform=req.waveform)
         return PreparedItem(req, audio, policy, req.request_id or request_id, language, key)
+
+    def _check_prompt(self, prompt: str, language: str | None) -> None:
+        """Refuse, before any transcription, a prompt the normalizer cannot score against."""
+        if not prompt.strip():
+            raise BadRequestError(
+                "empty_prompt", "prompt is empty or only whitespace: there is no target text to score against",
+                path="$.prompt",
+            )
+        try:
+            normalize_reference(prompt, normalizer=self.state.normalizer, language=language, field="prompt")
+        except ScoringError as exc:
+            raise BadRequestError(exc.code, exc.message, path=f"$.{exc.field}") from None
 
     def _prepare_one(self, body: bytes, request_id: str) -> PreparedItem:
         try:

@@ -5,25 +5,33 @@ Pure functions with no model or server state; the server calls
 """
 
 from .duration import estimate_speech_duration
-from .metrics import ErrorRates, error_rates
+from .errors import EmptyReferenceError, ScoringError, UnsupportedLanguageError
+from .metrics import ErrorRates, error_rates, split_words
 from .normalizers import NORMALIZERS, Normalizer, get_normalizer, is_chinese, language_code
 from .rewards import RewardBreakdown, RewardPolicy, repeated_ngram_fraction, shape_reward
-from .scorer import Diagnostics, ScoreResult, score_transcript
+from .scorer import Comparison, Diagnostics, ScoreResult, compare_texts, normalize_reference, score_transcript
 
 __all__ = [
     "NORMALIZERS",
+    "Comparison",
     "Diagnostics",
+    "EmptyReferenceError",
     "ErrorRates",
     "Normalizer",
     "RewardBreakdown",
     "RewardPolicy",
     "ScoreResult",
+    "ScoringError",
+    "UnsupportedLanguageError",
+    "compare_texts",
     "error_rates",
     "estimate_speech_duration",
     "get_normalizer",
     "is_chinese",
     "language_code",
+    "normalize_reference",
     "repeated_ngram_fraction",
     "score_transcript",
     "shape_reward",
+    "split_words",
 ]

@@ -1,12 +1,15 @@
 """Character and word error rates of one normalized (reference, hypothesis) pair.
 
-Definitions (the values of ``jiwer.cer``/``jiwer.wer`` for non-empty,
-whitespace-collapsed references, as normalized text always is):
+Definitions (the values of ``jiwer.cer``/``jiwer.wer`` for non-empty
+references without repeated spaces, as normalized text always is):
 
+* Words are those of jiwer's default transform (:func:`split_words`): runs of
+  two or more whitespace characters become one space, the ends are stripped,
+  and the text is split on the space only.
 * CER = Levenshtein(ref chars, hyp chars) / len(ref chars), where a text's
-  characters are those of the whitespace-collapsed, stripped string (single
-  spaces between words count as characters, as in jiwer).
-* WER = Levenshtein(ref words, hyp words) / len(ref words), words split on whitespace.
+  characters are those of its words joined by single spaces (the spaces count
+  as characters, as in jiwer).
+* WER = Levenshtein(ref words, hyp words) / len(ref words).
 
 For a character-level language (normalized Chinese: characters separated by
 spaces) the units are the non-space characters and WER equals CER.
@@ -20,11 +23,28 @@ otherwise, so a silent target scores perfectly only with a silent transcript.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from rapidfuzz.distance import Levenshtein
 
-__all__ = ["ErrorRates", "error_rates"]
+__all__ = ["ErrorRates", "error_rates", "split_words"]
+
+_SPACE_RUNS = re.compile(r"\s\s+")
+
+
+def split_words(text: str) -> list[str]:
+    """The words of ``text`` as jiwer's default WER transform makes them (jiwer 3 and 4).
+
+    Runs of two or more whitespace characters become one space, the ends are
+    stripped, and the text is split on ``" "`` only: a lone tab or no-break space
+    between two words does not separate them (Seed-TTS-eval scores this way).
+    """
+    words = text.split()
+    if " ".join(words) == text:  # the usual case, normalized text: already single-spaced
+        return words
+    text = _SPACE_RUNS.sub(" ", text).strip()
+    return text.split(" ") if text else []
 
 
 @dataclass(frozen=True)
@@ -47,8 +67,8 @@ def _rate(edits: int, ref_len: int, hyp_len: int) -> float:
 
 def error_rates(reference: str, hypothesis: str, *, char_level_language: bool) -> ErrorRates:
     """CER and WER of ``hypothesis`` against ``reference`` (both already normalized)."""
-    ref_words = reference.split()
-    hyp_words = hypothesis.split()
+    ref_words = split_words(reference)
+    hyp_words = split_words(hypothesis)
     if char_level_language:
         ref_chars = "".join(ref_words)
         hyp_chars = "".join(hyp_words)

@@ -2,16 +2,17 @@
 
 Three rule sets, chosen by name (see docs/scoring.md for the exact rules):
 
-* ``seed-tts-eval`` reproduces the Seed-TTS-eval scripts, so rewards and evals are
-  comparable with published TTS intelligibility numbers.
-* ``whisper-en`` is Whisper's ``EnglishTextNormalizer`` (Open ASR Leaderboard style).
-* ``basic`` is a lenient multilingual rule set based on Unicode categories.
+* ``seed-tts-eval`` is Seed-TTS-eval's ``run_wer.py``, exactly, for English and
+  Chinese, so rewards and evals are comparable with published TTS numbers.
+* ``whisper-en`` is OpenAI Whisper's ``EnglishTextNormalizer`` (Open ASR
+  Leaderboard style), run from the ``openai-whisper`` package itself.
+* ``basic`` is our lenient multilingual rule set based on Unicode categories.
 
-Chinese handling (traditional to simplified, Chinese punctuation, one unit per
-character) applies when the language is ``zh``/``yue`` or, with no language given,
-when the text is mostly CJK ideographs.  Normalized Chinese text has its
-characters separated by single spaces, so word error rate equals character error
-rate, as in Seed-TTS-eval.
+Chinese rules (one unit per character) apply when the language is ``zh`` (or
+``yue`` outside ``seed-tts-eval``) or, with no language given, when the text is
+mostly CJK ideographs.  Normalized Chinese text has its characters separated by
+single spaces, so word error rate equals character error rate, as in
+Seed-TTS-eval.  Every normalizer returns its words separated by single spaces.
 """
 
 from __future__ import annotations
@@ -21,17 +22,22 @@ import string
 import unicodedata
 from abc import ABC, abstractmethod
 from functools import lru_cache
+from typing import Literal
 
 import zhconv
 from zhon.hanzi import punctuation as _ZHON_PUNCTUATION
 
+from .errors import UnsupportedLanguageError
+from .metrics import split_words
+
 __all__ = [
     "CHINESE_LANGUAGES",
     "NORMALIZERS",
+    "BasicNormalizer",
     "Normalizer",
     "SeedTTSEvalNormalizer",
+    "Side",
     "WhisperEnglishNormalizer",
-    "BasicNormalizer",
     "get_normalizer",
     "is_chinese",
     "is_mostly_cjk",
@@ -39,6 +45,9 @@ __all__ = [
 ]
 
 CHINESE_LANGUAGES = frozenset({"zh", "yue"})
+
+Side = Literal["reference", "hypothesis"]
+"""Which text is normalized: the target text or the ASR transcript (some benchmarks treat them differently)."""
 
 # Whisper reports language names as well as codes; accept the ones that change rules.
 _LANGUAGE_NAMES = {"chinese": "zh", "mandarin": "zh", "cantonese": "yue", "english": "en"}
@@ -107,19 +116,38 @@ class Normalizer(ABC):
     """Maps a text to the form compared by the error-rate metrics."""
 
     name: str
+    languages: frozenset[str] | None = None
+    """Language codes the rules are defined for; None: every language."""
 
-    def normalize(self, text: str, language: str | None, *, chinese: bool | None = None) -> str:
+    def normalize(
+        self, text: str, language: str | None, *, chinese: bool | None = None, side: Side = "reference"
+    ) -> str:
         """Normalize ``text``; ``language`` is a code or Whisper language name, or None.
 
         ``chinese`` forces the Chinese rules on or off; None decides from
         ``language``, or from ``text`` itself when no language is given.
+        ``side`` says whether ``text`` is the reference or the ASR hypothesis.
+        Raises :class:`UnsupportedLanguageError` for a language outside
+        :attr:`languages`.
         """
+        code = language_code(language)
+        self.check_language(code)
         if chinese is None:
-            chinese = is_chinese(text, language)
-        return self._normalize(text, language_code(language), chinese)
+            chinese = is_chinese(text, code)
+        return self._normalize(text, code, chinese, side)
+
+    def check_language(self, code: str | None) -> None:
+        """Raise :class:`UnsupportedLanguageError` when the rules do not cover language ``code``."""
+        if code is None or self.languages is None or code in self.languages:
+            return
+        raise UnsupportedLanguageError(
+            f"the {self.name} normalizer has rules for {', '.join(sorted(self.languages))} only, "
+            f"not language {code!r}; the basic and whisper-en normalizers take any language",
+            field="language",
+        )
 
     @abstractmethod
-    def _normalize(self, text: str, code: str | None, chinese: bool) -> str:
+    def _normalize(self, text: str, code: str | None, chinese: bool, side: Side) -> str:
         """Rules proper, with the language resolved to a primary code."""
 
     def __repr__(self) -> str:
@@ -127,29 +155,46 @@ class Normalizer(ABC):
 
 
 class SeedTTSEvalNormalizer(Normalizer):
-    """Seed-TTS-eval's ``run_wer.py`` rules.
+    """Seed-TTS-eval's ``run_wer.py`` rules, English and Chinese.
 
-    Removes every character of ``string.punctuation`` and ``zhon.hanzi.punctuation``
-    except the ASCII apostrophe.  English: lower-cased.  Chinese: converted to
-    simplified (Seed-TTS-eval converts the hypothesis; its references are already
-    simplified) and split into characters; Latin letters in Chinese text keep their
-    case, as in the original scripts.
+    Every character of ``zhon.hanzi.punctuation`` and ``string.punctuation`` is
+    deleted except the ASCII apostrophe.  English: lower-cased.  Chinese: the
+    hypothesis alone is first converted to simplified (before punctuation is
+    deleted: ``zhconv`` converts phrase by phrase), then every character is a
+    unit; nothing is lower-cased.  Words are split as jiwer 3's
+    ``compute_measures`` splits them (:func:`split_words`), so a lone tab or
+    no-break space does not separate two words.
     """
 
     name = "seed-tts-eval"
+    languages = frozenset({"en", "zh"})
 
     _DELETE = str.maketrans("", "", "".join(sorted(set(string.punctuation + _ZHON_PUNCTUATION) - {"'"})))
 
-    def _normalize(self, text: str, code: str | None, chinese: bool) -> str:
-        stripped = text.translate(self._DELETE)
+    def _normalize(self, text: str, code: str | None, chinese: bool, side: Side) -> str:
+        # The benchmark's one pass of "  " -> " " is left out: split_words collapses
+        # every run of spaces anyway, so it never changes a word.
         if chinese:
-            return _per_character(zhconv.convert(stripped, "zh-cn"))
-        return _collapse(stripped.lower())
+            if side == "hypothesis":
+                # Only the ASR output is converted: zhconv also rewrites valid simplified
+                # characters (昇, 於, 馀), so the benchmark leaves its references alone.
+                text = zhconv.convert(text, "zh-cn")
+            text = " ".join(text.translate(self._DELETE))
+        else:
+            text = text.translate(self._DELETE).lower()
+        return " ".join(split_words(text))
+
+
+# Invisible format characters that carry no sound: zero-width space, word joiner,
+# byte-order mark, soft hyphen.  (ZWJ and ZWNJ are kept: they change how some
+# scripts are written.)
+_INVISIBLE = str.maketrans("", "", "\u200b\u2060\ufeff\u00ad")
 
 
 def _basic_chinese(text: str) -> str:
-    """Chinese handling shared by ``basic`` and ``whisper-en``."""
-    text = zhconv.convert(unicodedata.normalize("NFKC", text), "zh-cn").casefold()
+    """Chinese handling shared by ``basic`` and ``whisper-en``: both sides simplified."""
+    text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
+    text = zhconv.convert(text, "zh-cn").casefold()
     kept = "".join(" " if unicodedata.category(ch)[0] == "P" else ch for ch in text)
     return _per_character(kept)
 
@@ -157,7 +202,8 @@ def _basic_chinese(text: str) -> str:
 class BasicNormalizer(Normalizer):
     """Lenient multilingual rules by Unicode category.
 
-    NFKC (folds full-width forms to half-width), casefold, apostrophes inside words
+    NFKC (folds full-width forms to half-width), invisible format characters
+    (zero-width space, soft hyphen) deleted, casefold, apostrophes inside words
     dropped (``don't`` -> ``dont``), every other punctuation character (category
     ``P*``) replaced by a space, whitespace collapsed.  Symbols, digits and
     combining marks are kept.
@@ -167,40 +213,46 @@ class BasicNormalizer(Normalizer):
 
     _APOSTROPHES = str.maketrans("", "", "'\u2019\u02bc\uff07")
 
-    def _normalize(self, text: str, code: str | None, chinese: bool) -> str:
+    def _normalize(self, text: str, code: str | None, chinese: bool, side: Side) -> str:
         if chinese:
             return _basic_chinese(text)
-        text = unicodedata.normalize("NFKC", text).casefold().translate(self._APOSTROPHES)
+        text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE).casefold().translate(self._APOSTROPHES)
         return _collapse("".join(" " if unicodedata.category(ch)[0] == "P" else ch for ch in text))
 
 
 class WhisperEnglishNormalizer(Normalizer):
-    """Whisper's ``EnglishTextNormalizer`` (from the ``whisper-normalizer`` package).
+    """OpenAI Whisper's ``EnglishTextNormalizer``, from the ``openai-whisper`` package.
 
-    English (or no language): Whisper's English rules, which spell out contractions,
-    standardize numbers and currency, map British to American spelling and drop
-    filler words; a stray ``.`` token that Whisper's rules leave from an ellipsis
-    (``Hello...`` -> ``hello .``) is dropped so it does not count as a word.
-    Chinese: the ``basic`` Chinese rules.  Other languages: Whisper's
-    ``BasicTextNormalizer``, as the Open ASR Leaderboard does for non-English sets.
+    English (or no language): OpenAI's English rules, which spell out
+    contractions, standardize numbers and currency, map British to American
+    spelling and drop filler words.  Other languages: OpenAI's
+    ``BasicTextNormalizer``, as the Open ASR Leaderboard does for non-English
+    sets.  Chinese: the ``basic`` Chinese rules.  OpenAI's output can start or
+    end with a space (``"Hello."`` -> ``"hello "``); it is stripped, which changes
+    no word.
     """
 
     name = "whisper-en"
 
     def __init__(self) -> None:
-        # Imported here: building the English normalizer reads its spelling map.
-        from whisper_normalizer.basic import BasicTextNormalizer
-        from whisper_normalizer.english import EnglishTextNormalizer
+        # Imported here, not at module level: ``whisper``'s package import loads
+        # torch and numba (about a second), paid once when the normalizer is built.
+        try:
+            from whisper.normalizers import BasicTextNormalizer, EnglishTextNormalizer
+        except ImportError as exc:
+            raise ImportError(
+                "the whisper-en normalizer runs OpenAI's own code from the openai-whisper package: "
+                "pip install 'audio-reward[whisper-en]'"
+            ) from exc
 
         self._english = EnglishTextNormalizer()
         self._basic = BasicTextNormalizer()
 
-    def _normalize(self, text: str, code: str | None, chinese: bool) -> str:
+    def _normalize(self, text: str, code: str | None, chinese: bool, side: Side) -> str:
         if chinese:
             return _basic_chinese(text)
-        if code is None or code == "en":
-            return " ".join(w for w in self._english(text).split() if w.strip("."))
-        return _collapse(self._basic(text))
+        rules = self._english if code is None or code == "en" else self._basic
+        return rules(text).strip()
 
 
 _FACTORIES: dict[str, type[Normalizer]] = {

@@ -6,11 +6,12 @@ import math
 from dataclasses import dataclass
 
 from .duration import estimate_speech_duration
+from .errors import EmptyReferenceError
 from .metrics import ErrorRates, error_rates
 from .normalizers import Normalizer, is_chinese, language_code
 from .rewards import RewardBreakdown, RewardPolicy, shape_reward
 
-__all__ = ["Diagnostics", "ScoreResult", "score_transcript"]
+__all__ = ["Comparison", "Diagnostics", "ScoreResult", "compare_texts", "normalize_reference", "score_transcript"]
 
 Diagnostics = dict[str, str | int | float | bool | None]
 
@@ -76,6 +77,67 @@ class ScoreResult:
         }
 
 
+def normalize_reference(
+    reference: str, *, normalizer: Normalizer, language: str | None, field: str = "reference"
+) -> tuple[str, bool]:
+    """The normalized reference and whether the Chinese (character-level) rules apply.
+
+    ``language`` (code or Whisper name, or None) decides the rules; with None the
+    reference itself decides whether Chinese rules apply.  Raises
+    :class:`~.errors.UnsupportedLanguageError` for a language the normalizer has
+    no rules for, and :class:`~.errors.EmptyReferenceError` when the reference is
+    empty or normalizes to nothing (Seed-TTS-eval's scorer raises on such a
+    reference; no error rate is defined against nothing).  ``field`` is the
+    caller's name for the reference, used in the message.
+    """
+    if not reference.strip():
+        raise EmptyReferenceError(f"{field} is empty: there is no target text to score against", field=field)
+    code = language_code(language)
+    normalizer.check_language(code)
+    char_level = is_chinese(reference, code)
+    normalized = normalizer.normalize(reference, code, chinese=char_level, side="reference")
+    if not normalized:
+        raise EmptyReferenceError(
+            f"{field} {_excerpt(reference)} has no words left after {normalizer.name} normalization "
+            "(only punctuation or symbols): there is nothing to score against",
+            field=field,
+        )
+    return normalized, char_level
+
+
+def _excerpt(text: str, limit: int = 40) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Both texts normalized under one set of rules, and their error rates."""
+
+    normalized_reference: str
+    normalized_hypothesis: str
+    language: str | None
+    char_level: bool
+    rates: ErrorRates
+
+
+def compare_texts(
+    reference: str, hypothesis: str, *, normalizer: Normalizer, language: str | None, field: str = "reference"
+) -> Comparison:
+    """Normalize ``reference`` and ``hypothesis`` (the ASR output) and measure CER/WER.
+
+    The reference decides the rules as in :func:`normalize_reference` (whose
+    errors it raises); the hypothesis is normalized as a hypothesis (Seed-TTS-eval
+    converts only it to simplified Chinese).
+    """
+    code = language_code(language)
+    normalized_reference, char_level = normalize_reference(
+        reference, normalizer=normalizer, language=code, field=field
+    )
+    normalized_hypothesis = normalizer.normalize(hypothesis, code, chinese=char_level, side="hypothesis")
+    rates = error_rates(normalized_reference, normalized_hypothesis, char_level_language=char_level)
+    return Comparison(normalized_reference, normalized_hypothesis, code, char_level, rates)
+
+
 def score_transcript(
     reference: str,
     transcript: str,
@@ -92,7 +154,8 @@ def score_transcript(
     with None, the reference alone decides whether Chinese rules apply, so a
     garbled transcript cannot switch them.  ``duration_s`` is the audio length;
     ``reference_duration_s``, when given and positive, is the expected length,
-    otherwise it is estimated from the reference text.
+    otherwise it is estimated from the reference text.  Raises the errors of
+    :func:`normalize_reference`.
     """
     if not math.isfinite(duration_s) or duration_s < 0:
         raise ValueError(f"duration_s must be a finite number >= 0, got {duration_s!r}")
@@ -102,11 +165,8 @@ def score_transcript(
     if bad_reference_duration:
         raise ValueError(f"reference_duration_s must be a finite number >= 0, got {reference_duration_s!r}")
 
-    code = language_code(language)
-    char_level = is_chinese(reference, code)
-    normalized_reference = normalizer.normalize(reference, code, chinese=char_level)
-    normalized_transcript = normalizer.normalize(transcript, code, chinese=char_level)
-    rates = error_rates(normalized_reference, normalized_transcript, char_level_language=char_level)
+    compared = compare_texts(reference, transcript, normalizer=normalizer, language=language)
+    rates = compared.rates
 
     if reference_duration_s:
         expected, source = reference_duration_s, "reference"
@@ -116,17 +176,17 @@ def score_transcript(
     reward = shape_reward(
         policy,
         rates.cer if policy.metric == "cer" else rates.wer,
-        transcript_normalized=normalized_transcript,
+        transcript_normalized=compared.normalized_hypothesis,
         duration_s=duration_s,
         expected_duration_s=expected,
     )
     return ScoreResult(
         transcript=transcript,
-        normalized_reference=normalized_reference,
-        normalized_transcript=normalized_transcript,
+        normalized_reference=compared.normalized_reference,
+        normalized_transcript=compared.normalized_hypothesis,
         normalizer=normalizer.name,
-        language=code,
-        char_level=char_level,
+        language=compared.language,
+        char_level=compared.char_level,
         rates=rates,
         reward=reward,
         policy=policy,
