@@ -47,10 +47,11 @@ def speech() -> list[np.ndarray]:
     return out
 
 
-def measure(engine_name: str, model: str, clips: list[np.ndarray], repeats: int, batch: int) -> dict[str, float]:
+def measure(engine_name: str, model: str, clips: list[np.ndarray], repeats: int, batch: int,
+            threads: int) -> dict[str, float]:
     from audio_reward.scorer_server.engines import EngineConfig, TranscriptionInput, create_engine
 
-    engine = create_engine(engine_name, EngineConfig(model=model, max_batch_size=batch))
+    engine = create_engine(engine_name, EngineConfig(model=model, max_batch_size=batch, cpu_threads=threads))
     engine.load()
     try:
         engine.warmup()
@@ -78,6 +79,7 @@ def main() -> int:
     ap.add_argument("--engines", nargs="+", default=["faster-whisper", "transformers"])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--batch", type=int, default=4, help="utterances per engine call")
+    ap.add_argument("--threads", type=int, default=0, help="engine threads (1 is steadier on a shared machine)")
     ap.add_argument("--target", type=float, default=1.1)
     args = ap.parse_args()
     clips = speech()
@@ -85,7 +87,7 @@ def main() -> int:
           f"median of {args.repeats} runs each", flush=True)
     result: dict[str, dict[str, float]] = {}
     for name in args.engines:
-        row = measure(name, args.model, clips, args.repeats, args.batch)
+        row = measure(name, args.model, clips, args.repeats, args.batch, args.threads)
         result[name] = row
         print(f"{name:15} with language {row['with_language_s']:.3f} s, without {row['without_language_s']:.3f} s: "
               f"{row['ratio']:.3f}x", flush=True)
