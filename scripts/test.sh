@@ -9,7 +9,7 @@
 #   VERL_VENV   trainer env: verl 0.9.1 + the client side      (default .venv-verl)
 #   TTS_VENV    tiny Qwen3-TTS env: qwen-tts, transformers 4.57 (default .venv-tts)
 #   SEEDTTS_VENV Seed-TTS-eval reference env: jiwer 3, zhon, zhconv (default .venv-seedtts)
-# SKIP_INSTALL=1 skips the install steps.
+# SKIP_INSTALL=1 skips the install steps. VERL_OMNI_SRC=<verl-omni checkout> adds the recipe contract tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -62,5 +62,5 @@ log "tests: seed-tts-eval parity with the benchmark's jiwer 3"
 
 if [ -x "$TTS_VENV/bin/python" ]; then
   log "tests: tiny Qwen3-TTS policy, scored by the server"
-  "$TTS_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/trainer/test_tiny_qwen3_tts.py "$@"
+  "$TTS_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/trainer/test_tiny_qwen3_tts.py tests/trainer/test_tts_speaker.py "$@"
 fi

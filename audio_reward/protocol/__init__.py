@@ -10,6 +10,7 @@ from .codecs import (
     decode_f32,
     decode_file,
     decode_pcm16,
+    describe_bytes,
     encode_f32,
     encode_file,
     encode_pcm16,
@@ -40,7 +41,7 @@ from .validation import (
 from .version import PROTOCOL_VERSION, SUPPORTED_VERSIONS
 
 __all__ = [
-    "AudioDecodeError", "as_float32_mono", "decode_f32", "decode_file", "decode_pcm16", "encode_f32",
+    "AudioDecodeError", "as_float32_mono", "decode_f32", "decode_file", "decode_pcm16", "describe_bytes", "encode_f32",
     "encode_file", "encode_pcm16", "Issue", "ProtocolError", "MESSAGES", "BatchItem", "BatchScoreRequest",
     "BatchScoreResponse", "ErrorDetail", "ErrorResponse", "RewardOptions", "ScoreRequest", "ScoreResponse",
     "DEFAULT_LIMITS", "DecodedScoreRequest", "Limits", "decode_batch_request", "decode_score_request",

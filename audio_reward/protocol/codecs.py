@@ -103,6 +103,29 @@ def encode_file(waveform: Any, sample_rate: int, *, fmt: str = "WAV") -> str:
     return pybase64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def describe_bytes(raw: bytes) -> str:
+    """What a file that is not readable audio looks like, for an error message (never a Python repr)."""
+    import puremagic
+
+    try:
+        match = puremagic.magic_string(raw[:8192])[0]
+    except (puremagic.PureError, IndexError, ValueError):
+        match = None
+    if match is not None and match.name:
+        kind = f"{match.name.removesuffix(' file')} ({match.extension or match.mime_type})"
+        if match.mime_type.startswith("audio/") or "audio" in match.name.lower():
+            return f"it looks like {kind} but cannot be decoded (damaged, truncated or an unsupported codec)"
+        return f"it looks like {kind}"
+    head = raw[:4096]
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        text = ""
+    if text and sum(c.isprintable() or c.isspace() for c in text) >= 0.95 * len(text):
+        return "it looks like text"
+    return f"its format is unknown (first bytes {head[:8].hex(' ')})"
+
+
 def decode_file(
     text: str, *, field: str = "audio_file_base64", max_seconds: float | None = None
 ) -> tuple[np.ndarray, int]:
@@ -131,7 +154,10 @@ def decode_file(
             data = f.read(dtype="float32", always_2d=True)
     except AudioDecodeError:
         raise
-    except Exception as exc:  # soundfile raises LibsndfileError, RuntimeError, TypeError…
-        raise AudioDecodeError("invalid_audio_file", f"{field} is not a readable WAV/FLAC file ({exc})") from None
+    except Exception:  # soundfile raises LibsndfileError, RuntimeError, TypeError…
+        # soundfile's own message names the BytesIO object, not the problem: describe the bytes instead.
+        raise AudioDecodeError(
+            "invalid_audio_file", f"{field} is not a WAV or FLAC file: {describe_bytes(raw)}"
+        ) from None
     mono = data[:, 0] if data.shape[1] == 1 else data.mean(axis=1, dtype=np.float32)
     return np.ascontiguousarray(mono, dtype=np.float32), rate

@@ -75,6 +75,14 @@ def parse_json(body: bytes | str) -> Any:
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError as fast_error:
+        if isinstance(body, bytes):
+            try:
+                body.decode("utf-8")
+            except UnicodeDecodeError:
+                # orjson's own words here ("surrogates not allowed") do not say what was sent.
+                raise ProtocolError.single(
+                    "malformed_json", f"body is not JSON: it is not UTF-8 text, {codecs.describe_bytes(body)}"
+                ) from None
         try:
             return json.loads(body)
         except (ValueError, RecursionError):
@@ -126,6 +134,12 @@ def _version_issue(obj: dict[str, Any], path: str, *, required: bool = True) -> 
     version = obj.get("protocol_version")
     if version is None and not required:
         return None
+    if "protocol_version" not in obj:
+        return Issue(
+            "missing_field",
+            f"required field 'protocol_version' is missing; send \"protocol_version\": \"{SUPPORTED_VERSIONS[-1]}\"",
+            f"{path}.protocol_version",
+        )
     if not is_supported(version):
         return Issue(
             "unsupported_protocol_version",
@@ -138,12 +152,11 @@ def _version_issue(obj: dict[str, Any], path: str, *, required: bool = True) -> 
 def _decode_audio(req: ScoreRequest | BatchItem, limits: Limits, path: str) -> tuple[np.ndarray, int, str]:
     present = [name for name in AUDIO_FIELDS if getattr(req, name) is not None]
     if len(present) != 1:
-        found = ", ".join(present) if present else "none"
-        raise ProtocolError.single(
-            "invalid_audio_encoding",
-            f"exactly one audio encoding is required among {', '.join(AUDIO_FIELDS)}; found {found}",
-            path,
-        )
+        if present:
+            message = f"exactly one audio encoding is allowed, found {len(present)}: {', '.join(present)}"
+        else:
+            message = f"the audio is missing: send one of {', '.join(AUDIO_FIELDS)}"
+        raise ProtocolError.single("invalid_audio_encoding", message, path)
     name = present[0]
     fpath = f"{path}.{name}"
     try:

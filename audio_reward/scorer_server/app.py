@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from audio_reward import __version__
 from audio_reward.protocol import BatchScoreRequest, ScoreRequest
 
+from .apidocs import add_request_examples, offline_docs_app
 from .batcher import scheduler_for
 from .engines.base import ASREngine
 from .engines.registry import EngineConfig, create_engine
@@ -30,6 +31,9 @@ from .info.api_router import router as info_router
 from .metrics import ServerMetrics
 from .metrics.api_router import router as metrics_router
 from .middleware import RequestContextMiddleware, request_id_of
+from .openai_api.api_router import router as openai_router
+from .openai_api.protocol import OPENAI_PATH_PREFIXES, TranscriptionUploadDoc
+from .openai_api.serving import openai_error_body
 from .responses import OrjsonResponse
 from .score.api_router import router as score_router
 from .score.recent import RecentResults
@@ -69,6 +73,13 @@ async def _load_engine(state: ServerState) -> None:
         if state.on_fatal is not None:
             state.on_fatal()
         return
+    batches = state.engine.prefers_batches
+    if not batches and not state.engine.schedules_itself and settings.max_batch_size > 1:
+        state.batching_note = (
+            f"max_batch_size {settings.max_batch_size} is not used: the {settings.engine} engine on "
+            f"{state.engine.info.device} decodes one utterance per call (batching is no faster there), "
+            "so the batcher hands it one request at a time; on a GPU it batches up to max_batch_size"
+        )
     batcher = scheduler_for(
         state.engine,
         max_batch_size=settings.max_batch_size,
@@ -83,7 +94,13 @@ async def _load_engine(state: ServerState) -> None:
     state.ready = True
     state.metrics.ready.set(1)
     info = state.engine.info
-    log.info("ready", extra={"engine": info.engine, "model": info.model_id, "sha256": info.weights_sha256})
+    state.metrics.set_build(engine=info.engine, model=info.model_id)
+    log.info("ready", extra={"engine": info.engine, "model": info.model_id, "sha256": info.weights_sha256,
+                             "max_batch_size": batcher.max_batch_size})
+    if state.batching_note:
+        # A warning when the operator chose the batch size, so the setting is not silently ignored.
+        chosen = "max_batch_size" in settings.model_fields_set
+        log.log(logging.WARNING if chosen else logging.INFO, state.batching_note)
 
 
 @asynccontextmanager
@@ -115,7 +132,11 @@ async def _http_error(request: Request, exc: Exception) -> OrjsonResponse:
         message = f"no endpoint at {request.url.path}; see /docs"
     elif exc.status_code == 405:
         message = f"{request.method} is not allowed on {request.url.path}"
-    body = error_body(code, message, retryable=exc.status_code >= 500, request_id=request_id_of(request))
+    if request.url.path.startswith(OPENAI_PATH_PREFIXES):
+        # OpenAI clients read only their own error shape, also for a path or method that does not exist.
+        body = openai_error_body(exc.status_code, code, message)
+    else:
+        body = error_body(code, message, retryable=exc.status_code >= 500, request_id=request_id_of(request))
     return OrjsonResponse(body, status_code=exc.status_code, headers=dict(exc.headers or {}))
 
 
@@ -132,10 +153,11 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         # Bodies are read raw, so FastAPI does not see the request models: add them here.
-        for model in (ScoreRequest, BatchScoreRequest):
+        for model in (ScoreRequest, BatchScoreRequest, TranscriptionUploadDoc):
             model_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
             components.update(model_schema.pop("$defs", {}))
             components[model.__name__] = model_schema
+        add_request_examples(schema)
         app.openapi_schema = schema
     return app.openapi_schema
 
@@ -155,18 +177,20 @@ def build_app(settings: ServerSettings, engine: ASREngine | None = None, *, engi
         engine_preloaded=engine_preloaded,
         recent=RecentResults(settings.dedup_cache_size, settings.dedup_ttl_s) if settings.dedup_cache_size else None,
     )
-    app = FastAPI(
+    app = offline_docs_app(
         title="audio-reward scorer",
         version=__version__,
-        description="Speech → ASR → CER/WER → reward, protocol v1. Errors: {\"error\": {code, message, retryable}}.",
+        description="Speech → ASR → CER/WER → reward, protocol v1. Errors: {\"error\": {code, message, retryable}}; "
+                    "the OpenAI-compatible /v1/audio and /v1/models routes answer OpenAI's error shape.",
         lifespan=_lifespan,
     )
     app.state.scorer = state
+    state.metrics.set_build(engine=settings.engine, model=settings.model)
     app.add_middleware(RequestContextMiddleware, metrics=state.metrics)
     app.add_exception_handler(ServerError, _server_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
-    for router in (score_router, info_router, health_router, metrics_router):
+    for router in (score_router, openai_router, info_router, health_router, metrics_router):
         app.include_router(router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

@@ -23,6 +23,7 @@ FLAGS: tuple[tuple[str, Callable[[str], Any], str], ...] = (
     ("compute-type", str, "engine compute type: default, int8, float16, ..."),
     ("cpu-threads", int, "engine threads; 0 lets the engine choose"),
     ("beam-size", int, "1 (default) is greedy decoding"),
+    ("served-model-name", str, "model id clients of /v1/audio/transcriptions send (default: the model's id)"),
     ("max-batch-size", int, "most utterances per engine call (default 16)"),
     ("max-wait-ms", float, "how long an idle engine waits for arriving requests to join its batch (default 10)"),
     ("max-batch-audio-s", float, "most seconds of audio per engine batch (default: no bound)"),
@@ -85,8 +86,44 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def _missing_extras(args: argparse.Namespace) -> tuple[list[str], ModuleNotFoundError | None]:
+    """The extras ``serve`` needs that are not installed: the server's, then the model's."""
+    import os
+
+    from audio_reward.extras import is_missing_dependency
+
+    from .engines.model_store import PACKAGED_EXTRAS, missing_packaged_model
+
+    missing: list[str] = []
+    error: ModuleNotFoundError | None = None
+    try:
+        import fastapi  # noqa: F401
+        import pydantic_settings  # noqa: F401
+        import uvicorn  # noqa: F401
+
+        from .app import build_app  # noqa: F401
+    except ModuleNotFoundError as exc:
+        if not is_missing_dependency(exc):
+            raise
+        missing, error = ["server"], exc
+    model = args.model or os.environ.get("AUDIO_REWARD_MODEL") or "tiny.en"
+    if missing_packaged_model(model) and PACKAGED_EXTRAS[model][0] not in missing:
+        missing.append(PACKAGED_EXTRAS[model][0])
+    return missing, error
+
+
 def serve(args: argparse.Namespace) -> int:
     import json
+
+    from audio_reward.extras import install_command
+
+    missing, error = _missing_extras(args)
+    if missing:  # one line before anything starts, not a traceback from an import or the background load
+        names = " and ".join(f"'{m}'" for m in missing)
+        why = f" (no module named {error.name!r})" if error is not None else ""
+        print(f"audio-reward serve: needs the {names} extra{'s' if len(missing) > 1 else ''}{why}: "
+              f"run {install_command(','.join(missing))} in your audio-reward checkout", file=sys.stderr)
+        return 2
 
     import uvicorn
     from pydantic import ValidationError

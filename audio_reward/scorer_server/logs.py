@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from typing import Any
 
-# Attributes every LogRecord has; anything else came from ``extra``.
-_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+# Attributes every LogRecord has; anything else came from ``extra``.  uvicorn adds
+# ``color_message``, a copy of the message with ANSI colour codes: never printed.
+_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "color_message"}
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 def _extras(record: logging.LogRecord) -> dict[str, Any]:
@@ -25,7 +28,7 @@ class JsonFormatter(logging.Formatter):
             "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
             "level": record.levelname.lower(),
             "logger": record.name,
-            "message": record.getMessage(),
+            "message": _ANSI.sub("", record.getMessage()),
         }
         out.update(_extras(record))
         if record.exc_info:
@@ -34,8 +37,11 @@ class JsonFormatter(logging.Formatter):
 
 
 class KeyValueFormatter(logging.Formatter):
-    def __init__(self) -> None:
+    """``time LEVEL logger: message [key=value ...]``; ANSI codes only when ``colour`` (a terminal)."""
+
+    def __init__(self, *, colour: bool = False) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+        self.colour = colour
 
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)
@@ -44,13 +50,14 @@ class KeyValueFormatter(logging.Formatter):
             fields = " ".join(f"{k}={v}" for k, v in extras.items())
             head, sep, tail = line.partition("\n")
             line = f"{head} [{fields}]{sep}{tail}"
-        return line
+        return line if self.colour else _ANSI.sub("", line)
 
 
 def configure_logging(level: str = "warning", *, json_lines: bool = False) -> None:
     """Send ``audio_reward`` and uvicorn logs to stderr at ``level``."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if json_lines else KeyValueFormatter())
+    colour = sys.stderr.isatty()
+    handler.setFormatter(JsonFormatter() if json_lines else KeyValueFormatter(colour=colour))
     numeric = logging.getLevelName(level.upper())
     for name in ("audio_reward", "uvicorn", "uvicorn.error"):
         logger = logging.getLogger(name)

@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 REQUEST_ID_HEADER = "x-request-id"
 _VALID_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
-_TIMED_PREFIXES = ("/score", "/v1/score")
+_TIMED_PREFIXES = ("/score", "/v1/score", "/v1/audio/")
 
 
 def request_id_of(request: Request) -> str:
@@ -58,6 +58,9 @@ class RequestContextMiddleware:
                 message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
             await send(message)
 
+        in_flight = scope.get("path", "").startswith(_TIMED_PREFIXES)
+        if in_flight:
+            self.metrics.in_flight.inc()
         try:
             await self.app(scope, receive, send_wrapper)
         except Exception:  # noqa: BLE001 - the last line of defence: log it, answer without a traceback
@@ -69,6 +72,8 @@ class RequestContextMiddleware:
                     retryable=True, request_id=request_id,
                 ), request_id)
         finally:
+            if in_flight:
+                self.metrics.in_flight.dec()
             route = scope.get("route")
             endpoint = getattr(route, "path", None) or "unmatched"
             self.metrics.requests.labels(endpoint, str(status)).inc()

@@ -23,6 +23,7 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         400: "Protocol error (code names the problem, path the field).",
         401: "Missing or invalid API key.",
         413: "Request body larger than max_body_bytes.",
+        415: "Body declared as something other than JSON (multipart, audio, ...); the message says what to send.",
         429: "Queue full; retry after Retry-After seconds.",
         500: "Internal or engine error; never a traceback.",
         503: "Model not loaded yet, or shutting down; retry after Retry-After seconds.",

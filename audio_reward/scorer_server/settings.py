@@ -59,6 +59,8 @@ class ServerSettings(BaseSettings):
     engine_options: Annotated[dict[str, Any], NoDecode] = Field(
         default_factory=dict,
         description="Engine-specific options (--engine-option KEY=VALUE; env: JSON object or KEY=VALUE,KEY=VALUE).")
+    served_model_name: str | None = Field(
+        None, description="Model id of the OpenAI-compatible API (/v1/models); default: the model's own id.")
 
     # batching and limits
     max_batch_size: int = Field(16, ge=1, le=1024, description="Most utterances in one engine call.")

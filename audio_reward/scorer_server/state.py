@@ -31,6 +31,8 @@ class ServerState:
     """The micro-batcher, or the straight-through dispatcher of a self-scheduling engine."""
     recent: RecentResults | None = None
     """Answers by request id for retried requests; None when ``dedup_cache_size`` is 0."""
+    batching_note: str | None = None
+    """Why the batcher's batch size differs from ``max_batch_size``, when it does."""
     ready: bool = False
     load_error: str | None = None
     started_at: float = field(default_factory=time.time)

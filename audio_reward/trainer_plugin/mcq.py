@@ -1,11 +1,17 @@
 """Multiple-choice reward for audio question answering (AVQA-style).
 
-The policy answers in free text; :func:`extract_choice` finds the option it
-chose: an ``<answer>`` tag, "Answer: B", "the answer is (B)", a lone "(B)",
-a bare "B." line, or the text of exactly one option.  Whether the response
-followed the requested ``<think>…</think><answer>X</answer>`` format is
-reported separately (``format_ok``) and only counts toward the score when a
-``format_weight`` is given.
+The policy answers in free text, and thinking models write it in many ways;
+:func:`extract_choice` finds the option it chose: an ``<answer>`` tag,
+``\\boxed{B}``, "Answer: (B)", "The answer is **B**." (markdown emphasis is
+read through), "I'd go with B", a lone "(B)", a bare "B." line, or the text of
+exactly one option.  Mentions the response rules out ("C, not option A",
+"B is wrong", "rather than D") do not count.  A response that commits to
+several different options gets no credit, and so does one cut off inside its
+``<think>`` block (a truncated response: the reasoning never reached an
+answer).  Whether the response followed the requested
+``<think>…</think><answer>X</answer>`` format is reported separately
+(``format_ok``) and only counts toward the score when a ``format_weight`` is
+given.
 """
 
 from __future__ import annotations
@@ -19,18 +25,33 @@ from typing import Any, Mapping
 DEFAULT_LETTERS = "ABCDEFGH"
 
 _THINK_RE = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_OPEN_THINK_RE = re.compile(r"<think>(?!.*</think>)", re.DOTALL | re.IGNORECASE)
 _ANSWER_TAG_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 _FORMAT_RE = re.compile(
     r"^\s*(?:<think>(?:(?!</?think>).)*</think>\s*)?<answer>\s*\(?([A-Za-z])\)?\s*</answer>\s*$",
     re.DOTALL | re.IGNORECASE,
 )
-# "Answer: B", "the correct answer is (B)", "Final answer - B", "option B" …
+_EMPHASIS_RE = re.compile(r"(\*\*|__|\*|`)(.+?)\1", re.DOTALL)
+_BOXED_RE = re.compile(r"\\boxed\s*\{\s*(?:\\text\s*\{)?\s*([^{}]*?)\s*\}?\s*\}")
+_LETTER = r"\(?\b([A-Z])\b\)?"
+# "Answer: B", "the correct answer is (B)", "Final answer - B", "option B", "I'd go with B" …
 _PHRASE_RE = re.compile(
-    r"(?i:\b(?:final\s+|correct\s+)?(?:answer|option|choice)\b(?:\s+(?:is|would\s+be|should\s+be))?\s*[:\-=]?\s*)"
-    r"\(?\b([A-Z])\b\)?"
+    r"(?i:\b(?:(?:final\s+|correct\s+|best\s+)?(?:answer|option|choice)\b(?:\s+(?:is|would\s+be|should\s+be|must\s+be))?"
+    r"|(?:choose|chose|pick|picked|select|go\s+with|going\s+with|definitely|clearly|certainly|surely)"
+    r"(?:\s+(?:option|choice))?)\s*[:\-=]?\s*)" + _LETTER
+)
+# "…, so B." / "Therefore (C)": a conclusion that ends its sentence
+_CONCLUSION_RE = re.compile(r"(?i:\b(?:so|thus|therefore|hence)\b,?\s+(?:it'?s\s+|it\s+is\s+)?)\(?([A-Z])\)?(?=\s*[.!]?\s*$)",
+                            re.MULTILINE)
+# Mentions a response rules out: "not (option) A", "rather than A", "A is wrong" …
+_NEGATED_RE = re.compile(
+    r"(?i:\b(?:not|rather\s+than|instead\s+of|excluding|except|eliminat\w*|rul\w*\s+out)\s+(?:(?:option|choice|answer)\s+)?)"
+    + _LETTER
+    + r"|(?i:\b(?:option|choice)\s+)?" + _LETTER
+    + r"(?i:\s+(?:is|seems|sounds|looks|was)\s+(?:(?:clearly|definitely|also)\s+)?(?:wrong|incorrect|unlikely|not\b|ruled\s+out))"
 )
 _PAREN_RE = re.compile(r"\(([A-Z])\)")
-_BARE_RE = re.compile(r"^\s*\(?([A-Za-z])\)?\s*(?:[.):]\s*(.*))?$", re.DOTALL)
+_BARE_RE = re.compile(r"^\s*\(?([A-Za-z])\)?\s*(?:[.):,]\s*(.*))?$", re.DOTALL)
 _OPTION_LINE_RE = re.compile(r"^\s*\(?([A-Za-z])\)?\s*[.):、]\s*(.+?)\s*$")
 _PUNCT = str.maketrans({c: " " for c in string.punctuation})
 
@@ -91,35 +112,68 @@ def _single(letters: list[str], valid: str) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def extract_choice(response: str, options: Mapping[str, str] | None = None) -> Choice:
-    """Find the option letter ``response`` commits to; ambiguous answers give ``Choice(None, "none")``."""
-    valid = "".join(sorted(options)) if options else DEFAULT_LETTERS
-    tags = _ANSWER_TAG_RE.findall(response)
-    if tags:
-        inner = tags[-1]
-        bare = _BARE_RE.match(inner)
-        if bare and bare.group(1).upper() in valid:
-            return Choice(bare.group(1).upper(), "answer_tag")
-        letter = _single(_PHRASE_RE.findall(inner) or _PAREN_RE.findall(inner), valid)
-        if letter is None and options:
-            letter = _by_option_text(inner, options)
-        return Choice(letter, "answer_tag" if letter else "none")
-    body = _THINK_RE.sub(" ", response)
-    phrases = [m for m in _PHRASE_RE.findall(body) if m in valid]
+def _plain(text: str) -> str:
+    """``text`` with markdown emphasis removed and ruled-out mentions blanked."""
+    previous = None
+    while previous != text:  # nested emphasis (***B***)
+        previous, text = text, _EMPHASIS_RE.sub(r"\2", text)
+    return _NEGATED_RE.sub(" ", text)
+
+
+def _from_text(text: str, valid: str, options: Mapping[str, str] | None) -> Choice:
+    """The one option ``text`` commits to; several different ones, or none, give ``Choice(None, ...)``."""
+    boxed = [b for b in _BOXED_RE.findall(text)]
+    if boxed:
+        letters = {_BARE_RE.match(b).group(1).upper() for b in boxed if _BARE_RE.match(b) and
+                   _BARE_RE.match(b).group(1).upper() in valid}
+        if not letters and options:
+            letters = {x for x in (_by_option_text(b, options) for b in boxed) if x}
+        return Choice(letters.pop(), "boxed") if len(letters) == 1 else Choice(None, "none")
+    body = _plain(text)
+    phrases = {m for m in _PHRASE_RE.findall(body) + _CONCLUSION_RE.findall(body) if m in valid}
     if phrases:
-        # The last stated answer is the final one ("… not A. The answer is C.").
-        return Choice(phrases[-1], "answer_phrase")
+        return Choice(phrases.pop(), "answer_phrase") if len(phrases) == 1 else Choice(None, "none")
     letter = _single(_PAREN_RE.findall(body), valid)
     if letter:
         return Choice(letter, "parenthesized")
-    bare = _BARE_RE.match(body.strip().splitlines()[0] if body.strip() else "")
+    first = body.strip().splitlines()[0] if body.strip() else ""
+    bare = _BARE_RE.match(first)
     if bare and bare.group(1).isupper() and bare.group(1) in valid:
-        return Choice(bare.group(1), "bare_letter")
+        # "B. a car horn" or "C, not option A": the rest must not name another option
+        rest = bare.group(2) or ""
+        others = {m for m in _PHRASE_RE.findall(rest) + _PAREN_RE.findall(rest) if m in valid} - {bare.group(1)}
+        return Choice(bare.group(1), "bare_letter") if not others else Choice(None, "none")
     if options:
         letter = _by_option_text(body, options)
         if letter:
             return Choice(letter, "option_text")
     return Choice(None, "none")
+
+
+def _tag_letter(tag: str, valid: str, options: Mapping[str, str] | None) -> str | None:
+    bare = _BARE_RE.match(_plain(tag))
+    if bare and bare.group(1).upper() in valid and not (bare.group(2) or "").strip(" ."):
+        return bare.group(1).upper()  # <answer>b</answer>: inside the tag any case is the letter
+    return _from_text(tag, valid, options).letter
+
+
+def extract_choice(response: str, options: Mapping[str, str] | None = None) -> Choice:
+    """Find the option letter ``response`` commits to; ambiguous answers give ``Choice(None, "none")``.
+
+    A ``<think>`` block that never closes (the response was cut off while
+    reasoning) gives ``Choice(None, "truncated")``.
+    """
+    valid = "".join(sorted(options)) if options else DEFAULT_LETTERS
+    if _OPEN_THINK_RE.search(_THINK_RE.sub(" ", response)):
+        return Choice(None, "truncated")
+    body = _THINK_RE.sub(" ", response)
+    tags = _ANSWER_TAG_RE.findall(body)
+    if tags:
+        choices = {_tag_letter(tag, valid, options) for tag in tags}
+        if len(choices) == 1 and None not in choices:
+            return Choice(choices.pop(), "answer_tag")
+        return Choice(None, "none")
+    return _from_text(body, valid, options)
 
 
 def format_ok(response: str) -> bool:
@@ -135,7 +189,8 @@ def ground_truth_letter(ground_truth: Any, options: Mapping[str, str] | None = N
     return choice.letter
 
 
-EXTRACTION_METHODS = ("none", "answer_tag", "answer_phrase", "parenthesized", "bare_letter", "option_text")
+EXTRACTION_METHODS = ("none", "answer_tag", "answer_phrase", "parenthesized", "bare_letter", "option_text", "boxed",
+                      "truncated")
 
 
 def score_choice(

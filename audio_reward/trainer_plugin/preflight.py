@@ -3,15 +3,23 @@
 - the scorer answers ``GET /v1/info`` and speaks protocol v1 (when the reward uses it),
 - GRPO-style estimators have a group size ``actor_rollout_ref.rollout.n >= 2``,
 - reward manager, reward function and failure policy agree,
+- verl-omni's rollout is set up to produce what the reward reads (Qwen3-TTS: real weights,
+  TP 1, a readable speaker embedding; Qwen3-Omni thinker: LoRA kept off the speech stack and encoders),
+- a reward failure stops verl's v1 trainer (the fail-closed sampler is selected),
 - the train/val parquet files exist and have the columns the reward needs.
+
+A recipe name composes verl-omni's ``omni_trainer`` with the recipe's launch
+overrides (:mod:`.recipes.launch`), exactly what ``run.sh`` runs.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..protocol import SUPPORTED_VERSIONS
 from .settings import CONFIG_BLOCK, MASKING_ESTIMATORS, FailurePolicy, PluginSettings, block_of
@@ -20,6 +28,11 @@ GROUP_ESTIMATORS = ("grpo", "grpo_masked", "grpo_passk", "rloo", "opo", "gpg", "
 AUDIO_MANAGERS = ("audio_score", "AudioScoreRewardManager")
 AUDIO_REWARD_FN = "audio_reward.trainer_plugin.reward_fn"
 MCQ_REWARD_FN = "audio_reward.trainer_plugin.mcq"
+VERL_OMNI_HTTP_FN = "verl_omni.utils.reward_score.audio_http_scorer_client"
+FAIL_CLOSED_MODULE = "audio_reward.trainer_plugin.fail_closed"
+TTS_PIPELINE = "qwen3_tts_rl"
+THINKER_PIPELINE = "qwen3_omni_moe"
+THINKER_FROZEN = ("talker", "code2wav", "code_predictor", "visual", "audio_tower")
 
 
 @dataclass(frozen=True)
@@ -50,20 +63,25 @@ def uses_audio_manager(config: Any) -> bool:
     return name in AUDIO_MANAGERS or module.startswith("audio_reward.trainer_plugin.reward_manager")
 
 
-def scorer_urls(config: Any) -> list[str]:
-    """The scorer URL(s) the config's reward will call (empty when it calls none)."""
+def _scorer_fn(config: Any) -> str | None:
     fn_module = _module_of(_get(config, "reward.custom_reward_function.path"))
+    return fn_module if fn_module in (AUDIO_REWARD_FN, VERL_OMNI_HTTP_FN) else None
+
+
+def scorer_urls(config: Any) -> list[str]:
+    """The scorer base URL(s) the config's reward will call (empty when it calls none)."""
     if uses_audio_manager(config):
         return list(PluginSettings.from_config(config).server_url)
-    if fn_module == AUDIO_REWARD_FN:
-        url = _get(config, "reward.custom_reward_function.reward_kwargs.server_url")
-        return [str(url)] if url else []
-    return []
+    fn = _scorer_fn(config)
+    url = str(_get(config, "reward.custom_reward_function.reward_kwargs.server_url", "") or "")
+    if fn == VERL_OMNI_HTTP_FN and url.rstrip("/").endswith("/score"):
+        url = url.rstrip("/")[: -len("/score")]  # verl-omni's client posts to the full /score URL
+    return [url] if fn and url else []
 
 
 def check_server(config: Any, info_fn: Callable[[str], dict[str, Any]] | None = None) -> list[Check]:
     urls = scorer_urls(config)
-    needs = uses_audio_manager(config) or _module_of(_get(config, "reward.custom_reward_function.path")) == AUDIO_REWARD_FN
+    needs = uses_audio_manager(config) or _scorer_fn(config) is not None
     if not needs:
         return [Check("scorer", True, "the reward does not call a scorer server")]
     if not urls:
@@ -123,15 +141,113 @@ def check_reward_wiring(config: Any) -> list[Check]:
     if block_of(config):
         checks.append(Check("reward", False, f"reward.{CONFIG_BLOCK} is set but the reward manager is "
                                              f"{_get(config, 'reward.reward_manager.name')!r}, not audio_score"))
-    if fn_module == AUDIO_REWARD_FN and not _get(config, "reward.custom_reward_function.reward_kwargs.server_url"):
-        checks.append(Check("reward", False, "reward_fn.compute_score needs "
+    if _scorer_fn(config) and not _get(config, "reward.custom_reward_function.reward_kwargs.server_url"):
+        checks.append(Check("reward", False, f"{fn_module}.compute_score needs "
                                              "+reward.custom_reward_function.reward_kwargs.server_url"))
+    if fn_module == VERL_OMNI_HTTP_FN:
+        url = str(_get(config, "reward.custom_reward_function.reward_kwargs.server_url", "") or "")
+        if url and not url.rstrip("/").endswith("/score"):
+            checks.append(Check("reward", False, f"verl-omni's audio_http_scorer_client posts to the URL as given: "
+                                                 f"point it at the scorer's /score path ({url.rstrip('/')}/score)"))
     if fn_module == MCQ_REWARD_FN and _get(config, "reward.custom_reward_function.name") != "compute_score":
         checks.append(Check("reward", False, "the multiple-choice reward function is named compute_score"))
     if not checks:
         checks.append(Check("reward", True, f"manager {_get(config, 'reward.reward_manager.name')}, "
                                             f"function {fn_module or 'verl default'}"))
     return checks
+
+
+def _speaker_problem(path: str) -> str | None:
+    file = Path(path).expanduser()
+    if not file.is_file():
+        return f"tts_spk_embed_path {file} does not exist (make one with `audio-reward tts-speaker REF.wav --out FILE`)"
+    try:
+        from .tts_speaker import read_speaker_embedding
+
+        vector = read_speaker_embedding(file)
+    except (ValueError, OSError) as exc:
+        return f"tts_spk_embed_path {file}: {exc}"
+    return None if len(vector) else f"tts_spk_embed_path {file} holds an empty vector"
+
+
+def check_rollout(config: Any, environ: Mapping[str, str] | None = None) -> list[Check]:
+    """verl-omni's vLLM-Omni rollout: settings without which the reward scores noise or nothing."""
+    environ = os.environ if environ is None else environ
+    rollout = "actor_rollout_ref.rollout"
+    if str(_get(config, f"{rollout}.name", "")) != "vllm_omni":
+        return []
+    checks: list[Check] = []
+    modules = [m.strip() for m in environ.get("VERL_USE_EXTERNAL_MODULES", "").split(",")]
+    if "verl_omni" not in modules:
+        checks.append(Check("rollout", False, "export VERL_USE_EXTERNAL_MODULES=verl_omni: verl-omni has no "
+                                              "verl.plugins entry point, so Ray workers would never register its "
+                                              "agent loops and model adapters"))
+    pipeline = str(_get(config, f"{rollout}.engine_kwargs.vllm_omni.pipeline_name", ""))
+    if pipeline == TTS_PIPELINE:
+        load_format = str(_get(config, f"{rollout}.load_format", ""))
+        if load_format == "dummy":
+            checks.append(Check("rollout", False, f"{rollout}.load_format=dummy: verl-omni syncs trained weights to "
+                                                  "stage 0 only, so the frozen code2wav stage would decode with "
+                                                  "random weights and every reward would score noise; use "
+                                                  "load_format=safetensors"))
+        tp = int(_get(config, f"{rollout}.tensor_model_parallel_size", 1))
+        if tp > 1:
+            checks.append(Check("rollout", False, f"{rollout}.tensor_model_parallel_size={tp}: pipeline "
+                                                  f"{TTS_PIPELINE} runs its talker and code2wav stages unsharded; "
+                                                  "set it to 1"))
+        mode = str(_get(config, f"{rollout}.engine_kwargs.vllm_omni.pipeline_mode", "full"))
+        if mode != "full":
+            checks.append(Check("rollout", False, f"pipeline {TTS_PIPELINE} supports only pipeline_mode=full, "
+                                                  f"got {mode}"))
+        override = "actor_rollout_ref.model.override_config"
+        speaker = _get(config, f"{override}.tts_spk_embed_path")
+        problem = _speaker_problem(str(speaker)) if speaker else (
+            f"{pipeline} needs +{override}.tts_spk_embed_path (the fixed voice of every rollout)")
+        if problem:
+            checks.append(Check("rollout", False, problem))
+        language = str(_get(config, f"{override}.tts_language", ""))
+        if language.lower() != "auto":
+            checks.append(Check("rollout", False, f"{override}.tts_language={language or '(unset)'}: verl-omni's "
+                                                  f"{TTS_PIPELINE} trains only the Auto prompt layout"))
+        if not checks:
+            checks.append(Check("rollout", True, f"{TTS_PIPELINE}: load_format={load_format}, TP {tp}, "
+                                                 f"speaker {speaker}"))
+    elif pipeline == THINKER_PIPELINE:
+        exclude = str(_get(config, "actor_rollout_ref.model.exclude_modules", "") or "")
+        missing = [m for m in THINKER_FROZEN if m not in exclude]
+        targets = _get(config, "actor_rollout_ref.model.target_modules", "all-linear")
+        lora = int(_get(config, "actor_rollout_ref.model.lora_rank", 0))
+        if lora > 0 and missing:
+            checks.append(Check("rollout", False, f"actor_rollout_ref.model.exclude_modules must keep LoRA off "
+                                                  f"{', '.join(missing)} (the thinker alone is trained)"))
+        if lora > 0 and str(targets) == "all-linear":
+            checks.append(Check("rollout", False, "actor_rollout_ref.model.target_modules=all-linear also matches "
+                                                  "the talker and encoders: list the thinker's modules"))
+        if not checks:
+            checks.append(Check("rollout", True, f"{THINKER_PIPELINE}: LoRA rank {lora} on {list(targets)}"))
+    return checks
+
+
+def check_fail_closed(config: Any) -> list[Check]:
+    """verl's v1 trainer trains on when a reward raises; the fail-closed sampler stops it."""
+    if not bool(_get(config, "trainer.use_v1", False)) and str(_get(config, "trainer.v1.trainer_mode", "")) != \
+            "omni_sync":
+        return []
+    path = _module_of(_get(config, "trainer.v1.sampler.custom_sampler.path"))
+    name = str(_get(config, "trainer.v1.sampler.custom_sampler.name", "") or "")
+    mode = str(_get(config, "trainer.v1.trainer_mode", "sync"))
+    if path != FAIL_CLOSED_MODULE:
+        return [Check("fail-closed", False, "verl's v1 trainer marks a group whose reward raised as failed and "
+                                            "trains on without it: set trainer.v1.sampler.custom_sampler.path="
+                                            f"pkg://{FAIL_CLOSED_MODULE} (see docs/training.md)")]
+    from .fail_closed import DEFAULT_SAMPLER, SAMPLER_FOR_MODE
+
+    expected = SAMPLER_FOR_MODE.get(mode, DEFAULT_SAMPLER)
+    if name != expected:
+        return [Check("fail-closed", False, f"trainer mode {mode} needs custom_sampler.name={expected} "
+                                            f"(it keeps verl's own sampling for that mode), got {name or '(unset)'}")]
+    limit = _get(config, "trainer.v1.sampler.sampler_kwargs.max_failed_groups", 0)
+    return [Check("fail-closed", True, f"{name}: the run stops after {int(limit) + 1} failed group(s)")]
 
 
 def required_columns(config: Any) -> dict[str, str]:
@@ -190,7 +306,7 @@ def _row_problem(row: dict[str, Any] | None, config: Any) -> str | None:
 
 def run_checks(config: Any, *, skip_server: bool = False, skip_data: bool = False,
                info_fn: Callable[[str], dict[str, Any]] | None = None) -> list[Check]:
-    checks = check_group_size(config) + check_reward_wiring(config)
+    checks = check_group_size(config) + check_reward_wiring(config) + check_rollout(config) + check_fail_closed(config)
     if not skip_server:
         checks += check_server(config, info_fn)
     if not skip_data:
@@ -198,20 +314,55 @@ def run_checks(config: Any, *, skip_server: bool = False, skip_data: bool = Fals
     return checks
 
 
+def omni_config_dir() -> Path:
+    """verl-omni's Hydra config folder: the installed package's, else ``$VERL_OMNI_SRC/verl_omni/trainer/config``."""
+    spec = importlib.util.find_spec("verl_omni")
+    if spec is not None and spec.origin:
+        return Path(spec.origin).resolve().parent / "trainer" / "config"
+    source = os.environ.get("VERL_OMNI_SRC")
+    if source:
+        path = Path(source).expanduser() / "verl_omni" / "trainer" / "config"
+        if (path / "omni_trainer.yaml").is_file():
+            return path
+        raise FileNotFoundError(f"VERL_OMNI_SRC={source} has no verl_omni/trainer/config/omni_trainer.yaml")
+    raise ModuleNotFoundError("the recipes launch verl-omni's omni_trainer config: install verl-omni in this "
+                              "environment (docs/training.md) or set VERL_OMNI_SRC to a checkout of it")
+
+
+def _import_verl_for_checkout() -> None:
+    """Import verl (omni_trainer's ``pkg://verl.trainer.config``) while verl-omni is only a checkout here.
+
+    ``import verl`` imports every module in ``VERL_USE_EXTERNAL_MODULES``; the
+    run exports ``verl_omni`` there, which a config-only checkout cannot import.
+    """
+    saved = os.environ.get("VERL_USE_EXTERNAL_MODULES")
+    if saved is not None:
+        os.environ["VERL_USE_EXTERNAL_MODULES"] = ",".join(m for m in saved.split(",") if m.strip() != "verl_omni")
+    try:
+        import verl  # noqa: F401
+    finally:
+        if saved is not None:
+            os.environ["VERL_USE_EXTERNAL_MODULES"] = saved
+
+
 def load_config(config: str, overrides: Sequence[str] = ()) -> Any:
-    """Compose ``config`` with Hydra: a recipe name (``qwen3_tts_grpo``) or a Hydra YAML file path."""
+    """Compose ``config``: a recipe name (``qwen3_tts_grpo``: verl-omni's ``omni_trainer`` with the recipe's
+    launch overrides, then ``overrides``, as ``run.sh`` launches it) or a Hydra YAML file path."""
     from hydra import compose, initialize_config_dir
 
-    from .recipes import RECIPES_DIR, config_dir
+    from .recipes.launch import RECIPES, plan
 
     path = Path(config)
     if path.suffix in (".yaml", ".yml"):
         if not path.is_file():
             raise FileNotFoundError(f"config file {path} does not exist")
-        directory, name = path.resolve().parent, path.stem
+        directory, name, all_overrides = path.resolve().parent, path.stem, list(overrides)
+    elif config in RECIPES:
+        directory, name = omni_config_dir(), "omni_trainer"
+        all_overrides = plan(config, overrides).overrides
+        if importlib.util.find_spec("verl_omni") is None:
+            _import_verl_for_checkout()
     else:
-        directory, name = config_dir(config), config
-        if not (directory / f"{name}.yaml").is_file():
-            raise ValueError(f"{config!r} is neither a YAML file nor a recipe under {RECIPES_DIR}")
+        raise ValueError(f"{config!r} is neither a YAML file nor a recipe ({', '.join(sorted(RECIPES))})")
     with initialize_config_dir(config_dir=str(directory), version_base=None):
-        return compose(config_name=name, overrides=list(overrides))
+        return compose(config_name=name, overrides=all_overrides)

@@ -18,8 +18,8 @@ import logging
 from typing import Any
 
 from ._verl import reward_manager_base
-from .samples import MissingFieldError, SampleError, audio_sample_from_item, sample_label, target_text
-from .scoring import AudioRewardScorer
+from .samples import MissingFieldError, SampleError, audio_sample_from_item, group_uid, sample_label, target_text
+from .scoring import AudioRewardScorer, record_failure
 from .settings import MASKING_ESTIMATORS, FailurePolicy, PluginSettings
 from .validation_log import ValidationLogger
 
@@ -44,6 +44,13 @@ def _step(data: Any) -> int | None:
             value = value[0] if hasattr(value, "__len__") and not isinstance(value, str) else value
             return int(value)
     return None
+
+
+def _target_audio(item: Any) -> str | None:
+    extra_info = item.non_tensor_batch.get("extra_info")
+    extra_info = extra_info.item() if hasattr(extra_info, "item") and not isinstance(extra_info, dict) else extra_info
+    value = (extra_info or {}).get("target_audio")
+    return str(value) if value else None
 
 
 class AudioScoreRewardManager(_Base):  # type: ignore[misc,valid-type]
@@ -79,7 +86,8 @@ class AudioScoreRewardManager(_Base):  # type: ignore[misc,valid-type]
         self._scorer: AudioRewardScorer | None = None
         self._scorer_loop: asyncio.AbstractEventLoop | None = None
         self.validation = (
-            ValidationLogger(self.settings.validation_dir, self.settings.validation_max_wavs)
+            ValidationLogger(self.settings.validation_dir, self.settings.validation_max_wavs,
+                             self.settings.reference_audio)
             if self.settings.validation_dir
             else None
         )
@@ -107,12 +115,14 @@ class AudioScoreRewardManager(_Base):  # type: ignore[misc,valid-type]
                 text_key=self.settings.text_key,
                 default_language=self.settings.language,
             )
-        except MissingFieldError:
+        except MissingFieldError as exc:
+            # A configuration error: never masked, always recorded for the fail-closed sampler.
+            record_failure(self.settings.failure_log, sample_label(item), group_uid(item), str(exc))
             raise
         except SampleError as exc:
             text = target_text(item.non_tensor_batch, dict(item.non_tensor_batch.get("extra_info") or {}),
                                self.settings.text_key)
-            return scorer.failed(sample_label(item), text, exc)
+            return scorer.failed(sample_label(item), text, exc, group_uid(item))
         result = await scorer.score(sample)
         diagnostics = result.pop("diagnostics", {})
         if self.validation is not None and self._is_validation(data, sample.metadata):
@@ -125,6 +135,7 @@ class AudioScoreRewardManager(_Base):  # type: ignore[misc,valid-type]
                 score=result["reward_score"],
                 diagnostics={**diagnostics, **result["reward_extra_info"]},
                 step=_step(data),
+                target_audio=_target_audio(item),
             )
         return result
 

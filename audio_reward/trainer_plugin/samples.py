@@ -36,6 +36,8 @@ class AudioSample:
     language: str | None = None
     metadata: dict[str, str | int | float | bool | None] = field(default_factory=dict)
     sample_id: str = ""
+    uid: str | None = None
+    """The GRPO group id, when the batch has one."""
 
     @property
     def duration_s(self) -> float:
@@ -152,7 +154,14 @@ def audio_sample_from_item(
         language=str(language) if language else None,
         metadata=sanitize_metadata({k: v for k, v in extra_info.items() if k not in (audio_key, sample_rate_key)}),
         sample_id=sample_label(item),
+        uid=group_uid(item),
     )
+
+
+def group_uid(item: Any) -> str | None:
+    """The GRPO group ``uid`` of one ``DataProtoItem`` (None when the batch has none)."""
+    uid = _unwrap(item.non_tensor_batch.get("uid"))
+    return None if uid in (None, "") else str(uid)
 
 
 def sample_label(item: Any) -> str:

@@ -10,8 +10,12 @@ set from the first sample).
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import json
 import logging
 import math
+import time
+from pathlib import Path
 from typing import Any, Sequence
 
 from ..scorer_client import AsyncScorerClient, ClientSettings, ScoreItem, ScoreResult, ScorerError
@@ -32,6 +36,18 @@ class ScoringFailedError(RuntimeError):
 def failure_message(label: str, text: str, cause: BaseException) -> str:
     short = text if len(text) <= 60 else text[:57] + "..."
     return f"scoring sample {label} (target text {short!r}) failed: {type(cause).__name__}: {cause}"
+
+
+def record_failure(path: str | None, label: str, uid: str | None, message: str) -> None:
+    """Append one failure to the JSONL ``failure_log`` (several reward workers may write at once)."""
+    if not path:
+        return
+    log = Path(path)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps({"time": time.time(), "sample": label, "uid": uid, "message": message}, ensure_ascii=False)
+    with open(log, "a", encoding="utf-8") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        fh.write(line + "\n")
 
 
 class AudioRewardScorer:
@@ -76,10 +92,11 @@ class AudioRewardScorer:
         out["score_failed"] = float(failed)
         return out
 
-    def failed(self, label: str, text: str, cause: BaseException) -> dict[str, Any]:
+    def failed(self, label: str, text: str, cause: BaseException, uid: str | None = None) -> dict[str, Any]:
         """Apply the failure policy: raise :class:`ScoringFailedError`, or return a masked result."""
         message = failure_message(label, text, cause)
         if self.settings.failure_policy is FailurePolicy.RAISE:
+            record_failure(self.settings.failure_log, label, uid, message)
             raise ScoringFailedError(message) from cause
         logger.warning("%s; masked (score_failed=1)", message)
         return {"reward_score": FAILED_REWARD, "reward_extra_info": self._extra_info(None, failed=True)}
@@ -97,7 +114,7 @@ class AudioRewardScorer:
         try:
             result = await self._coalescer.submit(item)
         except (ScorerError, asyncio.TimeoutError, OSError) as exc:
-            return self.failed(sample.sample_id, sample.text, exc)
+            return self.failed(sample.sample_id, sample.text, exc, sample.uid)
         return {
             "reward_score": float(result.score),
             "reward_extra_info": self._extra_info(dict(result.diagnostics), failed=False),

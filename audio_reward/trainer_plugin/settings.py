@@ -67,6 +67,10 @@ class PluginSettings:
     validation_dir: str | None = None
     validation_max_wavs: int = 4
     validation_splits: tuple[str, ...] = ("val", "validation", "test")
+    reference_audio: str | None = None
+    """The speaker prompt recording, copied into every validation step folder as ``reference.wav``."""
+    failure_log: str | None = None
+    """JSONL file where every failure under ``raise`` is recorded, for the fail-closed sampler's error."""
 
     def __post_init__(self) -> None:
         urls = self.server_url

@@ -13,9 +13,17 @@ validation set is fixed, so pass *k* is the *k*-th validation run; with
 ``val_before_train`` and ``test_freq=F`` it is global step ``k·F``).  In it:
 
 - ``sample_<i>.wav``: the first ``max_wavs`` samples, 16-bit PCM at their own rate,
+- ``target_<i>.wav``: the recording of sample *i*'s text, when its row has one
+  (``extra_info["target_audio"]``),
+- ``reference.wav``: the speaker prompt the run conditions on (``reference_audio``),
 - ``samples.jsonl``: one line per scored sample (key, target text, score, diagnostics),
-- ``metrics.json``: count, failures and the mean of every numeric field, rewritten
-  as samples arrive so it is complete when the pass ends.
+- ``metrics.json``: verl-omni's recipe fields (``mean_reward``, ``mean_cer``,
+  ``mean_duration_ratio``, and ``policy_loss`` / ``kl_loss``, which are null at a
+  validation step: no update runs there), then count, failures and the mean of
+  every numeric field, rewritten as samples arrive so it is complete when the pass ends.
+
+:meth:`ValidationLogger.problems` lists the passes that wrote no audio; the
+recipes' ``run.sh`` ends with an error when there is one (or no pass at all).
 
 Several reward workers (separate processes) may log at once: every write holds
 an ``fcntl`` lock on ``<root>/.lock`` and metrics are recomputed from
@@ -27,6 +35,7 @@ from __future__ import annotations
 import fcntl
 import json
 import math
+import shutil
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -44,11 +53,14 @@ def _read_lines(path: Path) -> list[dict[str, Any]]:
 class ValidationLogger:
     """Writes validation WAVs, per-sample lines and per-pass metrics under ``root``."""
 
-    def __init__(self, root: str | Path, max_wavs: int = 4) -> None:
+    def __init__(self, root: str | Path, max_wavs: int = 4, reference_audio: str | Path | None = None) -> None:
         if max_wavs < 0:
             raise ValueError(f"max_wavs must be >= 0, got {max_wavs}")
         self.root = Path(root)
         self.max_wavs = max_wavs
+        self.reference_audio = Path(reference_audio) if reference_audio else None
+        if self.reference_audio is not None and not self.reference_audio.is_file():
+            raise FileNotFoundError(f"reference_audio {self.reference_audio} does not exist")
 
     def _pass_dir(self, key: str, step: int | None) -> Path:
         if step is not None:
@@ -70,18 +82,29 @@ class ValidationLogger:
         score: float,
         diagnostics: Mapping[str, Any],
         step: int | None = None,
+        target_audio: str | Path | None = None,
     ) -> Path:
-        """Record one scored validation sample; ``key`` identifies it across passes. Returns its pass folder."""
+        """Record one scored validation sample; ``key`` identifies it across passes. Returns its pass folder.
+
+        ``target_audio`` is the row's recording of ``text``; it is copied beside the sample's WAV.
+        """
         self.root.mkdir(parents=True, exist_ok=True)
         with open(self.root / ".lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             directory = self._pass_dir(key, step)
             directory.mkdir(parents=True, exist_ok=True)
-            wav_name = None
-            if len(list(directory.glob("sample_*.wav"))) < self.max_wavs:
-                wav_name = f"sample_{len(list(directory.glob('sample_*.wav'))):03d}.wav"
+            wav_name = target_name = None
+            if self.reference_audio is not None and not (directory / "reference.wav").exists():
+                _copy_audio(self.reference_audio, directory / "reference.wav")
+            count = len(list(directory.glob("sample_*.wav")))
+            if count < self.max_wavs:
+                wav_name = f"sample_{count:03d}.wav"
                 sf.write(directory / wav_name, np.clip(waveform, -1.0, 1.0), sample_rate, subtype="PCM_16")
-            line = {"key": key, "text": text, "score": score, "wav": wav_name, **dict(diagnostics)}
+                if target_audio:
+                    target_name = f"target_{count:03d}.wav"
+                    _copy_audio(Path(target_audio), directory / target_name)
+            line = {"key": key, "text": text, "score": score, "wav": wav_name, "target_wav": target_name,
+                    **dict(diagnostics)}
             with open(directory / "samples.jsonl", "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
             self._write_metrics(directory, step)
@@ -104,13 +127,20 @@ class ValidationLogger:
                     continue
                 sums[key] = sums.get(key, 0.0) + float(value)
                 counts[key] = counts.get(key, 0) + 1
+        means = {k: sums[k] / counts[k] for k in sorted(sums)}
         metrics = {
+            "mean_reward": means.get("score"),
+            "mean_cer": means.get("cer"),
+            "mean_duration_ratio": means.get("duration_ratio"),
+            # a validation step runs no update: verl-omni's recipe keeps the loss fields, null
+            "policy_loss": None,
+            "kl_loss": None,
             "pass": directory.name,
             "step": step,
             "count": len(lines),
             "failed": failed,
             "wavs": len(list(directory.glob("sample_*.wav"))),
-            "mean": {k: sums[k] / counts[k] for k in sorted(sums)},
+            "mean": means,
         }
         tmp = directory / "metrics.json.tmp"
         tmp.write_text(json.dumps(metrics, indent=2, sort_keys=True), encoding="utf-8")
@@ -120,7 +150,25 @@ class ValidationLogger:
         """The pass folders written so far, in order."""
         return sorted(p for p in self.root.glob("*_*") if p.is_dir() and (p / "metrics.json").exists())
 
+    def problems(self) -> list[str]:
+        """What makes the validation artifacts unusable: no pass at all, or a pass that wrote no audio."""
+        passes = self.passes()
+        if not passes:
+            return [(f"no validation pass wrote artifacts under {self.root} (did the validation samples carry "
+                     "extra_info.split=val, and did the reward manager run?)")]
+        return [f"validation pass {p} wrote no audio ({self.metrics(p)['count']} samples scored)"
+                for p in passes if not list(p.glob("sample_*.wav"))]
+
     @staticmethod
     def metrics(directory: str | Path) -> dict[str, Any]:
         """The metrics of one pass folder."""
         return json.loads((Path(directory) / "metrics.json").read_text(encoding="utf-8"))
+
+
+def _copy_audio(source: Path, dest: Path) -> None:
+    """Copy a WAV as is; any other format soundfile reads is written as 16-bit WAV."""
+    if source.suffix.lower() == ".wav":
+        shutil.copyfile(source, dest)
+        return
+    data, rate = sf.read(source, dtype="float32")
+    sf.write(dest, data, rate, subtype="PCM_16")

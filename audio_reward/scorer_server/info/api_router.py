@@ -57,8 +57,11 @@ async def info(request: Request) -> OrjsonResponse:
             "max_batch_size": state.batcher.max_batch_size if state.batcher else s.max_batch_size,
             "max_wait_ms": state.batcher.max_wait_s * 1000 if state.batcher else s.max_wait_ms,
             **(state.batcher.describe() if state.batcher else {}),
+            "max_batch_size_setting": s.max_batch_size,
+            "note": state.batching_note,
         },
         "auth": s.api_key is not None,
-        "endpoints": ["/v1/score", "/score", "/v1/score/batch", "/v1/info", "/healthz", "/readyz", "/metrics"],
+        "endpoints": ["/v1/score", "/score", "/v1/score/batch", "/v1/audio/transcriptions", "/v1/models",
+                      "/v1/info", "/healthz", "/readyz", "/metrics"],
     }
     return OrjsonResponse(body)

@@ -1,14 +1,39 @@
 """Prometheus metrics of one server instance (its own registry, so several
-servers in one process, as in tests, never share counters)."""
+servers in one process, as in tests, never share counters).
+
+Besides the server's own series the registry carries prometheus-client's
+process, platform (Python version) and garbage-collector collectors.  The
+``_created`` timestamp series are switched off: Prometheus does not use them
+and they made up a third of the exposition.
+"""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from typing import Any, Mapping
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    Info,
+    PlatformCollector,
+    ProcessCollector,
+    disable_created_metrics,
+)
+
+from audio_reward import __version__
 
 from ..batcher import BatchStats
 
+disable_created_metrics()
+
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+_BATCH_AUDIO_BUCKETS = (1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
+_SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0)
+_CER_BUCKETS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0)
 
 
 class ServerMetrics:
@@ -17,6 +42,14 @@ class ServerMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        GCCollector(registry=r)
+        self.build = Info("audio_reward_build", "Server version and the engine and model it scores with.", registry=r)
+        self.build.info({"version": __version__, "engine": "", "model": ""})
+        self.in_flight = Gauge(
+            "audio_reward_requests_in_flight", "Scoring and transcription requests being served.", registry=r
+        )
         self.requests = Counter(
             "audio_reward_requests", "HTTP requests by endpoint and status code.", ("endpoint", "status"), registry=r
         )
@@ -28,6 +61,18 @@ class ServerMetrics:
         self.batch_size = Histogram(
             "audio_reward_batch_size", "Utterances per engine call.", buckets=_BATCH_BUCKETS, registry=r
         )
+        self.batch_audio_seconds = Histogram(
+            "audio_reward_batch_audio_seconds", "Seconds of audio per engine call.", buckets=_BATCH_AUDIO_BUCKETS,
+            registry=r,
+        )
+        self.score = Histogram("audio_reward_score", "Reward of each scored utterance.", buckets=_SCORE_BUCKETS,
+                               registry=r)
+        self.cer = Histogram("audio_reward_cer", "Character error rate of each scored utterance (before clipping).",
+                             buckets=_CER_BUCKETS, registry=r)
+        self.transcriptions = Counter(
+            "audio_reward_transcriptions", "OpenAI-compatible transcriptions by outcome (ok or an error code).",
+            ("outcome",), registry=r,
+        )
         self.engine_latency = Histogram(
             "audio_reward_engine_latency_seconds", "Wall time of one engine call.", buckets=_LATENCY_BUCKETS, registry=r
         )
@@ -38,8 +83,18 @@ class ServerMetrics:
         )
         self.ready = Gauge("audio_reward_ready", "1 once the model is loaded and warmed up.", registry=r)
 
+    def set_build(self, *, engine: str, model: str) -> None:
+        self.build.info({"version": __version__, "engine": engine, "model": model})
+
+    def observe_result(self, result: Mapping[str, Any]) -> None:
+        """Count one scored utterance and record its score and CER."""
+        self.items.labels("ok").inc()
+        self.score.observe(float(result["score"]))
+        self.cer.observe(float(result["cer"]))
+
     def observe_batch(self, stats: BatchStats) -> None:
         self.batch_size.observe(stats.size)
+        self.batch_audio_seconds.observe(stats.audio_seconds)
         self.engine_latency.observe(stats.engine_seconds)
         if stats.failed:
             self.engine_failures.inc()

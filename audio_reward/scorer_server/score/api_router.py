@@ -12,15 +12,15 @@ from fastapi import APIRouter, Depends, Request
 from audio_reward.protocol import BatchScoreResponse, ScoreResponse
 
 from ..auth import require_api_key
-from ..body import read_body
+from ..body import read_body, require_json
 from ..middleware import request_id_of
 from ..responses import OrjsonResponse, error_responses, json_body
 from ..state import get_state
 from .serving import ScoringService
 
-router = APIRouter(tags=["scoring"], dependencies=[Depends(require_api_key)])
+router = APIRouter(tags=["scoring"], dependencies=[Depends(require_api_key), Depends(require_json)])
 
-_ERRORS = error_responses(400, 401, 413, 429, 500, 503, 504)
+_ERRORS = error_responses(400, 401, 413, 415, 429, 500, 503, 504)
 _SCORE_DOC = dict(
     response_class=OrjsonResponse,
     responses={200: {"model": ScoreResponse, "description": "Flat score and diagnostics."}, **_ERRORS},

@@ -81,21 +81,27 @@ class ScoringService:
             raise BadRequestError("invalid_reward_options", str(exc), path="$.reward") from None
         language = language_code(req.language or self.state.settings.language)
         self._check_prompt(req.prompt, language)
-        supported = self.state.engine.languages
-        if language is not None and supported is not None and language not in supported:
-            model = self.state.engine.info.model_id
-            shown = ", ".join(sorted(supported)) if len(supported) <= 12 else f"{len(supported)} languages"
-            raise BadRequestError(
-                "unsupported_language",
-                f"model {model} does not transcribe language {req.language or language!r} (it supports: {shown})",
-                path="$.language",
-            )
+        self.resolve_language(req.language)  # 400 before queueing when the model does not transcribe it
         audio = resample_16k(req.waveform, req.sample_rate)
         key = None
         if req.request_id is not None and self.state.recent is not None:
             key = request_key(req.request_id, req.prompt, language, req.sample_rate, req.reward,
                               req.reference_duration_s, waveform=req.waveform)
         return PreparedItem(req, audio, policy, req.request_id or request_id, language, key)
+
+    def resolve_language(self, requested: str | None, *, path: str = "$.language") -> str | None:
+        """The language code to decode with (the request's, else the server default); 400 if the model lacks it."""
+        language = language_code(requested or self.state.settings.language)
+        supported = self.state.engine.languages
+        if language is not None and supported is not None and language not in supported:
+            model = self.state.engine.info.model_id
+            shown = ", ".join(sorted(supported)) if len(supported) <= 12 else f"{len(supported)} languages"
+            raise BadRequestError(
+                "unsupported_language",
+                f"model {model} does not transcribe language {requested or language!r} (it supports: {shown})",
+                path=path,
+            )
+        return language
 
     def _check_prompt(self, prompt: str, language: str | None) -> None:
         """Refuse, before any transcription, a prompt the normalizer cannot score against."""
@@ -148,8 +154,10 @@ class ScoringService:
         return state.batcher
 
     def _submit(self, items: list[PreparedItem]) -> list[asyncio.Future[Transcription]]:
+        return self._submit_inputs([TranscriptionInput(item.audio, item.language) for item in items])
+
+    def _submit_inputs(self, inputs: list[TranscriptionInput]) -> list[asyncio.Future[Transcription]]:
         batcher = self._batcher()
-        inputs = [TranscriptionInput(item.audio, item.language) for item in items]
         try:
             futures = batcher.submit_many(inputs)
         except BatcherQueueFull as exc:
@@ -194,8 +202,7 @@ class ScoringService:
             protocol_version=PROTOCOL_VERSION,
             request_id=item.request_id,
         )
-        metrics = self.state.metrics
-        metrics.items.labels("ok").inc()
+        self.state.metrics.observe_result(out)
         return out
 
     async def _score_items(self, items: list[PreparedItem]) -> list[dict[str, Any] | ServerError]:
@@ -250,6 +257,13 @@ class ScoringService:
             return RequestTimeoutError(f"scoring took longer than the server's limit of {timeout:g} s")
         self.state.metrics.items.labels("deduplicated").inc()
         return answer
+
+    async def transcribe(self, audio: np.ndarray, language: str | None, request_id: str) -> Transcription:
+        """One 16 kHz utterance through the shared batcher, unscored (the transcription API); raises ServerError."""
+        (outcome,) = await self._await_all(self._submit_inputs([TranscriptionInput(audio, language)]))
+        if isinstance(outcome, BaseException):
+            raise self._engine_error(outcome, request_id)
+        return outcome
 
     async def score(self, body: bytes, request_id: str) -> dict[str, Any]:
         """One request body → the flat response dict; raises :class:`ServerError`."""

@@ -2,8 +2,9 @@
 
 Input: a ``.txt`` file with one sentence per line, or a ``.jsonl`` file with
 objects ``{"text": ..., "language"?: "en", "id"?: ..., "ref_audio"?: path,
-"ref_text"?: ...}`` (``ref_audio``/``ref_text`` name an optional speaker
-reference for voice-cloning prompts).  Output rows follow verl-omni's TTS
+"ref_text"?: ..., "target_audio"?: path}`` (``ref_audio``/``ref_text`` name an optional speaker
+reference for voice-cloning prompts; ``target_audio`` a recording of the text, copied beside
+the generated speech in the validation artifacts).  Output rows follow verl-omni's TTS
 format: ``prompt`` (one user turn with the text), ``reward_model.ground_truth``
 (the text the speech must say), ``data_source`` and ``extra_info`` (``index``,
 ``split``, ``language``, the speaker reference).  ``extra_info.split`` also
@@ -39,6 +40,11 @@ def to_row(record: dict[str, Any], index: int, split: str, default_language: str
             raise ValueError(f"record {index}: speaker reference {ref} does not exist")
         extra["ref_audio"] = str(ref.resolve())
         extra["ref_text"] = str(record.get("ref_text") or "")
+    if record.get("target_audio"):
+        target = Path(str(record["target_audio"])).expanduser()
+        if not target.is_file():
+            raise ValueError(f"record {index}: target recording {target} does not exist")
+        extra["target_audio"] = str(target.resolve())
     return {
         "data_source": DATA_SOURCE,
         "prompt": [{"role": "user", "content": text}],

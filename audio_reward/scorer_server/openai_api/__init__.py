@@ -1,0 +1,1 @@
+"""OpenAI-compatible audio API: transcriptions and models, on the scorer's batcher and engine."""

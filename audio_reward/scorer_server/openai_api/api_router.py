@@ -1,0 +1,175 @@
+"""OpenAI-compatible routes: ``POST /v1/audio/transcriptions``, ``GET /v1/models``.
+
+Same auth, limits and metrics as ``/v1/score``; every error on these routes,
+auth and body-size errors included, takes OpenAI's shape
+(``{"error": {"message", "type", "param", "code"}}``), so OpenAI clients
+raise their usual exceptions.  The body is read raw with the size limit
+(after the API key is checked) and only then parsed as multipart.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Coroutine
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import PlainTextResponse
+from fastapi.routing import APIRoute
+from pydantic import ValidationError
+from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..auth import require_api_key
+from ..body import read_body
+from ..errors import BadRequestError, ServerError, UnsupportedMediaTypeError
+from ..middleware import request_id_of
+from ..responses import OrjsonResponse
+from ..state import get_state
+from .protocol import (
+    ModelCard,
+    ModelList,
+    OpenAIErrorResponse,
+    TranscriptionForm,
+    TranscriptionResponse,
+    TranscriptionVerboseResponse,
+    UNSUPPORTED_FIELDS,
+)
+from .serving import TranscriptionService, openai_error_body, render, server_error_openai_body
+
+MAX_FORM_FIELDS = 32
+
+
+class OpenAIRoute(APIRoute):
+    """A route whose errors, from its dependencies too, are rendered in OpenAI's shape."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def openai_errors(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except ServerError as exc:
+                outcome, response = exc.code, OrjsonResponse(
+                    server_error_openai_body(exc), status_code=exc.status, headers=exc.headers)
+            except StarletteHTTPException as exc:
+                message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+                outcome, response = f"http_{exc.status_code}", OrjsonResponse(
+                    openai_error_body(exc.status_code, f"http_{exc.status_code}", message),
+                    status_code=exc.status_code, headers=dict(exc.headers or {}))
+            except RequestValidationError as exc:
+                first = exc.errors()[0] if exc.errors() else {}
+                message = str(first.get("msg", "invalid request"))
+                outcome = "invalid_request"
+                response = OrjsonResponse(openai_error_body(400, outcome, message), status_code=400)
+            if request.url.path.startswith("/v1/audio/"):
+                get_state(request).metrics.transcriptions.labels(outcome).inc()
+            return response
+
+        return openai_errors
+
+
+router = APIRouter(tags=["openai"], dependencies=[Depends(require_api_key)], route_class=OpenAIRoute)
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": OpenAIErrorResponse, "description": text}
+    for status, text in {
+        400: "Bad form field or audio (param names the field).",
+        401: "Missing or invalid API key.",
+        404: "The model is not served here.",
+        413: "Request body larger than max_body_bytes.",
+        415: "Not a multipart/form-data body.",
+        429: "Queue full; retry after Retry-After seconds.",
+        500: "Engine error; never a traceback.",
+        503: "Model loading or shutting down; retry after Retry-After seconds.",
+        504: "Request took longer than request_timeout_s.",
+    }.items()
+}
+
+
+def _field(form: Any, name: str) -> str | None:
+    value = form.get(name)
+    return value if isinstance(value, str) else None
+
+
+def _form_fields(form: Any) -> dict[str, str]:
+    names = set(TranscriptionForm.model_fields)
+    return {name: value for name in names if (value := _field(form, name)) is not None}
+
+
+def _form_error(exc: ValidationError) -> ServerError:
+    err = exc.errors(include_url=False)[0]
+    param = ".".join(str(p) for p in err.get("loc", ())) or None
+    if err["type"] == "missing":
+        return BadRequestError("missing_field", f"the form field {param!r} is required", path=param)
+    return BadRequestError("invalid_request", f"form field {param!r}: {err['msg']}", path=param)
+
+
+async def _parse_upload(request: Request, body: bytes) -> tuple[TranscriptionForm, bytes, str | None]:
+    content_type = request.headers.get("content-type", "")
+    if not content_type.lower().startswith("multipart/form-data"):
+        shown = content_type.split(";")[0] or "no Content-Type"
+        raise UnsupportedMediaTypeError(
+            f"{shown} is not accepted here: send multipart/form-data with the audio in a 'file' part and a "
+            "'model' field, as OpenAI clients do (curl -F file=@speech.wav -F model=...)")
+
+    async def replay() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    # The body was read (and size-checked) already; the multipart parser reads it from memory.
+    try:
+        form = await Request(request.scope, replay).form(max_files=1, max_fields=MAX_FORM_FIELDS,
+                                                         max_part_size=len(body) + 1)
+    except StarletteHTTPException as exc:
+        raise BadRequestError("malformed_multipart", f"the multipart body cannot be read: {exc.detail}") from None
+    try:
+        for name in form:
+            reason = UNSUPPORTED_FIELDS.get(name.removesuffix("[]"))
+            if reason is not None:
+                raise BadRequestError("unsupported_field", f"the form field {name!r} is not supported: {reason}",
+                                      path=name)
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise BadRequestError("missing_field", "the form has no 'file' part: attach the audio file as 'file'",
+                                  path="file")
+        try:
+            fields = TranscriptionForm.model_validate(_form_fields(form))
+        except ValidationError as exc:
+            raise _form_error(exc) from None
+        return fields, await upload.read(), upload.filename
+    finally:
+        await form.close()
+
+
+@router.post(
+    "/v1/audio/transcriptions",
+    summary="Transcribe an audio file (OpenAI-compatible)",
+    response_model=TranscriptionResponse | TranscriptionVerboseResponse,
+    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}},
+                     "description": "The transcript: JSON, verbose JSON or plain text by response_format."},
+               **_ERRORS},
+    openapi_extra={"requestBody": {"required": True, "content": {"multipart/form-data": {
+        "schema": {"$ref": "#/components/schemas/TranscriptionUploadDoc"}}}}},
+)
+async def create_transcription(request: Request) -> Response:
+    """What OpenAI's ``audio.transcriptions.create`` and ``vllm serve`` answer, on this server's engine."""
+    state = get_state(request)
+    body = await read_body(request, state.settings.max_body_bytes)
+    form, raw, filename = await _parse_upload(request, body)
+    result = await TranscriptionService(state).transcribe(form, raw, filename, request_id_of(request))
+    content = render(result, form.response_format)
+    if isinstance(content, str):
+        return PlainTextResponse(content)
+    return OrjsonResponse(content)
+
+
+@router.get("/v1/models", summary="Served models (OpenAI-compatible)", response_model=ModelList,
+            responses={401: _ERRORS[401]})
+async def list_models(request: Request) -> OrjsonResponse:
+    """The model ids ``/v1/audio/transcriptions`` accepts."""
+    return OrjsonResponse(TranscriptionService(get_state(request)).models().model_dump())
+
+
+@router.get("/v1/models/{model_id:path}", summary="One served model (OpenAI-compatible)", response_model=ModelCard,
+            responses={401: _ERRORS[401], 404: _ERRORS[404]})
+async def retrieve_model(model_id: str, request: Request) -> OrjsonResponse:
+    return OrjsonResponse(TranscriptionService(get_state(request)).model(model_id).model_dump())

@@ -1,0 +1,214 @@
+"""The OpenAI-compatible transcription API behind its routes.
+
+An upload is decoded in a worker thread (libsndfile for WAV/FLAC/OGG/MP3,
+FFmpeg through PyAV for containers such as M4A and WebM), resampled to
+16 kHz and sent through the same micro-batcher and engine as ``/v1/score``,
+with the same limits.  Errors are :class:`ServerError` s, rendered in
+OpenAI's error shape by the router.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from starlette.concurrency import run_in_threadpool
+
+from audio_reward.protocol import describe_bytes
+
+from ..engines.base import ENGINE_SAMPLE_RATE
+from ..errors import BadRequestError, NotFoundError, ServerError
+from ..score.serving import ScoringService, resample_16k
+from ..state import ServerState
+from .protocol import (
+    DurationUsage,
+    ModelCard,
+    ModelList,
+    OpenAIErrorDetail,
+    OpenAIErrorResponse,
+    TranscriptionForm,
+    TranscriptionResponse,
+    TranscriptionVerboseResponse,
+)
+
+READABLE_FORMATS = "WAV, FLAC, MP3, OGG, M4A, WebM or another format FFmpeg decodes"
+
+
+class ModelNotFoundError(NotFoundError):
+    code = "model_not_found"
+
+
+@dataclass(frozen=True)
+class TranscriptionResult:
+    text: str
+    language: str
+    duration_s: float
+
+
+def _too_long(seconds: float, limit: float) -> BadRequestError:
+    return BadRequestError(
+        "audio_too_long", f"the file holds {seconds:.1f} s of audio; the limit is {limit:g} s", path="file"
+    )
+
+
+def _mono(data: np.ndarray) -> np.ndarray:
+    return data[:, 0] if data.shape[1] == 1 else data.mean(axis=1, dtype=np.float32)
+
+
+def _decode_soundfile(raw: bytes, max_seconds: float) -> np.ndarray | None:
+    """16 kHz mono float32 via libsndfile, or None when it does not know the format."""
+    import soundfile as sf
+
+    try:
+        f = sf.SoundFile(io.BytesIO(raw))
+    except (sf.LibsndfileError, RuntimeError, TypeError):
+        return None
+    with f:
+        if f.samplerate <= 0:
+            return None
+        if f.frames / f.samplerate > max_seconds:
+            raise _too_long(f.frames / f.samplerate, max_seconds)
+        data = f.read(dtype="float32", always_2d=True)
+    return resample_16k(_mono(data), int(f.samplerate))
+
+
+def _decode_ffmpeg(raw: bytes, max_seconds: float) -> np.ndarray | None:
+    """16 kHz mono float32 via FFmpeg (PyAV), or None when the bytes hold no decodable audio."""
+    import av
+
+    try:
+        container = av.open(io.BytesIO(raw), mode="r", metadata_errors="ignore")
+    except (av.error.FFmpegError, ValueError):
+        return None
+    with container:
+        if not container.streams.audio:
+            return None
+        if container.duration is not None and container.duration / av.time_base > max_seconds:
+            raise _too_long(container.duration / av.time_base, max_seconds)
+        resampler = av.AudioResampler(format="flt", layout="mono", rate=ENGINE_SAMPLE_RATE)
+        chunks: list[np.ndarray] = []
+        samples = 0
+        limit = int(max_seconds * ENGINE_SAMPLE_RATE)
+        try:
+            for frame in container.decode(audio=0):
+                for out in resampler.resample(frame):
+                    chunk = out.to_ndarray().reshape(-1)
+                    chunks.append(chunk)
+                    samples += chunk.shape[0]
+                if samples > limit:  # a header without a duration cannot make us decode an hour
+                    raise _too_long(samples / ENGINE_SAMPLE_RATE, max_seconds)
+            chunks += [out.to_ndarray().reshape(-1) for out in resampler.resample(None)]
+        except av.error.FFmpegError:
+            if not chunks:
+                return None
+    return np.ascontiguousarray(np.concatenate(chunks) if chunks else np.zeros(0, np.float32), dtype=np.float32)
+
+
+def decode_upload(raw: bytes, filename: str | None, max_seconds: float) -> np.ndarray:
+    """An uploaded audio file as 16 kHz mono float32; 400 naming the file's format when it is not audio."""
+    name = f"file {filename!r}" if filename else "the file"
+    if not raw:
+        raise BadRequestError("empty_audio", f"{name} is empty", path="file")
+    audio = _decode_soundfile(raw, max_seconds)
+    if audio is None:
+        audio = _decode_ffmpeg(raw, max_seconds)
+    if audio is None:
+        raise BadRequestError(
+            "invalid_audio_file", f"{name} is not audio: {describe_bytes(raw)}; send {READABLE_FORMATS}", path="file"
+        )
+    if audio.shape[0] == 0:
+        raise BadRequestError("empty_audio", f"{name} holds no audio samples", path="file")
+    if not np.isfinite(audio).all():
+        raise BadRequestError("non_finite_audio", f"{name} holds NaN or infinite samples", path="file")
+    return audio
+
+
+class TranscriptionService:
+    """Transcribes uploads with the server's engine through the shared batcher."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+
+    def model_names(self) -> list[str]:
+        """The ids a request may name: ``served_model_name`` when set, else the loaded model's id and the setting."""
+        settings = self.state.settings
+        if settings.served_model_name:
+            return [settings.served_model_name]
+        names = [self.state.engine.info.model_id, settings.model]
+        return list(dict.fromkeys(names))
+
+    def models(self) -> ModelList:
+        created = int(self.state.started_at)
+        return ModelList(data=[ModelCard(id=name, created=created) for name in self.model_names()])
+
+    def model(self, model_id: str) -> ModelCard:
+        self._check_model(model_id)
+        return ModelCard(id=model_id, created=int(self.state.started_at))
+
+    def _check_model(self, model_id: str) -> None:
+        names = self.model_names()
+        if model_id not in names:
+            raise ModelNotFoundError(
+                f"the model {model_id!r} is not served here; this server serves {', '.join(names)} "
+                "(GET /v1/models lists them; --served-model-name sets the id clients send)",
+                path="model",
+            )
+
+    def _check_form(self, form: TranscriptionForm) -> None:
+        self._check_model(form.model)
+        if form.stream:
+            raise BadRequestError("unsupported_stream", "streamed transcription is not offered: send stream=false "
+                                  "(the whole transcript comes in one answer)", path="stream")
+        if not math.isfinite(form.temperature) or form.temperature != 0:
+            raise BadRequestError(
+                "unsupported_temperature",
+                f"temperature {form.temperature:g} is not supported: this server decodes greedily "
+                "(temperature 0, no fallback) so transcripts are reproducible; send 0 or leave it out",
+                path="temperature",
+            )
+
+    async def transcribe(self, form: TranscriptionForm, raw: bytes, filename: str | None,
+                         request_id: str) -> TranscriptionResult:
+        self._check_form(form)
+        scoring = ScoringService(self.state)
+        language = scoring.resolve_language(form.language, path="language")
+        audio = await run_in_threadpool(decode_upload, raw, filename, self.state.settings.max_audio_seconds)
+        transcription = await scoring.transcribe(audio, language, request_id)
+        counter = self.state.metrics.transcriptions
+        counter.labels("ok").inc()
+        return TranscriptionResult(
+            text=transcription.text,
+            language=transcription.language or language or "",
+            duration_s=audio.shape[0] / ENGINE_SAMPLE_RATE,
+        )
+
+
+def render(result: TranscriptionResult, response_format: str) -> str | dict[str, Any]:
+    """The answer in the requested format: plain text, or OpenAI's json / verbose_json object."""
+    if response_format == "text":
+        return result.text
+    usage = DurationUsage(seconds=round(result.duration_s, 3))
+    if response_format == "verbose_json":
+        return TranscriptionVerboseResponse(
+            language=result.language, duration=round(result.duration_s, 3), text=result.text, usage=usage
+        ).model_dump()
+    return TranscriptionResponse(text=result.text, usage=usage).model_dump()
+
+
+_ERROR_TYPES = {401: "authentication_error", 429: "rate_limit_error"}
+
+
+def openai_error_body(status: int, code: str, message: str, param: str | None = None) -> dict[str, Any]:
+    """OpenAI's ``{"error": {"message", "type", "param", "code"}}`` for a status and our error code."""
+    kind = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    detail = OpenAIErrorDetail(message=message, type=kind, param=param, code=code)
+    return OpenAIErrorResponse(error=detail).model_dump()
+
+
+def server_error_openai_body(exc: ServerError) -> dict[str, Any]:
+    param = exc.path.removeprefix("$.") if exc.path else None
+    return openai_error_body(exc.status, exc.code, exc.message, param)
+
