@@ -3,13 +3,16 @@
 Each vector is a JSON payload plus its expected outcome in manifest.json:
 ``{"file", "kind", "valid", "code"}`` where ``code`` is the first error code a
 conforming receiver reports.  Audio is a deterministic 10 ms tone so the files
-stay small.  Run: ``python scripts/make_protocol_examples.py``.
+stay small.  The output is byte-for-byte reproducible (a test regenerates it
+and compares).  Run: ``python scripts/make_protocol_examples.py [--out DIR]``.
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
 import json
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -35,17 +38,34 @@ def verl_omni_request(**overrides: object) -> dict:
     return payload
 
 
+def without_peak_chunk(wav_base64: str) -> str:
+    """The WAV without its ``PEAK`` chunk: libsndfile stamps the current time into it, so every run differs."""
+    raw = base64.b64decode(wav_base64)
+    chunks, pos = [], 12
+    while pos + 8 <= len(raw):
+        cid, size = raw[pos:pos + 4], struct.unpack("<I", raw[pos + 4:pos + 8])[0]
+        end = pos + 8 + size + (size & 1)
+        if cid != b"PEAK":
+            chunks.append(raw[pos:end])
+        pos = end
+    body = b"WAVE" + b"".join(chunks)
+    return base64.b64encode(b"RIFF" + struct.pack("<I", len(body)) + body).decode("ascii")
+
+
 def without(d: dict, *keys: str) -> dict:
     return {k: v for k, v in d.items() if k not in keys}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=OUT, help=f"folder to write (default {OUT})")
+    out = parser.parse_args(argv).out
     base = verl_omni_request()
     audio_less = without(base, "waveform_f32_base64", "num_samples")
     cases: list[tuple[str, str, object, str | None]] = [
         ("valid/verl_omni_v1.json", "score_request", base, None),
         ("valid/pcm16.json", "score_request", dict(audio_less, waveform_pcm16_base64=encode_pcm16(TONE), num_samples=160), None),
-        ("valid/wav_file.json", "score_request", dict(without(audio_less, "sample_rate"), audio_file_base64=encode_file(TONE, RATE)), None),
+        ("valid/wav_file.json", "score_request", dict(without(audio_less, "sample_rate"), audio_file_base64=without_peak_chunk(encode_file(TONE, RATE))), None),
         ("valid/flac_file.json", "score_request", dict(without(audio_less, "sample_rate"), audio_file_base64=encode_file(TONE, RATE, fmt="FLAC")), None),
         ("valid/extensions.json", "score_request", dict(base, language="en", request_id="req-42", reference_duration_s=0.01,
                                                        reward={"formula": "exp", "exp_k": 2.5, "empty_transcript_penalty": 0.5}), None),
@@ -90,18 +110,18 @@ def main() -> None:
     ]
     manifest = []
     for name, kind, payload, code in cases:
-        path = OUT / name
+        path = out / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(payload, indent=1) + "\n")
         manifest.append({"file": name, "kind": kind, "valid": code is None, "code": code})
     # Python's json writes NaN literals; verl-omni's client uses json, so receivers must name the field.
-    nan_meta = OUT / "invalid/metadata_nan.json"
+    nan_meta = out / "invalid/metadata_nan.json"
     nan_meta.write_text(json.dumps(dict(base, metadata={"temperature": float("nan")}), indent=1) + "\n")
     manifest.append({"file": "invalid/metadata_nan.json", "kind": "score_request", "valid": False, "code": "invalid_metadata"})
-    nan_score = OUT / "invalid/response_nan_score.json"
+    nan_score = out / "invalid/response_nan_score.json"
     nan_score.write_text(json.dumps({"score": float("nan")}) + "\n")
     manifest.append({"file": "invalid/response_nan_score.json", "kind": "score_response", "valid": False, "code": "invalid_request"})
-    (OUT / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
 
 
 if __name__ == "__main__":

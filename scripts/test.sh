@@ -61,6 +61,7 @@ log "tests: seed-tts-eval parity with the benchmark's jiwer 3"
   tests/scoring/test_seedtts_parity.py tests/scoring/test_rate_parity.py "$@"
 
 if [ -x "$TTS_VENV/bin/python" ]; then
-  log "tests: tiny Qwen3-TTS policy, scored by the server"
-  "$TTS_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/trainer/test_tiny_qwen3_tts.py tests/trainer/test_tts_speaker.py "$@"
+  log "tests: tiny Qwen3-TTS policy, speaker tool and checkpoint evaluation, scored by the server"
+  "$TTS_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/trainer/test_tiny_qwen3_tts.py \
+      tests/trainer/test_tts_speaker.py tests/trainer/test_eval_checkpoints.py "$@"
 fi

@@ -13,7 +13,7 @@ EXIT_VALID, EXIT_INVALID, EXIT_UNREADABLE = 0, 1, 2
 def register(sub: argparse._SubParsersAction) -> None:
     from .validation import MessageKind
 
-    p = sub.add_parser("schema", help="write the JSON Schema files of every protocol message")
+    p = sub.add_parser("schema", help="write the JSON Schema files of every protocol message and of eval_results.json")
     p.add_argument("--out", type=Path, required=True, help="folder to write *.schema.json into")
     p.set_defaults(func=_schema)
 

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from .models import MESSAGES
+from .reports import REPORTS
 from .version import PROTOCOL_VERSION
 
 SCHEMA_DIR = Path(__file__).parent / "schemas" / f"v{PROTOCOL_VERSION}"
@@ -17,9 +18,9 @@ _BASE_ID = f"https://audio-reward.dev/schemas/v{PROTOCOL_VERSION}"
 
 
 def generate_schemas() -> dict[str, str]:
-    """Schema file name → file text, for every wire message."""
+    """Schema file name → file text, for every wire message and every evaluation file format."""
     out = {}
-    for kind, model in MESSAGES.items():
+    for kind, model in {**MESSAGES, **REPORTS}.items():
         schema = model.model_json_schema(mode="validation")
         schema = {
             "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -14,20 +14,18 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 
 from .async_client import AsyncScorerClient
-from .errors import ScorerError
+from .errors import DeadlineExceededError, ScorerError
 from .settings import ClientSettings
 from .wire import ScoreItem, ScoreResult
 
 UTTERANCES = "utterances.jsonl"
 SUMMARY_JSON = "summary.json"
 SUMMARY_MD = "summary.md"
-CER_PLOT = "cer_histogram.png"
-DURATION_PLOT = "score_vs_duration.png"
 HISTOGRAM_BINS = 10
 
 
@@ -87,6 +85,7 @@ def read_manifest(manifest: Path) -> ManifestRows:
             if problem:
                 # A duplicate keeps its line as id, so it cannot shadow the row it repeats.
                 bad_id = where if uid is None or uid in seen else uid
+                seen.add(bad_id)  # a later row with this id is a duplicate: every id is counted once
                 rows.bad.append(_failure(bad_id, audio if isinstance(audio, str) else None,
                                          "bad_manifest_row", f"{where}: {problem}"))
                 continue
@@ -122,13 +121,51 @@ def load_rows(path: Path) -> dict[str, dict[str, Any]]:
     return latest
 
 
-def read_audio(path: Path) -> tuple[np.ndarray, int]:
-    """Mono float32 samples and the sample rate of a WAV/FLAC (or any libsndfile) file."""
+class AudioFileError(ValueError):
+    """An audio file that cannot be used: missing, a folder, or a format libsndfile does not read."""
+
+
+def read_audio(path: Path | str) -> tuple[np.ndarray, int]:
+    """Mono float32 samples and the sample rate of a WAV/FLAC (or any libsndfile) file.
+
+    Raises :class:`AudioFileError` with a sentence a person can act on.
+    """
     import soundfile as sf
 
-    data, rate = sf.read(str(path), dtype="float32", always_2d=True)
+    path = Path(path)
+    if not path.exists():
+        raise AudioFileError(f"{path} does not exist")
+    if not path.is_file():
+        raise AudioFileError(f"{path} is not a file")
+    try:
+        data, rate = sf.read(str(path), dtype="float32", always_2d=True)
+    except sf.LibsndfileError as exc:
+        # libsndfile's own words ("Format not recognised.") after the file's name, without a Python repr.
+        raise AudioFileError(f"{path} is not an audio file soundfile can read (WAV, FLAC, OGG…): "
+                             f"{exc.error_string}") from None
+    except (RuntimeError, TypeError, ValueError) as exc:
+        raise AudioFileError(f"{path} cannot be decoded: {exc}") from None
+    if data.shape[0] == 0:
+        raise AudioFileError(f"{path} holds no samples")
     mono = data[:, 0] if data.shape[1] == 1 else data.mean(axis=1, dtype=np.float32)
     return np.ascontiguousarray(mono), int(rate)
+
+
+def _error_fields(outcome: ScorerError) -> dict[str, Any]:
+    """The row's ``error``: type, message, code and HTTP status of the (last) fault, and whether it was a timeout."""
+    error: dict[str, Any] = {"type": type(outcome).__name__, "message": str(outcome)}
+    cause = getattr(outcome, "last_cause", None)
+    code = getattr(outcome, "code", None) or getattr(cause, "code", None)
+    status = getattr(outcome, "status", None) or getattr(cause, "status", None)
+    if code is not None:
+        error["code"] = code
+    if status is not None:
+        error["status"] = status
+    if cause is not None:
+        error["last_cause"] = repr(cause)
+    error["timeout"] = bool(status == 504 or code == "timeout" or isinstance(outcome, DeadlineExceededError)
+                            or isinstance(cause, asyncio.TimeoutError))
+    return error
 
 
 def _row(utt: Utterance, outcome: ScoreResult | ScorerError, duration_s: float | None) -> dict[str, Any]:
@@ -136,22 +173,48 @@ def _row(utt: Utterance, outcome: ScoreResult | ScorerError, duration_s: float |
     if isinstance(outcome, ScoreResult):
         row.update(status="ok", score=outcome.score, request_id=outcome.request_id)
         row.update({k: v for k, v in outcome.diagnostics.items() if k not in row})
-        row["duration_s"] = duration_s
     else:
-        error: dict[str, Any] = {"type": type(outcome).__name__, "message": str(outcome)}
-        code = getattr(outcome, "code", None)
-        if code is not None:
-            error["code"] = code
-        cause = getattr(outcome, "last_cause", None)
-        if cause is not None:
-            error["last_cause"] = repr(cause)
-        row.update(status="error", error=error, request_id=outcome.request_id)
+        row.update(status="error", error=_error_fields(outcome), request_id=outcome.request_id)
+    row["duration_s"] = duration_s
     return row
 
 
-def _blocks(items: list[Utterance], size: int) -> Iterator[list[Utterance]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
+SCORER_JSON = "scorer.json"
+SCORING_KEYS = ("protocol_version", "engine.name", "engine.model_id", "engine.weights_sha256", "engine.compute_type",
+                "engine.beam_size", "preset", "normalizer", "default_language", "reward")
+"""The ``GET /v1/info`` fields that decide a score: two runs are comparable when these are equal."""
+
+
+def scoring_identity(info: dict[str, Any]) -> dict[str, Any]:
+    """The part of a server's ``/v1/info`` that decides the scores (model, normaliser, reward policy…)."""
+    out: dict[str, Any] = {}
+    for key in SCORING_KEYS:
+        node: Any = info
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        out[key] = node
+    return out
+
+
+def scoring_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """``key: A != B`` for every scoring field that differs between two ``/v1/info`` answers."""
+    ia, ib = scoring_identity(a), scoring_identity(b)
+    return [f"{k}: {json.dumps(ia[k], sort_keys=True)} != {json.dumps(ib[k], sort_keys=True)}"
+            for k in SCORING_KEYS if ia[k] != ib[k]]
+
+
+class ScoringMismatchError(ValueError):
+    """Two sets of scores were not scored alike (different model, normaliser or reward)."""
+
+
+async def scorer_info(client: AsyncScorerClient) -> dict[str, Any]:
+    """``/v1/info`` of the scorer(s); several URLs must all score alike."""
+    infos = [await client.info(url) for url in client.settings.urls]
+    for url, other in zip(client.settings.urls[1:], infos[1:]):
+        diff = scoring_differences(infos[0], other)
+        if diff:
+            raise ScoringMismatchError(f"{client.settings.urls[0]} and {url} do not score alike: {'; '.join(diff)}")
+    return infos[0]
 
 
 async def run_eval(
@@ -160,42 +223,74 @@ async def run_eval(
     settings: ClientSettings,
     *,
     language: str | None = None,
-    progress: Callable[[int], None] | None = None,
-    total: Callable[[int, int], None] | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+    plots: bool = True,
 ) -> dict[str, Any]:
-    """Score every utterance not yet scored in ``out_dir``, then write the report; returns the summary."""
+    """Score every utterance not yet scored in ``out_dir``, then write the report; returns the summary.
+
+    Each utterance goes out as its own request, ``concurrency × chunk_size``
+    in flight (the server batches them), and its row is appended to
+    ``utterances.jsonl`` the moment it finishes.  ``on_start(total, done)``
+    is called once before the first request, ``on_row(row)``
+    after every row written (manifest rows that cannot be used included), so
+    a progress bar counts exactly the items the summary counts.  A resumed
+    run refuses a scorer that scores differently from the one it started
+    with (:class:`ScoringMismatchError`).
+    """
     rows = read_manifest(manifest)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / UTTERANCES
     done = {uid for uid, row in load_rows(path).items() if row.get("status") == "ok"}
     todo = [u for u in rows.good if u.id not in done]
-    if total is not None:
-        total(len(rows.good), len(rows.good) - len(todo))
-    block = settings.chunk_size * settings.concurrency * 2
-    with path.open("a", encoding="utf-8") as sink:
-        for bad in rows.bad:
-            sink.write(json.dumps(bad, ensure_ascii=False) + "\n")
-        async with AsyncScorerClient(settings=settings) as client:
-            for part in _blocks(todo, block):
-                loaded = await asyncio.gather(*(asyncio.to_thread(_load, u) for u in part))
-                items = [ScoreItem(a[0], a[1], u.text, language=u.language or language)
-                         for u, a in zip(part, loaded) if not isinstance(a, _LoadFailure)]
-                scored = iter(await client.score_many(items) if items else [])
-                for utt, audio in zip(part, loaded):
-                    if isinstance(audio, _LoadFailure):
-                        row = _failure(utt.id, utt.audio, audio.code, audio.message, "AudioFileError")
-                    else:
-                        row = _row(utt, next(scored), audio[0].shape[0] / audio[1])
-                    sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+    async with AsyncScorerClient(settings=settings) as client:
+        info = await scorer_info(client)
+        saved = out_dir / SCORER_JSON
+        if saved.is_file() and done:
+            diff = scoring_differences(json.loads(saved.read_text(encoding="utf-8")), info)
+            if diff:
+                raise ScoringMismatchError(
+                    f"{out_dir} was scored by a scorer that scores differently ({'; '.join(diff)}); "
+                    "resume with the same scorer settings, or write to a new --out folder")
+        saved.write_text(json.dumps(info, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+        if on_start is not None:
+            on_start(len(rows.good) + len(rows.bad), len(rows.good) - len(todo))
+        with path.open("a", encoding="utf-8") as sink:
+            def write(row: dict[str, Any]) -> None:
+                sink.write(json.dumps(row, ensure_ascii=False) + "\n")
                 sink.flush()
-                os.fsync(sink.fileno())
-                if progress is not None:
-                    progress(len(part))
+                if on_row is not None:
+                    on_row(row)
+
+            for bad in rows.bad:
+                write(bad)
+            pending = iter(todo)
+
+            async def worker() -> None:
+                # One shared iterator: asyncio never switches tasks inside next(), so no item is taken twice.
+                for utt in pending:
+                    audio = await asyncio.to_thread(_load, utt)
+                    if isinstance(audio, _LoadFailure):
+                        write(_failure(utt.id, utt.audio, audio.code, audio.message, "AudioFileError"))
+                        continue
+                    samples, rate = audio
+                    item = ScoreItem(samples, rate, utt.text, language=utt.language or language)
+                    outcome = (await client.score_many([item]))[0]
+                    write(_row(utt, outcome, samples.shape[0] / rate))
+
+            workers = max(1, min(len(todo), settings.concurrency * settings.chunk_size))
+            await asyncio.gather(*(worker() for _ in range(workers)))
+            os.fsync(sink.fileno())
     latest = load_rows(path)
     wanted = [u.id for u in rows.good] + [b["id"] for b in rows.bad]
     final = [latest[uid] for uid in dict.fromkeys(wanted) if uid in latest]
     summary = summarize(final, manifest=str(manifest))
-    summary["plots"] = write_plots(final, out_dir)
+    summary["ids"] = [r["id"] for r in final]
+    summary["scorer"] = scoring_identity(info)
+    if plots:
+        from .report import write_run_report
+
+        summary["plots"] = write_run_report(final, summary, out_dir, manifest.resolve().parent)
     (out_dir / SUMMARY_JSON).write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out_dir / SUMMARY_MD).write_text(summary_markdown(summary), encoding="utf-8")
     return summary
@@ -208,32 +303,46 @@ class _LoadFailure:
 
 
 def _load(utt: Utterance) -> tuple[np.ndarray, int] | _LoadFailure:
-    if not utt.path.is_file():
+    if not utt.path.exists():
         return _LoadFailure("audio_not_found", f"audio file {utt.path} does not exist")
     try:
         return read_audio(utt.path)
-    except Exception as exc:  # soundfile raises LibsndfileError, RuntimeError, TypeError…
-        return _LoadFailure("audio_unreadable", f"audio file {utt.path} is unreadable: {exc}")
+    except AudioFileError as exc:
+        return _LoadFailure("audio_unreadable", f"audio file {exc}")
 
 
 def _finite(values: list[Any]) -> list[float]:
     return [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
 
 
+def _stat(values: list[float], fn: Callable[[Any], Any]) -> float | None:
+    return float(fn(np.asarray(values))) if values else None
+
+
 def summarize(rows: list[dict[str, Any]], *, manifest: str = "") -> dict[str, Any]:
-    """Seed-TTS-eval figures: mean of per-utterance CER/WER ×100, plus the score distribution and failures."""
+    """Seed-TTS-eval figures: mean of per-utterance CER/WER ×100, plus the score distribution and failures.
+
+    ``utterances`` counts every manifest row, refused ones included; it is
+    the total a progress bar showed.  ``timeouts`` counts the failures that
+    were a 504 or no answer in time.
+    """
     ok = [r for r in rows if r.get("status") == "ok"]
     failed = [r for r in rows if r.get("status") != "ok"]
     cer, wer, scores = _finite([r.get("cer") for r in ok]), _finite([r.get("wer") for r in ok]), _finite([r.get("score") for r in ok])
+    ratio = _finite([r.get("duration_ratio") for r in ok])
     summary: dict[str, Any] = {
         "manifest": manifest,
         "utterances": len(rows),
         "scored": len(ok),
         "failed": len(failed),
+        "timeouts": sum(bool((r.get("error") or {}).get("timeout")) for r in failed),
         "cer_percent": round(100 * float(np.mean(cer)), 4) if cer else None,
         "wer_percent": round(100 * float(np.mean(wer)), 4) if wer else None,
+        "cer_median_percent": round(100 * float(np.median(cer)), 4) if cer else None,
         "cer_count": len(cer),
         "wer_count": len(wer),
+        "duration_ratio_mean": _stat(ratio, np.mean),
+        "duration_ratio_median": _stat(ratio, np.median),
         "score": _distribution(scores),
         "failures": [
             {"id": r.get("id"), "audio": r.get("audio"), "reason": (r.get("error") or {}).get("code")
@@ -270,9 +379,13 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         f"| utterances | {summary['utterances']} |",
         f"| scored | {summary['scored']} |",
         f"| failed | {summary['failed']} |",
+        f"| of which timeouts (504 or no answer in time) | {summary.get('timeouts', 0)} |",
         f"| CER (mean of per-utterance, %) | {pct(summary['cer_percent'])} |",
         f"| WER (mean of per-utterance, %) | {pct(summary['wer_percent'])} |",
     ]
+    if summary.get("duration_ratio_mean") is not None:
+        lines.append(f"| duration ratio mean / median | {summary['duration_ratio_mean']:.3f} / "
+                     f"{summary['duration_ratio_median']:.3f} |")
     dist = summary.get("score")
     if dist:
         lines += [f"| score mean / median | {dist['mean']:.4f} / {dist['median']:.4f} |",
@@ -284,41 +397,6 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         lines += [f"| {f['id']} | {f['reason']} | {str(f['message']).replace('|', '/')[:200]} |"
                   for f in summary["failures"]]
     if summary.get("plots"):
-        lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in summary["plots"]]
+        lines += ["", "## Plots", "", "All plots and the worst utterances with audio: [report.html](report.html)", ""]
+        lines += [f"![{p}]({p})" for p in summary["plots"] if p.endswith(".png")]
     return "\n".join(lines) + "\n"
-
-
-def write_plots(rows: list[dict[str, Any]], out_dir: Path) -> list[str]:
-    """CER histogram and score-vs-duration scatter as PNGs (matplotlib, Agg); returns the file names."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    ok = [r for r in rows if r.get("status") == "ok"]
-    written = []
-    cer = _finite([r.get("cer") for r in ok])
-    if cer:
-        fig, ax = plt.subplots(figsize=(6, 4))
-        # CER can exceed 100 % (insertions); such utterances land in the last bin.
-        ax.hist(np.clip(np.asarray(cer) * 100, 0, 100), bins=20, range=(0, 100), color="#3b7dd8")
-        ax.set_xlabel("CER per utterance (%, clipped at 100)")
-        ax.set_ylabel("utterances")
-        ax.set_title(f"CER histogram (mean {100 * np.mean(cer):.2f} %, n={len(cer)})")
-        fig.tight_layout()
-        fig.savefig(out_dir / CER_PLOT, dpi=100)
-        plt.close(fig)
-        written.append(CER_PLOT)
-    pairs = [(r["duration_s"], r["score"]) for r in ok
-             if _finite([r.get("duration_s")]) and _finite([r.get("score")])]
-    if pairs:
-        fig, ax = plt.subplots(figsize=(6, 4))
-        ax.scatter([p[0] for p in pairs], [p[1] for p in pairs], s=10, alpha=0.6, color="#d8613b")
-        ax.set_xlabel("duration (s)")
-        ax.set_ylabel("score")
-        ax.set_title("Score vs duration")
-        fig.tight_layout()
-        fig.savefig(out_dir / DURATION_PLOT, dpi=100)
-        plt.close(fig)
-        written.append(DURATION_PLOT)
-    return written

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -16,6 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("overrides", nargs="*", help="Hydra overrides, as given to the trainer (key=value)")
     p.add_argument("--skip-server", action="store_true", help="do not contact the scorer")
     p.add_argument("--skip-data", action="store_true", help="do not open the parquet files")
+    p.add_argument("--skip-model", action="store_true", help="do not inspect the model folder")
     p.set_defaults(func=_run)
 
 
@@ -24,10 +26,17 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         config = load_config(args.config, args.overrides)
+    except ModuleNotFoundError as exc:
+        if exc.name in ("hydra", "omegaconf"):
+            print(f"[FAIL] config: {exc.name} is not installed in this environment ({sys.executable}); run "
+                  "preflight in the trainer environment, where verl is (scripts/envs/verl.sh builds one)")
+            return 1
+        print(f"[FAIL] config: {exc}")
+        return 1
     except Exception as exc:  # noqa: BLE001 - a config that does not compose is the first failed check
         print(f"[FAIL] config: {exc}")
         return 1
-    checks = run_checks(config, skip_server=args.skip_server, skip_data=args.skip_data)
+    checks = run_checks(config, skip_server=args.skip_server, skip_data=args.skip_data, skip_model=args.skip_model)
     for check in checks:
         print(f"[{'ok' if check.ok else 'FAIL'}] {check.name}: {check.message}")
     failed = sum(not c.ok for c in checks)

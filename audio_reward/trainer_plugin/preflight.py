@@ -6,7 +6,9 @@
 - verl-omni's rollout is set up to produce what the reward reads (Qwen3-TTS: real weights,
   TP 1, a readable speaker embedding; Qwen3-Omni thinker: LoRA kept off the speech stack and encoders),
 - a reward failure stops verl's v1 trainer (the fail-closed sampler is selected),
-- the train/val parquet files exist and have the columns the reward needs.
+- the train/val parquet files exist and have the columns the reward needs,
+- the model folder is local, its safetensors open, and a Qwen3-TTS one is the
+  full Base model with its speaker encoder (:mod:`.model_folder`).
 
 A recipe name composes verl-omni's ``omni_trainer`` with the recipe's launch
 overrides (:mod:`.recipes.launch`), exactly what ``run.sh`` runs.
@@ -304,9 +306,22 @@ def _row_problem(row: dict[str, Any] | None, config: Any) -> str | None:
     return None
 
 
-def run_checks(config: Any, *, skip_server: bool = False, skip_data: bool = False,
+def check_model(config: Any) -> list[Check]:
+    """``actor_rollout_ref.model.path``: one failed check per problem of the folder."""
+    from .model_folder import training_model_problems
+
+    path = _get(config, "actor_rollout_ref.model.path")
+    if not path:
+        return [Check("model", False, "actor_rollout_ref.model.path is not set")]
+    problems = training_model_problems(str(path))
+    return [Check("model", False, p) for p in problems] or [Check("model", True, f"{path}: weights readable")]
+
+
+def run_checks(config: Any, *, skip_server: bool = False, skip_data: bool = False, skip_model: bool = False,
                info_fn: Callable[[str], dict[str, Any]] | None = None) -> list[Check]:
     checks = check_group_size(config) + check_reward_wiring(config) + check_rollout(config) + check_fail_closed(config)
+    if not skip_model:
+        checks += check_model(config)
     if not skip_server:
         checks += check_server(config, info_fn)
     if not skip_data:

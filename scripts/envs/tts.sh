@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Build the TTS-model environment used by the tiny Qwen3-TTS policy test:
-# CPU torch, qwen-tts (pins transformers==4.57.3) and audio-reward's client side.
+# Build the TTS-model environment used by the tiny Qwen3-TTS policy test and the checkpoint
+# evaluation: CPU torch, qwen-tts (pins transformers==4.57.3) and audio-reward's client side.
 #
 # Usage: scripts/envs/tts.sh [VENV_DIR]   (default /work/venv-tts)
 #
@@ -22,5 +22,7 @@ fi
 "$VENV/bin/pip" install --upgrade pip
 "$VENV/bin/pip" install "torch==2.13.0"
 "$VENV/bin/pip" install "torch==2.13.0" "transformers==4.57.3" "qwen-tts"
-"$VENV/bin/pip" install "torch==2.13.0" "transformers==4.57.3" -e "$REPO" \
+# The eval extra (matplotlib, tqdm), pyarrow and jsonschema: the checkpoint evaluation runs here and
+# writes eval_results.json from parquet data (tests/trainer/test_eval_checkpoints.py).
+"$VENV/bin/pip" install "torch==2.13.0" "transformers==4.57.3" -e "$REPO[eval]" pyarrow "jsonschema>=4.20" \
     "pytest>=8" "pytest-asyncio>=0.23" "pytest-timeout>=2.3"

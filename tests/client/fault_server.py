@@ -112,6 +112,7 @@ class FaultServer:
         self.scored: collections.Counter[str] = collections.Counter()
         self.http_requests: collections.Counter[str] = collections.Counter()
         self.headers: list[dict[str, str]] = []
+        self.info: dict = {"protocol_version": "1", "model": "fault"}  # what GET /v1/info answers
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -147,7 +148,7 @@ class FaultServer:
         return web.json_response({"status": "ready"})
 
     async def _info(self, request: web.Request) -> web.Response:
-        return web.json_response({"protocol_version": "1", "model": "fault"})
+        return web.json_response(self.info)
 
     async def _stop(self) -> None:
         if self._runner is not None:

@@ -128,9 +128,13 @@ def test_eval_report_and_resume(scorer_url: str, tmp_path: Path) -> None:
     assert summary["scored"] == 4 and summary["failed"] == 0
     assert summary["cer_percent"] < 5 and summary["wer_percent"] < 25  # "sea shore" may come back as one word
     assert summary["score"]["p10"] > 0.8
-    assert sorted(summary["plots"]) == ["cer_histogram.png", "score_vs_duration.png"]
-    for png in summary["plots"]:
+    assert sorted(summary["plots"]) == ["cer_by_duration.png", "cer_histogram.png", "report.html",
+                                        "score_vs_duration.png"]
+    for png in (p for p in summary["plots"] if p.endswith(".png")):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
+    # FLAC and WAV audio both play in the report.
+    page = (out / "report.html").read_text()
+    assert "data:audio/flac;base64," in page and "data:audio/wav;base64," in page
     # An interrupted run: only two rows made it to disk, the second torn mid-line.
     lines = (out / "utterances.jsonl").read_text().splitlines(keepends=True)
     (out / "utterances.jsonl").write_text(lines[0] + lines[1][:20])

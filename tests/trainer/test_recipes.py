@@ -26,6 +26,7 @@ from audio_reward.trainer_plugin.recipes.omni_thinker_grpo import (
     prepare_data as thinker_data,
 )
 from audio_reward.trainer_plugin.recipes.qwen3_tts_grpo import prepare_data as tts_data
+from _model_folders import model_folder
 
 VERL_OMNI_SRC = os.environ.get("VERL_OMNI_SRC")
 needs_verl_omni = pytest.mark.skipif(
@@ -36,8 +37,8 @@ needs_verl_omni = pytest.mark.skipif(
 
 @pytest.fixture
 def paths(tmp_path: Path) -> dict[str, str]:
-    """Required recipe paths: in a dry run any existing files will do."""
-    (tmp_path / "model").mkdir()
+    """Required recipe paths: in a dry run any existing files will do; the preflight reads the model folder."""
+    model_folder(tmp_path / "model")
     for name in ("train.parquet", "val.parquet"):
         (tmp_path / name).touch()
     (tmp_path / "voice.json").write_text(json.dumps([0.25] * 16))

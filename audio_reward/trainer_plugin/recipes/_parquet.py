@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import random
+import unicodedata
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
@@ -32,15 +33,56 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
+def normalize_text(text: str) -> str:
+    """The text as a held-out check compares it: NFKC, case-folded, punctuation and symbols dropped, spaces collapsed.
+
+    "Hello, world!" and "hello world" are the same sentence to a TTS policy:
+    one in training and the other in evaluation is a leak.
+    """
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    kept = "".join(" " if unicodedata.category(c)[0] in "PSZC" else c for c in folded)
+    return " ".join(kept.split())
+
+
 def split_records(records: list[dict[str, Any]], val_size: int, seed: int) -> tuple[list, list]:
-    """A seeded shuffle, then the last ``val_size`` records for validation."""
+    """A seeded split into train and validation that share no normalised text.
+
+    Records with the same normalised text form one group, and a group goes to
+    one side whole: a repeated sentence never lands on both sides.  Groups
+    are shuffled with ``seed``; validation takes whole groups until it holds
+    at least ``val_size`` records (fewer when no group fits without taking
+    every record).  Each record keeps its position in the input as
+    ``_position``, the default id, so ids are unique across both splits.
+    """
     if not 0 <= val_size < len(records):
         raise ValueError(f"val_size must be in [0, {len(records) - 1}] for {len(records)} records, got {val_size}")
-    order = list(range(len(records)))
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for position, record in enumerate(records):
+        text = record.get("text")
+        key = normalize_text(text) if isinstance(text, str) else f"\0{position}"
+        groups.setdefault(key, []).append({**record, "_position": position})
+    order = list(groups)
     random.Random(seed).shuffle(order)
-    train = [records[i] for i in order[: len(records) - val_size]]
-    val = [records[i] for i in order[len(records) - val_size :]]
+    val: list[dict[str, Any]] = []
+    train: list[dict[str, Any]] = []
+    for key in order:
+        group = groups[key]
+        if len(val) < val_size and len(val) + len(group) < len(records):
+            val.extend(group)
+        else:
+            train.extend(group)
     return train, val
+
+
+def check_unique_ids(records: Sequence[dict[str, Any]]) -> None:
+    """Explicit ``id`` fields must be unique in the input, so no id names a train row and a validation row."""
+    seen: dict[str, int] = {}
+    for position, record in enumerate(records):
+        if "id" in record:
+            key = str(record["id"])
+            if key in seen:
+                raise ValueError(f"id {key!r} appears in records {seen[key]} and {position}: ids must be unique")
+            seen[key] = position
 
 
 def write_parquet(rows: Iterable[dict[str, Any]], path: str | Path) -> int:

@@ -1,86 +1,336 @@
-"""Compare Qwen3-TTS checkpoints (base vs trained) on the validation texts with ``audio-reward eval``.
-
-For each ``NAME=MODEL_DIR`` it synthesizes every validation text with qwen-tts
-(voice clone from ``--ref-audio``/``--ref-text``, greedy), writes the WAVs and a
-manifest, scores them with ``audio-reward eval`` on the scorer, and prints the
-per-checkpoint summary side by side.  Run it in an environment with qwen-tts
-(its transformers pin differs from verl's) and a GPU for real checkpoints.
+"""Before/after evaluation of Qwen3-TTS checkpoints on held-out sentences: one command after training.
 
     python -m audio_reward.trainer_plugin.recipes.qwen3_tts_grpo.eval_checkpoints \\
-        --val data/qwen3_tts/val.parquet --ref-audio voice.wav --ref-text "..." \\
-        --url http://scorer:8000 --out eval/ base=/models/Qwen3-TTS-12Hz-0.6B-Base \\
-        step500=outputs/qwen3_tts_grpo/checkpoints/global_step_500/actor/huggingface
+        --val data/qwen3_tts/val.parquet --train data/qwen3_tts/train.parquet \\
+        --spk-embed voice.json --tts-language Auto --url http://scorer:8000 --out eval/ \\
+        base=/models/Qwen3-TTS-12Hz-0.6B-Base step500=exports/step500
+
+(``exports/step500``: the trained actor as verl's model merger writes it,
+``python -m verl.model_merger merge --backend fsdp --local_dir .../global_step_500/actor
+--target_dir exports/step500``.)
+
+The first ``NAME=MODEL_DIR`` is the base; every later one is compared with
+it.  Before any model is loaded it checks, printing one line per failure and
+exiting 1: every model folder (local, safetensors readable, speaker encoder
+present; a talker-only training export is recognised and spliced into the
+base), the speaker embedding (verl-omni's JSON float list, as wide as the
+talker's speaker slot), that no validation id or normalised text is in the
+training parquet (``--allow-overlap`` to check deliberately), the scorer.
+
+Then each checkpoint synthesises every validation text as the run's rollout
+does (Base task, x-vector-only voice clone from the run's speaker embedding,
+the run's ``tts_language``, non-streaming; greedy here, so reruns agree),
+``audio-reward eval`` scores the WAVs, and ``eval --compare``'s
+implementation writes ``eval_results.json``, ``compare.png`` and
+``report.html`` under ``--out``.  Synthesis and scoring resume where a
+previous run into the same ``--out`` stopped.  Run it in the TTS-model
+environment (qwen-tts; its transformers pin differs from verl's).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
-import subprocess
+import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Sequence
 
-import numpy as np
-import soundfile as sf
+from ...model_folder import FolderKind, ModelFolder, full_tts_problems, inspect_folder, speaker_width
+from ...tts_speaker import read_speaker_embedding
+from .._parquet import normalize_text
+
+DEFAULT_LANGUAGE = "Auto"
+"""verl-omni's Qwen3-TTS RL trains with ``tts_language=Auto`` only (``require_auto_language``)."""
+SYNTH_DIR, EVAL_DIR, SPLICED_DIR = "audio", "eval", "spliced"
 
 
-def validation_texts(path: str, limit: int | None) -> list[tuple[str, str, str]]:
-    """(id, text, language) of every validation row."""
+class PreflightFailed(Exception):
+    """One or more pre-flight checks failed; ``lines`` holds one sentence each."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+@dataclass(frozen=True)
+class EvalRow:
+    id: str
+    text: str
+    language: str | None = None
+    """The row's ``extra_info.language`` (prepare_data writes one), sent to the scorer for this utterance."""
+
+
+@dataclass
+class Checkpoint:
+    name: str
+    spec: str
+    folder: ModelFolder
+    load_dir: Path | None = None
+    """The folder to load: the checkpoint itself, or its splice into the base."""
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
     import pyarrow.parquet as pq
 
-    rows = pq.read_table(path).to_pylist()
-    out = []
-    for i, row in enumerate(rows[:limit] if limit else rows):
-        extra = row.get("extra_info") or {}
-        out.append((str(extra.get("index", i)), row["reward_model"]["ground_truth"], extra.get("language") or "en"))
-    return out
+    return pq.read_table(path).to_pylist()
 
 
-LANGUAGE_NAMES = {"en": "English", "zh": "Chinese", "ja": "Japanese", "ko": "Korean", "de": "German",
-                  "fr": "French", "es": "Spanish", "it": "Italian", "pt": "Portuguese", "ru": "Russian"}
+def row_id_and_text(row: dict[str, Any], position: int) -> tuple[str, str]:
+    """A row's id (``extra_info.id`` as verl-omni writes it, else our ``extra_info.index``) and target text."""
+    extra = row.get("extra_info") or {}
+    text = (row.get("reward_model") or {}).get("ground_truth") or extra.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"row {position} has no reward_model.ground_truth text")
+    rid = extra.get("id", extra.get("index", position))
+    return str(rid), text
 
 
-def synthesize(model_dir: str, rows: list[tuple[str, str, str]], ref_audio: str, ref_text: str, out: Path,
-               device: str) -> Path:
+def validation_rows(path: Path, limit: int | None) -> list[EvalRow]:
+    rows = [EvalRow(*row_id_and_text(r, i), language=(r.get("extra_info") or {}).get("language"))
+            for i, r in enumerate(_rows(path))]
+    seen: dict[str, str] = {}
+    for row in rows:
+        if row.id in seen.values():
+            raise ValueError(f"{path}: id {row.id!r} appears twice")
+        name = _safe(row.id)
+        if name in seen:  # each id names a WAV file: two ids must not name the same one
+            raise ValueError(f"{path}: ids {seen[name]!r} and {row.id!r} name the same file {name}.wav")
+        seen[name] = row.id
+    return rows[:limit] if limit else rows
+
+
+def overlap(eval_rows: Sequence[EvalRow], train_files: Sequence[Path]) -> tuple[list[str], list[str]]:
+    """Evaluation ids found among the training ids, and evaluation texts whose normalised form was trained on."""
+    train_ids: set[str] = set()
+    train_texts: set[str] = set()
+    for path in train_files:
+        for i, row in enumerate(_rows(path)):
+            rid, text = row_id_and_text(row, i)
+            train_ids.add(rid)
+            train_texts.add(normalize_text(text))
+    return ([r.id for r in eval_rows if r.id in train_ids],
+            [r.text for r in eval_rows if normalize_text(r.text) in train_texts])
+
+
+def preflight(checkpoints: list[Checkpoint], spk_embed: Path, val: Path, train: Sequence[Path], limit: int | None,
+              allow_overlap: bool) -> tuple[list[EvalRow], list[float], dict[str, Any]]:
+    """Every check that can fail before a model is loaded; raises :class:`PreflightFailed` with all failures."""
+    failures: list[str] = []
+    base = checkpoints[0]
+    for ckpt in checkpoints:
+        problems = list(ckpt.folder.problems)
+        if not problems and ckpt.folder.kind is FolderKind.OTHER:
+            problems.append(f"{ckpt.spec}: {ckpt.folder.path} is not a Qwen3-TTS model folder "
+                            f"(model_type {ckpt.folder.model_type!r})")
+        elif not problems and ckpt.folder.kind is FolderKind.TALKER_ONLY:
+            if ckpt is base:
+                problems.append(f"{ckpt.spec}: the base must be the full Qwen3-TTS Base folder, not a "
+                                f"{FolderKind.TALKER_ONLY.value}")
+        elif not problems:
+            problems += full_tts_problems(ckpt.folder)
+        failures += [p if p.startswith(ckpt.spec) else f"{ckpt.name}: {p}" for p in problems]
+    embedding: list[float] = []
+    if not spk_embed.is_file():
+        failures.append(f"speaker embedding {spk_embed} does not exist (the run's SPK_EMBED_PATH; make one with "
+                        "`audio-reward tts-speaker REF.wav --out voice.json`)")
+    else:
+        try:
+            embedding = read_speaker_embedding(spk_embed)
+        except (OSError, ValueError) as exc:
+            failures.append(f"speaker embedding {spk_embed}: {exc}")
+        else:
+            if not embedding:
+                failures.append(f"speaker embedding {spk_embed} holds no numbers")
+    width = speaker_width(base.folder)
+    if embedding and width is not None and len(embedding) != width:
+        failures.append(f"speaker embedding {spk_embed} has {len(embedding)} values, the talker of {base.folder.path} "
+                        f"takes {width}: it was made with another model size")
+    rows: list[EvalRow] = []
+    held: dict[str, Any] = {}
+    try:
+        rows = validation_rows(val, limit)
+        if not rows:
+            failures.append(f"{val} holds no rows")
+    except (OSError, ValueError) as exc:
+        failures.append(f"validation parquet {val}: {exc}")
+    for path in train:
+        if not path.is_file():
+            failures.append(f"training parquet {path} does not exist")
+    if rows and all(p.is_file() for p in train):
+        try:
+            ids, texts = overlap(rows, train)
+        except (OSError, ValueError) as exc:
+            failures.append(f"training parquet: {exc}")
+        else:
+            held = {"train_files": [str(p) for p in train], "eval_rows": len(rows), "overlapping_ids": ids,
+                    "overlapping_texts": texts, "allowed_overlap": allow_overlap}
+            if (ids or texts) and not allow_overlap:
+                failures.append(
+                    f"{len(ids)} evaluation id(s) and {len(texts)} text(s) of {val} are also in the training data "
+                    f"(e.g. {(ids or texts)[0]!r}): the evaluation would not be held out. Prepare disjoint splits "
+                    "(prepare_data.py does), or pass --allow-overlap for a deliberate check")
+    if failures:
+        raise PreflightFailed(failures)
+    return rows, embedding, held
+
+
+def synthesize(load_dir: Path, rows: Sequence[EvalRow], embedding: list[float], language: str, out: Path,
+               device: str, max_new_tokens: int | None) -> Path:
+    """Synthesise every row the way the run's rollout does; returns the manifest.  WAVs already there are kept."""
+    import numpy as np
+    import soundfile as sf
     import torch
     from qwen_tts import Qwen3TTSModel
+    from qwen_tts.inference.qwen3_tts_model import VoiceClonePromptItem
 
-    model = Qwen3TTSModel.from_pretrained(model_dir, device_map=device, dtype=torch.bfloat16 if device != "cpu" else torch.float32)
-    prompt = model.create_voice_clone_prompt(ref_audio=ref_audio, ref_text=ref_text)
     out.mkdir(parents=True, exist_ok=True)
     manifest = out / "manifest.jsonl"
-    with open(manifest, "w", encoding="utf-8") as fh:
-        for sid, text, lang in rows:
-            wavs, rate = model.generate_voice_clone(text=text, language=LANGUAGE_NAMES.get(lang, "Auto"),
-                                                    voice_clone_prompt=prompt, do_sample=False)
-            sf.write(out / f"{sid}.wav", np.asarray(wavs[0], dtype=np.float32), rate)
-            fh.write(json.dumps({"id": sid, "audio": f"{sid}.wav", "text": text, "language": lang}) + "\n")
+    todo = [r for r in rows if not (out / f"{_safe(r.id)}.wav").is_file()]
+    if todo:
+        dtype = torch.float32 if device == "cpu" else torch.bfloat16
+        model = Qwen3TTSModel.from_pretrained(str(load_dir), device_map=device, dtype=dtype)
+        voice = VoiceClonePromptItem(ref_code=None, ref_spk_embedding=torch.tensor(embedding, dtype=dtype),
+                                     x_vector_only_mode=True, icl_mode=False)
+        extra = {} if max_new_tokens is None else {"max_new_tokens": max_new_tokens}
+        print(f"eval_checkpoints: synthesising {len(todo)} utterance(s) with {load_dir}", file=sys.stderr)
+        for row in todo:
+            wavs, rate = model.generate_voice_clone(
+                text=row.text, language=language, voice_clone_prompt=[voice], non_streaming_mode=True,
+                do_sample=False, subtalker_dosample=False, **extra)
+            target = out / f"{_safe(row.id)}.wav"
+            sf.write(target.with_suffix(".part.wav"), np.asarray(wavs[0], dtype=np.float32), rate)
+            target.with_suffix(".part.wav").replace(target)  # a half-written WAV never counts as done
+        del model
+    with manifest.open("w", encoding="utf-8") as f:
+        for row in rows:
+            entry = {"id": row.id, "audio": f"{_safe(row.id)}.wav", "text": row.text}
+            if row.language:
+                entry["language"] = row.language
+            f.write(json.dumps(entry, ensure_ascii=False) + "\n")
     return manifest
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("checkpoints", nargs="+", metavar="NAME=MODEL_DIR")
-    parser.add_argument("--val", required=True, help="validation parquet from prepare_data.py")
-    parser.add_argument("--ref-audio", required=True, help="speaker reference WAV for voice cloning")
-    parser.add_argument("--ref-text", required=True, help="transcript of the reference")
-    parser.add_argument("--url", required=True, help="scorer base URL")
-    parser.add_argument("--out", required=True, help="output folder")
-    parser.add_argument("--limit", type=int, default=None, help="first N validation rows only")
-    parser.add_argument("--device", default="cuda:0")
-    args = parser.parse_args(argv)
-    rows = validation_texts(args.val, args.limit)
-    summaries = {}
-    for spec in args.checkpoints:
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def parse_checkpoints(specs: Sequence[str]) -> list[Checkpoint]:
+    out, names = [], set()
+    for spec in specs:
         name, sep, model_dir = spec.partition("=")
-        if not sep:
-            parser.error(f"checkpoint {spec!r} must be NAME=MODEL_DIR")
-        out = Path(args.out) / name
-        manifest = synthesize(model_dir, rows, args.ref_audio, args.ref_text, out / "audio", args.device)
-        subprocess.run([sys.executable, "-m", "audio_reward.cli", "eval", str(manifest), "--out", str(out / "eval"),
-                        "--url", args.url, "--no-progress"], check=True)
-        summaries[name] = json.loads((out / "eval" / "summary.json").read_text())
-    print(json.dumps(summaries, indent=2))
+        if not sep or not name or not model_dir:
+            raise ValueError(f"checkpoint {spec!r} must be NAME=MODEL_DIR")
+        if name in names:
+            raise ValueError(f"checkpoint name {name!r} is given twice")
+        names.add(name)
+        out.append(Checkpoint(name, spec, inspect_folder(model_dir)))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ....scorer_client.cli import DEFAULT_URL, EVAL_EXTRA, ProgressBar, missing_eval_extras
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("checkpoints", nargs="+", metavar="NAME=MODEL_DIR", help="the base first, then trained ones")
+    parser.add_argument("--val", required=True, type=Path, help="validation parquet (prepare_data.py's val.parquet)")
+    parser.add_argument("--train", required=True, type=Path, action="append",
+                        help="training parquet the checkpoints were trained on (repeat for several)")
+    parser.add_argument("--allow-overlap", action="store_true",
+                        help="report, but do not refuse, evaluation rows that are also training rows")
+    parser.add_argument("--spk-embed", required=True, type=Path,
+                        help="the run's speaker embedding JSON (SPK_EMBED_PATH / tts_spk_embed_path)")
+    parser.add_argument("--tts-language", default=DEFAULT_LANGUAGE,
+                        help=f"the run's tts_language (default {DEFAULT_LANGUAGE}, what verl-omni trains with)")
+    parser.add_argument("--url", action="append", dest="urls", metavar="URL",
+                        help=f"scorer base URL (default $AUDIO_REWARD_URL, else {DEFAULT_URL})")
+    parser.add_argument("--out", required=True, type=Path, help="output folder (reused to resume)")
+    parser.add_argument("--limit", type=int, default=None, help="first N validation rows only")
+    parser.add_argument("--device", default="cuda:0", help="torch device for synthesis (default cuda:0)")
+    parser.add_argument("--max-new-tokens", type=int, default=None,
+                        help="codec frames per utterance at most (default: the model's generation_config)")
+    args = parser.parse_args(argv)
+
+    def fail(lines: Sequence[str]) -> int:
+        for line in lines:
+            print(f"eval_checkpoints: {line}", file=sys.stderr)
+        return 1
+
+    missing = missing_eval_extras(progress=True)
+    for module in ("pyarrow", "qwen_tts"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        return fail([f"{' and '.join(missing)} not installed: run this in the TTS-model environment "
+                     f"(scripts/envs/tts.sh) with the eval extra, {EVAL_EXTRA}"])
+    import torch
+
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        return fail([f"--device {args.device}: no CUDA device is visible here; pass --device cpu for tiny models"])
+    try:
+        checkpoints = parse_checkpoints(args.checkpoints)
+    except ValueError as exc:
+        return fail([str(exc)])
+    if len(checkpoints) < 2:
+        return fail(["give the base and at least one trained checkpoint: base=DIR NAME=DIR"])
+    try:
+        rows, embedding, held = preflight(checkpoints, args.spk_embed, args.val, args.train, args.limit,
+                                          args.allow_overlap)
+    except PreflightFailed as exc:
+        return fail(exc.lines)
+
+    from ....protocol.reports import HeldOut
+    from ....scorer_client.compare import Run, compare_runs, results_markdown
+    from ....scorer_client.errors import ScorerError
+    from ....scorer_client.evaluate import ScoringMismatchError, run_eval
+    from ....scorer_client.settings import ClientSettings
+    from .splice import SpliceError, splice_talker
+
+    try:
+        settings = ClientSettings.from_env(args.urls or (None if os.environ.get("AUDIO_REWARD_URL") else [DEFAULT_URL]))
+    except ValueError as exc:
+        return fail([str(exc)])
+    base = checkpoints[0]
+    for ckpt in checkpoints:
+        if ckpt.folder.kind is FolderKind.TALKER_ONLY:
+            try:
+                report = splice_talker(base.folder, ckpt.folder, args.out / ckpt.name / SPLICED_DIR)
+            except SpliceError as exc:
+                return fail([f"{ckpt.name}: {exc}"])
+            print(f"eval_checkpoints: {ckpt.name} is a {FolderKind.TALKER_ONLY.value}: spliced {report.replaced} "
+                  f"tensors into {base.name} ({report.kept} kept from it)", file=sys.stderr)
+            ckpt.load_dir = args.out / ckpt.name / SPLICED_DIR
+        else:
+            ckpt.load_dir = ckpt.folder.path
+    runs = []
+    for ckpt in checkpoints:
+        assert ckpt.load_dir is not None
+        manifest = synthesize(ckpt.load_dir, rows, embedding, args.tts_language, args.out / ckpt.name / SYNTH_DIR,
+                              args.device, args.max_new_tokens)
+        bar = ProgressBar(sys.stderr.isatty())
+        try:
+            summary = asyncio.run(run_eval(manifest, args.out / ckpt.name / EVAL_DIR, settings,
+                                           on_start=bar.start, on_row=bar.row))
+        except (ScoringMismatchError, ScorerError) as exc:
+            return fail([f"{ckpt.name}: scoring failed: {exc}"])
+        finally:
+            bar.close()
+        print(f"eval_checkpoints: {ckpt.name}: {summary['scored']}/{summary['utterances']} scored", file=sys.stderr)
+        runs.append(Run.load(args.out / ckpt.name / EVAL_DIR, name=ckpt.name, path=str(ckpt.folder.path)))
+    synthesis = {"speaker_embedding": str(args.spk_embed), "tts_language": args.tts_language,
+                 "task": "Base, x-vector-only voice clone, non-streaming", "decoding": "greedy",
+                 "max_new_tokens": args.max_new_tokens, "device": args.device}
+    try:
+        results = compare_runs(runs, args.out, held_out=HeldOut(**held), synthesis=synthesis)
+    except ScoringMismatchError as exc:
+        return fail([str(exc)])
+    print(results_markdown(results), end="")
+    print(f"results: {args.out / 'eval_results.json'}  plot: {args.out / 'compare.png'}  "
+          f"report: {args.out / 'report.html'}")
     return 0
 
 

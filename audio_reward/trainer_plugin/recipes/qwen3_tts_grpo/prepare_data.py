@@ -8,7 +8,10 @@ the generated speech in the validation artifacts).  Output rows follow verl-omni
 format: ``prompt`` (one user turn with the text), ``reward_model.ground_truth``
 (the text the speech must say), ``data_source`` and ``extra_info`` (``index``,
 ``split``, ``language``, the speaker reference).  ``extra_info.split`` also
-tells the reward manager which samples are validation ones.
+tells the reward manager which samples are validation ones.  The splits are
+disjoint by id (the record's ``id``, else its line number in the input) and
+by normalised text (a repeated sentence stays on one side), so the
+checkpoint evaluation's held-out check passes on them.
 
     python -m audio_reward.trainer_plugin.recipes.qwen3_tts_grpo.prepare_data \\
         sentences.txt --out-dir data/qwen3_tts --val-size 100
@@ -20,7 +23,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .._parquet import read_records, split_records, write_parquet
+from .._parquet import check_unique_ids, read_records, split_records, write_parquet
 
 DATA_SOURCE = "tts_cer"
 
@@ -30,7 +33,9 @@ def to_row(record: dict[str, Any], index: int, split: str, default_language: str
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"record {index} has no non-empty 'text': {record!r}")
     text = " ".join(text.split())
-    extra: dict[str, Any] = {"index": str(record.get("id", index)), "split": split, "text": text}
+    # The default id is the record's line in the input (split_records keeps it), unique across both splits.
+    rid = record.get("id", record.get("_position", index))
+    extra: dict[str, Any] = {"index": str(rid), "split": split, "text": text}
     language = record.get("language", default_language)
     if language:
         extra["language"] = str(language)
@@ -63,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     records = read_records(args.input)
+    check_unique_ids(records)
     train, val = split_records(records, min(args.val_size, len(records) - 1), args.seed)
     out = Path(args.out_dir)
     n_train = write_parquet((to_row(r, i, "train", args.language) for i, r in enumerate(train)), out / "train.parquet")

@@ -1,0 +1,111 @@
+"""File formats of the evaluation tools: ``eval_results.json``, from ``eval --compare`` and the checkpoint evaluation.
+
+Not wire messages, but a contract all the same: other tools read these
+files, so their JSON Schema is committed beside the protocol's
+(``schemas/v1/eval_results.schema.json``) and a test keeps it equal to these
+models.  CER, WER and deltas are fractions (0.05 is 5 %), as the server
+reports them per utterance; figures are means and medians of per-utterance
+values, as Seed-TTS-eval reports them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+EVAL_RESULTS_VERSION = "1"
+
+Scalar = Union[str, int, float, bool, None]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CheckpointStats(_Model):
+    """One evaluated run: a checkpoint's synthesised utterances as the scorer scored them."""
+
+    name: str = Field(description="the run's name (NAME of NAME=MODEL_DIR, or the run folder's name)")
+    path: str = Field(description="the model folder for a checkpoint evaluation, else the run folder")
+    run_dir: str = Field(description="the `audio-reward eval` output folder holding utterances.jsonl")
+    count: int = Field(ge=0, description="utterances in the run, failed and refused ones included")
+    scored: int = Field(ge=0)
+    failures: int = Field(ge=0)
+    timeouts: int = Field(ge=0, description="failures that were a 504 or no answer in time")
+    mean_cer: Optional[float] = None
+    median_cer: Optional[float] = None
+    mean_wer: Optional[float] = None
+    median_wer: Optional[float] = None
+    mean_duration_ratio: Optional[float] = Field(None, description="audio duration / expected duration of the text")
+    median_duration_ratio: Optional[float] = None
+    mean_reward: Optional[float] = Field(None, description="mean of the scorer's per-utterance score")
+
+
+class UtteranceDelta(_Model):
+    """One utterance in the base run and in a later one; ``delta_* = checkpoint - base`` when both were scored."""
+
+    id: str
+    text: str
+    base_status: Literal["ok", "error"]
+    status: Literal["ok", "error"]
+    base_cer: Optional[float] = None
+    cer: Optional[float] = None
+    delta_cer: Optional[float] = None
+    base_wer: Optional[float] = None
+    wer: Optional[float] = None
+    delta_wer: Optional[float] = None
+    base_score: Optional[float] = None
+    score: Optional[float] = None
+    delta_score: Optional[float] = None
+    base_duration_ratio: Optional[float] = None
+    duration_ratio: Optional[float] = None
+
+
+class Comparison(_Model):
+    """A later run against the base run, utterance by utterance (paired by id)."""
+
+    base: str
+    checkpoint: str
+    paired: int = Field(ge=0, description="ids present in both runs")
+    improved: int = Field(ge=0, description="both scored, lower CER than base")
+    worse: int = Field(ge=0, description="both scored, higher CER than base")
+    unchanged: int = Field(ge=0, description="both scored, equal CER")
+    failed_either: int = Field(ge=0, description="paired ids that failed in one run or both")
+    mean_delta_cer: Optional[float] = None
+    median_delta_cer: Optional[float] = None
+    mean_delta_wer: Optional[float] = None
+    mean_delta_score: Optional[float] = None
+    only_in_base: list[str]
+    only_in_checkpoint: list[str]
+    utterances: list[UtteranceDelta]
+
+
+class HeldOut(_Model):
+    """The check that no evaluation row was trained on (by id and by normalised text)."""
+
+    train_files: list[str]
+    eval_rows: int = Field(ge=0)
+    overlapping_ids: list[str]
+    overlapping_texts: list[str]
+    allowed_overlap: bool = Field(description="--allow-overlap was given: overlap was reported, not refused")
+
+
+class EvalResults(_Model):
+    """``eval_results.json``: base and trained checkpoints scored alike, with per-utterance deltas."""
+
+    format_version: Literal["1"] = EVAL_RESULTS_VERSION
+    created_by: str = Field(description="audio-reward version that wrote the file")
+    base: str = Field(description="name of the run every other run is compared with")
+    checkpoints: list[CheckpointStats] = Field(min_length=1)
+    comparisons: list[Comparison]
+    scoring: dict[str, Any] = Field(description="the /v1/info fields that decide a score; equal for every run")
+    scorer: dict[str, Any] = Field(description="the scorer's GET /v1/info as the base run recorded it")
+    held_out: Optional[HeldOut] = None
+    synthesis: Optional[dict[str, Scalar]] = Field(
+        None, description="how the checkpoint evaluation synthesised (speaker embedding, language, decoding)")
+    plots: list[str] = Field(default_factory=list, description="files beside this one: the before/after plot, report")
+
+
+REPORTS: dict[str, type[BaseModel]] = {"eval_results": EvalResults}
+"""Schema file stem → model, for the evaluation file formats."""

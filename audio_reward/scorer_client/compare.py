@@ -1,0 +1,203 @@
+"""``audio-reward eval --compare RUN_A RUN_B``: per-utterance deltas between finished eval runs.
+
+The one implementation of "before vs after": the checkpoint evaluation of
+the Qwen3-TTS recipe calls :func:`compare_runs` on its per-checkpoint runs
+and writes the same ``eval_results.json``.  Runs are compared only when
+their scorers scored alike (same model, normaliser, reward policy: see
+:data:`~.evaluate.SCORING_KEYS`); otherwise :class:`ScoringMismatchError`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import __version__
+from ..protocol.reports import CheckpointStats, Comparison, EvalResults, HeldOut, UtteranceDelta
+from .evaluate import (
+    SCORER_JSON,
+    SUMMARY_JSON,
+    UTTERANCES,
+    ScoringMismatchError,
+    load_rows,
+    scoring_differences,
+    scoring_identity,
+)
+
+EVAL_RESULTS = "eval_results.json"
+DELTAS = "deltas.jsonl"
+
+
+class RunError(ValueError):
+    """A folder that is not a finished ``audio-reward eval`` run."""
+
+
+@dataclass
+class Run:
+    """A finished ``audio-reward eval`` output folder, its rows in manifest order."""
+
+    name: str
+    directory: Path
+    rows: list[dict[str, Any]]
+    info: dict[str, Any]
+    audio_root: Path | None
+    path: str = ""
+
+    @classmethod
+    def load(cls, directory: Path, name: str | None = None, path: str | None = None) -> "Run":
+        directory = Path(directory)
+        summary_path, info_path = directory / SUMMARY_JSON, directory / SCORER_JSON
+        if not directory.is_dir():
+            raise RunError(f"{directory} does not exist (give the --out folder of an `audio-reward eval` run)")
+        for needed in (summary_path, info_path, directory / UTTERANCES):
+            if not needed.is_file():
+                raise RunError(f"{directory} is not a finished `audio-reward eval` run: {needed.name} is missing")
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+        latest = load_rows(directory / UTTERANCES)
+        ids = summary.get("ids")
+        if not isinstance(ids, list):
+            raise RunError(f"{summary_path} has no list of ids: rerun `audio-reward eval` on it to finish the run")
+        missing = [i for i in ids if i not in latest]
+        if missing:
+            raise RunError(f"{directory}: {len(missing)} id(s) of summary.json have no row, e.g. {missing[0]!r}")
+        manifest = summary.get("manifest")
+        root = Path(manifest).resolve().parent if manifest else None
+        return cls(name or directory.name, directory, [latest[i] for i in ids],
+                   json.loads(info_path.read_text(encoding="utf-8")), root, path or str(directory))
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _values(rows: Sequence[dict[str, Any]], key: str) -> list[float]:
+    return [v for v in (_number(r.get(key)) for r in rows if r.get("status") == "ok") if v is not None]
+
+
+def _mean(values: list[float]) -> float | None:
+    return float(np.mean(values)) if values else None
+
+
+def _median(values: list[float]) -> float | None:
+    return float(np.median(values)) if values else None
+
+
+def run_stats(run: Run) -> CheckpointStats:
+    """Count, failures and mean/median CER, WER and duration ratio, mean reward, from the run's rows."""
+    failed = [r for r in run.rows if r.get("status") != "ok"]
+    cer, wer, ratio = _values(run.rows, "cer"), _values(run.rows, "wer"), _values(run.rows, "duration_ratio")
+    return CheckpointStats(
+        name=run.name, path=run.path, run_dir=str(run.directory), count=len(run.rows),
+        scored=len(run.rows) - len(failed), failures=len(failed),
+        timeouts=sum(bool((r.get("error") or {}).get("timeout")) for r in failed),
+        mean_cer=_mean(cer), median_cer=_median(cer), mean_wer=_mean(wer), median_wer=_median(wer),
+        mean_duration_ratio=_mean(ratio), median_duration_ratio=_median(ratio),
+        mean_reward=_mean(_values(run.rows, "score")),
+    )
+
+
+def _delta(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else b - a
+
+
+def compare_pair(base: Run, other: Run) -> Comparison:
+    """``other`` against ``base``, utterance by utterance (paired by id, in ``other``'s order)."""
+    base_rows = {r["id"]: r for r in base.rows}
+    other_ids = {r["id"] for r in other.rows}
+    deltas: list[UtteranceDelta] = []
+    for row in other.rows:
+        b = base_rows.get(row["id"])
+        if b is None:
+            continue
+        values: dict[str, float | None] = {}
+        for key in ("cer", "wer", "score", "duration_ratio"):
+            values[f"base_{key}"] = _number(b.get(key)) if b.get("status") == "ok" else None
+            values[key] = _number(row.get(key)) if row.get("status") == "ok" else None
+        deltas.append(UtteranceDelta(
+            id=row["id"], text=str(row.get("text") or b.get("text") or ""),
+            base_status="ok" if b.get("status") == "ok" else "error",
+            status="ok" if row.get("status") == "ok" else "error",
+            delta_cer=_delta(values["base_cer"], values["cer"]), delta_wer=_delta(values["base_wer"], values["wer"]),
+            delta_score=_delta(values["base_score"], values["score"]), **values,
+        ))
+    d_cer = [d.delta_cer for d in deltas if d.delta_cer is not None]
+    d_wer = [d.delta_wer for d in deltas if d.delta_wer is not None]
+    d_score = [d.delta_score for d in deltas if d.delta_score is not None]
+    return Comparison(
+        base=base.name, checkpoint=other.name, paired=len(deltas),
+        improved=sum(d < 0 for d in d_cer), worse=sum(d > 0 for d in d_cer), unchanged=sum(d == 0 for d in d_cer),
+        failed_either=sum(d.status != "ok" or d.base_status != "ok" for d in deltas),
+        mean_delta_cer=_mean(d_cer), median_delta_cer=_median(d_cer), mean_delta_wer=_mean(d_wer),
+        mean_delta_score=_mean(d_score),
+        only_in_base=[r["id"] for r in base.rows if r["id"] not in other_ids],
+        only_in_checkpoint=[r["id"] for r in other.rows if r["id"] not in base_rows],
+        utterances=deltas,
+    )
+
+
+def check_scored_alike(runs: Sequence[Run]) -> None:
+    """Refuse runs whose scorers differ in a field that decides the score."""
+    for run in runs[1:]:
+        diff = scoring_differences(runs[0].info, run.info)
+        if diff:
+            raise ScoringMismatchError(
+                f"{runs[0].name} and {run.name} were not scored alike, so their CER cannot be compared: "
+                f"{'; '.join(diff)}. Score both with the same scorer settings.")
+
+
+def compare_runs(runs: Sequence[Run], out_dir: Path, *, held_out: HeldOut | None = None,
+                 synthesis: dict[str, Any] | None = None, plots: bool = True) -> EvalResults:
+    """Compare every run with the first; write ``eval_results.json``, ``deltas.jsonl``, the plot and the report."""
+    if len(runs) < 2:
+        raise RunError("compare needs a base run and at least one more")
+    names = [r.name for r in runs]
+    if len(set(names)) != len(names):
+        raise RunError(f"run names must differ, got {names}")
+    check_scored_alike(runs)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results = EvalResults(
+        created_by=f"audio-reward {__version__}", base=runs[0].name, checkpoints=[run_stats(r) for r in runs],
+        comparisons=[compare_pair(runs[0], r) for r in runs[1:]], scoring=scoring_identity(runs[0].info),
+        scorer=runs[0].info, held_out=held_out, synthesis=synthesis,
+    )
+    with (out_dir / DELTAS).open("w", encoding="utf-8") as f:
+        for comp in results.comparisons:
+            for d in comp.utterances:
+                f.write(json.dumps({"checkpoint": comp.checkpoint, **d.model_dump()}, ensure_ascii=False) + "\n")
+    if plots:
+        from .report import write_compare_report
+
+        dumped = results.model_dump()
+        results.plots = [DELTAS, *write_compare_report(dumped, [(r.name, r.rows) for r in runs], out_dir,
+                                                       {r.name: r.audio_root for r in runs})]
+    else:
+        results.plots = [DELTAS]
+    (out_dir / EVAL_RESULTS).write_text(results.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return results
+
+
+def results_markdown(results: EvalResults) -> str:
+    """The checkpoints side by side and each comparison in a few lines, for a terminal or summary.md."""
+    def pct(v: float | None) -> str:
+        return "n/a" if v is None else f"{100 * v:.2f} %"
+
+    def num(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:.3f}"
+
+    lines = ["| run | count | failures | CER mean | CER median | WER mean | dur. ratio mean | dur. ratio median "
+             "| reward mean |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {c.name} | {c.count} | {c.failures} | {pct(c.mean_cer)} | {pct(c.median_cer)} | {pct(c.mean_wer)} "
+              f"| {num(c.mean_duration_ratio)} | {num(c.median_duration_ratio)} | {num(c.mean_reward)} |"
+              for c in results.checkpoints]
+    for comp in results.comparisons:
+        lines += ["", f"{comp.checkpoint} vs {comp.base}: {comp.paired} paired, {comp.improved} better, "
+                      f"{comp.worse} worse, {comp.unchanged} equal, {comp.failed_either} failed on a side; "
+                      f"mean CER change {pct(comp.mean_delta_cer)}"]
+    return "\n".join(lines) + "\n"

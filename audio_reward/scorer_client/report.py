@@ -1,0 +1,372 @@
+"""Plots and the self-contained ``report.html`` of ``audio-reward eval`` and ``eval --compare``.
+
+Everything here needs matplotlib (the ``eval`` extra); ``eval`` checks for it
+before its first request.  Plots are PNG files beside the rows; the HTML
+report embeds them and the worst utterances' audio as ``data:`` URIs, so the
+one file opens offline, mailed or copied anywhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+CER_PLOT = "cer_histogram.png"
+DURATION_PLOT = "score_vs_duration.png"
+CER_BY_DURATION_PLOT = "cer_by_duration.png"
+COMPARE_PLOT = "compare.png"
+REPORT_HTML = "report.html"
+WORST_ROWS = 10
+CER_BIN_PERCENT = 5
+"""Histogram bins of 5 CER points from 0 to 100 %; CER above 100 % (insertions) lands in the last bin."""
+DURATION_BUCKETS = (0.0, 2.0, 4.0, 6.0, 10.0, 20.0, math.inf)
+AUDIO_TYPES = {".wav": "audio/wav", ".flac": "audio/flac", ".ogg": "audio/ogg", ".mp3": "audio/mpeg"}
+MAX_EMBEDDED_AUDIO_BYTES = 8 << 20
+"""Audio above this is linked rather than embedded, so a report of long utterances stays openable."""
+FAILED_COLOR = "#c62828"
+FAILED_AT = 116
+"""Where the before/after scatter draws an utterance that failed on a side (beyond the 0–100 % CER axis)."""
+COLORS = ("#1f5fbf", "#e07b00", "#2e7d32", "#7b1fa2", "#00838f", "#6d4c41")
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3})
+    return plt
+
+
+def _integer_counts(ax: Any) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _ok(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in rows if r.get("status") == "ok"]
+
+
+def _cer_percent(rows: Sequence[dict[str, Any]]) -> np.ndarray:
+    return np.asarray([100 * c for c in (_number(r.get("cer")) for r in _ok(rows)) if c is not None])
+
+
+def _cer_histogram(ax: Any, cer: np.ndarray, failed: int, *, color: str, label: str | None = None,
+                   step: bool = False, slot: int = 0, slots: int = 1, failed_band: bool | None = None) -> None:
+    """Integer counts per 5-point CER bin, bar edges, the mean as a dashed line and failures as a red bar.
+
+    The failure bars of several runs on one axis share the band right of 100 %, side by side (``slot`` of
+    ``slots``); ``failed_band`` (default: this run has failures) keeps room for it.
+    """
+    edges = np.arange(0, 100 + CER_BIN_PERCENT, CER_BIN_PERCENT)
+    counts, _ = np.histogram(np.clip(cer, 0, 100), bins=edges)
+    name = f"{label}: " if label else ""
+    if step:
+        ax.stairs(counts, edges, color=color, linewidth=2, label=f"{name}n={cer.size}")
+    else:
+        ax.bar(edges[:-1], counts, width=CER_BIN_PERCENT, align="edge", color=color, edgecolor="black",
+               linewidth=0.6, label=f"{name}n={cer.size}")
+    if cer.size:
+        mean = float(cer.mean())
+        ax.axvline(mean, color=color if step else COLORS[1], linestyle="--", linewidth=1.5,
+                   label=f"{name}mean {mean:.2f} %")
+    if failed:
+        width = 10 / slots
+        ax.bar(103 + slot * width, failed, width=width, align="edge", color=FAILED_COLOR, edgecolor=color,
+               linewidth=2 if step else 0.6, label=f"{name}failed {failed}")
+    if failed_band if failed_band is not None else failed:
+        ax.set_xlim(0, 115)
+        ax.set_xticks([0, 20, 40, 60, 80, 100, 108], ["0", "20", "40", "60", "80", "100", "failed"])
+    else:
+        ax.set_xlim(0, 100)
+    _integer_counts(ax)
+    ax.set_xlabel("CER per utterance (%, clipped at 100)")
+    ax.set_ylabel("utterances")
+
+
+def run_plots(rows: Sequence[dict[str, Any]], out_dir: Path) -> list[str]:
+    """The CER histogram, score vs duration and CER by duration bucket of one run, as PNGs; returns the names."""
+    plt = _pyplot()
+    ok, failed = _ok(rows), [r for r in rows if r.get("status") != "ok"]
+    written: list[str] = []
+    cer = _cer_percent(rows)
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    _cer_histogram(ax, cer, len(failed), color=COLORS[0])
+    ax.set_title(f"CER per utterance (n={len(rows)}: {len(ok)} scored, {len(failed)} failed)")
+    ax.legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out_dir / CER_PLOT)
+    plt.close(fig)
+    written.append(CER_PLOT)
+
+    points = [(d, s) for d, s in ((_number(r.get("duration_s")), _number(r.get("score"))) for r in ok)
+              if d is not None and s is not None]
+    lost = [d for d in (_number(r.get("duration_s")) for r in failed) if d is not None]
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    if points:
+        ax.scatter([p[0] for p in points], [p[1] for p in points], s=28, alpha=0.75, color=COLORS[0],
+                   edgecolors="black", linewidths=0.4, label=f"scored ({len(points)})")
+    if lost:
+        ax.scatter(lost, [-0.05] * len(lost), s=40, marker="x", color=FAILED_COLOR,
+                   label=f"failed ({len(lost)}), drawn at -0.05")
+    unplaced = len(failed) - len(lost)
+    scores = [p[1] for p in points]
+    ax.set_ylim(min([-0.1, *scores]) - 0.02, max([1.0, *scores]) + 0.05)
+    ax.set_xlabel("audio duration (s)")
+    ax.set_ylabel("score")
+    ax.set_title(f"Score vs duration (n={len(points) + len(lost)}"
+                 + (f"; {unplaced} failed without audio not shown" if unplaced else "") + ")")
+    if points or lost:
+        ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out_dir / DURATION_PLOT)
+    plt.close(fig)
+    written.append(DURATION_PLOT)
+
+    pairs = [(d, 100 * c) for d, c in ((_number(r.get("duration_s")), _number(r.get("cer"))) for r in ok)
+             if d is not None and c is not None]
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    labels, means, counts = [], [], []
+    for lo, hi in zip(DURATION_BUCKETS[:-1], DURATION_BUCKETS[1:]):
+        inside = [c for d, c in pairs if lo <= d < hi]
+        if inside:
+            labels.append(f"{lo:g}–{hi:g} s" if math.isfinite(hi) else f"≥ {lo:g} s")
+            means.append(float(np.mean(inside)))
+            counts.append(len(inside))
+    if labels:
+        bars = ax.bar(labels, means, color=COLORS[0], edgecolor="black", linewidth=0.6)
+        for bar, n in zip(bars, counts):
+            ax.annotate(f"n={n}", (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
+                        va="bottom", fontsize=8, xytext=(0, 2), textcoords="offset points")
+        overall = float(np.mean([c for _, c in pairs]))
+        ax.axhline(overall, color=COLORS[1], linestyle="--", linewidth=1.5, label=f"mean {overall:.2f} %")
+        ax.legend(loc="upper right", fontsize=8)
+        ax.set_ylim(0, max(max(means) * 1.2, 1.0))
+    ax.set_xlabel("audio duration bucket")
+    ax.set_ylabel("mean CER (%)")
+    ax.set_title(f"CER by duration (n={len(pairs)} scored" + (f", {len(failed)} failed not shown)" if failed else ")"))
+    fig.tight_layout()
+    fig.savefig(out_dir / CER_BY_DURATION_PLOT)
+    plt.close(fig)
+    written.append(CER_BY_DURATION_PLOT)
+    return written
+
+
+def compare_plot(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], out_path: Path) -> None:
+    """Per-utterance CER of each later run against the first (scatter, diagonal) and every run's CER distribution.
+
+    Utterances paired by id; one failed on either side is drawn on the
+    red "failed" band right of 100 %, so a failure never hides as a good score.
+    """
+    plt = _pyplot()
+    (base_name, base_rows), others = runs[0], runs[1:]
+    fig, axes = plt.subplots(1, len(others) + 1, figsize=(5.2 * (len(others) + 1), 4.8), squeeze=False)
+    base = {r["id"]: r for r in base_rows}
+    for ax, (name, rows), color in zip(axes[0], others, COLORS[1:] * 4):
+        xs, ys, fx, fy = [], [], [], []
+        for r in rows:
+            b = base.get(r["id"])
+            if b is None:
+                continue
+            x = _number(b.get("cer")) if b.get("status") == "ok" else None
+            y = _number(r.get("cer")) if r.get("status") == "ok" else None
+            if x is not None and y is not None:
+                xs.append(min(100 * x, 100))
+                ys.append(min(100 * y, 100))
+            else:
+                fx.append(FAILED_AT if x is None else min(100 * x, 100))
+                fy.append(FAILED_AT if y is None else min(100 * y, 100))
+        better = sum(y < x for x, y in zip(xs, ys))
+        worse = sum(y > x for x, y in zip(xs, ys))
+        ax.plot([0, 100], [0, 100], color="gray", linewidth=1, linestyle=":", label="no change")
+        ax.scatter(xs, ys, s=30, alpha=0.75, color=color, edgecolors="black", linewidths=0.4,
+                   label=f"better {better}, worse {worse}, equal {len(xs) - better - worse}")
+        if fx:
+            ax.scatter(fx, fy, s=45, marker="x", color=FAILED_COLOR, label=f"failed on a side ({len(fx)})")
+        ax.axvspan(FAILED_AT - 6, FAILED_AT + 6, color=FAILED_COLOR, alpha=0.07)
+        ax.axhspan(FAILED_AT - 6, FAILED_AT + 6, color=FAILED_COLOR, alpha=0.07)
+        ax.set_xlim(-3, FAILED_AT + 6)
+        ax.set_ylim(-3, FAILED_AT + 6)
+        ticks, labels = [0, 20, 40, 60, 80, 100, FAILED_AT], ["0", "20", "40", "60", "80", "100", "failed"]
+        ax.set_xticks(ticks, labels)
+        ax.set_yticks(ticks, labels)
+        ax.set_aspect("equal")
+        ax.set_xlabel(f"CER {base_name} (%, clipped at 100)")
+        ax.set_ylabel(f"CER {name} (%)")
+        ax.set_title(f"{name} vs {base_name} (n={len(xs) + len(fx)} paired)")
+        ax.legend(loc="upper left", fontsize=7)
+    dist = axes[0][-1]
+    any_failed = any(r.get("status") != "ok" for _, rows in runs for r in rows)
+    for slot, ((name, rows), color) in enumerate(zip(runs, COLORS * 4)):
+        failed = sum(r.get("status") != "ok" for r in rows)
+        _cer_histogram(dist, _cer_percent(rows), failed, color=color, label=name, step=True, slot=slot,
+                       slots=len(runs), failed_band=any_failed)
+    dist.set_title("CER distribution (n=" + ", ".join(f"{name} {len(rows)}" for name, rows in runs) + ")")
+    dist.legend(loc="upper right", fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out_path)
+    plt.close(fig)
+
+
+def _data_uri(path: Path, mime: str) -> str:
+    return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
+
+
+def _audio_cell(row: dict[str, Any], audio_root: Path | None) -> str:
+    audio = row.get("audio")
+    if audio_root is None or not isinstance(audio, str):
+        return ""
+    path = (audio_root / audio).resolve()
+    mime = AUDIO_TYPES.get(path.suffix.lower())
+    if mime is None or not path.is_file():
+        return html.escape(audio)
+    if path.stat().st_size > MAX_EMBEDDED_AUDIO_BYTES:
+        return f'<a href="{html.escape(path.as_uri())}">{html.escape(audio)}</a> (too large to embed)'
+    return f'<audio controls preload="none" src="{_data_uri(path, mime)}"></audio>'
+
+
+def _fmt(value: Any, percent: bool = False) -> str:
+    number = _number(value)
+    if number is None:
+        return "" if value is None else html.escape(str(value))
+    return f"{100 * number:.1f} %" if percent else f"{number:.3f}"
+
+
+def worst_rows(rows: Sequence[dict[str, Any]], limit: int = WORST_ROWS) -> list[dict[str, Any]]:
+    """The scored utterances with the highest CER (then lowest score), worst first."""
+    ok = [r for r in _ok(rows) if _number(r.get("cer")) is not None]
+    return sorted(ok, key=lambda r: (-float(r["cer"]), _number(r.get("score")) or 0.0))[:limit]
+
+
+_STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:4px 8px;vertical-align:top}
+th{background:#eee}td.num{text-align:right;white-space:nowrap}img{max-width:100%;border:1px solid #ddd}
+.failed{color:#c62828}audio{width:220px}"""
+
+
+def _page(title: str, body: list[str]) -> str:
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>\n"
+            + "\n".join(body) + "\n</body></html>\n")
+
+
+def _table(pairs: Sequence[tuple[str, Any]]) -> str:
+    cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in pairs)
+    return f"<table>{cells}</table>"
+
+
+def _images(out_dir: Path, names: Sequence[str]) -> list[str]:
+    return [f'<p><img alt="{html.escape(n)}" src="{_data_uri(out_dir / n, "image/png")}"></p>' for n in names]
+
+
+def _utterance_table(rows: Sequence[dict[str, Any]], audio_root: Path | None) -> str:
+    head = ("<tr><th>id</th><th>CER</th><th>WER</th><th>score</th><th>duration (s)</th><th>text</th>"
+            "<th>transcript</th><th>audio</th></tr>")
+    body = "".join(
+        f"<tr><td>{html.escape(str(r.get('id')))}</td><td class=num>{_fmt(r.get('cer'), True)}</td>"
+        f"<td class=num>{_fmt(r.get('wer'), True)}</td><td class=num>{_fmt(r.get('score'))}</td>"
+        f"<td class=num>{_fmt(r.get('duration_s'))}</td><td>{html.escape(str(r.get('text') or ''))}</td>"
+        f"<td>{html.escape(str(r.get('transcript') or ''))}</td><td>{_audio_cell(r, audio_root)}</td></tr>"
+        for r in rows)
+    return f"<table>{head}{body}</table>"
+
+
+def _failure_table(rows: Sequence[dict[str, Any]]) -> str:
+    failed = [r for r in rows if r.get("status") != "ok"]
+    if not failed:
+        return "<p>None.</p>"
+    body = "".join(
+        f"<tr class=failed><td>{html.escape(str(r.get('id')))}</td>"
+        f"<td>{html.escape(str((r.get('error') or {}).get('code') or (r.get('error') or {}).get('type')))}"
+        f"{' (timeout)' if (r.get('error') or {}).get('timeout') else ''}</td>"
+        f"<td>{html.escape(str((r.get('error') or {}).get('message') or ''))}</td></tr>" for r in failed)
+    return f"<table><tr><th>id</th><th>reason</th><th>message</th></tr>{body}</table>"
+
+
+def write_run_report(rows: Sequence[dict[str, Any]], summary: dict[str, Any], out_dir: Path,
+                     audio_root: Path | None = None) -> list[str]:
+    """Write the run's plots and ``report.html``; returns the file names written."""
+    plots = run_plots(rows, out_dir)
+    dist = summary.get("score") or {}
+    facts = [("manifest", summary.get("manifest", "")), ("utterances", summary["utterances"]),
+             ("scored", summary["scored"]), ("failed", summary["failed"]),
+             ("of which timeouts", summary.get("timeouts", 0)),
+             ("CER, mean of per-utterance", _pct(summary.get("cer_percent"))),
+             ("CER, median", _pct(summary.get("cer_median_percent"))),
+             ("WER, mean of per-utterance", _pct(summary.get("wer_percent"))),
+             ("score mean / median", f"{dist['mean']:.4f} / {dist['median']:.4f}" if dist else "n/a"),
+             ("duration ratio mean / median", _pair(summary.get("duration_ratio_mean"),
+                                                     summary.get("duration_ratio_median")))]
+    scorer = summary.get("scorer") or {}
+    body = ["<h1>Evaluation report</h1>", _table(facts), "<h2>Scorer</h2>", _table(sorted(scorer.items())),
+            "<h2>Plots</h2>", *_images(out_dir, plots),
+            f"<h2>Worst {WORST_ROWS} utterances by CER</h2>", _utterance_table(worst_rows(rows), audio_root),
+            "<h2>Failures</h2>", _failure_table(rows)]
+    (out_dir / REPORT_HTML).write_text(_page("Evaluation report", body), encoding="utf-8")
+    return [*plots, REPORT_HTML]
+
+
+def write_compare_report(results: dict[str, Any], runs: Sequence[tuple[str, Sequence[dict[str, Any]]]],
+                         out_dir: Path, audio_roots: dict[str, Path | None]) -> list[str]:
+    """Write the before/after plot and ``report.html`` of a comparison; returns the file names written."""
+    compare_plot(runs, out_dir / COMPARE_PLOT)
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in (
+        "checkpoint", "count", "failures", "timeouts", "CER mean", "CER median", "WER mean", "WER median",
+        "duration ratio mean", "duration ratio median", "reward mean"))
+    rows_html = "".join(
+        f"<tr><td>{html.escape(c['name'])}</td><td class=num>{c['count']}</td><td class=num>{c['failures']}</td>"
+        f"<td class=num>{c['timeouts']}</td>"
+        + "".join(f"<td class=num>{_fmt(c[k], k.endswith(('cer', 'wer')))}</td>" for k in (
+            "mean_cer", "median_cer", "mean_wer", "median_wer", "mean_duration_ratio", "median_duration_ratio",
+            "mean_reward")) + "</tr>" for c in results["checkpoints"])
+    body = ["<h1>Before / after</h1>", f"<table><tr>{head}</tr>{rows_html}</table>",
+            *_images(out_dir, [COMPARE_PLOT])]
+    by_name = dict(runs)
+    for comp in results["comparisons"]:
+        body.append(f"<h2>{html.escape(comp['checkpoint'])} vs {html.escape(comp['base'])}</h2>")
+        body.append(_table([("paired utterances", comp["paired"]), ("better (lower CER)", comp["improved"]),
+                            ("worse", comp["worse"]), ("equal", comp["unchanged"]),
+                            ("mean CER change", _fmt(comp["mean_delta_cer"], True)),
+                            ("only in base", len(comp["only_in_base"])),
+                            ("only in checkpoint", len(comp["only_in_checkpoint"]))]))
+        worst = sorted((d for d in comp["utterances"] if d["delta_cer"] is not None),
+                       key=lambda d: -d["delta_cer"])[:WORST_ROWS]
+        rows = {r["id"]: r for r in by_name[comp["checkpoint"]]}
+        base_rows = {r["id"]: r for r in by_name[comp["base"]]}
+        cells = "".join(
+            f"<tr><td>{html.escape(d['id'])}</td><td class=num>{_fmt(d['base_cer'], True)}</td>"
+            f"<td class=num>{_fmt(d['cer'], True)}</td><td class=num>{_fmt(d['delta_cer'], True)}</td>"
+            f"<td>{html.escape(d['text'])}</td>"
+            f"<td>{html.escape(str(base_rows[d['id']].get('transcript') or ''))}<br>"
+            f"{_audio_cell(base_rows[d['id']], audio_roots.get(comp['base']))}</td>"
+            f"<td>{html.escape(str(rows[d['id']].get('transcript') or ''))}<br>"
+            f"{_audio_cell(rows[d['id']], audio_roots.get(comp['checkpoint']))}</td></tr>" for d in worst)
+        body.append(f"<h3>Largest CER increases</h3><table><tr><th>id</th><th>CER {html.escape(comp['base'])}</th>"
+                    f"<th>CER {html.escape(comp['checkpoint'])}</th><th>change</th><th>text</th>"
+                    f"<th>{html.escape(comp['base'])}: transcript, audio</th>"
+                    f"<th>{html.escape(comp['checkpoint'])}: transcript, audio</th></tr>{cells}</table>")
+    body += ["<h2>Scorer</h2>", _table(sorted((results.get("scoring") or {}).items()))]
+    (out_dir / REPORT_HTML).write_text(_page("Before / after", body), encoding="utf-8")
+    return [COMPARE_PLOT, REPORT_HTML]
+
+
+def _pct(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.2f} %"
+
+
+def _pair(a: Any, b: Any) -> str:
+    return "n/a" if a is None else f"{a:.3f} / {b:.3f}"

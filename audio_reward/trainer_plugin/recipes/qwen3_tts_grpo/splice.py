@@ -1,0 +1,81 @@
+"""Splice a talker-only training export into its base Qwen3-TTS folder, so the trained talker can synthesise.
+
+verl-omni's Qwen3-TTS actor trains ``talker.model.*`` and ``talker.codec_head.*``
+and saves the talker without the speaker encoder, speech tokenizer and
+code2wav.  :func:`splice_talker` writes a folder that is the base model with
+every tensor the export holds put in place of the base's (cast to the base's
+dtype, shapes checked), and links the rest of the base folder (config, text
+tokenizer, ``speech_tokenizer/``, ``generation_config.json``) beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ...model_folder import TALKER_PREFIX, FolderKind, ModelFolder
+
+SPLICE_JSON = "splice.json"
+
+
+class SpliceError(ValueError):
+    """The export does not fit the base model (a tensor it lacks, or of another shape)."""
+
+
+@dataclass(frozen=True)
+class SpliceReport:
+    base: str
+    export: str
+    replaced: int
+    """Base tensors replaced by the export's."""
+    kept: int
+    """Base tensors kept as they were (speaker encoder, and any talker tensor the export did not save)."""
+
+
+def _export_key(key: str) -> str:
+    return key if key.startswith(TALKER_PREFIX) else TALKER_PREFIX + key
+
+
+def splice_talker(base: ModelFolder, export: ModelFolder, out: Path) -> SpliceReport:
+    """Write base + the export's talker tensors into ``out``; reuse ``out`` when it already holds this splice."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    if base.kind is not FolderKind.FULL:
+        raise SpliceError(f"{base.path} is not a full Qwen3-TTS folder, so it cannot take a talker-only export")
+    done = out / SPLICE_JSON
+    if done.is_file():
+        report = SpliceReport(**json.loads(done.read_text(encoding="utf-8")))
+        if (report.base, report.export) == (str(base.path.resolve()), str(export.path.resolve())):
+            return report
+    merged: dict[str, torch.Tensor] = {}
+    for weights in base.weight_files:
+        merged.update(load_file(str(weights)))
+    replaced = 0
+    for weights in export.weight_files:
+        for key, tensor in load_file(str(weights)).items():
+            target = _export_key(key)
+            if target not in merged:
+                raise SpliceError(f"{export.path}: tensor {key} has no counterpart {target} in {base.path}; "
+                                  "is the export from a model of another size?")
+            if tuple(tensor.shape) != tuple(merged[target].shape):
+                raise SpliceError(f"{export.path}: {key} has shape {tuple(tensor.shape)}, the base's {target} "
+                                  f"{tuple(merged[target].shape)}")
+            merged[target] = tensor.to(merged[target].dtype).contiguous()
+            replaced += 1
+    out.mkdir(parents=True, exist_ok=True)
+    for entry in base.path.iterdir():
+        if entry.suffix == ".safetensors" or entry.name == "model.safetensors.index.json":
+            continue
+        link = out / entry.name
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        os.symlink(entry.resolve(), link)
+    for stale in out.glob("*.safetensors"):
+        stale.unlink()
+    save_file(merged, str(out / "model.safetensors"), metadata={"format": "pt"})
+    report = SpliceReport(str(base.path.resolve()), str(export.path.resolve()), replaced, len(merged) - replaced)
+    done.write_text(json.dumps(asdict(report), indent=2) + "\n", encoding="utf-8")
+    return report
