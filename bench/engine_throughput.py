@@ -1,24 +1,31 @@
 """ASR engine throughput in audio seconds per second, engines side by side on one device.
 
-Two steps, so the measuring machine needs no network and installs nothing:
+Steps, so the measuring machine needs no network and installs nothing:
 
 ``prepare --assets DIR`` (a machine with the project's dev extras): writes
 ``speech.npz`` (real hibari-tts English speech at 16 kHz) and ``whisper-tokenizer/``
 (the processor files of the packaged Whisper base, converted) into DIR.
 
-``run --assets DIR --engine NAME`` (the measuring machine): builds the model
-(a real checkpoint from ``--model`` when given; otherwise random weights of
-the published shapes from config classes, whose transcripts are garbage but
-whose speed is real), then transcribes every utterance ``--repeats`` times and
-prints one JSON line: the median wall time and audio seconds per second.
-Engines: ``faster-whisper`` (the same weights converted to CTranslate2),
-``transformers``, ``vllm`` (our VLLMEngine, all utterances in flight at once)
-and ``vllm-serve`` (vLLM's own ``vllm serve`` + ``/v1/audio/transcriptions``,
-same concurrency, same decode cap).  ``table FILE...`` prints the lines as a
-table with each engine's ratio to ``vllm-serve``.
+``build --assets DIR --arch A --size S`` writes the random-weight checkpoint
+(Whisper large-v3 or Qwen3-ASR-0.6B shapes from config classes, ``never_stop``:
+every clip decodes exactly its token cap, so throughput is comparable) and,
+for Whisper when ``ct2-transformers-converter`` is installed, its CTranslate2
+conversion for faster-whisper.  ``run`` builds it on first use too.
+
+``run --assets DIR --engine NAME`` (the measuring machine): transcribes every
+utterance ``--repeats`` times in-process and prints one JSON line: the median
+wall time and audio seconds per second (the engine's in-process limit).
+Engines: ``faster-whisper``, ``transformers``, ``vllm`` (our VLLMEngine, all
+utterances in flight at once).  ``--via server`` measures the same engine
+through ``audio-reward serve`` over loopback (every utterance one request,
+``--concurrency`` in flight), and ``--engine vllm-serve`` vLLM's own
+``vllm serve`` + ``/v1/audio/transcriptions`` (same concurrency, same decode
+cap).  ``table FILE...`` prints the rows with each server row against its
+engine's in-process limit and each row against ``vllm-serve``.
 
     python bench/engine_throughput.py prepare --assets /tmp/assets
     python bench/engine_throughput.py run --assets /tmp/assets --engine transformers --device cpu --size tiny
+    python bench/engine_throughput.py run --assets /tmp/assets --engine transformers --device cpu --size tiny --via server
 """
 
 from __future__ import annotations
@@ -92,13 +99,19 @@ def build_model(args: argparse.Namespace, work: Path) -> tuple[str, str]:
 
     target = work / f"random-{args.arch}-{args.size}"
     if not (target / "config.json").exists():
+        device = args.device if args.device.startswith("cuda") else None
         if args.arch == "qwen3_asr":
-            build_random_qwen3_asr(target, size=args.size)
+            build_random_qwen3_asr(target, size=args.size, never_stop=True, device=device)
         else:
-            build_random_whisper(target, size=args.size, tokenizer_from=args.assets / "whisper-tokenizer")
-    shape = {"whisper": "whisper-large-v3", "qwen3_asr": "qwen3-asr-1.7b"}[args.arch] if args.size == "full" \
+            build_random_whisper(target, size=args.size, tokenizer_from=args.assets / "whisper-tokenizer",
+                                 never_stop=True, device=device)
+    shape = {"whisper": "whisper-large-v3", "qwen3_asr": "qwen3-asr-0.6b"}[args.arch] if args.size == "full" \
         else f"tiny {args.arch}"
     return str(target), f"random {shape}"
+
+
+def ct2_quantization(device: str) -> str:
+    return "float16" if device.startswith("cuda") else "float32"
 
 
 def ct2_folder(hf_path: str, work: Path, quantization: str) -> str:
@@ -126,17 +139,21 @@ def measure(run_once: Any, repeats: int) -> list[float]:
     return times
 
 
-def engine_times(args: argparse.Namespace, model: str, clips: list[np.ndarray], work: Path) -> list[float]:
+def engine_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {"max_num_seqs": args.concurrency} if args.engine == "vllm" else {}
+
+
+def engine_times(args: argparse.Namespace, model: str, clips: list[np.ndarray], work: Path) -> tuple[list[float], float]:
+    """Wall times of the repeats and the mean decoded tokens per clip."""
     from audio_reward.scorer_server.engines import EngineConfig, TranscriptionInput, create_engine
 
     items = [TranscriptionInput(c, "en") for c in clips]
     if args.engine == "faster-whisper":
-        quant = "float16" if args.device.startswith("cuda") else "float32"
-        model = ct2_folder(model, work, quant)
-    config = EngineConfig(model=model, device=args.device, max_batch_size=args.batch,
-                          options={"max_num_seqs": max(args.batch, 256)})
+        model = ct2_folder(model, work, ct2_quantization(args.device))
+    config = EngineConfig(model=model, device=args.device, max_batch_size=args.batch, options=engine_options(args))
     engine = create_engine(args.engine, config)
     engine.load()
+    tokens: list[int] = []
     try:
         if args.engine == "vllm":
             async def go() -> list[float]:
@@ -144,20 +161,79 @@ def engine_times(args: argparse.Namespace, model: str, clips: list[np.ndarray], 
                 out = []
                 for _ in range(args.repeats):
                     t0 = time.perf_counter()
-                    await engine.transcribe(items)  # everything in flight: vLLM batches continuously
+                    results = await engine.transcribe(items)  # everything in flight: vLLM batches continuously
+                    out.append(time.perf_counter() - t0)
+                    tokens[:] = [r.num_tokens or 0 for r in results]
+                return out
+
+            return asyncio.run(go()), statistics.fmean(tokens)
+        engine.warmup()
+        engine.transcribe_batch_sync(items[: args.batch])  # type: ignore[attr-defined]  # a full batch: new shapes
+
+        def once() -> None:
+            tokens.clear()
+            for start in range(0, len(items), args.batch):
+                results = engine.transcribe_batch_sync(items[start : start + args.batch])  # type: ignore[attr-defined]
+                tokens.extend(r.num_tokens or 0 for r in results)
+
+        return measure(once, args.repeats), statistics.fmean(tokens)
+    finally:
+        engine.close()
+
+
+def scorer_server_times(args: argparse.Namespace, model: str, clips: list[np.ndarray], work: Path) -> list[float]:
+    """The same engine behind ``audio-reward serve`` on loopback: one request per clip, ``--concurrency`` in flight."""
+    import aiohttp
+    import orjson
+
+    from audio_reward.protocol import encode_f32
+    from support.server import wait_ready
+
+    if args.engine == "faster-whisper":
+        model = ct2_folder(model, work, ct2_quantization(args.device))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, "-m", "audio_reward.cli", "serve", "--engine", args.engine, "--model", model,
+           "--device", args.device, "--port", str(port), "--max-batch-size", str(args.batch), "--max-wait-ms", "5",
+           "--max-queue", str(max(4 * len(clips), 1024)), "--max-audio-seconds", "120", "--language", "en",
+           "--dedup-cache-size", "0", "--request-timeout-s", "1800"]
+    for key, value in engine_options(args).items():
+        cmd += ["--engine-option", f"{key}={value}"]
+    log = open(work / f"server-{args.engine}-{args.arch}.log", "wb")
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_ready(url, args.server_start_timeout, proc=proc, log_path=work / f"server-{args.engine}-{args.arch}.log")
+        bodies = [orjson.dumps({"protocol_version": "1", "waveform_f32_base64": encode_f32(c), "sample_rate": 16000,
+                                "prompt": "x"}) for c in clips]
+
+        async def go() -> list[float]:
+            connector = aiohttp.TCPConnector(limit=args.concurrency)
+            async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=1800)) as session:
+                slots = asyncio.Semaphore(args.concurrency)
+
+                async def one(body: bytes) -> None:
+                    async with slots, session.post(f"{url}/v1/score", data=body,
+                                                   headers={"Content-Type": "application/json"}) as resp:
+                        await resp.read()
+                        if resp.status != 200:
+                            raise RuntimeError(f"server answered {resp.status}: {(await resp.text())[:200]}")
+
+                await asyncio.gather(*(one(b) for b in bodies[: args.batch]))  # warm-up
+                out = []
+                for _ in range(args.repeats):
+                    t0 = time.perf_counter()
+                    await asyncio.gather(*(one(b) for b in bodies))
                     out.append(time.perf_counter() - t0)
                 return out
 
-            return asyncio.run(go())
-        engine.warmup()
-
-        def once() -> None:
-            for start in range(0, len(items), args.batch):
-                engine.transcribe_batch_sync(items[start : start + args.batch])  # type: ignore[attr-defined]
-
-        return measure(once, args.repeats)
+        return asyncio.run(go())
     finally:
-        engine.close()
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
 
 
 def vllm_serve_times(args: argparse.Namespace, model: str, clips: list[np.ndarray]) -> list[float]:
@@ -169,7 +245,7 @@ def vllm_serve_times(args: argparse.Namespace, model: str, clips: list[np.ndarra
 
     port = free_port()
     cmd = ["vllm", "serve", model, "--port", str(port), "--host", "127.0.0.1", "--max-num-seqs",
-           str(max(args.batch, 256)), "--seed", "0"]
+           str(args.concurrency), "--seed", "0"]
     if args.arch == "whisper":
         cmd += ["--max-model-len", "448", "--dtype", "float16"]
     log = open(args.work / "vllm-serve.log", "wb")
@@ -194,9 +270,14 @@ def vllm_serve_times(args: argparse.Namespace, model: str, clips: list[np.ndarra
             wavs.append((buf.getvalue(), max_new_tokens_for(len(clip) / 16000)))
 
         async def go() -> list[float]:
-            limits = httpx.Limits(max_connections=len(wavs))
+            limits = httpx.Limits(max_connections=args.concurrency)
+            slots = asyncio.Semaphore(args.concurrency)
             async with httpx.AsyncClient(timeout=600, limits=limits) as client:
                 async def one(wav: bytes, cap: int) -> None:
+                    async with slots:
+                        await post(wav, cap)
+
+                async def post(wav: bytes, cap: int) -> None:
                     r = await client.post(
                         f"http://127.0.0.1:{port}/v1/audio/transcriptions",
                         files={"file": ("a.wav", wav, "audio/wav")},
@@ -223,16 +304,30 @@ def vllm_serve_times(args: argparse.Namespace, model: str, clips: list[np.ndarra
         log.close()
 
 
+def build(args: argparse.Namespace) -> None:
+    args.work.mkdir(parents=True, exist_ok=True)
+    model, description = build_model(args, args.work)
+    print(f"{description}: {model}", flush=True)
+    if args.arch == "whisper" and shutil.which("ct2-transformers-converter"):
+        print(f"CTranslate2: {ct2_folder(model, args.work, ct2_quantization(args.device))}", flush=True)
+
+
 def run(args: argparse.Namespace) -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     clips = load_speech(args.assets, args.utterances)
     audio_s = sum(len(c) for c in clips) / 16000
-    row: dict[str, Any] = {"engine": args.engine, "arch": args.arch, "device": args.device,
-                           "utterances": len(clips), "audio_s": round(audio_s, 1), "batch": args.batch}
+    via = "vllm serve" if args.engine == "vllm-serve" else args.via
+    row: dict[str, Any] = {"engine": args.engine, "arch": args.arch, "device": args.device, "via": via,
+                           "utterances": len(clips), "audio_s": round(audio_s, 1), "batch": args.batch,
+                           "concurrency": args.concurrency}
     try:
         model, row["model"] = build_model(args, args.work)
-        times = vllm_serve_times(args, model, clips) if args.engine == "vllm-serve" \
-            else engine_times(args, model, clips, args.work)
+        if args.engine == "vllm-serve":
+            times = vllm_serve_times(args, model, clips)
+        elif args.via == "server":
+            times = scorer_server_times(args, model, clips, args.work)
+        else:
+            times, row["tokens_per_clip"] = engine_times(args, model, clips, args.work)
         wall = statistics.median(times)
         row.update(wall_s=round(wall, 3), audio_s_per_s=round(audio_s / wall, 2), runs=len(times))
     except Exception as exc:  # noqa: BLE001 - a bench row reports why it has no number
@@ -248,15 +343,22 @@ def table(paths: list[Path]) -> None:
                 rows.append(json.loads(line))
     ref = {(r["arch"], r["device"]): r["audio_s_per_s"] for r in rows
            if r["engine"] == "vllm-serve" and "audio_s_per_s" in r}
-    print(f"{'engine':16} {'arch':10} {'model':26} {'device':7} {'utt':>4} {'audio s':>8} "
-          f"{'wall s':>8} {'audio s/s':>10} {'vs vllm serve':>14}")
+    limit = {(r["engine"], r["arch"], r["device"]): r["audio_s_per_s"] for r in rows
+             if r.get("via", "in-process") == "in-process" and "audio_s_per_s" in r}
+    print(f"{'engine':15} {'via':10} {'arch':9} {'model':24} {'device':6} {'utt':>4} {'audio s':>8} {'wall s':>7} "
+          f"{'tok/clip':>8} {'audio s/s':>10} {'vs limit':>9} {'vs vllm serve':>14}")
     for r in rows:
         base = ref.get((r["arch"], r["device"]))
         speed = r.get("audio_s_per_s")
+        own = limit.get(("vllm" if r["engine"] == "vllm-serve" else r["engine"], r["arch"], r["device"]))
         ratio = f"{speed / base:.2f}x" if speed and base else "-"
-        print(f"{r['engine']:16} {r['arch']:10} {Path(str(r.get('model', '?'))).name[:26]:26} {r['device']:7} "
-              f"{r['utterances']:>4} {r['audio_s']:>8} {str(r.get('wall_s', '-')):>8} "
-              f"{str(speed or '-'):>10} {ratio:>14}" + (f"  ({r['error']})" if "error" in r else ""))
+        vs_limit = f"{speed / own:.2f}x" if speed and own else "-"
+        tokens = f"{r['tokens_per_clip']:.1f}" if "tokens_per_clip" in r else "-"
+        print(f"{r['engine']:15} {r.get('via', 'in-process'):10} {r['arch']:9} "
+              f"{Path(str(r.get('model', '?'))).name[:24]:24} {r['device']:6} {r['utterances']:>4} {r['audio_s']:>8} "
+              f"{str(r.get('wall_s', '-')):>7} {tokens:>8} {str(speed or '-'):>10} {vs_limit:>9} {ratio:>14}"
+              + (f"  ({r['error']})" if "error" in r else ""))
+    print("vs limit: a server row against the same engine in-process (vllm serve against our vLLM engine in-process).")
 
 
 def main() -> int:
@@ -264,23 +366,30 @@ def main() -> int:
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("prepare")
     p.add_argument("--assets", type=Path, required=True)
+    b = sub.add_parser("build")
     r = sub.add_parser("run")
-    r.add_argument("--assets", type=Path, required=True)
+    for q in (b, r):
+        q.add_argument("--assets", type=Path, required=True)
+        q.add_argument("--arch", default="whisper", choices=["whisper", "qwen3_asr"])
+        q.add_argument("--size", default="full", choices=["tiny", "full"])
+        q.add_argument("--model", default=None, help="a real transformers checkpoint folder (else random weights)")
+        q.add_argument("--device", default="cuda")
+        q.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "audio-reward-bench")
     r.add_argument("--engine", required=True, choices=["faster-whisper", "transformers", "vllm", "vllm-serve"])
-    r.add_argument("--arch", default="whisper", choices=["whisper", "qwen3_asr"])
-    r.add_argument("--size", default="full", choices=["tiny", "full"])
-    r.add_argument("--model", default=None, help="a real transformers checkpoint folder (else random weights)")
-    r.add_argument("--device", default="cuda")
+    r.add_argument("--via", default="in-process", choices=["in-process", "server"],
+                   help="call the engine in-process (its limit) or through audio-reward serve over loopback")
     r.add_argument("--utterances", type=int, default=256)
     r.add_argument("--batch", type=int, default=32, help="engine batch (faster-whisper, transformers)")
+    r.add_argument("--concurrency", type=int, default=256, help="requests in flight (servers; vLLM's max_num_seqs)")
     r.add_argument("--repeats", type=int, default=3)
-    r.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "audio-reward-bench")
     r.add_argument("--server-start-timeout", type=float, default=420)
     t = sub.add_parser("table")
     t.add_argument("files", type=Path, nargs="+")
     args = parser.parse_args()
     if args.cmd == "prepare":
         prepare(args.assets)
+    elif args.cmd == "build":
+        build(args)
     elif args.cmd == "run":
         run(args)
     else:

@@ -23,7 +23,7 @@ from audio_reward import __version__
 from audio_reward.protocol import BatchScoreRequest, ScoreRequest
 
 from .apidocs import add_request_examples, offline_docs_app
-from .batcher import MicroBatcher
+from .batcher import scheduler_for
 from .engines.base import ASREngine
 from .engines.registry import EngineConfig, create_engine
 from .errors import ServerError, error_body, server_error_body
@@ -56,6 +56,7 @@ def engine_from_settings(settings: ServerSettings) -> ASREngine:
         max_batch_size=settings.max_batch_size,
         cpu_threads=settings.cpu_threads,
         beam_size=settings.beam_size,
+        options=dict(settings.engine_options),
     )
     return create_engine(settings.engine, config)
 
@@ -74,17 +75,19 @@ async def _load_engine(state: ServerState) -> None:
             state.on_fatal()
         return
     batches = state.engine.prefers_batches
-    if not batches and settings.max_batch_size > 1:
+    if not batches and not state.engine.schedules_itself and settings.max_batch_size > 1:
         state.batching_note = (
             f"max_batch_size {settings.max_batch_size} is not used: the {settings.engine} engine on "
             f"{state.engine.info.device} decodes one utterance per call (batching is no faster there), "
             "so the batcher hands it one request at a time; on a GPU it batches up to max_batch_size"
         )
-    batcher = MicroBatcher(
+    batcher = scheduler_for(
         state.engine,
-        max_batch_size=settings.max_batch_size if batches else 1,
-        max_wait_s=settings.max_wait_ms / 1000.0 if batches else 0.0,
+        max_batch_size=settings.max_batch_size,
+        max_wait_s=settings.max_wait_ms / 1000.0,
         max_queue=settings.max_queue,
+        max_batch_audio_s=settings.max_batch_audio_s,
+        max_batches_in_flight=settings.max_batches_in_flight,
         on_batch=state.metrics.observe_batch,
     )
     batcher.start()

@@ -1,21 +1,47 @@
-"""Dynamic micro-batching in front of an ASR engine.
+"""Scheduling utterances onto an ASR engine: micro-batches, or straight through.
 
-Requests put utterances on a bounded queue and await a future.  One worker
-task takes what is queued (waiting up to ``max_wait_s`` for a batch to fill),
-sorts it by duration so utterances of similar length share an engine call,
-and resolves every future with its own transcript or with the exception of
-the engine call it was part of: a failing batch fails only its own requests.
-While the engine runs, new requests queue up, so under load batches fill
-without any waiting.
+Two schedulers share one face (:class:`Scheduler`); :func:`scheduler_for`
+picks the one the engine needs.
+
+:class:`MicroBatcher`, for engines that take one batch at a time
+(faster-whisper, transformers).  Requests put utterances on a bounded queue
+and await a future.  One worker task forms batches and hands them to the
+engine, up to ``max_batches_in_flight`` at once: with two, the next batch's
+features are computed on the CPU while the current one runs on the device.
+
+* A batch is bounded by ``max_batch_size`` utterances and, when set,
+  ``max_batch_audio_s`` seconds of audio (at least one utterance always goes).
+* It always takes the oldest waiting utterance, so nothing waits longer than
+  the batches ahead of it; the rest are the utterances closest in length to
+  that one from the whole queue (length bucketing: each call pads little).
+* While a batch is in flight the next one keeps filling until it is full or
+  the engine frees up.  With the engine idle, the batcher waits up to
+  ``max_wait_s`` only while requests are still arriving (being read and
+  decoded, see :meth:`MicroBatcher.arriving`); a lone request goes at once.
+* Every future is resolved with its own transcript, or with the exception of
+  the engine call it was part of: a failing batch fails only its own requests.
+
+:class:`SelfSchedulingDispatcher`, for engines that batch continuously by
+themselves (vLLM).  Each utterance goes to the engine on arrival, alone, up
+to ``max_in_flight`` at once (vLLM's ``max_num_seqs``): a counting bound
+like a semaphore, the rest wait in arrival order.  Each request finishes when
+its own transcript is ready, never behind a slower batch-mate.  A request
+whose caller gave up (timeout, disconnect) is dropped from the queue, or
+cancelled inside the engine (vLLM aborts it).
+
+Both refuse new work beyond ``max_queue`` waiting utterances
+(:class:`QueueFullError`, the server's 429 with ``Retry-After``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from .engines.base import ASREngine, Transcription, TranscriptionInput
 
@@ -40,7 +66,7 @@ class BatcherClosedError(BatcherError):
 
 @dataclass
 class BatchStats:
-    """What the worker reports after each engine call (for metrics)."""
+    """What the scheduler reports after each engine call (for metrics)."""
 
     size: int
     audio_seconds: float
@@ -55,6 +81,37 @@ class _Pending:
     enqueued_at: float = field(default_factory=time.monotonic)
 
 
+def _stopped(pending: Sequence[_Pending]) -> None:
+    for p in pending:
+        if not p.future.done():
+            p.future.set_exception(BatcherClosedError("the server stopped before this utterance was scored"))
+
+
+class Scheduler(Protocol):
+    """What the scoring routes need from a scheduler."""
+
+    max_batch_size: int
+    max_wait_s: float
+
+    @property
+    def queued(self) -> int: ...
+
+    @property
+    def idle(self) -> bool: ...
+
+    def start(self) -> None: ...
+
+    def retry_after_s(self) -> float: ...
+
+    def submit_many(self, items: Sequence[TranscriptionInput]) -> list[asyncio.Future[Transcription]]: ...
+
+    def arriving(self) -> contextlib.AbstractContextManager[None]: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    async def close(self, timeout_s: float = 30.0) -> None: ...
+
+
 class MicroBatcher:
     """Collects utterances into engine batches; see the module docstring."""
 
@@ -65,18 +122,25 @@ class MicroBatcher:
         max_batch_size: int = 16,
         max_wait_s: float = 0.01,
         max_queue: int = 512,
+        max_batch_audio_s: float | None = None,
+        max_batches_in_flight: int = 1,
         on_batch: Callable[[BatchStats], None] | None = None,
     ) -> None:
+        if max_batches_in_flight < 1:
+            raise ValueError("max_batches_in_flight must be at least 1")
         self.engine = engine
         self.max_batch_size = max_batch_size
         self.max_wait_s = max_wait_s
         self.max_queue = max_queue
+        self.max_batch_audio_s = max_batch_audio_s
+        self.max_batches_in_flight = max_batches_in_flight
         self._on_batch = on_batch
         self._queue: list[_Pending] = []
+        self._in_flight: set[asyncio.Task[None]] = set()
+        self._arriving = 0
         self._wakeup = asyncio.Event()
         self._worker: asyncio.Task[None] | None = None
         self._closed = False
-        self._busy = False
         self._recent_batch_s = 1.0  # running estimate of one engine call, for Retry-After
 
     @property
@@ -84,17 +148,37 @@ class MicroBatcher:
         return len(self._queue)
 
     @property
+    def in_flight(self) -> int:
+        """Batches taken and not yet finished (features being computed, or on the engine)."""
+        return len(self._in_flight)
+
+    @property
     def idle(self) -> bool:
-        return not self._queue and not self._busy
+        return not self._queue and not self._in_flight
 
     def start(self) -> None:
         if self._worker is None:
             self._worker = asyncio.get_running_loop().create_task(self._run(), name="asr-batcher")
 
+    def describe(self) -> dict[str, Any]:
+        return {"scheduler": "micro-batches", "max_batch_size": self.max_batch_size,
+                "max_wait_ms": self.max_wait_s * 1000, "max_batch_audio_s": self.max_batch_audio_s,
+                "max_batches_in_flight": self.max_batches_in_flight}
+
     def retry_after_s(self) -> float:
         """Seconds until the queue has likely drained by one batch (at least 1)."""
         batches_ahead = max(1, -(-len(self._queue) // self.max_batch_size))
         return max(1.0, batches_ahead * self._recent_batch_s)
+
+    @contextlib.contextmanager
+    def arriving(self) -> Iterator[None]:
+        """Marks a request being read and decoded: an idle engine waits (up to ``max_wait_s``) for it."""
+        self._arriving += 1
+        try:
+            yield
+        finally:
+            self._arriving -= 1
+            self._wakeup.set()
 
     def submit_many(self, items: Sequence[TranscriptionInput]) -> list[asyncio.Future[Transcription]]:
         """Queue ``items`` together (all or none) and return one future per item.
@@ -120,37 +204,84 @@ class MicroBatcher:
         """Queue one utterance and wait for its transcript."""
         return await self.submit_many([item])[0]
 
-    async def _take_batch(self) -> list[_Pending]:
-        while not self._queue:
-            self._wakeup.clear()
+    # -- forming batches ------------------------------------------------------------------
+    async def _wait(self, timeout_s: float | None = None) -> None:
+        self._wakeup.clear()
+        if timeout_s is None:
             await self._wakeup.wait()
-        deadline = time.monotonic() + self.max_wait_s
-        while len(self._queue) < self.max_batch_size and not self._closed:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            self._wakeup.clear()
-            try:
-                await asyncio.wait_for(self._wakeup.wait(), remaining)
-            except asyncio.TimeoutError:
-                break
+            return
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._wakeup.wait(), timeout_s)
+
+    def _drop_abandoned(self) -> None:
         # Requests whose caller gave up (timeout, disconnect) are dropped, not transcribed.
-        self._queue = [p for p in self._queue if not p.future.done()]
-        # Take the oldest items, then order them by length so each engine call pads little.
-        taken, self._queue = self._queue[: self.max_batch_size], self._queue[self.max_batch_size :]
-        taken.sort(key=lambda p: p.item.audio.shape[0])
+        if any(p.future.done() for p in self._queue):
+            self._queue = [p for p in self._queue if not p.future.done()]
+
+    def _batch_full(self) -> bool:
+        if len(self._queue) >= self.max_batch_size:
+            return True
+        budget = self.max_batch_audio_s
+        return budget is not None and sum(p.item.duration_s for p in self._queue) >= budget
+
+    async def _take_batch(self) -> list[_Pending]:
+        while True:
+            self._drop_abandoned()
+            if self._queue:
+                break
+            await self._wait()
+        deadline = time.monotonic() + self.max_wait_s
+        while not self._closed and not self._batch_full():
+            if self._in_flight:
+                await self._wait()  # the engine is busy: a fuller batch costs no latency
+            elif self._arriving and (remaining := deadline - time.monotonic()) > 0:
+                await self._wait(remaining)
+            else:
+                break
+            self._drop_abandoned()
+        return self._select()
+
+    def _select(self) -> list[_Pending]:
+        """The oldest utterance and those closest to it in length, within the count and audio budget."""
+        queue = self._queue
+        if not queue:
+            return []
+        budget = self.max_batch_audio_s
+        anchor = queue[0]
+        chosen = [0]
+        audio_s = anchor.item.duration_s
+        if len(queue) > 1:
+            length = anchor.item.audio.shape[0]
+            by_closeness = sorted(range(1, len(queue)), key=lambda i: (abs(queue[i].item.audio.shape[0] - length), i))
+            for i in by_closeness:
+                if len(chosen) >= self.max_batch_size:
+                    break
+                seconds = queue[i].item.duration_s
+                if budget is not None and audio_s + seconds > budget:
+                    continue
+                chosen.append(i)
+                audio_s += seconds
+        taken_ids = set(chosen)
+        taken = [queue[i] for i in sorted(chosen)]
+        self._queue = [p for i, p in enumerate(queue) if i not in taken_ids]
+        taken.sort(key=lambda p: p.item.audio.shape[0])  # order by length so each engine call pads little
         return taken
 
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
+            while len(self._in_flight) >= self.max_batches_in_flight:
+                await self._wait()
             batch = await self._take_batch()
             if not batch:
                 continue
-            self._busy = True
-            try:
-                await self._run_batch(batch)
-            finally:
-                self._busy = False
+            task = loop.create_task(self._run_batch(batch), name="asr-batch")
+            self._in_flight.add(task)
+            task.add_done_callback(self._batch_done)
+
+    def _batch_done(self, task: asyncio.Task[None]) -> None:
+        self._in_flight.discard(task)
+        self._wakeup.set()
 
     async def _run_batch(self, batch: list[_Pending]) -> None:
         started = time.monotonic()
@@ -160,9 +291,7 @@ class MicroBatcher:
             if len(results) != len(batch):
                 raise RuntimeError(f"engine returned {len(results)} transcripts for {len(batch)} utterances")
         except asyncio.CancelledError:
-            for p in batch:
-                if not p.future.done():
-                    p.future.set_exception(BatcherClosedError("the server stopped before this utterance was scored"))
+            _stopped(batch)
             raise
         except Exception as exc:  # noqa: BLE001 - any engine failure belongs to this batch's requests only
             failed = True
@@ -187,14 +316,173 @@ class MicroBatcher:
         deadline = time.monotonic() + timeout_s
         while not self.idle and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
-        if self._worker is not None:
-            self._worker.cancel()
-            try:
-                await self._worker
-            except asyncio.CancelledError:
-                pass
-            self._worker = None
-        for p in self._queue:
-            if not p.future.done():
-                p.future.set_exception(BatcherClosedError("the server stopped before this utterance was scored"))
+        tasks = [t for t in (self._worker, *self._in_flight) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._worker = None
+        _stopped(self._queue)
         self._queue.clear()
+
+
+class SelfSchedulingDispatcher:
+    """Hands each utterance to an engine that batches by itself; see the module docstring."""
+
+    max_batch_size = 1
+    max_wait_s = 0.0
+
+    def __init__(
+        self,
+        engine: ASREngine,
+        *,
+        max_in_flight: int,
+        max_queue: int = 512,
+        on_batch: Callable[[BatchStats], None] | None = None,
+    ) -> None:
+        if max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
+        self.engine = engine
+        self.max_in_flight = max_in_flight
+        self.max_queue = max_queue
+        self._on_batch = on_batch
+        self._waiting: deque[_Pending] = deque()
+        self._running: set[asyncio.Task[None]] = set()
+        self._closed = False
+        self._recent_latency_s = 1.0  # running estimate of one request in the engine, for Retry-After
+
+    @property
+    def queued(self) -> int:
+        return len(self._waiting)
+
+    @property
+    def in_flight(self) -> int:
+        """Utterances inside the engine now."""
+        return len(self._running)
+
+    @property
+    def idle(self) -> bool:
+        return not self._waiting and not self._running
+
+    def start(self) -> None:
+        """Nothing to start: work is handed over as it arrives and as slots free up."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"scheduler": "engine", "max_in_flight": self.max_in_flight}
+
+    def retry_after_s(self) -> float:
+        """Seconds until the waiting utterances have likely entered the engine (at least 1)."""
+        rate = self.max_in_flight / max(self._recent_latency_s, 1e-3)
+        return max(1.0, len(self._waiting) / rate)
+
+    @contextlib.contextmanager
+    def arriving(self) -> Iterator[None]:
+        """Nothing to wait for: an utterance goes to the engine the moment it is submitted."""
+        yield
+
+    def submit_many(self, items: Sequence[TranscriptionInput]) -> list[asyncio.Future[Transcription]]:
+        """Queue ``items`` (all or none) and start as many as the engine has room for."""
+        if self._closed:
+            raise BatcherClosedError("the server is shutting down")
+        queued = len(self._waiting)
+        if queued and queued + len(items) > self.max_queue:
+            raise QueueFullError(queued, self.max_queue, self.retry_after_s())
+        loop = asyncio.get_running_loop()
+        futures: list[asyncio.Future[Transcription]] = []
+        for item in items:
+            fut: asyncio.Future[Transcription] = loop.create_future()
+            self._waiting.append(_Pending(item, fut))
+            futures.append(fut)
+        self._pump()
+        return futures
+
+    def _pump(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._waiting and len(self._running) < self.max_in_flight:
+            pending = self._waiting.popleft()
+            if pending.future.done():
+                continue  # the caller gave up while it waited
+            task = loop.create_task(self._run_one(pending), name="asr-request")
+            self._running.add(task)
+            task.add_done_callback(self._finished)
+            # A caller that gives up cancels its utterance inside the engine too.
+            pending.future.add_done_callback(lambda fut, t=task: t.cancel() if fut.cancelled() else None)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._running.discard(task)
+        if not self._closed or self._waiting:
+            self._pump()
+
+    async def _run_one(self, pending: _Pending) -> None:
+        started = time.monotonic()
+        failed = False
+        try:
+            results = await self.engine.transcribe([pending.item])
+            if len(results) != 1:
+                raise RuntimeError(f"engine returned {len(results)} transcripts for 1 utterance")
+        except asyncio.CancelledError:
+            _stopped([pending])
+            raise
+        except Exception as exc:  # noqa: BLE001 - the failure belongs to this request only
+            failed = True
+            log.error("engine call failed", exc_info=True, extra={"batch_size": 1})
+            if not pending.future.done():
+                pending.future.set_exception(exc)
+        else:
+            if not pending.future.done():
+                pending.future.set_result(results[0])
+        elapsed = time.monotonic() - started
+        self._recent_latency_s = 0.95 * self._recent_latency_s + 0.05 * elapsed
+        if self._on_batch is not None:
+            self._on_batch(BatchStats(1, pending.item.duration_s, elapsed, failed))
+
+    async def close(self, timeout_s: float = 30.0) -> None:
+        """Stop taking work, let what is queued and running finish (up to ``timeout_s``), then cancel the rest."""
+        self._closed = True
+        deadline = time.monotonic() + timeout_s
+        while not self.idle and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        _stopped(self._waiting)
+        self._waiting.clear()
+        tasks = list(self._running)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+def scheduler_for(
+    engine: ASREngine,
+    *,
+    max_batch_size: int,
+    max_wait_s: float,
+    max_queue: int,
+    max_batch_audio_s: float | None = None,
+    max_batches_in_flight: int | None = None,
+    on_batch: Callable[[BatchStats], None] | None = None,
+) -> SelfSchedulingDispatcher | MicroBatcher:
+    """The scheduler a loaded ``engine`` needs.
+
+    A self-scheduling engine gets every utterance straight away, bounded by
+    its ``max_concurrency`` (``max_batch_size`` when it names none).  Other
+    engines get micro-batches: one utterance per call when the engine gains
+    nothing from batches; ``max_batches_in_flight`` None means 2 on a GPU
+    (features of the next batch overlap the device) and 1 on the CPU (where
+    the model already uses every core).
+    """
+    if engine.schedules_itself:
+        return SelfSchedulingDispatcher(engine, max_in_flight=engine.max_concurrency or max_batch_size,
+                                        max_queue=max_queue, on_batch=on_batch)
+    batches = engine.prefers_batches
+    in_flight = max_batches_in_flight if max_batches_in_flight is not None else (2 if engine.on_accelerator else 1)
+    return MicroBatcher(
+        engine,
+        max_batch_size=max_batch_size if batches else 1,
+        max_wait_s=max_wait_s if batches else 0.0,
+        max_queue=max_queue,
+        max_batch_audio_s=max_batch_audio_s if batches else None,
+        max_batches_in_flight=in_flight,
+        on_batch=on_batch,
+    )

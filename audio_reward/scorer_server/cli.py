@@ -25,7 +25,9 @@ FLAGS: tuple[tuple[str, Callable[[str], Any], str], ...] = (
     ("beam-size", int, "1 (default) is greedy decoding"),
     ("served-model-name", str, "model id clients of /v1/audio/transcriptions send (default: the model's id)"),
     ("max-batch-size", int, "most utterances per engine call (default 16)"),
-    ("max-wait-ms", float, "how long a batch may wait to fill (default 10)"),
+    ("max-wait-ms", float, "how long an idle engine waits for arriving requests to join its batch (default 10)"),
+    ("max-batch-audio-s", float, "most seconds of audio per engine batch (default: no bound)"),
+    ("max-batches-in-flight", int, "engine batches taken at once, the next one's features overlap (default 2 on GPU, 1 on CPU)"),
     ("max-queue", int, "utterances waiting before new requests get 429 (default 512)"),
     ("max-audio-seconds", float, "longest accepted utterance (default 60)"),
     ("max-body-bytes", int, "largest accepted request body (default 64 MiB)"),
@@ -75,6 +77,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         parser.add_argument(f"--{flag}", type=kind, default=None, help=text)
     parser.add_argument("--log-json", action=argparse.BooleanOptionalAction, default=None,
                         help="one JSON object per log line")
+    parser.add_argument("--engine-option", action="append", default=None, metavar="KEY=VALUE",
+                        help="engine-specific option, repeatable (e.g. max_num_seqs=128 for vllm); see docs/server.md")
     parser.add_argument("--ray", action="store_true",
                         help="scale out on Ray Serve: one replica per GPU behind one URL (needs audio-reward[ray])")
     from .ray_serve import add_scale_out_arguments
@@ -86,7 +90,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """The settings fields given on the command line."""
     names = [flag.replace("-", "_") for flag, _, _ in FLAGS] + ["log_json"]
-    return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
+    out = {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
+    if getattr(args, "engine_option", None):
+        from .settings import parse_engine_options
+
+        out["engine_options"] = parse_engine_options(args.engine_option)
+    return out
 
 
 def _missing_extras(args: argparse.Namespace) -> tuple[list[str], ModuleNotFoundError | None]:
@@ -152,6 +161,8 @@ def serve(args: argparse.Namespace) -> int:
     except (ImportError, ValueError) as exc:
         print(f"audio-reward serve: {exc}", file=sys.stderr)
         return 2
+    print("audio-reward serve engine options: " + json.dumps(dict(app.state.scorer.engine.options), sort_keys=True),
+          flush=True)
     config = uvicorn_config(app, settings)
     server = uvicorn.Server(config)
     state = app.state.scorer

@@ -9,11 +9,12 @@ wins when both are set), never from a flag, so it stays out of shell history and
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from audio_reward.protocol import Limits
 
@@ -26,6 +27,17 @@ _LIMITS = Limits()  # the protocol package owns the request-size defaults
 
 # Settings a preset fixes, by the preset's attribute name.
 _PRESET_FIELDS = ("engine", "model", "normalizer", "language", "beam_size")
+
+
+def parse_engine_options(pairs: Any) -> dict[str, str]:
+    """``["KEY=VALUE", ...]`` -> ``{KEY: VALUE}``; the engine converts and checks each value."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = str(pair).partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"engine option {pair!r} is not KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
 
 
 class ServerSettings(BaseSettings):
@@ -45,12 +57,19 @@ class ServerSettings(BaseSettings):
     compute_type: str = Field("default", description="CTranslate2 compute type (default, int8, float16, ...).")
     cpu_threads: int = Field(0, ge=0, description="Engine intra-op threads; 0 lets the engine choose.")
     beam_size: int = Field(1, ge=1, le=16, description="1 is greedy decoding.")
+    engine_options: Annotated[dict[str, Any], NoDecode] = Field(
+        default_factory=dict,
+        description="Engine-specific options (--engine-option KEY=VALUE; env: JSON object or KEY=VALUE,KEY=VALUE).")
     served_model_name: str | None = Field(
         None, description="Model id of the OpenAI-compatible API (/v1/models); default: the model's own id.")
 
     # batching and limits
     max_batch_size: int = Field(16, ge=1, le=1024, description="Most utterances in one engine call.")
-    max_wait_ms: float = Field(10.0, ge=0, le=10_000, description="How long the batcher waits to fill a batch.")
+    max_wait_ms: float = Field(10.0, ge=0, le=10_000,
+                               description="How long an idle engine waits for requests still arriving to join its batch.")
+    max_batch_audio_s: float | None = Field(None, gt=0, description="Most seconds of audio in one engine batch (unset: no bound).")
+    max_batches_in_flight: int | None = Field(
+        None, ge=1, le=16, description="Engine batches taken at once (next one's features overlap); unset: 2 on GPU, 1 on CPU.")
     max_queue: int = Field(512, ge=1, description="Utterances waiting for the engine before new ones get 429.")
     max_audio_seconds: float = Field(60.0, gt=0, le=3600, description="Longest accepted utterance.")
     max_body_bytes: int = Field(64 * 1024 * 1024, ge=1024, description="Largest accepted request body.")
@@ -99,6 +118,16 @@ class ServerSettings(BaseSettings):
     # logging
     log_level: str = Field("warning", description="debug, info, warning or error.")
     log_json: bool = Field(False, description="One JSON object per log line.")
+
+    @field_validator("engine_options", mode="before")
+    @classmethod
+    def _parse_engine_options(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        text = value.strip()
+        if text.startswith("{"):
+            return json.loads(text)
+        return parse_engine_options(part for part in text.split(",") if part.strip())
 
     @model_validator(mode="before")
     @classmethod

@@ -8,7 +8,7 @@ from typing import Callable
 
 from fastapi import Request
 
-from .batcher import MicroBatcher
+from .batcher import Scheduler
 from .engines.base import ASREngine
 from .metrics import ServerMetrics
 from .score.offload import Offload
@@ -28,7 +28,8 @@ class ServerState:
     metrics: ServerMetrics = field(default_factory=ServerMetrics)
     engine_preloaded: bool = False
     """True when the engine came loaded and warm: the server skips its own load."""
-    batcher: MicroBatcher | None = None
+    batcher: Scheduler | None = None
+    """The micro-batcher, or the straight-through dispatcher of a self-scheduling engine."""
     offload: Offload = field(default_factory=Offload)
     """Runs scoring off the event loop."""
     recent: RecentResults | None = None

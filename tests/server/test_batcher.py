@@ -47,7 +47,8 @@ async def test_queued_items_form_length_sorted_batches_of_bounded_size() -> None
     engine.gate.set()
     results = await asyncio.gather(*first, *futures)
     assert [r.text for r in results] == [str(n) for n in [100, *lengths]]  # each future got its own result
-    assert engine.calls == [[100], [300, 700, 900], [100, 200, 500]]
+    # Each batch takes the oldest waiting item (900) and the items closest to it in length from the whole queue.
+    assert engine.calls == [[100], [500, 700, 900], [100, 200, 300]]
     assert [s.size for s in stats] == [1, 3, 3] and not any(s.failed for s in stats)
     await batcher.close()
 

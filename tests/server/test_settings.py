@@ -21,7 +21,7 @@ def parse(argv: list[str]) -> ServerSettings:
 
 def test_every_setting_has_a_flag_except_the_secret() -> None:
     flags = {name for name in cli.overrides_from_args(argparse.Namespace(**{
-        f.replace("-", "_"): 1 for f, _, _ in cli.FLAGS} | {"log_json": True}))}
+        f.replace("-", "_"): 1 for f, _, _ in cli.FLAGS} | {"log_json": True, "engine_option": ["k=v"]}))}
     assert flags == set(ServerSettings.model_fields) - {"api_key"}
 
 

@@ -12,17 +12,32 @@ faster-whisper's sequential ``transcribe``.
 Decoding is deterministic: temperature 0 with no fallback, no timestamps,
 no conditioning on previous text, and the number of new tokens capped from
 the audio's duration so a hallucination loop stops early.
+
+Each window is encoded once: when a request names no language, the language
+is detected from that same encoder output (as faster-whisper's own
+``detect_language`` does with the output of its ``encode``), then decoded.
+The log-Mel features are computed in ``prepare_sync``, on the CPU pool,
+while the previous batch runs.
 """
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
-from .base import ENGINE_SAMPLE_RATE, EngineInfo, ThreadedEngine, Transcription, TranscriptionInput, max_new_tokens_for
+from .base import (
+    ENGINE_SAMPLE_RATE,
+    EngineInfo,
+    EngineOption,
+    ThreadedEngine,
+    Transcription,
+    TranscriptionInput,
+    max_new_tokens_for,
+    resolve_engine_options,
+)
 from .model_store import resolve_ctranslate2_model
 from .registry import EngineConfig
 
@@ -35,9 +50,15 @@ WINDOW_SECONDS = 30.0
 class FasterWhisperEngine(ThreadedEngine):
     """faster-whisper :class:`WhisperModel` behind the engine interface."""
 
+    OPTIONS: ClassVar[Mapping[str, EngineOption]] = {
+        "batched": EngineOption(bool, None, "one encoder pass and one decode per batch; default: on a GPU only",
+                                nullable=True),
+    }
+
     def __init__(self, config: EngineConfig) -> None:
         super().__init__(workers=1)
         self.config = config
+        self.options = resolve_engine_options("faster-whisper", self.OPTIONS, config.options)
         self._model: Any = None
         self._tokenizers: dict[str, Any] = {}
         self._batched = False
@@ -57,13 +78,14 @@ class FasterWhisperEngine(ThreadedEngine):
             local_files_only=local,
         )
         multilingual = bool(self._model.model.is_multilingual)
-        forced = self.config.options.get("batched")  # None: batch on GPU only
-        self._batched = bool(forced) if forced is not None else self._model.model.device != "cpu"
+        forced = self.options["batched"]  # None: batch on GPU only
+        device = str(self._model.model.device)
+        self._batched = bool(forced) if forced is not None else device != "cpu"
         self.info = EngineInfo(
             engine="faster-whisper",
             model_id=resolved.model_id,
             weights_sha256=resolved.sha256,
-            device=self.config.device,
+            device=device,
             compute_type=self.config.compute_type,
             extra={
                 "multilingual": str(multilingual).lower(),
@@ -104,20 +126,33 @@ class FasterWhisperEngine(ThreadedEngine):
             return "en"  # an English-only model has no language token to force
         return item.language
 
-    def transcribe_batch_sync(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
+    def _groups(self, batch: Sequence[TranscriptionInput]) -> list[list[int]]:
+        """Indices of the utterances that share one encoder call (one window each)."""
+        short = [i for i, item in enumerate(batch) if item.duration_s <= WINDOW_SECONDS]
+        if not short:
+            return []
+        return [short] if self._batched else [[i] for i in short]
+
+    def prepare_sync(self, batch: Sequence[TranscriptionInput]) -> list[np.ndarray]:
+        """The stacked log-Mel windows of each encoder call (CPU work, ahead of the model)."""
+        if self._model is None:
+            raise RuntimeError("the faster-whisper engine is not loaded")
+        return [self._features([batch[i] for i in group]) for group in self._groups(batch)]
+
+    def transcribe_prepared_sync(self, batch: Sequence[TranscriptionInput], prepared: Any) -> list[Transcription]:
         if self._model is None:
             raise RuntimeError("the faster-whisper engine is not loaded")
         results: list[Transcription | None] = [None] * len(batch)
-        short = [i for i, item in enumerate(batch) if item.duration_s <= WINDOW_SECONDS]
         for i, item in enumerate(batch):
             if item.duration_s > WINDOW_SECONDS:
                 results[i] = self._transcribe_long(item)
-        groups = [short] if self._batched else [[i] for i in short]
-        for group in groups:
-            if group:
-                for i, out in zip(group, self._transcribe_windows([batch[i] for i in group])):
-                    results[i] = out
+        for group, features in zip(self._groups(batch), prepared):
+            for i, out in zip(group, self._transcribe_windows([batch[i] for i in group], features)):
+                results[i] = out
         return [r for r in results if r is not None]
+
+    def transcribe_batch_sync(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
+        return self.transcribe_prepared_sync(batch, self.prepare_sync(batch))
 
     def _transcribe_long(self, item: TranscriptionInput) -> Transcription:
         language = self._language_of(item)
@@ -136,24 +171,27 @@ class FasterWhisperEngine(ThreadedEngine):
             tokens += len(segment.tokens)
         return Transcription("".join(texts).strip(), info.language, tokens)
 
-    def _transcribe_windows(self, items: Sequence[TranscriptionInput]) -> list[Transcription]:
-        import ctranslate2
+    def _features(self, items: Sequence[TranscriptionInput]) -> np.ndarray:
         from faster_whisper.audio import pad_or_trim
+
+        extract = self._model.feature_extractor
+        return np.stack([pad_or_trim(extract(item.audio)[..., :-1]) for item in items]).astype(np.float32)
+
+    def _transcribe_windows(self, items: Sequence[TranscriptionInput], features: np.ndarray) -> list[Transcription]:
+        import ctranslate2
         from faster_whisper.transcribe import get_suppressed_tokens
 
         model = self._model
-        features = np.stack([pad_or_trim(model.feature_extractor(item.audio)[..., :-1]) for item in items])
-        encoder_output = model.model.encode(ctranslate2.StorageView.from_array(features.astype(np.float32)))
+        encoder_output = model.model.encode(ctranslate2.StorageView.from_array(features))
 
         languages = [self._language_of(item) for item in items]
         unknown = [i for i, lang in enumerate(languages) if lang is None]
         if unknown:
-            # Detect only where the request named no language; the detector reads the encoder output.
-            detected = model.model.detect_language(
-                model.model.encode(ctranslate2.StorageView.from_array(features[unknown].astype(np.float32)))
-            )
-            for i, probs in zip(unknown, detected):
-                languages[i] = probs[0][0].strip("<|>")
+            # CTranslate2's detector takes the encoder output too: one encoder pass serves both.
+            # It runs one decoder step for every row; only the rows that named no language use it.
+            detected = model.model.detect_language(encoder_output)
+            for i in unknown:
+                languages[i] = detected[i][0][0].strip("<|>")
 
         tokenizers = [self._tokenizer(lang) for lang in languages]
         prompts = [model.get_prompt(tok, previous_tokens=[], without_timestamps=True) for tok in tokenizers]

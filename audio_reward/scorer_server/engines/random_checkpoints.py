@@ -7,15 +7,21 @@ write folders of the right architecture and size with random weights: the
 transcripts are garbage, the mechanics and the speed are real.
 
 ``size="tiny"`` is small enough for CPU tests; ``size="full"`` matches the
-published model's shapes (Whisper large-v3, Qwen3-ASR-1.7B) for GPU speed
+published model's shapes (Whisper large-v3, Qwen3-ASR-0.6B) for GPU speed
 measurements.
+
+``never_stop=True`` zeroes the output-embedding rows of the end-of-text
+tokens (the output projection is tied to them), so their logit is exactly
+0 while the largest of the others is positive: greedy decoding never ends
+early and every engine decodes exactly its token cap per clip.  That makes
+throughput on random weights comparable across engines.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 Size = Literal["tiny", "full"]
 
@@ -54,7 +60,26 @@ def _byte_level_tokenizer(special: tuple[str, ...], vocab_size: int):  # type: i
     return tok
 
 
-def build_random_qwen3_asr(out_dir: str | Path, size: Size = "tiny", seed: int = 0) -> Path:
+def _silence_tokens(embedding: Any, token_ids: list[int]) -> None:
+    import torch
+
+    with torch.no_grad():
+        for token in token_ids:
+            embedding.weight[token].zero_()
+
+
+def _init_model(cls: Any, config: Any, device: str | None) -> Any:
+    """Random weights, built on ``device`` (a GPU builds large-v3 in seconds) in half precision there."""
+    import torch
+
+    if device is None or device == "cpu":
+        return cls(config).eval()
+    with torch.device(device):
+        return cls(config).to(torch.float16 if device.startswith("cuda") else torch.float32).eval()
+
+
+def build_random_qwen3_asr(out_dir: str | Path, size: Size = "tiny", seed: int = 0, *, never_stop: bool = False,
+                           device: str | None = None) -> Path:
     """Write a random-weight Qwen3-ASR checkpoint (transformers-native format) to ``out_dir``."""
     import torch
     from transformers import (
@@ -74,10 +99,10 @@ def build_random_qwen3_asr(out_dir: str | Path, size: Size = "tiny", seed: int =
         text = {"vocab_size": 512, "hidden_size": 48, "intermediate_size": 96, "num_hidden_layers": 2,
                 "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 12, "max_position_embeddings": 4096,
                 "tie_word_embeddings": True}
-    else:  # Qwen3-ASR-1.7B shapes
-        audio = {"num_mel_bins": 128, "encoder_layers": 24, "encoder_attention_heads": 16, "encoder_ffn_dim": 4096,
-                 "d_model": 1024, "output_dim": 2048, "downsample_hidden_size": 480}
-        text = {"vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 6144, "num_hidden_layers": 28,
+    else:  # Qwen3-ASR-0.6B shapes: an 18-layer audio encoder and the Qwen3-0.6B decoder
+        audio = {"num_mel_bins": 128, "encoder_layers": 18, "encoder_attention_heads": 14, "encoder_ffn_dim": 3584,
+                 "d_model": 896, "output_dim": 1024, "downsample_hidden_size": 480}
+        text = {"vocab_size": 151936, "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,
                 "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128,
                 "max_position_embeddings": 65536, "tie_word_embeddings": True}
     config = Qwen3ASRConfig(
@@ -86,7 +111,9 @@ def build_random_qwen3_asr(out_dir: str | Path, size: Size = "tiny", seed: int =
         eos_token_id=[ids["<|endoftext|>"], ids["<|im_end|>"]],
     )
     torch.manual_seed(seed)
-    model = Qwen3ASRForConditionalGeneration(config).eval()
+    model = _init_model(Qwen3ASRForConditionalGeneration, config, device)
+    if never_stop:
+        _silence_tokens(model.get_input_embeddings(), [ids["<|endoftext|>"], ids["<|im_end|>"]])
     model.generation_config.eos_token_id = [ids["<|endoftext|>"], ids["<|im_end|>"]]
     model.generation_config.pad_token_id = ids["<|endoftext|>"]
     tokenizer = Qwen2Tokenizer(
@@ -101,12 +128,14 @@ def build_random_qwen3_asr(out_dir: str | Path, size: Size = "tiny", seed: int =
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     processor.save_pretrained(out)
-    (out / "random_init.json").write_text(json.dumps({"architecture": "qwen3_asr", "size": size, "seed": seed}))
+    (out / "random_init.json").write_text(json.dumps({"architecture": "qwen3_asr", "size": size, "seed": seed,
+                                                      "never_stop": never_stop}))
     return out
 
 
 def build_random_whisper(out_dir: str | Path, size: Size = "tiny", seed: int = 0,
-                         tokenizer_from: str | Path | None = None) -> Path:
+                         tokenizer_from: str | Path | None = None, *, never_stop: bool = False,
+                         device: str | None = None) -> Path:
     """Write a random-weight Whisper checkpoint; ``size="full"`` has large-v3's shapes.
 
     The tokenizer and generation settings come from ``tokenizer_from``, a
@@ -133,13 +162,16 @@ def build_random_whisper(out_dir: str | Path, size: Size = "tiny", seed: int = 0
             "suppress_tokens", "begin_suppress_tokens", "max_source_positions", "max_target_positions")
     config = WhisperConfig(**{k: base_config[k] for k in keep if k in base_config}, **shapes)
     torch.manual_seed(seed)
-    model = WhisperForConditionalGeneration(config).eval()
+    model = _init_model(WhisperForConditionalGeneration, config, device)
     model.generation_config = GenerationConfig.from_pretrained(src)
+    if never_stop:
+        _silence_tokens(model.get_decoder().embed_tokens, [int(config.eos_token_id)])
     processor = WhisperProcessor.from_pretrained(src)
     processor.feature_extractor = type(processor.feature_extractor)(feature_size=config.num_mel_bins)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     processor.save_pretrained(out)
-    (out / "random_init.json").write_text(json.dumps({"architecture": "whisper", "size": size, "seed": seed}))
+    (out / "random_init.json").write_text(json.dumps({"architecture": "whisper", "size": size, "seed": seed,
+                                                      "never_stop": never_stop}))
     return out

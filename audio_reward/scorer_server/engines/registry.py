@@ -6,7 +6,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base import ASREngine
+from .base import ASREngine, resolve_engine_options
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,7 @@ class EngineConfig:
     cpu_threads: int = 0
     beam_size: int = 1
     options: dict[str, Any] = field(default_factory=dict)
+    """``--engine-option`` values by key, checked against the engine's ``OPTIONS``."""
 
 
 # name -> "module:factory"; a factory takes an EngineConfig and returns an unloaded engine.
@@ -35,7 +36,11 @@ class UnknownEngineError(ValueError):
 
 
 def create_engine(name: str, config: EngineConfig) -> ASREngine:
-    """Build (not load) the engine called ``name``."""
+    """Build (not load) the engine called ``name``.
+
+    Raises :class:`~.base.EngineOptionError` (a ValueError) when ``config.options``
+    holds a key the engine does not take or a value of the wrong type.
+    """
     try:
         target = ENGINES[name]
     except KeyError:
@@ -45,4 +50,6 @@ def create_engine(name: str, config: EngineConfig) -> ASREngine:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ImportError(f"engine {name!r} needs an optional dependency that is not installed: {exc}") from exc
-    return getattr(module, attr)(config)
+    factory = getattr(module, attr)
+    resolve_engine_options(name, getattr(factory, "OPTIONS", {}), config.options)  # fail before building
+    return factory(config)  # type: ignore[no-any-return]

@@ -21,11 +21,20 @@ import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Protocol, Sequence
 
 import numpy as np
 
-from .base import ENGINE_SAMPLE_RATE, EngineInfo, ThreadedEngine, Transcription, TranscriptionInput, max_new_tokens_for
+from .base import (
+    ENGINE_SAMPLE_RATE,
+    EngineInfo,
+    EngineOption,
+    ThreadedEngine,
+    Transcription,
+    TranscriptionInput,
+    max_new_tokens_for,
+    resolve_engine_options,
+)
 from .convert import ct2_whisper_to_transformers, is_current_conversion
 from .model_store import PACKAGED_MODELS, ModelNotAvailableError, cache_dir, resolve_ctranslate2_model
 from .registry import EngineConfig
@@ -109,7 +118,11 @@ def resolve_dtype(compute_type: str, device: str, architecture: str) -> "torch.d
 class _Backend(Protocol):
     languages: frozenset[str] | None
 
-    def transcribe(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]: ...
+    def prepare(self, batch: Sequence[TranscriptionInput]) -> Any:
+        """CPU-side inputs (features, prompts) for ``batch``; runs ahead of the model."""
+
+    def run(self, batch: Sequence[TranscriptionInput], prepared: Any) -> list[Transcription]:
+        """The model's part: generate from what ``prepare`` returned."""
 
 
 def _group_by_language(batch: Sequence[TranscriptionInput]) -> dict[str | None, list[int]]:
@@ -127,12 +140,12 @@ class _WhisperBackend:
     one window, and this keeps every row on the fast batched path.
     """
 
-    def __init__(self, path: str, device: str, dtype: "torch.dtype") -> None:
+    def __init__(self, path: str, device: str, dtype: "torch.dtype", load_kwargs: dict[str, Any]) -> None:
         from transformers import WhisperForConditionalGeneration, WhisperProcessor
 
         self.device, self.dtype = device, dtype
         self.processor = WhisperProcessor.from_pretrained(path)
-        self.model = WhisperForConditionalGeneration.from_pretrained(path, dtype=dtype).to(device).eval()
+        self.model = WhisperForConditionalGeneration.from_pretrained(path, dtype=dtype, **load_kwargs).to(device).eval()
         gen = self.model.generation_config
         self.multilingual = bool(getattr(gen, "is_multilingual", False))
         self.id_to_lang = {i: tok[2:-2] for tok, i in (getattr(gen, "lang_to_id", None) or {}).items()}
@@ -140,12 +153,9 @@ class _WhisperBackend:
         self.special_ids = set(self.processor.tokenizer.all_special_ids) | {gen.eos_token_id}
         self.text_vocab = len(self.processor.tokenizer)
 
-    def _generate(self, windows: list[np.ndarray], language: str | None) -> tuple[list[list[int]], list[str | None]]:
+    def _generate(self, windows: list[np.ndarray], feats: Any, language: str | None) -> tuple[list[list[int]], list[str | None]]:
         import torch
 
-        feats = self.processor.feature_extractor(
-            windows, sampling_rate=ENGINE_SAMPLE_RATE, return_tensors="pt", return_attention_mask=True
-        )
         features = feats.input_features.to(self.device, self.dtype)
         kwargs: dict[str, Any] = {
             "attention_mask": feats.attention_mask.to(self.device),
@@ -158,12 +168,18 @@ class _WhisperBackend:
             if self.multilingual:
                 kwargs["task"] = "transcribe"
                 if language is None:
-                    detected = self.model.detect_language(input_features=features)
+                    # Encode once: detection reads these encoder outputs and generation reuses them.
+                    encoded = self.model.get_encoder()(features)
+                    detected = self.model.detect_language(encoder_outputs=encoded)
                     languages = [self.id_to_lang.get(int(t)) for t in detected.view(-1).tolist()]
+                    kwargs["language"] = [lang or "en" for lang in languages]
+                    out = self.model.generate(encoder_outputs=encoded, **kwargs)
                 else:
                     languages = [language] * len(windows)
-                kwargs["language"] = [lang or "en" for lang in languages]
-            out = self.model.generate(features, **kwargs)
+                    kwargs["language"] = languages
+                    out = self.model.generate(features, **kwargs)
+            else:
+                out = self.model.generate(features, **kwargs)
         sequences = out["sequences"] if isinstance(out, dict) else out
         # One generate call shares the batch's longest cap; each row keeps only its own.
         caps = [max_new_tokens_for(w.shape[0] / ENGINE_SAMPLE_RATE) for w in windows]
@@ -186,9 +202,10 @@ class _WhisperBackend:
             out.append(row[start:])
         return out
 
-    def transcribe(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
+    def prepare(self, batch: Sequence[TranscriptionInput]) -> list[tuple[str | None, list[int], list[np.ndarray], list[int], Any]]:
+        """Per language group: its indices, 30 s windows, the owner of each window and their log-Mel features."""
         window = int(WHISPER_WINDOW_S * ENGINE_SAMPLE_RATE)
-        results: list[Transcription | None] = [None] * len(batch)
+        groups = []
         for language, indices in _group_by_language(batch).items():
             windows: list[np.ndarray] = []
             owner: list[int] = []
@@ -197,7 +214,16 @@ class _WhisperBackend:
                 for start in range(0, max(1, audio.shape[0]), window):
                     windows.append(audio[start : start + window])
                     owner.append(i)
-            rows, languages = self._generate(windows, language)
+            feats = self.processor.feature_extractor(
+                windows, sampling_rate=ENGINE_SAMPLE_RATE, return_tensors="pt", return_attention_mask=True
+            )
+            groups.append((language, indices, windows, owner, feats))
+        return groups
+
+    def run(self, batch: Sequence[TranscriptionInput], prepared: Any) -> list[Transcription]:
+        results: list[Transcription | None] = [None] * len(batch)
+        for language, indices, windows, owner, feats in prepared:
+            rows, languages = self._generate(windows, feats, language)
             for i in indices:
                 mine = [k for k, o in enumerate(owner) if o == i]
                 tokens = [t for k in mine for t in rows[k]]
@@ -209,7 +235,7 @@ class _WhisperBackend:
 class _Qwen3ASRBackend:
     """Native transformers Qwen3-ASR: chat prompt with the audio, language forced by prefilling the reply."""
 
-    def __init__(self, path: str, device: str, dtype: "torch.dtype") -> None:
+    def __init__(self, path: str, device: str, dtype: "torch.dtype", load_kwargs: dict[str, Any]) -> None:
         try:
             from transformers import AutoProcessor, Qwen3ASRForConditionalGeneration
         except ImportError:
@@ -221,7 +247,7 @@ class _Qwen3ASRBackend:
             ) from None
         self.device, self.dtype = device, dtype
         self.processor = AutoProcessor.from_pretrained(path)
-        self.model = Qwen3ASRForConditionalGeneration.from_pretrained(path, dtype=dtype).to(device).eval()
+        self.model = Qwen3ASRForConditionalGeneration.from_pretrained(path, dtype=dtype, **load_kwargs).to(device).eval()
         # Decoder-only: prompts are left-padded so every row's reply starts at the same column.
         self.processor.tokenizer.padding_side = "left"
         from transformers.models.qwen3_asr import processing_qwen3_asr
@@ -229,14 +255,17 @@ class _Qwen3ASRBackend:
         table = getattr(processing_qwen3_asr, "LANGUAGE_CODE_TO_NAME", None)
         self.languages = frozenset(table) if table else None
 
-    def transcribe(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
+    def prepare(self, batch: Sequence[TranscriptionInput]) -> Any:
+        """The chat prompts and log-Mel features of ``batch`` (CPU work)."""
+        return self.processor.apply_transcription_request(
+            audio=[item.audio for item in batch], language=[item.language for item in batch], return_tensors="pt"
+        )
+
+    def run(self, batch: Sequence[TranscriptionInput], prepared: Any) -> list[Transcription]:
         import torch
 
         languages = [item.language for item in batch]
-        inputs = self.processor.apply_transcription_request(
-            audio=[item.audio for item in batch], language=languages, return_tensors="pt"
-        )
-        inputs = inputs.to(self.device)
+        inputs = prepared.to(self.device)
         inputs["input_features"] = inputs["input_features"].to(self.dtype)
         caps = [
             max_new_tokens_for(item.duration_s) + (QWEN3_ASR_LANGUAGE_PREFIX_TOKENS if item.language is None else 0)
@@ -295,9 +324,15 @@ def checkpoint_architecture(path: str) -> str:
 class TransformersEngine(ThreadedEngine):
     """Whisper or Qwen3-ASR in PyTorch via transformers; greedy, batched, decode length capped by duration."""
 
+    OPTIONS: ClassVar[Mapping[str, EngineOption]] = {
+        "attn_implementation": EngineOption(str, None, "transformers attention kernel (sdpa, eager, "
+                                            "flash_attention_2); default: the library's choice", nullable=True),
+    }
+
     def __init__(self, config: EngineConfig) -> None:
         super().__init__(workers=1)
         self.config = config
+        self.options = resolve_engine_options("transformers", self.OPTIONS, config.options)
         self._backend: _Backend | None = None
         self._lock = threading.Lock()
         self.info = EngineInfo(engine="transformers", model_id=config.model, device=config.device)
@@ -315,7 +350,9 @@ class TransformersEngine(ThreadedEngine):
         device = resolve_device(self.config.device)
         dtype = resolve_dtype(self.config.compute_type, device, architecture)
         backend_cls = _Qwen3ASRBackend if architecture == "qwen3_asr" else _WhisperBackend
-        self._backend = backend_cls(checkpoint.path, device, dtype)
+        load_kwargs = {"attn_implementation": self.options["attn_implementation"]} \
+            if self.options["attn_implementation"] else {}
+        self._backend = backend_cls(checkpoint.path, device, dtype, load_kwargs)
         self.info = EngineInfo(
             engine="transformers",
             model_id=checkpoint.model_id,
@@ -330,17 +367,29 @@ class TransformersEngine(ThreadedEngine):
     def languages(self) -> frozenset[str] | None:
         return self._backend.languages if self._backend is not None else None
 
-    def transcribe_batch_sync(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
+    def _chunks(self, batch: Sequence[TranscriptionInput]) -> list[Sequence[TranscriptionInput]]:
+        step = max(1, self.config.max_batch_size)
+        return [batch[start : start + step] for start in range(0, len(batch), step)]
+
+    def prepare_sync(self, batch: Sequence[TranscriptionInput]) -> list[Any]:
+        """Features and prompts of each ``max_batch_size`` chunk, on the CPU pool."""
         if self._backend is None:
             raise RuntimeError("engine not loaded: call load() first")
-        if not batch:
-            return []
-        step = max(1, self.config.max_batch_size)
+        return [self._backend.prepare(chunk) for chunk in self._chunks(batch)]
+
+    def transcribe_prepared_sync(self, batch: Sequence[TranscriptionInput], prepared: Any) -> list[Transcription]:
+        if self._backend is None:
+            raise RuntimeError("engine not loaded: call load() first")
         out: list[Transcription] = []
         with self._lock:
-            for start in range(0, len(batch), step):
-                out.extend(self._backend.transcribe(batch[start : start + step]))
+            for chunk, inputs in zip(self._chunks(batch), prepared):
+                out.extend(self._backend.run(chunk, inputs))
         return out
+
+    def transcribe_batch_sync(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
+        if not batch:
+            return []
+        return self.transcribe_prepared_sync(batch, self.prepare_sync(batch))
 
     def close(self) -> None:
         super().close()

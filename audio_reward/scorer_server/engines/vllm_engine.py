@@ -1,9 +1,11 @@
 """ASR on vLLM's async engine: continuous batching for Whisper and Qwen3-ASR.
 
-``--engine vllm`` (extra ``vllm``, GPU) hands every utterance of a batch to
-vLLM's ``AsyncLLM`` at once; vLLM's scheduler batches them continuously with
-every other request in flight, so the micro-batcher's batches only decide how
-many requests are submitted together.
+``--engine vllm`` (extra ``vllm``, GPU) schedules itself: the server skips
+its micro-batcher and hands each utterance to vLLM's ``AsyncLLM`` the moment
+it arrives, up to ``max_num_seqs`` at once (``--engine-option
+max_num_seqs=N``); vLLM's scheduler batches them continuously, and each
+request finishes when its own transcript is done.  A request whose caller
+gives up is cancelled, which aborts it inside vLLM.
 
 Prompts follow vLLM's own transcription endpoint (``get_generation_prompt``
 of its Whisper and Qwen3-ASR model classes):
@@ -32,11 +34,20 @@ import logging
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Protocol, Sequence
+from typing import Any, AsyncIterator, Callable, ClassVar, Mapping, Protocol, Sequence
 
 import numpy as np
 
-from .base import ENGINE_SAMPLE_RATE, ASREngine, EngineInfo, Transcription, TranscriptionInput, max_new_tokens_for
+from .base import (
+    ENGINE_SAMPLE_RATE,
+    ASREngine,
+    EngineInfo,
+    EngineOption,
+    Transcription,
+    TranscriptionInput,
+    max_new_tokens_for,
+    resolve_engine_options,
+)
 from .registry import EngineConfig
 from .transformers_engine import (
     QWEN3_ASR_LANGUAGE_PREFIX_TOKENS,
@@ -51,11 +62,13 @@ QWEN3_ASR_TEXT_TAG = "<asr_text>"
 QWEN3_ASR_AUDIO_PLACEHOLDER = "<|audio_start|><|audio_pad|><|audio_end|>"
 WHISPER_MAX_MODEL_LEN = 448
 
-DEFAULT_ENGINE_OPTIONS: dict[str, Any] = {
-    "max_num_seqs": 256,
-    "gpu_memory_utilization": 0.85,
-    "enforce_eager": False,
-    "max_model_len": None,  # Whisper: 448 (its decoder length); Qwen3-ASR: 4096
+VLLM_OPTIONS: dict[str, EngineOption] = {
+    "max_num_seqs": EngineOption(int, 256, "most sequences vLLM runs at once; also the server's admission bound"),
+    "gpu_memory_utilization": EngineOption(float, 0.85, "share of GPU memory vLLM may take"),
+    "enforce_eager": EngineOption(bool, False, "no CUDA graphs (faster start, slower decode)"),
+    "max_model_len": EngineOption(int, None, "context length; default 448 for Whisper, 4096 for Qwen3-ASR",
+                                  nullable=True),
+    "max_num_batched_tokens": EngineOption(int, None, "tokens per scheduler step; default: vLLM's", nullable=True),
 }
 
 
@@ -149,6 +162,8 @@ def _vllm_sampling_params(**kwargs: Any) -> Any:
 class VLLMEngine(ASREngine):
     """Whisper or Qwen3-ASR served by vLLM's ``AsyncLLM`` with continuous batching."""
 
+    OPTIONS: ClassVar[Mapping[str, EngineOption]] = VLLM_OPTIONS
+
     def __init__(
         self,
         config: EngineConfig,
@@ -157,10 +172,23 @@ class VLLMEngine(ASREngine):
         sampling_params: Callable[..., Any] = _vllm_sampling_params,
     ) -> None:
         self.config = config
+        self.options = resolve_engine_options("vllm", self.OPTIONS, config.options)
         self._client = client
         self._sampling_params = sampling_params
         self._traits: ModelTraits | None = None
         self.info = EngineInfo(engine="vllm", model_id=config.model, device=config.device)
+
+    @property
+    def schedules_itself(self) -> bool:
+        return True
+
+    @property
+    def max_concurrency(self) -> int:
+        return int(self.options["max_num_seqs"])
+
+    @property
+    def on_accelerator(self) -> bool:
+        return True
 
     @property
     def languages(self) -> frozenset[str] | None:
@@ -189,10 +217,12 @@ class VLLMEngine(ASREngine):
     def engine_args(self, path: str) -> dict[str, Any]:
         """Keyword arguments for ``vllm.AsyncEngineArgs``."""
         assert self._traits is not None
-        options = {**DEFAULT_ENGINE_OPTIONS, **self.config.options}
+        options = self.options
         max_model_len = options["max_model_len"] or (
             WHISPER_MAX_MODEL_LEN if self._traits.architecture == "whisper" else 4096
         )
+        extra = {"max_num_batched_tokens": int(options["max_num_batched_tokens"])} \
+            if options["max_num_batched_tokens"] else {}
         return {
             "model": path,
             "tokenizer": path,
@@ -204,6 +234,7 @@ class VLLMEngine(ASREngine):
             "limit_mm_per_prompt": {"audio": 1},
             "seed": 0,
             "disable_log_stats": True,
+            **extra,
         }
 
     def load(self) -> None:

@@ -38,6 +38,7 @@ async def info(request: Request) -> OrjsonResponse:
             "compute_type": engine.compute_type,
             "beam_size": s.beam_size,
             "extra": dict(engine.extra),
+            "options": dict(state.engine.options),
         },
         "preset": s.preset,
         "normalizer": state.normalizer.name,
@@ -55,8 +56,10 @@ async def info(request: Request) -> OrjsonResponse:
         },
         "batching": {
             "engine_batches": state.engine.prefers_batches,
+            "engine_schedules_itself": state.engine.schedules_itself,
             "max_batch_size": state.batcher.max_batch_size if state.batcher else s.max_batch_size,
             "max_wait_ms": state.batcher.max_wait_s * 1000 if state.batcher else s.max_wait_ms,
+            **(state.batcher.describe() if state.batcher else {}),
             "max_batch_size_setting": s.max_batch_size,
             "note": state.batching_note,
         },

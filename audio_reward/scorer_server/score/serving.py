@@ -11,6 +11,7 @@ Transcription goes through the shared :class:`MicroBatcher`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from audio_reward.protocol import (
     parse_json,
 )
 
-from ..batcher import BatcherClosedError, MicroBatcher
+from ..batcher import BatcherClosedError, Scheduler
 from ..batcher import QueueFullError as BatcherQueueFull
 from ..engines.base import ENGINE_SAMPLE_RATE, Transcription, TranscriptionInput
 from ..errors import (
@@ -141,7 +142,12 @@ class ScoringService:
         return version, items
 
     # -- engine ---------------------------------------------------------------------------
-    def _batcher(self) -> MicroBatcher:
+    def _arriving(self) -> contextlib.AbstractContextManager[None]:
+        """Tells the scheduler a request is being decoded, so an idle engine may wait for it to join a batch."""
+        batcher = self.state.batcher
+        return batcher.arriving() if batcher is not None else contextlib.nullcontext()
+
+    def _batcher(self) -> Scheduler:
         state = self.state
         if state.batcher is None or not state.ready:
             if state.load_error:
@@ -275,7 +281,8 @@ class ScoringService:
     async def score(self, body: bytes, request_id: str) -> dict[str, Any]:
         """One request body → the flat response dict; raises :class:`ServerError`."""
         try:
-            item = await run_in_threadpool(self._prepare_one, body, request_id)
+            with self._arriving():
+                item = await run_in_threadpool(self._prepare_one, body, request_id)
         except ServerError as error:
             self.state.metrics.items.labels(error.code).inc()  # counted like a refused batch item
             raise
@@ -286,7 +293,8 @@ class ScoringService:
 
     async def score_batch(self, body: bytes, request_id: str) -> dict[str, Any]:
         """A batch body → ``{"protocol_version", "results"}``; item failures stay in their slot."""
-        _, prepared = await run_in_threadpool(self._prepare_batch, body, request_id)
+        with self._arriving():
+            _, prepared = await run_in_threadpool(self._prepare_batch, body, request_id)
         valid = [p for p in prepared if isinstance(p, PreparedItem)]
         outcomes = iter(await self._score_items(valid) if valid else [])
         results: list[dict[str, Any]] = []
