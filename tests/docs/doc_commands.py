@@ -93,6 +93,8 @@ ENTRIES: dict[str, Entry] = {
     'docs/server.md: echo "$SCORER_KEY" > /run/secrets/scorer-key': Skip("Whisper large-v3 on CUDA, a GPU box"),
     "docs/server.md: python bench/server_throughput.py --model tiny.en --concurrency 1 8 32":
         Skip("a benchmark that takes CPU minutes on purpose (speed figures live in bench/, not in tests)"),
+    "docs/server.md: audio-reward serve --engine faster-whisper --engine-option batched=true":
+        Covered("tests/server/test_engine_options.py::test_the_documented_batched_command_serves_with_the_option"),
     "docs/server.md: vllm serve openai/whisper-large-v3      # OpenAI-compatible API on port 8000":
         Skip("vLLM serving Whisper large-v3 on a GPU: the server being replaced"),
     "docs/server.md: audio-reward serve --model tiny.en --served-model-name openai/whisper-large-v3":

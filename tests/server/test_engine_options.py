@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 from typing import ClassVar, Mapping, Sequence
 
 import httpx
@@ -22,7 +26,7 @@ from audio_reward.scorer_server.engines import (
     resolve_engine_options,
 )
 from audio_reward.scorer_server.settings import ServerSettings
-from support.server import inprocess_server, server_process, wait_ready
+from support.server import REPO_ROOT, free_port, inprocess_server, server_process, wait_ready
 
 
 def parse(argv: list[str]) -> ServerSettings:
@@ -104,3 +108,21 @@ def test_start_up_prints_the_options_set_from_the_environment() -> None:
         log = log_path.read_text()
     assert 'audio-reward serve engine options: {"batched": false}' in log
     assert '"engine_options": {"batched": "false"}' in log  # the settings line shows what was given
+
+
+def test_the_documented_batched_command_serves_with_the_option() -> None:
+    # docs/server.md: audio-reward serve --engine faster-whisper --engine-option batched=true
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, "-m", "audio_reward.cli", "serve", "--engine", "faster-whisper",
+           "--engine-option", "batched=true", "--host", "127.0.0.1", "--port", str(port)]
+    with tempfile.TemporaryDirectory() as tmp:
+        log_path = Path(tmp) / "server.log"
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
+            try:
+                wait_ready(url, 120, proc=proc, log_path=log_path)
+                assert httpx.get(f"{url}/v1/info").json()["engine"]["options"] == {"batched": True}
+            finally:
+                proc.terminate()
+                proc.wait(30)
