@@ -11,6 +11,13 @@ from typing import ClassVar, Mapping, Sequence
 
 import httpx
 import pytest
+from support.server import (
+    REPO_ROOT,
+    free_port,
+    inprocess_server,
+    server_process,
+    wait_ready,
+)
 
 from audio_reward.cli import main as cli_main
 from audio_reward.scorer_server import cli
@@ -26,7 +33,6 @@ from audio_reward.scorer_server.engines import (
     resolve_engine_options,
 )
 from audio_reward.scorer_server.settings import ServerSettings
-from support.server import REPO_ROOT, free_port, inprocess_server, server_process, wait_ready
 
 
 def parse(argv: list[str]) -> ServerSettings:
