@@ -7,9 +7,9 @@ import numpy as np
 import soxr
 from faster_whisper import WhisperModel
 from faster_whisper.tokenizer import Tokenizer
+from support.speech import synth_speech
 
 from audio_reward.scorer_server.engines.faster_whisper_engine import ct2_max_length
-from support.speech import synth_speech
 
 
 def test_the_cap_yields_the_asked_number_of_new_tokens() -> None:
