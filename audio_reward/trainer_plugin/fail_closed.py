@@ -70,7 +70,18 @@ def read_failures(path: str | Path | None) -> list[dict[str, Any]]:
 
 
 class _FailClosedMixin:
+    """Put before a verl replay buffer: checks the failed groups each time it syncs with the TransferQueue."""
+
     failure_keys: Mapping[str, set]
+    sampler_kwargs: Any
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._init_fail_closed(self.sampler_kwargs)
+
+    def _sync_metadata_from_transfer_queue(self) -> None:
+        super()._sync_metadata_from_transfer_queue()  # type: ignore[misc]
+        self._check_failures()
 
     def _init_fail_closed(self, sampler_kwargs: Any) -> None:
         kwargs = dict(sampler_kwargs or {})
@@ -108,22 +119,6 @@ class FailClosedReplayBuffer(_FailClosedMixin, ReplayBufferAsync):
     """verl's ``ReplayBufferAsync`` (its choice for every trainer mode but ``sync``; the single
     ``ReplayBuffer`` on a verl without it) that stops on failed groups."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._init_fail_closed(self.sampler_kwargs)
-
-    def _sync_metadata_from_transfer_queue(self) -> None:
-        super()._sync_metadata_from_transfer_queue()
-        self._check_failures()
-
 
 class FailClosedSyncReplayBuffer(_FailClosedMixin, ReplayBuffer):
     """verl's sync ``ReplayBuffer`` (trainer mode ``sync``) that stops on failed groups."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._init_fail_closed(self.sampler_kwargs)
-
-    def _sync_metadata_from_transfer_queue(self) -> None:
-        super()._sync_metadata_from_transfer_queue()
-        self._check_failures()
