@@ -64,6 +64,15 @@ SENTENCES = (
 )
 
 
+def _stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
+    """SIGTERM the server's whole process group (it was started in a new session), SIGKILL after ``grace_s``."""
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
 def prepare(assets: Path) -> None:
     import soxr
 
@@ -228,11 +237,7 @@ def scorer_server_times(args: argparse.Namespace, model: str, clips: list[np.nda
 
         return asyncio.run(go())
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        _stop_group(proc, 60)
         log.close()
 
 
@@ -296,11 +301,7 @@ def vllm_serve_times(args: argparse.Namespace, model: str, clips: list[np.ndarra
 
         return asyncio.run(go())
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        _stop_group(proc, 30)
         log.close()
 
 

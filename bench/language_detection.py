@@ -27,12 +27,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
-SENTENCES = (
-    "The quick brown fox jumps over the lazy dog.",
-    "Reinforcement learning rewards speech that matches the prompt.",
-    "She sells sea shells by the sea shore.",
-    "Seven purple elephants were painting the kitchen on a rainy Tuesday.",
-)
+from engine_throughput import SENTENCES as _ALL_SENTENCES  # noqa: E402
+
+SENTENCES = _ALL_SENTENCES[:4]
 
 
 def speech() -> list[np.ndarray]:

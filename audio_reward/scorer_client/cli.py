@@ -12,9 +12,11 @@ import os
 import sys
 from typing import Any
 
+from ..extras import install_command
+
 DEFAULT_URL = "http://127.0.0.1:8000"
 """Where ``score`` and ``eval`` look for a scorer when neither ``--url`` nor ``AUDIO_REWARD_URL`` names one."""
-EVAL_EXTRA = "pip install -e '.[eval]'  (from an audio-reward checkout; or: pip install matplotlib tqdm)"
+EVAL_EXTRA = f"{install_command('eval')}  (from an audio-reward checkout; or: pip install matplotlib tqdm)"
 
 
 def _client_options(p: argparse.ArgumentParser) -> None:
