@@ -24,7 +24,7 @@ COMMANDS: dict[str, str] = {
     "eval": "audio_reward.scorer_client.cli",
     "preflight": "audio_reward.trainer_plugin.cli",
     "tts-speaker": "audio_reward.trainer_plugin.tts_speaker",
-    "error-rate": "audio_reward.scorer_server.scoring.cli",
+    "error-rate": "audio_reward.scoring.cli",
 }
 
 

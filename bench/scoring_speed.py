@@ -14,7 +14,7 @@ import time
 
 import jiwer
 
-from audio_reward.scorer_server.scoring import error_rates
+from audio_reward.scoring import error_rates
 
 WORDS = (
     "the a of to and in is it you that he was for on are with as his they be at one have this from "

@@ -95,7 +95,7 @@ def locked_app(model_name: str, threads: int, device: str):  # type: ignore[no-u
 
     from audio_reward.protocol import decode_f32
     from audio_reward.scorer_server.engines.model_store import resolve_ctranslate2_model
-    from audio_reward.scorer_server.scoring import RewardPolicy, get_normalizer, score_transcript
+    from audio_reward.scoring import RewardPolicy, get_normalizer, score_transcript
 
     model = WhisperModel(resolve_ctranslate2_model(model_name).path, device=device, cpu_threads=threads)
     lock = threading.Lock()

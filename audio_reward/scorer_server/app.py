@@ -38,7 +38,7 @@ from .openai_api.serving import openai_error_body
 from .responses import OrjsonResponse
 from .score.api_router import router as score_router
 from .score.recent import RecentResults
-from .scoring import get_normalizer
+from audio_reward.scoring import get_normalizer
 from .settings import ServerSettings
 from .state import ServerState
 

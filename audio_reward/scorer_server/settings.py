@@ -19,7 +19,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from audio_reward.protocol import Limits
 
 from .presets import get_preset
-from .scoring import RewardPolicy
+from audio_reward.scoring import RewardPolicy
 
 RewardFormula = Literal["1-cer", "exp", "tanh"]
 _POLICY = RewardPolicy()  # the scoring package owns the reward defaults

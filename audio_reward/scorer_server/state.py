@@ -13,7 +13,7 @@ from .engines.base import ASREngine
 from .metrics import ServerMetrics
 from .score.offload import Offload
 from .score.recent import RecentResults
-from .scoring import Normalizer, RewardPolicy
+from audio_reward.scoring import Normalizer, RewardPolicy
 from .settings import ServerSettings
 
 

@@ -12,7 +12,7 @@ pytest.importorskip("transformers")
 
 from audio_reward.scorer_server.engines import EngineConfig, TranscriptionInput, create_engine, max_new_tokens_for  # noqa: E402
 from audio_reward.scorer_server.engines.transformers_engine import QWEN3_ASR_LANGUAGE_PREFIX_TOKENS  # noqa: E402
-from audio_reward.scorer_server.scoring import get_normalizer  # noqa: E402
+from audio_reward.scoring import get_normalizer  # noqa: E402
 
 from engine_speech import SENTENCES  # noqa: E402
 

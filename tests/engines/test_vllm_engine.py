@@ -36,8 +36,8 @@ from audio_reward.scorer_server.engines.vllm_engine import (  # noqa: E402
     qwen3_asr_prompt,
     whisper_decoder_prompt,
 )
-from audio_reward.scorer_server.scoring import get_normalizer  # noqa: E402
-from audio_reward.scorer_server.scoring.metrics import error_rates  # noqa: E402
+from audio_reward.scoring import get_normalizer  # noqa: E402
+from audio_reward.scoring.metrics import error_rates  # noqa: E402
 from engine_speech import SENTENCES  # noqa: E402
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from audio_reward.scorer_server.scoring import (
+from audio_reward.scoring import (
     RewardPolicy,
     get_normalizer,
     score_transcript,

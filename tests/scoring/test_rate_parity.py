@@ -13,7 +13,7 @@ import jiwer
 import pytest
 from parity_battery import CASES
 
-from audio_reward.scorer_server.scoring import (
+from audio_reward.scoring import (
     EmptyReferenceError,
     compare_texts,
     get_normalizer,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from audio_reward.scorer_server.scoring import compare_texts, get_normalizer
+from audio_reward.scoring import compare_texts, get_normalizer
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = (REPO / "docs" / "scoring.md").read_text(encoding="utf-8")

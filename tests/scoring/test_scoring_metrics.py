@@ -7,7 +7,7 @@ import random
 import jiwer
 import pytest
 
-from audio_reward.scorer_server.scoring import ErrorRates, error_rates, split_words
+from audio_reward.scoring import ErrorRates, error_rates, split_words
 
 
 def test_hand_checked_english() -> None:

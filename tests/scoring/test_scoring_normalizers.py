@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from zhon.hanzi import punctuation as zhon_punctuation
 
-from audio_reward.scorer_server.scoring import (
+from audio_reward.scoring import (
     NORMALIZERS,
     UnsupportedLanguageError,
     get_normalizer,

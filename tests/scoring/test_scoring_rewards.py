@@ -7,7 +7,7 @@ import math
 import pytest
 
 from audio_reward.protocol import RewardOptions
-from audio_reward.scorer_server.scoring import RewardPolicy, repeated_ngram_fraction, shape_reward
+from audio_reward.scoring import RewardPolicy, repeated_ngram_fraction, shape_reward
 
 
 def _shape(policy: RewardPolicy, err: float, transcript: str = "a b c", duration: float = 2.0, expected: float = 2.0):

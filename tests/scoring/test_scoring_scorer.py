@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audio_reward.scorer_server.scoring import (
+from audio_reward.scoring import (
     NORMALIZERS,
     EmptyReferenceError,
     RewardPolicy,

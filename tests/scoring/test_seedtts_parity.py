@@ -22,7 +22,7 @@ import zhconv
 from parity_battery import CASES
 from zhon.hanzi import punctuation as zhon_punctuation
 
-from audio_reward.scorer_server.scoring import (
+from audio_reward.scoring import (
     EmptyReferenceError,
     RewardPolicy,
     ScoringError,

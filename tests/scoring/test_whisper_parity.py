@@ -14,7 +14,7 @@ import jiwer
 import pytest
 from parity_battery import CASES, TEXTS
 
-from audio_reward.scorer_server.scoring import (
+from audio_reward.scoring import (
     compare_texts,
     get_normalizer,
     split_words,

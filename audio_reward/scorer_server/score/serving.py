@@ -1,7 +1,7 @@
 """Scoring logic behind the HTTP routes: decode → resample → batcher → score.
 
 Parsing, base64 decoding and resampling run in a worker thread, and so do
-normalization, CER/WER and the reward (:mod:`audio_reward.scorer_server.scoring`,
+normalization, CER/WER and the reward (:mod:`audio_reward.scoring`,
 through :class:`~.offload.Offload`, one hop for the requests an engine batch
 answers together): CPU work that grows with the prompt and would otherwise
 stall the event loop, and with it ``/healthz`` and every other request.
@@ -43,7 +43,7 @@ from ..errors import (
     ShuttingDownError,
     server_error_body,
 )
-from ..scoring import RewardPolicy, ScoringError, language_code, normalize_reference, score_transcript
+from audio_reward.scoring import RewardPolicy, ScoringError, language_code, normalize_reference, score_transcript
 from ..state import ServerState
 from .recent import Key, request_key
 

@@ -3,7 +3,7 @@
 Reads JSONL lines ``{"id", "reference", "hypothesis", "language"?}`` and writes
 one JSONL line per input line, in order: the normalized texts and error rates,
 or ``{"id", "error": {"code", "message"}, "line"}`` for a line it refuses.  It
-runs :func:`~audio_reward.scorer_server.scoring.compare_texts`, the code the
+runs :func:`~audio_reward.scoring.compare_texts`, the code the
 server scores with, so a benchmark's transcripts are re-scored exactly as the
 reward scores them.  Exit 0 when every line was scored, 1 when some were
 refused, 2 when the input cannot be read or an option is invalid.
