@@ -28,7 +28,7 @@ import multiprocessing
 import socket
 import statistics
 import time
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 import numpy as np
@@ -38,7 +38,7 @@ RESULT = {"score": 0.95, "cer": 0.01, "wer": 0.02, "transcript": "the quick brow
           "duration_s": 1.0, "duration_ratio": 1.0, "model": "instant", "protocol_version": "1"}
 
 
-def serve(port: int, ready: "multiprocessing.synchronize.Event") -> None:
+def serve(port: int, ready: multiprocessing.synchronize.Event) -> None:
     from aiohttp import web
 
     single = json.dumps(RESULT).encode()

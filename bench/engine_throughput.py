@@ -194,9 +194,9 @@ def scorer_server_times(args: argparse.Namespace, model: str, clips: list[np.nda
     """The same engine behind ``audio-reward serve`` on loopback: one request per clip, ``--concurrency`` in flight."""
     import aiohttp
     import orjson
+    from support.server import wait_ready
 
     from audio_reward.protocol import encode_f32
-    from support.server import wait_ready
 
     if args.engine == "faster-whisper":
         model = ct2_folder(model, work, ct2_quantization(args.device))
@@ -357,7 +357,7 @@ def table(paths: list[Path]) -> None:
         tokens = f"{r['tokens_per_clip']:.1f}" if "tokens_per_clip" in r else "-"
         print(f"{r['engine']:15} {r.get('via', 'in-process'):10} {r['arch']:9} "
               f"{Path(str(r.get('model', '?'))).name[:24]:24} {r['device']:6} {r['utterances']:>4} {r['audio_s']:>8} "
-              f"{str(r.get('wall_s', '-')):>7} {tokens:>8} {str(speed or '-'):>10} {vs_limit:>9} {ratio:>14}"
+              f"{r.get('wall_s', '-')!s:>7} {tokens:>8} {speed or '-'!s:>10} {vs_limit:>9} {ratio:>14}"
               + (f"  ({r['error']})" if "error" in r else ""))
     print("vs limit: a server row against the same engine in-process (vllm serve against our vLLM engine in-process).")
 

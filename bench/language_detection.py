@@ -34,7 +34,6 @@ SENTENCES = _ALL_SENTENCES[:4]
 
 def speech() -> list[np.ndarray]:
     import soxr
-
     from support.speech import synth_speech
 
     out = []

@@ -51,15 +51,18 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
+
+from support.server import free_port, settings_to_flags, stop_process, wait_ready  # noqa: E402
 
 from audio_reward.scorer_server.engines.base import (  # noqa: E402
     ASREngine,
@@ -70,7 +73,6 @@ from audio_reward.scorer_server.engines.base import (  # noqa: E402
     TranscriptionInput,
     resolve_engine_options,
 )
-from support.server import free_port, settings_to_flags, stop_process, wait_ready  # noqa: E402
 
 SAMPLE_RATE = 16_000
 WATERMARK_SCALE = 1e-5

@@ -16,11 +16,7 @@ import jiwer
 
 from audio_reward.scoring import error_rates
 
-WORDS = (
-    "the a of to and in is it you that he was for on are with as his they be at one have this from "
-    "or had by hot word but what some we can out other were all there when up use your how said an each "
-    "she which do their time if will way about many then them write would like so these her long make"
-).split()
+WORDS = ["the", "a", "of", "to", "and", "in", "is", "it", "you", "that", "he", "was", "for", "on", "are", "with", "as", "his", "they", "be", "at", "one", "have", "this", "from", "or", "had", "by", "hot", "word", "but", "what", "some", "we", "can", "out", "other", "were", "all", "there", "when", "up", "use", "your", "how", "said", "an", "each", "she", "which", "do", "their", "time", "if", "will", "way", "about", "many", "then", "them", "write", "would", "like", "so", "these", "her", "long", "make"]
 
 
 def make_pairs(n: int, seed: int) -> list[tuple[str, str]]:

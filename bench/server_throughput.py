@@ -33,7 +33,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tests"))
 
-from support.server import free_port, stop_process, wait_ready  # noqa: E402
+from support.server import free_port, stop_process, wait_ready
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",

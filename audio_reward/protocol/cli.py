@@ -10,7 +10,7 @@ from typing import get_args
 EXIT_VALID, EXIT_INVALID, EXIT_UNREADABLE = 0, 1, 2
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from .validation import MessageKind
 
     p = sub.add_parser("schema", help="write the JSON Schema files of every protocol message and of eval_results.json")

@@ -62,7 +62,7 @@ def encode_f32(waveform: Any) -> str:
     arr = as_float32_mono(waveform)
     if arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and sys.byteorder == "big"):
         arr = arr.astype(_F32)
-    return pybase64.b64encode(memoryview(arr).cast("B")).decode("ascii")
+    return pybase64.b64encode(arr.data.cast("B")).decode("ascii")
 
 
 def decode_f32(text: str, *, field: str = "waveform_f32_base64") -> np.ndarray:
@@ -98,7 +98,9 @@ def frombuffer_pcm16(raw: bytes, *, field: str = "waveform_pcm16_base64") -> np.
             "invalid_audio_length",
             f"{field} decodes to {len(raw)} bytes, not a whole number of 2-byte PCM16 samples",
         )
-    return np.frombuffer(raw, dtype=_I16).astype(np.float32) / np.float32(32768.0)
+    samples = np.frombuffer(raw, dtype=_I16).astype(np.float32)
+    samples /= np.float32(32768.0)
+    return samples
 
 
 def encode_file(waveform: Any, sample_rate: int, *, fmt: str = "WAV") -> str:
@@ -172,7 +174,7 @@ def read_file_header(
     try:
         with sf.SoundFile(io.BytesIO(raw)) as f:
             fmt, rate, channels, frames = f.format, int(f.samplerate), int(f.channels), int(f.frames)
-    except Exception:  # soundfile raises LibsndfileError, RuntimeError, TypeError…
+    except Exception:  # noqa: BLE001 - soundfile raises LibsndfileError, RuntimeError, TypeError…
         # soundfile's own message names the BytesIO object, not the problem: describe the bytes instead.
         raise AudioDecodeError(
             "invalid_audio_file", f"{field} is not a WAV or FLAC file: {describe_bytes(raw)}"
@@ -222,7 +224,7 @@ def decode_file_bytes(raw: bytes, header: FileHeader, *, field: str = "audio_fil
             return _read_unknown_length(f, header, field, max_frames, limit_name)
     except AudioDecodeError:
         raise
-    except Exception:  # soundfile raises LibsndfileError, RuntimeError, TypeError…
+    except Exception:  # noqa: BLE001 - soundfile raises LibsndfileError, RuntimeError, TypeError…
         # soundfile's own message names the BytesIO object, not the problem: describe the bytes instead.
         raise AudioDecodeError(
             "invalid_audio_file", f"{field} is not a WAV or FLAC file: {describe_bytes(raw)}"

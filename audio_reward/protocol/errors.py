@@ -32,7 +32,7 @@ class ProtocolError(Exception):
         super().__init__("; ".join(i.describe() for i in self.issues))
 
     @classmethod
-    def single(cls, code: str, message: str, path: str = "$") -> "ProtocolError":
+    def single(cls, code: str, message: str, path: str = "$") -> ProtocolError:
         return cls([Issue(code, message, path)])
 
     @property

@@ -8,7 +8,7 @@ limits) live in :mod:`audio_reward.protocol.validation`.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -54,7 +54,9 @@ class RewardOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    formula: RewardFormula | None = Field(None, description="1-cer: 1-min(err,1); exp: exp(-k·err); tanh: clip(1-tanh(3·err),0,1)")
+    formula: RewardFormula | None = Field(
+        None, description="1-cer: 1-min(err,1); exp: exp(-k·err); tanh: clip(1-tanh(3·err),0,1)"
+    )
     metric: Literal["cer", "wer"] | None = Field(None, description="Error rate the formula is applied to.")
     exp_k: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)] | None = None
     empty_transcript_penalty: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
@@ -107,7 +109,9 @@ class _ScoreFields(BaseModel):
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as exc:
-            raise ValueError(f"prompt holds a lone surrogate at character {exc.start}: not valid Unicode text") from None
+            raise ValueError(
+                f"prompt holds a lone surrogate at character {exc.start}: not valid Unicode text"
+            ) from None
         return value
 
 
@@ -154,7 +158,7 @@ class ScoreResponse(BaseModel):
     duration_ratio: FiniteFloat | None = None
 
     @model_validator(mode="after")
-    def _extras_are_finite_scalars(self) -> "ScoreResponse":
+    def _extras_are_finite_scalars(self) -> ScoreResponse:
         for key, value in (self.model_extra or {}).items():
             try:
                 _finite_scalar(value)
@@ -187,7 +191,7 @@ class BatchScoreResponse(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     protocol_version: StrictStr
-    results: list[Union[ScoreResponse, ErrorResponse]]
+    results: list[ScoreResponse | ErrorResponse]
 
 
 MESSAGES: dict[str, type[BaseModel]] = {

@@ -10,13 +10,13 @@ values, as Seed-TTS-eval reports them.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-EVAL_RESULTS_VERSION = "1"
+EVAL_RESULTS_VERSION: Final = "1"
 
-Scalar = Union[str, int, float, bool, None]
+Scalar = str | int | float | bool | None
 
 
 class _Model(BaseModel):
@@ -33,13 +33,13 @@ class CheckpointStats(_Model):
     scored: int = Field(ge=0)
     failures: int = Field(ge=0)
     timeouts: int = Field(ge=0, description="failures that were a 504 or no answer in time")
-    mean_cer: Optional[float] = None
-    median_cer: Optional[float] = None
-    mean_wer: Optional[float] = None
-    median_wer: Optional[float] = None
-    mean_duration_ratio: Optional[float] = Field(None, description="audio duration / expected duration of the text")
-    median_duration_ratio: Optional[float] = None
-    mean_reward: Optional[float] = Field(None, description="mean of the scorer's per-utterance score")
+    mean_cer: float | None = None
+    median_cer: float | None = None
+    mean_wer: float | None = None
+    median_wer: float | None = None
+    mean_duration_ratio: float | None = Field(None, description="audio duration / expected duration of the text")
+    median_duration_ratio: float | None = None
+    mean_reward: float | None = Field(None, description="mean of the scorer's per-utterance score")
 
 
 class UtteranceDelta(_Model):
@@ -49,17 +49,17 @@ class UtteranceDelta(_Model):
     text: str
     base_status: Literal["ok", "error"]
     status: Literal["ok", "error"]
-    base_cer: Optional[float] = None
-    cer: Optional[float] = None
-    delta_cer: Optional[float] = None
-    base_wer: Optional[float] = None
-    wer: Optional[float] = None
-    delta_wer: Optional[float] = None
-    base_score: Optional[float] = None
-    score: Optional[float] = None
-    delta_score: Optional[float] = None
-    base_duration_ratio: Optional[float] = None
-    duration_ratio: Optional[float] = None
+    base_cer: float | None = None
+    cer: float | None = None
+    delta_cer: float | None = None
+    base_wer: float | None = None
+    wer: float | None = None
+    delta_wer: float | None = None
+    base_score: float | None = None
+    score: float | None = None
+    delta_score: float | None = None
+    base_duration_ratio: float | None = None
+    duration_ratio: float | None = None
 
 
 class Comparison(_Model):
@@ -72,10 +72,10 @@ class Comparison(_Model):
     worse: int = Field(ge=0, description="both scored, higher CER than base")
     unchanged: int = Field(ge=0, description="both scored, equal CER")
     failed_either: int = Field(ge=0, description="paired ids that failed in one run or both")
-    mean_delta_cer: Optional[float] = None
-    median_delta_cer: Optional[float] = None
-    mean_delta_wer: Optional[float] = None
-    mean_delta_score: Optional[float] = None
+    mean_delta_cer: float | None = None
+    median_delta_cer: float | None = None
+    mean_delta_wer: float | None = None
+    mean_delta_score: float | None = None
     only_in_base: list[str]
     only_in_checkpoint: list[str]
     utterances: list[UtteranceDelta]
@@ -101,8 +101,8 @@ class EvalResults(_Model):
     comparisons: list[Comparison]
     scoring: dict[str, Any] = Field(description="the /v1/info fields that decide a score; equal for every run")
     scorer: dict[str, Any] = Field(description="the scorer's GET /v1/info as the base run recorded it")
-    held_out: Optional[HeldOut] = None
-    synthesis: Optional[dict[str, Scalar]] = Field(
+    held_out: HeldOut | None = None
+    synthesis: dict[str, Scalar] | None = Field(
         None, description="how the checkpoint evaluation synthesised (speaker embedding, language, decoding)")
     plots: list[str] = Field(default_factory=list, description="files beside this one: the before/after plot, report")
 

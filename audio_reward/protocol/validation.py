@@ -70,7 +70,7 @@ class DecodedScoreRequest:
 
     @property
     def duration_s(self) -> float:
-        return self.waveform.shape[0] / self.sample_rate
+        return len(self.waveform) / self.sample_rate
 
 
 def parse_json(body: bytes | str) -> Any:
@@ -224,7 +224,8 @@ def _read_audio(req: ScoreRequest | BatchItem, limits: Limits, path: str) -> _Au
         if name == "audio_file_base64":
             if req.sample_rate is not None:
                 raise ProtocolError.single(
-                    "invalid_sample_rate", "sample_rate must be omitted with audio_file_base64 (the file header gives it)",
+                    "invalid_sample_rate",
+                    "sample_rate must be omitted with audio_file_base64 (the file header gives it)",
                     f"{path}.sample_rate",
                 )
             raw = codecs.b64decode(text, field=name)
@@ -325,7 +326,9 @@ class _Checked:
 
 def _check_request(obj: Any, limits: Limits, path: str, batch_version: str | None) -> _Checked:
     if not isinstance(obj, dict):
-        raise ProtocolError.single("invalid_request", f"a score request must be a JSON object, got {type(obj).__name__}", path)
+        raise ProtocolError.single(
+            "invalid_request", f"a score request must be a JSON object, got {type(obj).__name__}", path
+        )
     issue = _version_issue(obj, path, required=batch_version is None)
     if issue:
         raise ProtocolError([issue])
@@ -457,7 +460,9 @@ def _model_issues(model: type[BaseModel], obj: Any) -> list[Issue]:
     return []
 
 
-def validate_message(obj: Any, kind: MessageKind | None = None, limits: Limits = DEFAULT_LIMITS) -> tuple[MessageKind, list[Issue]]:
+def validate_message(
+    obj: Any, kind: MessageKind | None = None, limits: Limits = DEFAULT_LIMITS
+) -> tuple[MessageKind, list[Issue]]:
     """Every issue of a parsed message; an empty list means valid.
 
     Requests get the full audio checks; responses the schema and flatness checks.

@@ -29,7 +29,7 @@ __all__ = ["register", "score_line", "score_lines"]
 EXIT_SCORED, EXIT_REFUSED, EXIT_UNREADABLE = 0, 1, 2
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "error-rate",
         help="CER/WER of existing transcripts (JSONL in, JSONL out), as the server computes them",
@@ -58,7 +58,8 @@ def score_line(raw: bytes, *, normalizer: Normalizer, language: str | None) -> d
     if not isinstance(obj, dict):
         return _refused(None, "invalid_line", f"a line must be a JSON object, got {type(obj).__name__}")
     line_id = obj.get("id")
-    if not (line_id is None or isinstance(line_id, str) or (isinstance(line_id, int) and not isinstance(line_id, bool))):
+    id_is_int = isinstance(line_id, int) and not isinstance(line_id, bool)
+    if not (line_id is None or isinstance(line_id, str) or id_is_int):
         return _refused(None, "invalid_line", f"id must be a string or an integer, got {type(line_id).__name__}")
     for field in ("reference", "hypothesis"):
         if not isinstance(obj.get(field), str):
@@ -66,7 +67,9 @@ def score_line(raw: bytes, *, normalizer: Normalizer, language: str | None) -> d
             return _refused(line_id, "invalid_line", f"{field} {problem}")
     line_language = obj.get("language")
     if line_language is not None and not isinstance(line_language, str):
-        return _refused(line_id, "invalid_line", f"language must be a string or null, got {type(line_language).__name__}")
+        return _refused(
+            line_id, "invalid_line", f"language must be a string or null, got {type(line_language).__name__}"
+        )
     try:
         compared = compare_texts(
             obj["reference"], obj["hypothesis"], normalizer=normalizer, language=line_language or language

@@ -4,8 +4,10 @@ Used when a request gives no reference duration.  Rates are typical read-speech
 rates per script; the penalty's default band (0.5x to 2x) is wide enough for the
 spread between speakers:
 
-* CJK ideographs (Chinese hanzi, Japanese kanji): 4.5 characters per second
-  (about 270 characters a minute, a common Mandarin broadcast rate).
+* CJK ideographs (Chinese hanzi, Japanese kanji, 〇; the ones
+  :func:`~audio_reward.scoring.normalizers.is_cjk_ideograph` names): 4.5
+  characters per second (about 270 characters a minute, a common Mandarin
+  broadcast rate).
 * Japanese kana: 7.5 per second (one mora each).
 * Hangul syllable blocks: 6.0 per second.
 * Anything else (Latin, Cyrillic, digits, the single spaces between words):
@@ -17,6 +19,8 @@ Punctuation and repeated whitespace do not count.
 from __future__ import annotations
 
 import unicodedata
+
+from .normalizers import is_cjk_ideograph
 
 __all__ = [
     "HANGUL_PER_SECOND",
@@ -33,9 +37,9 @@ OTHER_CHARS_PER_SECOND = 14.0
 
 
 def _seconds_for(ch: str) -> float:
-    cp = ord(ch)
-    if 0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0xF900 <= cp <= 0xFAFF or 0x20000 <= cp <= 0x323AF:
+    if is_cjk_ideograph(ch):
         return 1.0 / IDEOGRAPHS_PER_SECOND
+    cp = ord(ch)
     if 0x3040 <= cp <= 0x30FF:
         return 1.0 / KANA_PER_SECOND
     if 0xAC00 <= cp <= 0xD7A3:

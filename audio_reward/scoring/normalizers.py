@@ -21,7 +21,8 @@ import re
 import string
 import unicodedata
 from abc import ABC, abstractmethod
-from functools import lru_cache
+from collections.abc import Callable
+from functools import cache
 from typing import Literal
 
 import zhconv
@@ -40,6 +41,7 @@ __all__ = [
     "WhisperEnglishNormalizer",
     "get_normalizer",
     "is_chinese",
+    "is_cjk_ideograph",
     "is_mostly_cjk",
     "language_code",
 ]
@@ -63,14 +65,20 @@ def language_code(language: str | None) -> str | None:
     return _LANGUAGE_NAMES.get(primary, primary) or None
 
 
-def _is_cjk_ideograph(ch: str) -> bool:
+def is_cjk_ideograph(ch: str) -> bool:
+    """Whether ``ch`` is a CJK ideograph (hanzi, kanji, hanja), including U+3007 IDEOGRAPHIC NUMBER ZERO.
+
+    The one definition of "ideograph" for scoring: Chinese detection here and the
+    speech-duration estimate both use it.  U+3007 is read as one syllable (líng)
+    like any ideograph, and Chinese writes years with it (二〇二四年).
+    """
     cp = ord(ch)
     return (
         0x4E00 <= cp <= 0x9FFF  # CJK Unified Ideographs
         or 0x3400 <= cp <= 0x4DBF  # Extension A
         or 0xF900 <= cp <= 0xFAFF  # Compatibility Ideographs
         or 0x20000 <= cp <= 0x323AF  # Extensions B-H
-        or cp == 0x3007  # 〇
+        or cp == 0x3007  # IDEOGRAPHIC NUMBER ZERO
     )
 
 
@@ -84,7 +92,7 @@ def is_mostly_cjk(text: str) -> bool:
     other_words = 0
     in_word = False
     for ch in text:
-        if _is_cjk_ideograph(ch):
+        if is_cjk_ideograph(ch):
             cjk += 1
             in_word = False
         elif ch.isalpha():
@@ -245,8 +253,9 @@ class WhisperEnglishNormalizer(Normalizer):
                 "pip install 'audio-reward[whisper-en]'"
             ) from exc
 
-        self._english = EnglishTextNormalizer()
-        self._basic = BasicTextNormalizer()
+        # openai-whisper ships no type information; both normalizers map a string to a string.
+        self._english: Callable[[str], str] = EnglishTextNormalizer()
+        self._basic: Callable[[str], str] = BasicTextNormalizer()
 
     def _normalize(self, text: str, code: str | None, chinese: bool, side: Side) -> str:
         if chinese:
@@ -264,7 +273,7 @@ _FACTORIES: dict[str, type[Normalizer]] = {
 NORMALIZERS: tuple[str, ...] = tuple(_FACTORIES)
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_normalizer(name: str) -> Normalizer:
     """The shared normalizer instance called ``name``; ValueError for an unknown name."""
     try:

@@ -15,7 +15,18 @@ from .base import (
 from .registry import ENGINES, EngineConfig, UnknownEngineError, create_engine
 
 __all__ = [
-    "ENGINE_SAMPLE_RATE", "ASREngine", "EngineInfo", "EngineOption", "EngineOptionError", "ThreadedEngine",
-    "Transcription", "TranscriptionInput", "max_new_tokens_for", "resolve_engine_options",
-    "ENGINES", "EngineConfig", "UnknownEngineError", "create_engine",
+    "ENGINES",
+    "ENGINE_SAMPLE_RATE",
+    "ASREngine",
+    "EngineConfig",
+    "EngineInfo",
+    "EngineOption",
+    "EngineOptionError",
+    "ThreadedEngine",
+    "Transcription",
+    "TranscriptionInput",
+    "UnknownEngineError",
+    "create_engine",
+    "max_new_tokens_for",
+    "resolve_engine_options",
 ]

@@ -19,9 +19,10 @@ import hashlib
 import json
 import logging
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -98,7 +99,7 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def resolve_dtype(compute_type: str, device: str, architecture: str) -> "torch.dtype":
+def resolve_dtype(compute_type: str, device: str, architecture: str) -> torch.dtype:
     """float32 on the CPU; float16 (Whisper) or bfloat16 (Qwen3-ASR, trained in it) on a GPU by default."""
     import torch
 
@@ -140,7 +141,7 @@ class _WhisperBackend:
     one window, and this keeps every row on the fast batched path.
     """
 
-    def __init__(self, path: str, device: str, dtype: "torch.dtype", load_kwargs: dict[str, Any]) -> None:
+    def __init__(self, path: str, device: str, dtype: torch.dtype, load_kwargs: dict[str, Any]) -> None:
         from transformers import WhisperForConditionalGeneration, WhisperProcessor
 
         self.device, self.dtype = device, dtype
@@ -189,7 +190,7 @@ class _WhisperBackend:
         ]
         return rows, languages
 
-    def _generated(self, sequences: "torch.Tensor") -> list[list[int]]:
+    def _generated(self, sequences: torch.Tensor) -> list[list[int]]:
         """The generated tokens of each row, without the forced decoder prompt when generate returns it."""
         gen = self.model.generation_config
         prompt_ids = {gen.decoder_start_token_id, gen.no_timestamps_token_id, *self.id_to_lang}
@@ -235,7 +236,7 @@ class _WhisperBackend:
 class _Qwen3ASRBackend:
     """Native transformers Qwen3-ASR: chat prompt with the audio, language forced by prefilling the reply."""
 
-    def __init__(self, path: str, device: str, dtype: "torch.dtype", load_kwargs: dict[str, Any]) -> None:
+    def __init__(self, path: str, device: str, dtype: torch.dtype, load_kwargs: dict[str, Any]) -> None:
         try:
             from transformers import AutoProcessor, Qwen3ASRForConditionalGeneration
         except ImportError:

@@ -32,9 +32,10 @@ import dataclasses
 import json
 import logging
 import uuid
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, ClassVar, Mapping, Protocol, Sequence
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
