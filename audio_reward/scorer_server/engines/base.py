@@ -62,7 +62,9 @@ class EngineInfo:
     extra: dict[str, str] = field(default_factory=dict)
 
 
-def max_new_tokens_for(duration_s: float, *, tokens_per_second: float = 8.0, floor: int = 16, ceiling: int = 224) -> int:
+def max_new_tokens_for(
+    duration_s: float, *, tokens_per_second: float = 8.0, floor: int = 16, ceiling: int = 224
+) -> int:
     """Cap on decoded tokens from the audio's duration.
 
     Fast speech runs at about 4 words (≈5 tokens) a second; twice that covers
@@ -205,7 +207,7 @@ class ASREngine(ABC):
         """Run one short utterance so the first real request pays no lazy start-up."""
         asyncio.run(self.transcribe([TranscriptionInput(np.zeros(ENGINE_SAMPLE_RATE, dtype=np.float32))]))
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - an optional hook: an engine that holds nothing need not override it
         """Release resources; default does nothing."""
 
 
@@ -239,7 +241,10 @@ class ThreadedEngine(ASREngine):
 
     @property
     def _splits_batches(self) -> bool:
-        """Whether ``transcribe`` runs the two halves: only when a subclass did not override the whole batch after them."""
+        """Whether ``transcribe`` runs the two halves.
+
+        Only when a subclass did not override the whole batch after them.
+        """
         cls = type(self)
         if cls.prepare_sync is ThreadedEngine.prepare_sync:
             return False

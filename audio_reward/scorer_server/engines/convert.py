@@ -293,7 +293,8 @@ def ct2_whisper_to_transformers(ct2_dir: str | os.PathLike[str], out_dir: str | 
     if missing or unexpected:
         raise ConversionError(f"parameter mismatch: missing {missing[:5]}, unexpected {unexpected[:5]}")
     model.tie_weights()
-    model.to(dtype)
+    # mypy cannot bind transformers' .to() (wrapped with functools.wraps) as a method.
+    model.to(dtype)  # type: ignore[arg-type]
     model.generation_config = generation
 
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -159,8 +159,8 @@ class FasterWhisperEngine(ThreadedEngine):
         for i, item in enumerate(batch):
             if item.duration_s > WINDOW_SECONDS:
                 results[i] = self._transcribe_long(item)
-        for group, features in zip(self._groups(batch), prepared):
-            for i, out in zip(group, self._transcribe_windows([batch[i] for i in group], features)):
+        for group, features in zip(self._groups(batch), prepared, strict=True):
+            for i, out in zip(group, self._transcribe_windows([batch[i] for i in group], features), strict=True):
                 results[i] = out
         return [r for r in results if r is not None]
 
@@ -220,7 +220,7 @@ class FasterWhisperEngine(ThreadedEngine):
             return_scores=False,
         )  # sampling_topk stays 1: greedy (or beam) search, temperature 0
         out = []
-        for tok, lang, result in zip(tokenizers, languages, results):
+        for tok, lang, result in zip(tokenizers, languages, results, strict=True):
             ids = result.sequences_ids[0]
             out.append(Transcription(tok.decode(ids).strip(), lang, len(ids)))
         return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +51,6 @@ def create_engine(name: str, config: EngineConfig) -> ASREngine:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ImportError(f"engine {name!r} needs an optional dependency that is not installed: {exc}") from exc
-    factory = getattr(module, attr)
+    factory: Callable[[EngineConfig], ASREngine] = getattr(module, attr)
     resolve_engine_options(name, getattr(factory, "OPTIONS", {}), config.options)  # fail before building
-    return factory(config)  # type: ignore[no-any-return]
+    return factory(config)

@@ -117,7 +117,9 @@ def resolve_dtype(compute_type: str, device: str, architecture: str) -> torch.dt
 
 
 class _Backend(Protocol):
-    languages: frozenset[str] | None
+    @property
+    def languages(self) -> frozenset[str] | None:
+        """Languages the model can be asked for; None when the checkpoint does not say."""
 
     def prepare(self, batch: Sequence[TranscriptionInput]) -> Any:
         """CPU-side inputs (features, prompts) for ``batch``; runs ahead of the model."""
@@ -146,7 +148,9 @@ class _WhisperBackend:
 
         self.device, self.dtype = device, dtype
         self.processor = WhisperProcessor.from_pretrained(path)
-        self.model = WhisperForConditionalGeneration.from_pretrained(path, dtype=dtype, **load_kwargs).to(device).eval()
+        model = WhisperForConditionalGeneration.from_pretrained(path, dtype=dtype, **load_kwargs)
+        # mypy cannot bind transformers' .to() (wrapped with functools.wraps) as a method.
+        self.model = model.to(device).eval()  # type: ignore[arg-type]
         gen = self.model.generation_config
         self.multilingual = bool(getattr(gen, "is_multilingual", False))
         self.id_to_lang = {i: tok[2:-2] for tok, i in (getattr(gen, "lang_to_id", None) or {}).items()}
@@ -154,7 +158,9 @@ class _WhisperBackend:
         self.special_ids = set(self.processor.tokenizer.all_special_ids) | {gen.eos_token_id}
         self.text_vocab = len(self.processor.tokenizer)
 
-    def _generate(self, windows: list[np.ndarray], feats: Any, language: str | None) -> tuple[list[list[int]], list[str | None]]:
+    def _generate(
+        self, windows: list[np.ndarray], feats: Any, language: str | None
+    ) -> tuple[list[list[int]], list[str | None]]:
         import torch
 
         features = feats.input_features.to(self.device, self.dtype)
@@ -186,7 +192,7 @@ class _WhisperBackend:
         caps = [max_new_tokens_for(w.shape[0] / ENGINE_SAMPLE_RATE) for w in windows]
         rows = [
             [t for t in row[:cap] if t not in self.special_ids and t < self.text_vocab]
-            for row, cap in zip(self._generated(sequences), caps)
+            for row, cap in zip(self._generated(sequences), caps, strict=True)
         ]
         return rows, languages
 
@@ -203,7 +209,9 @@ class _WhisperBackend:
             out.append(row[start:])
         return out
 
-    def prepare(self, batch: Sequence[TranscriptionInput]) -> list[tuple[str | None, list[int], list[np.ndarray], list[int], Any]]:
+    def prepare(
+        self, batch: Sequence[TranscriptionInput]
+    ) -> list[tuple[str | None, list[int], list[np.ndarray], list[int], Any]]:
         """Per language group: its indices, 30 s windows, the owner of each window and their log-Mel features."""
         window = int(WHISPER_WINDOW_S * ENGINE_SAMPLE_RATE)
         groups = []
@@ -223,12 +231,13 @@ class _WhisperBackend:
 
     def run(self, batch: Sequence[TranscriptionInput], prepared: Any) -> list[Transcription]:
         results: list[Transcription | None] = [None] * len(batch)
+        decode = self.processor.tokenizer.decode
         for language, indices, windows, owner, feats in prepared:
             rows, languages = self._generate(windows, feats, language)
             for i in indices:
                 mine = [k for k, o in enumerate(owner) if o == i]
                 tokens = [t for k in mine for t in rows[k]]
-                text = " ".join(self.processor.tokenizer.decode(rows[k], skip_special_tokens=True).strip() for k in mine)
+                text = " ".join(decode(rows[k], skip_special_tokens=True).strip() for k in mine)
                 results[i] = Transcription(text=text.strip(), language=languages[mine[0]], num_tokens=len(tokens))
         return [r for r in results if r is not None]
 
@@ -248,7 +257,9 @@ class _Qwen3ASRBackend:
             ) from None
         self.device, self.dtype = device, dtype
         self.processor = AutoProcessor.from_pretrained(path)
-        self.model = Qwen3ASRForConditionalGeneration.from_pretrained(path, dtype=dtype, **load_kwargs).to(device).eval()
+        model = Qwen3ASRForConditionalGeneration.from_pretrained(path, dtype=dtype, **load_kwargs)
+        # mypy cannot bind transformers' .to() (wrapped with functools.wraps) as a method.
+        self.model = model.to(device).eval()  # type: ignore[arg-type]
         # Decoder-only: prompts are left-padded so every row's reply starts at the same column.
         self.processor.tokenizer.padding_side = "left"
         from transformers.models.qwen3_asr import processing_qwen3_asr
@@ -278,7 +289,7 @@ class _Qwen3ASRBackend:
         eos = self.model.generation_config.eos_token_id
         eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos]) | {self.processor.tokenizer.pad_token_id}
         results = []
-        for row, forced, cap in zip(new_tokens.tolist(), languages, caps):
+        for row, forced, cap in zip(new_tokens.tolist(), languages, caps, strict=True):
             # One generate call shares the batch's longest cap; each row keeps only its own.
             row = row[:cap]
             for end, token in enumerate(row):
@@ -383,7 +394,7 @@ class TransformersEngine(ThreadedEngine):
             raise RuntimeError("engine not loaded: call load() first")
         out: list[Transcription] = []
         with self._lock:
-            for chunk, inputs in zip(self._chunks(batch), prepared):
+            for chunk, inputs in zip(self._chunks(batch), prepared, strict=True):
                 out.extend(self._backend.run(chunk, inputs))
         return out
 

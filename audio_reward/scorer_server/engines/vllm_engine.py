@@ -108,13 +108,18 @@ def whisper_prompt(audio: np.ndarray, decoder_prompt: str) -> dict[str, Any]:
 
 def qwen3_asr_language_name(code: str) -> str:
     """``en`` -> ``English``, as Qwen3-ASR's prompt spells languages; full names pass through."""
+    names: Mapping[str, str]
     try:
-        from transformers.models.qwen3_asr.processing_qwen3_asr import LANGUAGE_CODE_TO_NAME
+        from transformers.models.qwen3_asr import processing_qwen3_asr
+
+        names = processing_qwen3_asr.LANGUAGE_CODE_TO_NAME
     except ImportError:  # older transformers: vLLM's table (ISO 639-1 -> English name) has the same names
-        from vllm.model_executor.models.whisper_utils import ISO639_1_SUPPORTED_LANGS as LANGUAGE_CODE_TO_NAME
-    name = LANGUAGE_CODE_TO_NAME.get(code.lower())
+        from vllm.model_executor.models import whisper_utils
+
+        names = whisper_utils.ISO639_1_SUPPORTED_LANGS
+    name = names.get(code.lower())
     if name is None:
-        if code.lower() in {v.lower() for v in LANGUAGE_CODE_TO_NAME.values()}:
+        if code.lower() in {v.lower() for v in names.values()}:
             return code[:1].upper() + code[1:].lower()
         raise ValueError(f"Qwen3-ASR does not support language {code!r}")
     return str(name)
@@ -250,11 +255,13 @@ class VLLMEngine(ASREngine):
         except ImportError:
             raise ImportError("the vLLM engine needs vLLM: pip install 'audio-reward[vllm]' (GPU machines)") from None
         try:
-            from vllm.v1.engine.async_llm import AsyncLLM
-        except ImportError:
-            from vllm import AsyncLLMEngine as AsyncLLM  # type: ignore[assignment,no-redef]
+            from vllm.v1.engine import async_llm
+
+            engine_cls = async_llm.AsyncLLM
+        except ImportError:  # vLLM before the v1 engine
+            engine_cls = vllm.AsyncLLMEngine
         # AsyncLLM starts its output handler lazily on the first request, so it binds to the server's event loop.
-        self._client = AsyncLLM.from_engine_args(AsyncEngineArgs(**self.engine_args(path)))
+        self._client = engine_cls.from_engine_args(AsyncEngineArgs(**self.engine_args(path)))
         self.info = dataclasses.replace(self.info, extra={**self.info.extra, "vllm": vllm.__version__})
         log.info("vLLM engine loaded", extra={"model": self.info.model_id})
 
