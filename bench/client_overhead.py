@@ -92,10 +92,10 @@ async def run(url: str, seconds: float, requests: int, rounds: int) -> dict[str,
         assert out["score"] == 0.95
 
     async def call_per_call() -> None:
-        async with aiohttp.ClientSession() as session:
-            async with session.post(url + "/score", json=plain_payload(wav, rate, text),
-                                    timeout=aiohttp.ClientTimeout(total=30)) as resp:
-                out = await resp.json(content_type=None)
+        async with aiohttp.ClientSession() as session, session.post(
+            url + "/score", json=plain_payload(wav, rate, text), timeout=aiohttp.ClientTimeout(total=30)
+        ) as resp:
+            out = await resp.json(content_type=None)
         assert out["score"] == 0.95
 
     batch_items = [ScoreItem(wav, rate, text) for _ in range(16)]

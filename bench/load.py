@@ -273,7 +273,8 @@ class LoadReport:
 
     def lines(self) -> list[str]:
         return [
-            f"engine {self.engine}: {self.requests} requests at concurrency {self.concurrency} (max_queue {self.max_queue})",
+            f"engine {self.engine}: {self.requests} requests at concurrency {self.concurrency} "
+            f"(max_queue {self.max_queue})",
             f"answered {self.answered}, unique request ids {self.unique_ids}, wrong answers {self.wrong_answers}, "
             f"errors {self.errors} {self.error_kinds or ''}, scored by the server {self.server_items_ok}",
             f"answered exactly once: {'yes' if self.answered_once else 'NO'}",
@@ -377,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.concurrency < 1 or args.requests < 1 or args.rounds < 1:
         ap.error("--requests, --concurrency and --rounds must be positive")
-    settings = dict(max_queue=args.max_queue, max_batch_size=args.max_batch_size, max_wait_ms=2)
+    settings = {"max_queue": args.max_queue, "max_batch_size": args.max_batch_size, "max_wait_ms": 2}
     if args.baseline is not None:
         return compare(args.baseline.resolve(), args, settings)
     with scorer_server(args.engine, **settings) as handle:

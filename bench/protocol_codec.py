@@ -34,7 +34,8 @@ def plain(wave: np.ndarray, rate: int) -> np.ndarray:
     body = json.dumps({
         "protocol_version": "1",
         "waveform_f32_base64": base64.b64encode(wave.astype("<f4").tobytes()).decode("ascii"),
-        "num_samples": int(wave.shape[0]), "sample_rate": rate, "prompt": "the quick brown fox", "metadata": {"index": 1},
+        "num_samples": int(wave.shape[0]), "sample_rate": rate, "prompt": "the quick brown fox",
+        "metadata": {"index": 1},
     }).encode()
     obj = json.loads(body)
     if obj.get("protocol_version") != "1":
@@ -60,7 +61,8 @@ def main() -> None:
             fn(wave, args.rate)
             times[name].append(time.perf_counter() - t0)
     med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
-    print(f"audio: {args.seconds:g} s at {args.rate} Hz ({wave.nbytes / 1e6:.2f} MB float32), {args.repeats} interleaved repeats")
+    print(f"audio: {args.seconds:g} s at {args.rate} Hz ({wave.nbytes / 1e6:.2f} MB float32), "
+          f"{args.repeats} interleaved repeats")
     print(f"ours  (encode_f32 + orjson + decode_score_request): median {med['ours']:.2f} ms")
     print(f"plain (json + base64 + numpy, verl-omni style):     median {med['plain']:.2f} ms")
     print(f"ratio plain/ours: {med['plain'] / med['ours']:.2f}x  (>1 means ours is faster)")

@@ -121,7 +121,8 @@ def main() -> int:
         "",
         "### Load (real server process, instant engine)",
         "",
-        "| requests | concurrency | answered exactly once | errors | throughput | p50 | p99 | server RSS idle → peak (bound) |",
+        "| requests | concurrency | answered exactly once | errors | throughput | p50 | p99 "
+        "| server RSS idle → peak (bound) |",
         "|---|---|---|---|---|---|---|---|",
         f"| {rep.requests:,} | {rep.concurrency} | {yes(rep.answered_once)} ({rep.unique_ids:,} ids, "
         f"{rep.server_items_ok:,} scored by the server) | {rep.errors} | {rep.throughput_rps:.0f} req/s | "

@@ -16,7 +16,13 @@ import jiwer
 
 from audio_reward.scoring import error_rates
 
-WORDS = ["the", "a", "of", "to", "and", "in", "is", "it", "you", "that", "he", "was", "for", "on", "are", "with", "as", "his", "they", "be", "at", "one", "have", "this", "from", "or", "had", "by", "hot", "word", "but", "what", "some", "we", "can", "out", "other", "were", "all", "there", "when", "up", "use", "your", "how", "said", "an", "each", "she", "which", "do", "their", "time", "if", "will", "way", "about", "many", "then", "them", "write", "would", "like", "so", "these", "her", "long", "make"]
+WORDS = [
+    "the", "a", "of", "to", "and", "in", "is", "it", "you", "that", "he", "was", "for", "on", "are", "with", "as",
+    "his", "they", "be", "at", "one", "have", "this", "from", "or", "had", "by", "hot", "word", "but", "what",
+    "some", "we", "can", "out", "other", "were", "all", "there", "when", "up", "use", "your", "how", "said", "an",
+    "each", "she", "which", "do", "their", "time", "if", "will", "way", "about", "many", "then", "them", "write",
+    "would", "like", "so", "these", "her", "long", "make"
+]
 
 
 def make_pairs(n: int, seed: int) -> list[tuple[str, str]]:
@@ -60,7 +66,7 @@ def main() -> int:
 
     pairs = make_pairs(args.pairs, args.seed)
     a, b = ours(pairs), theirs(pairs)
-    mismatches = sum(abs(x[0] - y[0]) > 1e-12 or abs(x[1] - y[1]) > 1e-12 for x, y in zip(a, b))
+    mismatches = sum(abs(x[0] - y[0]) > 1e-12 or abs(x[1] - y[1]) > 1e-12 for x, y in zip(a, b, strict=True))
     if mismatches:
         print(f"error: {mismatches} of {len(pairs)} pairs differ from jiwer")
         return 1

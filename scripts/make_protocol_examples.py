@@ -64,46 +64,66 @@ def main(argv: list[str] | None = None) -> None:
     audio_less = without(base, "waveform_f32_base64", "num_samples")
     cases: list[tuple[str, str, object, str | None]] = [
         ("valid/verl_omni_v1.json", "score_request", base, None),
-        ("valid/pcm16.json", "score_request", dict(audio_less, waveform_pcm16_base64=encode_pcm16(TONE), num_samples=160), None),
-        ("valid/wav_file.json", "score_request", dict(without(audio_less, "sample_rate"), audio_file_base64=without_peak_chunk(encode_file(TONE, RATE))), None),
-        ("valid/flac_file.json", "score_request", dict(without(audio_less, "sample_rate"), audio_file_base64=encode_file(TONE, RATE, fmt="FLAC")), None),
-        ("valid/extensions.json", "score_request", dict(base, language="en", request_id="req-42", reference_duration_s=0.01,
-                                                       reward={"formula": "exp", "exp_k": 2.5, "empty_transcript_penalty": 0.5}), None),
+        ("valid/pcm16.json", "score_request",
+         dict(audio_less, waveform_pcm16_base64=encode_pcm16(TONE), num_samples=160), None),
+        ("valid/wav_file.json", "score_request",
+         dict(without(audio_less, "sample_rate"), audio_file_base64=without_peak_chunk(encode_file(TONE, RATE))), None),
+        ("valid/flac_file.json", "score_request",
+         dict(without(audio_less, "sample_rate"), audio_file_base64=encode_file(TONE, RATE, fmt="FLAC")), None),
+        ("valid/extensions.json", "score_request",
+         dict(base, language="en", request_id="req-42", reference_duration_s=0.01,
+              reward={"formula": "exp", "exp_k": 2.5, "empty_transcript_penalty": 0.5}), None),
         ("valid/minor_version.json", "score_request", dict(base, protocol_version="1.1"), None),
         ("valid/empty_metadata.json", "score_request", without(base, "metadata"), None),
-        ("valid/batch_request.json", "batch_request", {"protocol_version": "1", "items": [without(base, "protocol_version"), base]}, None),
-        ("valid/score_response.json", "score_response", {"score": 0.97, "cer": 0.03, "wer": 0.0, "transcript": "Hello world.",
-                                                         "model": "tiny.en", "protocol_version": "1", "request_id": "req-42",
-                                                         "empty_transcript": False, "language": None}, None),
-        ("valid/error.json", "error", {"error": {"code": "queue_full", "message": "the queue is full", "retryable": True}}, None),
+        ("valid/batch_request.json", "batch_request",
+         {"protocol_version": "1", "items": [without(base, "protocol_version"), base]}, None),
+        ("valid/score_response.json", "score_response",
+         {"score": 0.97, "cer": 0.03, "wer": 0.0, "transcript": "Hello world.", "model": "tiny.en",
+          "protocol_version": "1", "request_id": "req-42", "empty_transcript": False, "language": None}, None),
+        ("valid/error.json", "error",
+         {"error": {"code": "queue_full", "message": "the queue is full", "retryable": True}}, None),
         ("valid/batch_response.json", "batch_response", {"protocol_version": "1", "results": [
             {"score": 1.0, "cer": 0.0},
-            {"error": {"code": "empty_audio", "message": "$.items[1].waveform_f32_base64: holds no samples", "retryable": False}}]}, None),
-        ("invalid/unsupported_version.json", "score_request", dict(base, protocol_version="2"), "unsupported_protocol_version"),
-        ("invalid/version_not_string.json", "score_request", dict(base, protocol_version=1), "unsupported_protocol_version"),
+            {"error": {"code": "empty_audio", "message": "$.items[1].waveform_f32_base64: holds no samples",
+                       "retryable": False}}]}, None),
+        ("invalid/unsupported_version.json", "score_request", dict(base, protocol_version="2"),
+         "unsupported_protocol_version"),
+        ("invalid/version_not_string.json", "score_request", dict(base, protocol_version=1),
+         "unsupported_protocol_version"),
         ("invalid/bad_base64.json", "score_request", dict(base, waveform_f32_base64="AAAA*AAA"), "invalid_base64"),
-        ("invalid/truncated_base64.json", "score_request", dict(base, waveform_f32_base64=base["waveform_f32_base64"][:-3]), "invalid_base64"),
-        ("invalid/partial_sample.json", "score_request", dict(base, waveform_f32_base64=base64.b64encode(b"\0" * 6).decode(), num_samples=1), "invalid_audio_length"),
+        ("invalid/truncated_base64.json", "score_request",
+         dict(base, waveform_f32_base64=base["waveform_f32_base64"][:-3]), "invalid_base64"),
+        ("invalid/partial_sample.json", "score_request",
+         dict(base, waveform_f32_base64=base64.b64encode(b"\0" * 6).decode(), num_samples=1), "invalid_audio_length"),
         ("invalid/num_samples_mismatch.json", "score_request", dict(base, num_samples=161), "num_samples_mismatch"),
-        ("invalid/non_finite_samples.json", "score_request", dict(base, waveform_f32_base64=encode_f32(np.array([0.0, np.nan, np.inf], np.float32)), num_samples=3), "non_finite_audio"),
+        ("invalid/non_finite_samples.json", "score_request",
+         dict(base, waveform_f32_base64=encode_f32(np.array([0.0, np.nan, np.inf], np.float32)), num_samples=3),
+         "non_finite_audio"),
         ("invalid/empty_audio.json", "score_request", dict(base, waveform_f32_base64="", num_samples=0), "empty_audio"),
         ("invalid/sample_rate_zero.json", "score_request", dict(base, sample_rate=0), "invalid_sample_rate"),
         ("invalid/sample_rate_10mhz.json", "score_request", dict(base, sample_rate=10_000_000), "invalid_sample_rate"),
         ("invalid/sample_rate_float.json", "score_request", dict(base, sample_rate=16000.5), "invalid_sample_rate"),
         ("invalid/sample_rate_string.json", "score_request", dict(base, sample_rate="16000"), "invalid_sample_rate"),
-        ("invalid/too_long.json", "score_request", dict(audio_less, sample_rate=1000, waveform_pcm16_base64=encode_pcm16(np.zeros(61_000, np.float32))), "audio_too_long"),
-        ("invalid/metadata_nested.json", "score_request", dict(base, metadata={"tags": ["a", "b"]}), "invalid_metadata"),
+        ("invalid/too_long.json", "score_request",
+         dict(audio_less, sample_rate=1000, waveform_pcm16_base64=encode_pcm16(np.zeros(61_000, np.float32))),
+         "audio_too_long"),
+        ("invalid/metadata_nested.json", "score_request", dict(base, metadata={"tags": ["a", "b"]}),
+         "invalid_metadata"),
         ("invalid/metadata_not_object.json", "score_request", dict(base, metadata=[1, 2]), "invalid_metadata"),
         ("invalid/prompt_not_string.json", "score_request", dict(base, prompt=["hello"]), "invalid_prompt"),
         ("invalid/missing_prompt.json", "score_request", without(base, "prompt"), "missing_field"),
         ("invalid/missing_sample_rate.json", "score_request", without(base, "sample_rate"), "missing_field"),
-        ("invalid/unknown_field.json", "score_request", dict(base, waveform_url="http://example.com/a.wav"), "unknown_field"),
-        ("invalid/two_encodings.json", "score_request", dict(base, waveform_pcm16_base64=encode_pcm16(TONE)), "invalid_audio_encoding"),
+        ("invalid/unknown_field.json", "score_request", dict(base, waveform_url="http://example.com/a.wav"),
+         "unknown_field"),
+        ("invalid/two_encodings.json", "score_request", dict(base, waveform_pcm16_base64=encode_pcm16(TONE)),
+         "invalid_audio_encoding"),
         ("invalid/no_encoding.json", "score_request", audio_less, "invalid_audio_encoding"),
         ("invalid/not_an_object.json", "score_request", [base], "invalid_request"),
-        ("invalid/bad_reward_options.json", "score_request", dict(base, reward={"formula": "square"}), "invalid_reward_options"),
+        ("invalid/bad_reward_options.json", "score_request", dict(base, reward={"formula": "square"}),
+         "invalid_reward_options"),
         ("invalid/batch_empty.json", "batch_request", {"protocol_version": "1", "items": []}, "invalid_request"),
-        ("invalid/batch_bad_item.json", "batch_request", {"protocol_version": "1", "items": [base, dict(base, sample_rate=0)]}, "invalid_sample_rate"),
+        ("invalid/batch_bad_item.json", "batch_request",
+         {"protocol_version": "1", "items": [base, dict(base, sample_rate=0)]}, "invalid_sample_rate"),
         ("invalid/response_nested.json", "score_response", {"score": 0.5, "details": {"cer": 0.5}}, "invalid_request"),
         ("invalid/response_missing_score.json", "score_response", {"cer": 0.5}, "missing_field"),
         ("invalid/error_missing_retryable.json", "error", {"error": {"code": "x", "message": "y"}}, "missing_field"),
@@ -117,10 +137,14 @@ def main(argv: list[str] | None = None) -> None:
     # Python's json writes NaN literals; verl-omni's client uses json, so receivers must name the field.
     nan_meta = out / "invalid/metadata_nan.json"
     nan_meta.write_text(json.dumps(dict(base, metadata={"temperature": float("nan")}), indent=1) + "\n")
-    manifest.append({"file": "invalid/metadata_nan.json", "kind": "score_request", "valid": False, "code": "invalid_metadata"})
+    manifest.append(
+        {"file": "invalid/metadata_nan.json", "kind": "score_request", "valid": False, "code": "invalid_metadata"}
+    )
     nan_score = out / "invalid/response_nan_score.json"
     nan_score.write_text(json.dumps({"score": float("nan")}) + "\n")
-    manifest.append({"file": "invalid/response_nan_score.json", "kind": "score_response", "valid": False, "code": "invalid_request"})
+    manifest.append(
+        {"file": "invalid/response_nan_score.json", "kind": "score_response", "valid": False, "code": "invalid_request"}
+    )
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
 
 
