@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import socket
 import threading
 import zlib
 from dataclasses import dataclass, field
@@ -27,6 +26,8 @@ from audio_reward.protocol import (
     decode_score_request,
     parse_json,
 )
+
+from .loopback import LoopbackServer
 
 
 def expected_score(request_id: str) -> float:
@@ -108,10 +109,11 @@ def always_score(seen: Seen) -> Action:
     return Score() if seen.kind == "single" else Batch([Score() for _ in seen.request_ids])
 
 
-class FaultServer:
+class FaultServer(LoopbackServer):
     """Runs on its own thread and event loop so sync and async clients can both reach it."""
 
     def __init__(self, policy: Policy = always_score) -> None:
+        super().__init__()
         self.policy = policy
         self.received: collections.Counter[str] = collections.Counter()
         self.scored: collections.Counter[str] = collections.Counter()
@@ -119,45 +121,19 @@ class FaultServer:
         self.headers: list[dict[str, str]] = []
         self.info: dict = {"protocol_version": "1", "model": "fault"}  # what GET /v1/info answers
         self._lock = threading.Lock()
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._runner: web.AppRunner | None = None
-        self.url = ""
 
-    def __enter__(self) -> "FaultServer":
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
-        self._loop.close()
-
-    async def _start(self) -> None:
-        app = web.Application(client_max_size=256 * 1024 * 1024)
+    def add_routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/score", self._single)
         app.router.add_post("/score", self._single)
         app.router.add_post("/v1/score/batch", self._batch)
         app.router.add_get("/readyz", self._ready)
         app.router.add_get("/v1/info", self._info)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.2)
-        await self._runner.setup()
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        await web.SockSite(self._runner, sock).start()
-        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
 
     async def _ready(self, request: web.Request) -> web.Response:
         return web.json_response({"status": "ready"})
 
     async def _info(self, request: web.Request) -> web.Response:
         return web.json_response(self.info)
-
-    async def _stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
 
     def _see(self, kind: str, request_ids: list[str], headers: dict[str, str]) -> Seen:
         with self._lock:

@@ -21,12 +21,13 @@ import asyncio
 import base64
 import binascii
 import collections
-import socket
 import threading
 from typing import Any, Callable
 
 import numpy as np
 from aiohttp import web
+
+from .loopback import LoopbackServer
 
 MAX_BODY = 8 * 2**20
 Fault = Callable[[int], "str | None"]
@@ -37,41 +38,22 @@ def expected_score(waveform: np.ndarray) -> float:
     return round(1.0 - min(1.0, float(np.abs(waveform).mean()) * 10), 6)
 
 
-class VerlOmniProtocolServer:
+class VerlOmniProtocolServer(LoopbackServer):
     """Runs on its own thread and event loop; ``url`` is the server root (``url + "/score"`` is the endpoint)."""
 
+    max_body_bytes = MAX_BODY
+
     def __init__(self, faults: Fault = lambda n: None, slow_s: float = 2.0) -> None:
+        super().__init__()
         self.faults = faults
         self.slow_s = slow_s
         self.paths: collections.Counter[str] = collections.Counter()
         self.scored = 0
-        self.url = ""
         self._posts = 0
         self._lock = threading.Lock()
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._runner: web.AppRunner | None = None
 
-    def __enter__(self) -> "VerlOmniProtocolServer":
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)  # type: ignore[union-attr]
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
-        self._loop.close()
-
-    async def _start(self) -> None:
-        app = web.Application(client_max_size=MAX_BODY)
+    def add_routes(self, app: web.Application) -> None:
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.2)
-        await self._runner.setup()
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        await web.SockSite(self._runner, sock).start()
-        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         with self._lock:
