@@ -49,8 +49,11 @@ fi
 export AUDIO_REWARD_SERVER_PYTHON="$VENV/bin/python"
 export AUDIO_REWARD_TTS_PYTHON="$TTS_VENV/bin/python"
 
-log "tests: main environment"
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider tests "$@"
+log "tests: fast tier (tests/unit: one module in-process, seconds)"
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/unit "$@"
+
+log "tests: main environment (tests/integration, tests/reliability)"
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/integration tests/reliability "$@"
 
 if [ -x "$VERL_VENV/bin/python" ]; then
   log "tests: trainer plugin with verl"
