@@ -25,7 +25,8 @@ engine's in-process limit and each row against ``vllm-serve``.
 
     python -m bench.engine_throughput prepare --assets /tmp/assets
     python -m bench.engine_throughput run --assets /tmp/assets --engine transformers --device cpu --size tiny
-    python -m bench.engine_throughput run --assets /tmp/assets --engine transformers --device cpu --size tiny --via server
+    python -m bench.engine_throughput run --assets /tmp/assets --engine transformers --device cpu --size tiny \
+        --via server
 """
 
 from __future__ import annotations
@@ -131,7 +132,8 @@ def ct2_folder(hf_path: str, work: Path, quantization: str) -> str:
 
     target = work / (Path(hf_path).name + f"-ct2-{quantization}")
     if not (target / "model.bin").exists():
-        converter = shutil.which("ct2-transformers-converter") or str(Path(sys.executable).parent / "ct2-transformers-converter")
+        name = "ct2-transformers-converter"
+        converter = shutil.which(name) or str(Path(sys.executable).parent / name)
         subprocess.run(
             [converter, "--model", hf_path, "--output_dir", str(target), "--quantization", quantization,
              "--copy_files", "tokenizer.json", "--force"],
@@ -155,7 +157,9 @@ def engine_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"max_num_seqs": args.concurrency} if args.engine == "vllm" else {}
 
 
-def engine_times(args: argparse.Namespace, model: str, clips: list[np.ndarray], work: Path) -> tuple[list[float], float]:
+def engine_times(
+    args: argparse.Namespace, model: str, clips: list[np.ndarray], work: Path
+) -> tuple[list[float], float]:
     """Wall times of the repeats and the mean decoded tokens per clip."""
     from audio_reward.scorer_server.engines import (
         EngineConfig,
@@ -215,37 +219,38 @@ def scorer_server_times(args: argparse.Namespace, model: str, clips: list[np.nda
            "--dedup-cache-size", "0", "--request-timeout-s", "1800"]
     for key, value in engine_options(args).items():
         cmd += ["--engine-option", f"{key}={value}"]
-    log = open(work / f"server-{args.engine}-{args.arch}.log", "wb")
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        wait_ready(url, args.server_start_timeout, proc=proc, log_path=work / f"server-{args.engine}-{args.arch}.log")
-        bodies = [orjson.dumps({"protocol_version": "1", "waveform_f32_base64": encode_f32(c), "sample_rate": 16000,
-                                "prompt": "x"}) for c in clips]
+    log_path = work / f"server-{args.engine}-{args.arch}.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            wait_ready(url, args.server_start_timeout, proc=proc, log_path=log_path)
+            bodies = [orjson.dumps({"protocol_version": "1", "waveform_f32_base64": encode_f32(c), "sample_rate": 16000,
+                                    "prompt": "x"}) for c in clips]
 
-        async def go() -> list[float]:
-            connector = aiohttp.TCPConnector(limit=args.concurrency)
-            async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=1800)) as session:
-                slots = asyncio.Semaphore(args.concurrency)
+            async def go() -> list[float]:
+                connector = aiohttp.TCPConnector(limit=args.concurrency)
+                timeout = aiohttp.ClientTimeout(total=1800)
+                async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+                    slots = asyncio.Semaphore(args.concurrency)
 
-                async def one(body: bytes) -> None:
-                    async with slots, session.post(f"{url}/v1/score", data=body,
-                                                   headers={"Content-Type": "application/json"}) as resp:
-                        await resp.read()
-                        if resp.status != 200:
-                            raise RuntimeError(f"server answered {resp.status}: {(await resp.text())[:200]}")
+                    async def one(body: bytes) -> None:
+                        async with slots, session.post(f"{url}/v1/score", data=body,
+                                                       headers={"Content-Type": "application/json"}) as resp:
+                            await resp.read()
+                            if resp.status != 200:
+                                raise RuntimeError(f"server answered {resp.status}: {(await resp.text())[:200]}")
 
-                await asyncio.gather(*(one(b) for b in bodies[: args.batch]))  # warm-up
-                out = []
-                for _ in range(args.repeats):
-                    t0 = time.perf_counter()
-                    await asyncio.gather(*(one(b) for b in bodies))
-                    out.append(time.perf_counter() - t0)
-                return out
+                    await asyncio.gather(*(one(b) for b in bodies[: args.batch]))  # warm-up
+                    out = []
+                    for _ in range(args.repeats):
+                        t0 = time.perf_counter()
+                        await asyncio.gather(*(one(b) for b in bodies))
+                        out.append(time.perf_counter() - t0)
+                    return out
 
-        return asyncio.run(go())
-    finally:
-        _stop_group(proc, 60)
-        log.close()
+            return asyncio.run(go())
+        finally:
+            _stop_group(proc, 60)
 
 
 def vllm_serve_times(args: argparse.Namespace, model: str, clips: list[np.ndarray]) -> list[float]:
@@ -260,56 +265,55 @@ def vllm_serve_times(args: argparse.Namespace, model: str, clips: list[np.ndarra
            str(args.concurrency), "--seed", "0"]
     if args.arch == "whisper":
         cmd += ["--max-model-len", "448", "--dtype", "float16"]
-    log = open(args.work / "vllm-serve.log", "wb")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + args.server_start_timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"vllm serve exited with {proc.returncode}; see {args.work / 'vllm-serve.log'}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError("vllm serve did not become healthy in time")
-            time.sleep(1)
-        wavs = []
-        for clip in clips:
-            buf = io.BytesIO()
-            sf.write(buf, clip, 16000, format="WAV", subtype="FLOAT")
-            wavs.append((buf.getvalue(), max_new_tokens_for(len(clip) / 16000)))
+    with open(args.work / "vllm-serve.log", "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            deadline = time.monotonic() + args.server_start_timeout
+            while True:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"vllm serve exited with {proc.returncode}; see {args.work / 'vllm-serve.log'}")
+                try:
+                    if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise TimeoutError("vllm serve did not become healthy in time")
+                time.sleep(1)
+            wavs = []
+            for clip in clips:
+                buf = io.BytesIO()
+                sf.write(buf, clip, 16000, format="WAV", subtype="FLOAT")
+                wavs.append((buf.getvalue(), max_new_tokens_for(len(clip) / 16000)))
 
-        async def go() -> list[float]:
-            limits = httpx.Limits(max_connections=args.concurrency)
-            slots = asyncio.Semaphore(args.concurrency)
-            async with httpx.AsyncClient(timeout=600, limits=limits) as client:
-                async def one(wav: bytes, cap: int) -> None:
-                    async with slots:
-                        await post(wav, cap)
+            async def go() -> list[float]:
+                limits = httpx.Limits(max_connections=args.concurrency)
+                slots = asyncio.Semaphore(args.concurrency)
+                async with httpx.AsyncClient(timeout=600, limits=limits) as client:
+                    async def one(wav: bytes, cap: int) -> None:
+                        async with slots:
+                            await post(wav, cap)
 
-                async def post(wav: bytes, cap: int) -> None:
-                    r = await client.post(
-                        f"http://127.0.0.1:{port}/v1/audio/transcriptions",
-                        files={"file": ("a.wav", wav, "audio/wav")},
-                        data={"model": model, "language": "en", "temperature": "0",
-                              "max_completion_tokens": str(cap), "response_format": "json"},
-                    )
-                    r.raise_for_status()
+                    async def post(wav: bytes, cap: int) -> None:
+                        r = await client.post(
+                            f"http://127.0.0.1:{port}/v1/audio/transcriptions",
+                            files={"file": ("a.wav", wav, "audio/wav")},
+                            data={"model": model, "language": "en", "temperature": "0",
+                                  "max_completion_tokens": str(cap), "response_format": "json"},
+                        )
+                        r.raise_for_status()
 
-                await asyncio.gather(*(one(w, c) for w, c in wavs[: args.batch]))
-                out = []
-                for _ in range(args.repeats):
-                    t0 = time.perf_counter()
-                    await asyncio.gather(*(one(w, c) for w, c in wavs))
-                    out.append(time.perf_counter() - t0)
-                return out
+                    await asyncio.gather(*(one(w, c) for w, c in wavs[: args.batch]))
+                    out = []
+                    for _ in range(args.repeats):
+                        t0 = time.perf_counter()
+                        await asyncio.gather(*(one(w, c) for w, c in wavs))
+                        out.append(time.perf_counter() - t0)
+                    return out
 
-        return asyncio.run(go())
-    finally:
-        _stop_group(proc, 30)
-        log.close()
+            return asyncio.run(go())
+        finally:
+            _stop_group(proc, 30)
 
 
 def build(args: argparse.Namespace) -> None:
@@ -364,7 +368,7 @@ def table(paths: list[Path]) -> None:
         tokens = f"{r['tokens_per_clip']:.1f}" if "tokens_per_clip" in r else "-"
         print(f"{r['engine']:15} {r.get('via', 'in-process'):10} {r['arch']:9} "
               f"{Path(str(r.get('model', '?'))).name[:24]:24} {r['device']:6} {r['utterances']:>4} {r['audio_s']:>8} "
-              f"{str(r.get('wall_s', '-')):>7} {tokens:>8} {str(speed or '-'):>10} {vs_limit:>9} {ratio:>14}"
+              f"{r.get('wall_s', '-')!s:>7} {tokens:>8} {speed or '-'!s:>10} {vs_limit:>9} {ratio:>14}"
               + (f"  ({r['error']})" if "error" in r else ""))
     print("vs limit: a server row against the same engine in-process (vllm serve against our vLLM engine in-process).")
 

@@ -42,9 +42,10 @@ import contextlib
 import json
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -55,7 +56,9 @@ from tests.testkit.probes import RssSampler, items_ok  # noqa: E402
 from tests.testkit.server import ServerHandle, running_server  # noqa: E402
 
 
-def scorer_server(engine: str, *, root: Path = REPO, **settings: Any) -> contextlib.AbstractContextManager[ServerHandle]:
+def scorer_server(
+    engine: str, *, root: Path = REPO, **settings: Any
+) -> contextlib.AbstractContextManager[ServerHandle]:
     """A ready server of ``root``'s checkout: the instant engine, or the model named ``engine``."""
     if engine == "instant":
         return running_server(instant=True, root=root, **settings)
@@ -95,7 +98,8 @@ class LoadReport:
 
     def lines(self) -> list[str]:
         return [
-            f"engine {self.engine}: {self.requests} requests at concurrency {self.concurrency} (max_queue {self.max_queue})",
+            f"engine {self.engine}: {self.requests} requests at concurrency {self.concurrency} "
+            f"(max_queue {self.max_queue})",
             f"answered {self.answered}, unique request ids {self.unique_ids}, wrong answers {self.wrong_answers}, "
             f"errors {self.errors} {self.error_kinds or ''}, scored by the server {self.server_items_ok}",
             f"answered exactly once: {'yes' if self.answered_once else 'NO'}",
@@ -197,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.concurrency < 1 or args.requests < 1 or args.rounds < 1:
         ap.error("--requests, --concurrency and --rounds must be positive")
-    settings = dict(max_queue=args.max_queue, max_batch_size=args.max_batch_size, max_wait_ms=2)
+    settings = {"max_queue": args.max_queue, "max_batch_size": args.max_batch_size, "max_wait_ms": 2}
     if args.baseline is not None:
         return compare(args.baseline.resolve(), args, settings)
     with scorer_server(args.engine, **settings) as handle:

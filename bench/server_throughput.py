@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import httpx
 import numpy as np
 
-from tests.testkit.server import free_port, stop_process, wait_ready  # noqa: E402
+from tests.testkit.server import free_port, stop_process, wait_ready
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",
@@ -60,7 +60,7 @@ class Run:
 
     def pct(self, q: float) -> float:
         values = sorted(self.latencies)
-        return values[min(len(values) - 1, int(round(q * (len(values) - 1))))] if values else float("nan")
+        return values[min(len(values) - 1, round(q * (len(values) - 1)))] if values else float("nan")
 
 
 def median_run(runs: list[Run]) -> Run:
@@ -169,7 +169,8 @@ class EngineLimit:
         )
 
         # Batched decoding forced on, so batch size N really is one engine call over N utterances.
-        self.engine = FasterWhisperEngine(EngineConfig(model=model, device=device, cpu_threads=threads, options={"batched": True}))
+        config = EngineConfig(model=model, device=device, cpu_threads=threads, options={"batched": True})
+        self.engine = FasterWhisperEngine(config)
         self.engine.load()
         self.engine.warmup()
         self.items = [TranscriptionInput(soxr.resample(a, r, 16_000).astype(np.float32), "en") for _, a, r in speech]
@@ -212,9 +213,10 @@ def main() -> int:
 
     servers = {
         "ours": [sys.executable, "-m", "audio_reward.cli", "serve", "--model", args.model,
-                 "--device", args.device, "--cpu-threads", str(args.threads), "--max-batch-size", str(args.max_batch_size),
-                 "--max-wait-ms", "5", "--language", "en"],
-        "locked": [sys.executable, "-m", "bench.server_throughput", "--model", args.model, "--device", args.device, "--threads", str(args.threads), "--serve-locked"],
+                 "--device", args.device, "--cpu-threads", str(args.threads),
+                 "--max-batch-size", str(args.max_batch_size), "--max-wait-ms", "5", "--language", "en"],
+        "locked": [sys.executable, "-m", "bench.server_throughput", "--model", args.model, "--device", args.device,
+                   "--threads", str(args.threads), "--serve-locked"],
     }
     urls: dict[str, str] = {}
     procs: list[subprocess.Popen[bytes]] = []
@@ -224,7 +226,7 @@ def main() -> int:
             port = free_port()
             procs.append(start(cmd + ([str(port)] if name == "locked" else ["--port", str(port)])))
             urls[name] = f"http://127.0.0.1:{port}"
-        for name, proc in zip(servers, procs):
+        for name, proc in zip(servers, procs, strict=True):
             wait_ready(urls[name], 180, proc=proc)
             asyncio.run(drive(urls[name], bodies, 1, 2, name))  # warm the connection and the model
         # Both servers stay up (idle costs nothing) and take turns, so load from anything

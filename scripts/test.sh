@@ -46,17 +46,17 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
   bash scripts/envs/seedtts.sh "$SEEDTTS_VENV" "$ROOT"
 fi
 
-# Lint before any test: the configuration is pyproject.toml's [tool.ruff] and [tool.mypy]; both tools come
-# from the dev extra. A finding fails the run (set -e).
-log "lint: ruff check, mypy"
-"$VENV/bin/python" -m ruff check .
-"$VENV/bin/python" -m mypy
-
 export AUDIO_REWARD_SERVER_PYTHON="$VENV/bin/python"
 export AUDIO_REWARD_TTS_PYTHON="$TTS_VENV/bin/python"
 
 log "tests: fast tier (tests/unit: one module in-process, seconds)"
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/unit "$@"
+
+# Lint after the fast tier and before the slow tests; the configuration is pyproject.toml's [tool.ruff] and
+# [tool.mypy], both tools come from the dev extra. A finding fails the run (set -e).
+log "lint: ruff check, mypy"
+"$VENV/bin/python" -m ruff check .
+"$VENV/bin/python" -m mypy
 
 log "tests: main environment (tests/integration, tests/reliability)"
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/integration tests/reliability "$@"
