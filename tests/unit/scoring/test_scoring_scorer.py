@@ -17,6 +17,7 @@ from audio_reward.scoring import (
     get_normalizer,
     score_transcript,
 )
+from audio_reward.scoring.normalizers import is_cjk_ideograph, is_mostly_cjk
 
 CASES = [
     # (reference, transcript, language, duration_s, reference_duration_s)
@@ -155,6 +156,13 @@ def test_estimate_speech_duration() -> None:
     sentence = "the quick brown fox jumps over the lazy dog and then it runs far away from here"
     words = len(sentence.split())
     assert estimate_speech_duration(sentence) == pytest.approx(words / 2.5, rel=0.25)
+
+
+def test_ideographic_zero_is_an_ideograph_for_the_duration_and_for_chinese_detection() -> None:
+    # One definition of a CJK ideograph serves both: 〇 (read líng) is timed like 二, and makes a text Chinese.
+    assert estimate_speech_duration("二〇二四年") == pytest.approx(5 / 4.5)
+    assert is_cjk_ideograph("〇") and is_cjk_ideograph("二") and not is_cjk_ideograph("O")
+    assert is_mostly_cjk("〇")
 
 
 _texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
