@@ -17,6 +17,8 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 ENV_PREFIX = "AUDIO_REWARD_CLIENT_"
 URL_ENV = "AUDIO_REWARD_URL"
 API_KEY_ENV = "AUDIO_REWARD_API_KEY"
+URL_ENVS = (f"{ENV_PREFIX}URLS", URL_ENV)
+"""The variables that name the scorer URL(s), the first found wins."""
 
 SCORE_PATH = "/v1/score"
 BATCH_PATH = "/v1/score/batch"
@@ -89,7 +91,7 @@ class ClientSettings(BaseSettings):
     )
 
     urls: Annotated[tuple[str, ...], NoDecode] = Field(
-        (), validation_alias=AliasChoices(f"{ENV_PREFIX}URLS", URL_ENV),
+        (), validation_alias=AliasChoices(*URL_ENVS),
         description="Scorer URL(s); load is spread round-robin and a retry goes to the next URL "
                     f"(env: comma separated; ${URL_ENV} is shared with the server's clients).")
     api_key: str | None = Field(
