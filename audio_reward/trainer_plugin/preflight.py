@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from pydantic import ValidationError
+
 from ..protocol import SUPPORTED_VERSIONS
 from .settings import CONFIG_BLOCK, MASKING_ESTIMATORS, FailurePolicy, PluginSettings, block_of
 
@@ -82,10 +84,14 @@ def scorer_urls(config: Any) -> list[str]:
 
 
 def check_server(config: Any, info_fn: Callable[[str], dict[str, Any]] | None = None) -> list[Check]:
-    urls = scorer_urls(config)
     needs = uses_audio_manager(config) or _scorer_fn(config) is not None
     if not needs:
         return [Check("scorer", True, "the reward does not call a scorer server")]
+    try:
+        urls = scorer_urls(config)
+    except ValueError as exc:  # the plugin's settings cannot be built: no URL, or a bad value
+        reasons = exc.errors() if isinstance(exc, ValidationError) else [{"msg": str(exc)}]
+        return [Check("scorer", False, f"reward.{CONFIG_BLOCK}: " + "; ".join(str(r["msg"]) for r in reasons))]
     if not urls:
         return [Check("scorer", False, f"no scorer URL: set reward.{CONFIG_BLOCK}.server_url (or AUDIO_REWARD_URL)")]
     if info_fn is None:

@@ -36,11 +36,10 @@ def scorer_url() -> Iterator[str]:
     base_url = f"http://127.0.0.1:{port}"
     cmd = [server_python(), "-m", "audio_reward.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
            "--model", "tiny.en", "--max-wait-ms", "5", "--cpu-threads", "1"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AUDIO_REWARD_")}
     with tempfile.TemporaryDirectory(prefix="audio-reward-trainer-server-") as tmp:
         log_path = Path(tmp) / "server.log"
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
             try:
                 wait_ready(base_url, 180.0, proc=proc, log_path=log_path)
                 yield base_url
