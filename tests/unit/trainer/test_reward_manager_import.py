@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from support.server import REPO_ROOT
+from tests.testkit.server import REPO_ROOT
 
 WITHOUT_VERL = """
 import sys
