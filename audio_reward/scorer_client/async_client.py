@@ -8,7 +8,13 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .. import __version__
 from ..protocol import RewardOptions
-from .errors import ProtocolViolationError, RequestRejectedError, ScorerError, ScorerUnavailableError, TransientServerError
+from .errors import (
+    ProtocolViolationError,
+    RequestRejectedError,
+    ScorerError,
+    ScorerUnavailableError,
+    TransientServerError,
+)
 from .settings import BATCH_PATH, INFO_PATH, ClientSettings, ScorerEndpoint, endpoint_of
 from .transport import (
     AiohttpTransport,

@@ -96,8 +96,8 @@ def _score(args: argparse.Namespace) -> int:
         names.append(name)
     if items:
         with ScorerClient(settings=settings) as client:
-            for name, outcome in zip(names, client.score_many(items)):
-                outcomes[name] = outcome
+            for name, scored in zip(names, client.score_many(items)):
+                outcomes[name] = scored
     failed = 0
     for name in args.files:
         outcome = outcomes[name]

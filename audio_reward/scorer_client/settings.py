@@ -70,8 +70,8 @@ def endpoint_of(url: str) -> ScorerEndpoint:
     return ScorerEndpoint(url, url, url + SCORE_PATH, url + BATCH_PATH)
 
 
-def split_urls(value: Any) -> Any:
-    """``"http://a, http://b"`` -> ``("http://a", "http://b")``; sequences pass through."""
+def split_commas(value: Any) -> Any:
+    """``"http://a, http://b"`` -> ``("http://a", "http://b")`` (how lists are written in variables); others pass."""
     if isinstance(value, str):
         return tuple(u for u in (p.strip() for p in value.split(",")) if u)
     return value
@@ -117,7 +117,7 @@ class ClientSettings(BaseSettings):
     @field_validator("urls", mode="before")
     @classmethod
     def _split_urls(cls, value: Any) -> Any:
-        return split_urls(value)
+        return split_commas(value)
 
     @field_validator("urls")
     @classmethod

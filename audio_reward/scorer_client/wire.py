@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from ..protocol import (
     PROTOCOL_VERSION,
     ErrorResponse,
+    ProtocolError,
     RewardOptions,
     as_float32_mono,
     encode_f32,
@@ -22,7 +23,6 @@ from ..protocol import (
     parse_json,
     validate_message,
 )
-from ..protocol import ProtocolError
 from ..protocol.models import MAX_SAMPLE_RATE, MIN_SAMPLE_RATE
 from .errors import InvalidInputError, ProtocolViolationError
 

@@ -124,8 +124,8 @@ def _from_text(text: str, valid: str, options: Mapping[str, str] | None) -> Choi
     """The one option ``text`` commits to; several different ones, or none, give ``Choice(None, ...)``."""
     boxed = [b for b in _BOXED_RE.findall(text)]
     if boxed:
-        letters = {_BARE_RE.match(b).group(1).upper() for b in boxed if _BARE_RE.match(b) and
-                   _BARE_RE.match(b).group(1).upper() in valid}
+        boxed_letters = [m.group(1).upper() for m in (_BARE_RE.match(b) for b in boxed) if m]
+        letters = {letter for letter in boxed_letters if letter in valid}
         if not letters and options:
             letters = {x for x in (_by_option_text(b, options) for b in boxed) if x}
         return Choice(letters.pop(), "boxed") if len(letters) == 1 else Choice(None, "none")

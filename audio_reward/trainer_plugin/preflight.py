@@ -26,7 +26,13 @@ from typing import Any, Callable, Mapping, Sequence
 from pydantic import ValidationError
 
 from ..protocol import SUPPORTED_VERSIONS
-from .settings import CONFIG_BLOCK, MASKING_ESTIMATORS, FailurePolicy, PluginSettings, block_of
+from .settings import (
+    CONFIG_BLOCK,
+    MASKING_ESTIMATORS,
+    FailurePolicy,
+    PluginSettings,
+    block_of,
+)
 
 GROUP_ESTIMATORS = ("grpo", "grpo_masked", "grpo_passk", "rloo", "opo", "gpg", "rloo_vectorized", "grpo_vectorized")
 AUDIO_MANAGERS = ("audio_score", "AudioScoreRewardManager")
@@ -113,7 +119,7 @@ def check_server(config: Any, info_fn: Callable[[str], dict[str, Any]] | None = 
         if not any(v.split(".")[0] in SUPPORTED_VERSIONS for v in versions):
             checks.append(Check("scorer", False, f"{url}: speaks protocol {versions or 'unknown'}, need {list(SUPPORTED_VERSIONS)}"))
         else:
-            engine = info.get("engine") if isinstance(info.get("engine"), dict) else {}
+            engine: dict[str, Any] = info["engine"] if isinstance(info.get("engine"), dict) else {}
             model = engine.get("model_id") or engine.get("name") or "?"
             checks.append(Check("scorer", True, f"{url}: protocol {', '.join(versions)}, model {model}"))
     return checks

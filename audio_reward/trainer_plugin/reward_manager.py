@@ -24,7 +24,14 @@ import logging
 from typing import Any
 
 from ._verl import reward_manager_base
-from .samples import MissingFieldError, SampleError, audio_sample_from_item, group_uid, sample_label, target_text
+from .samples import (
+    MissingFieldError,
+    SampleError,
+    audio_sample_from_item,
+    group_uid,
+    sample_label,
+    target_text,
+)
 from .scoring import AudioRewardScorer, record_failure
 from .settings import MASKING_ESTIMATORS, FailurePolicy, PluginSettings
 from .validation_log import ValidationLogger

@@ -18,6 +18,7 @@ import numpy as np
 from ..protocol import as_float32_mono
 from ..scorer_client import sanitize_metadata
 
+
 class SampleError(ValueError):
     """A rollout's audio cannot be scored (empty, non-finite, not mono): a per-sample failure."""
 

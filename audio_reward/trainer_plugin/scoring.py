@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..scorer_client import AsyncScorerClient, ScoreItem, ScoreResult, ScorerError
+from ..scorer_client import AsyncScorerClient, ScoreItem, ScorerError, ScoreResult
 from .coalescer import Coalescer
 from .samples import AudioSample
 from .settings import FailurePolicy, PluginSettings
@@ -80,9 +80,6 @@ class AudioRewardScorer:
 
     async def aclose(self) -> None:
         await self.client.aclose()
-
-    def extra_keys(self) -> tuple[str, ...]:
-        return (*self.settings.diagnostics, "score_failed")
 
     def _extra_info(self, diagnostics: dict[str, Any] | None, failed: bool) -> dict[str, float]:
         out: dict[str, float] = {}

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Mapping
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from ..scorer_client.settings import URL_ENVS, ClientSettings
+from ..scorer_client.settings import URL_ENVS, ClientSettings, split_commas
 
 CONFIG_BLOCK = "audio_reward"
 """Key of the plugin's block under ``reward`` in the verl config."""
@@ -55,12 +55,6 @@ def _to_plain(value: Any) -> Any:
         return {str(k): _to_plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)) or type(value).__name__ == "ListConfig":
         return [_to_plain(v) for v in value]
-    return value
-
-
-def _split(value: Any) -> Any:
-    if isinstance(value, str):
-        return tuple(v.strip() for v in value.split(",") if v.strip())
     return value
 
 
@@ -122,7 +116,7 @@ class PluginSettings(BaseSettings):
     @field_validator("diagnostics", "validation_splits", mode="before")
     @classmethod
     def _split_lists(cls, value: Any) -> Any:
-        return _split(value)
+        return split_commas(value)
 
     @field_validator("diagnostics")
     @classmethod

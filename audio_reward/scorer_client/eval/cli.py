@@ -51,7 +51,8 @@ class ProgressBar:
     """The per-item progress bar: one tick per finished row, failures counted on it."""
 
     def __init__(self, enabled: bool) -> None:
-        self.enabled, self.bar, self.failed = enabled, None, 0
+        self.enabled, self.failed = enabled, 0
+        self.bar: Any = None  # a tqdm bar once started
 
     def start(self, total: int, done: int) -> None:
         if self.enabled:

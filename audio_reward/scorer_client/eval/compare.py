@@ -18,7 +18,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from ... import __version__
-from ...protocol.reports import CheckpointStats, Comparison, EvalResults, HeldOut, UtteranceDelta
+from ...protocol.reports import (
+    CheckpointStats,
+    Comparison,
+    EvalResults,
+    HeldOut,
+    UtteranceDelta,
+)
 from .evaluate import (
     SCORER_JSON,
     SUMMARY_JSON,

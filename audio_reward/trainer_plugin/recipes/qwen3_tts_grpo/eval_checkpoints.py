@@ -37,7 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from ...model_folder import FolderKind, ModelFolder, full_tts_problems, inspect_folder, speaker_width
+from ...model_folder import (
+    FolderKind,
+    ModelFolder,
+    full_tts_problems,
+    inspect_folder,
+    speaker_width,
+)
 from ...tts_speaker import read_speaker_embedding
 from .._parquet import normalize_text
 
