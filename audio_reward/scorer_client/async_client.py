@@ -30,7 +30,6 @@ from .transport import (
     Success,
     TransportError,
     classify,
-    for_request,
 )
 from .wire import (
     PreparedItem,
@@ -281,11 +280,9 @@ class AsyncScorerClient:
                 if ready:
                     try:
                         answers = await self._score_chunk([p for _, p in ready])
-                    except ScorerError as exc:
-                        answers = [for_request(exc, p.request_id) for _, p in ready]
                     except Exception as exc:  # a bug must not cost the other chunks their results
                         logger.exception("unexpected error while scoring a chunk")
-                        answers = [for_request(ScorerError(f"unexpected client error: {exc!r}"), p.request_id)
+                        answers = [ScorerError(f"unexpected client error: {exc!r}", request_id=p.request_id)
                                    for _, p in ready]
                     for (pos, _), answer in zip(ready, answers):
                         results[pos] = answer
