@@ -1,8 +1,8 @@
 """``audio-reward score``: score audio files on a scorer server; the connection flags of the client's commands.
 
-Only argparse is imported here; the client and its dependencies load when a
-command runs.  The connection flags are made from :class:`~.settings.ClientSettings`'
-fields (help from their descriptions); a flag left out falls back to the
+Only argparse and pydantic are imported here; the client and its dependencies load when a
+command runs.  The connection flags are generated from :class:`~.settings.ClientSettings`'
+fields by :mod:`audio_reward.settings_flags` (help from their descriptions); a flag left out falls back to the
 ``AUDIO_REWARD_CLIENT_*`` variables, then the shared ``AUDIO_REWARD_URL`` /
 ``AUDIO_REWARD_API_KEY``, then the defaults.
 """
@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import typing
 from typing import TYPE_CHECKING, Any
+
+from ..settings_flags import Flag, add_flags, flags_for, values_from_args
 
 if TYPE_CHECKING:
     from .settings import ClientSettings
@@ -22,34 +23,31 @@ DEFAULT_URL = "http://127.0.0.1:8000"
 """Where ``score`` and ``eval`` look for a scorer when neither ``--url`` nor the environment names one."""
 
 
-def _flag_type(annotation: Any) -> type:
-    """``float``, ``int`` or ``str`` from a field's annotation (``float | None`` -> ``float``)."""
-    args = [a for a in typing.get_args(annotation) if a is not type(None)] or [annotation]
-    kind = args[0]
-    return kind if kind in (int, float) else str
+def _flags() -> list[Flag]:
+    from .settings import ClientSettings
+
+    return flags_for(ClientSettings, skip=["urls"])
 
 
 def add_client_options(p: argparse.ArgumentParser) -> None:
-    """The scorer connection flags, one per :class:`ClientSettings` field (``--url`` repeats)."""
-    from .settings import URL_ENVS, ClientSettings
+    """The scorer connection flags: ``--url`` (repeats), then one per other :class:`ClientSettings` field."""
+    from .settings import URL_ENVS
 
     g = p.add_argument_group("scorer connection (defaults: AUDIO_REWARD_CLIENT_* variables, then built-in)")
     g.add_argument("--url", action="append", dest="urls", metavar="URL",
                    help=f"scorer base URL; repeat for several servers (default: ${URL_ENVS[-1]}, else {DEFAULT_URL})")
-    for name, info in ClientSettings.model_fields.items():
-        if name == "urls":
-            continue
-        default = "" if info.default is None else f" (default: {info.default})"
-        g.add_argument(f"--{name.replace('_', '-')}", dest=name, type=_flag_type(info.annotation),
-                       help=f"{(info.description or '').rstrip('.')}{default}")
+    add_flags(g, _flags())
 
 
 def client_settings(args: argparse.Namespace) -> ClientSettings:
     """The settings a command runs with: its flags over the environment over the defaults."""
     from .settings import URL_ENVS, ClientSettings
 
-    values = {name: getattr(args, name) for name in ClientSettings.model_fields if getattr(args, name, None) is not None}
-    if "urls" not in values and not any(os.environ.get(name) for name in URL_ENVS):
+    values = values_from_args(args, _flags())
+    urls = getattr(args, "urls", None)
+    if urls:
+        values["urls"] = urls
+    elif not any(os.environ.get(name) for name in URL_ENVS):
         values["urls"] = [DEFAULT_URL]
     return ClientSettings(**values)
 

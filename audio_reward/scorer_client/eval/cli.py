@@ -1,6 +1,6 @@
 """``audio-reward eval``: score a manifest and report, or compare two finished runs.
 
-Only argparse is imported here; the client, numpy and matplotlib load when
+Only argparse and pydantic are imported here; the client, numpy and matplotlib load when
 the command runs.
 """
 
