@@ -35,7 +35,8 @@ def test_client_keys_of_the_block_go_to_the_contained_client_settings(env: pytes
 def test_each_part_reads_its_own_variables(env: pytest.MonkeyPatch) -> None:
     env.setenv("AUDIO_REWARD_URL", "http://shared:1")
     env.setenv("AUDIO_REWARD_API_KEY", "shared-key")
-    env.setenv("AUDIO_REWARD_LANGUAGE", "en")  # the server's default language: not the plugin's
+    env.setenv("AUDIO_REWARD_SERVER_LANGUAGE", "en")  # the server's default language: not the plugin's
+    env.setenv("AUDIO_REWARD_LANGUAGE", "en")  # the name both once read: now neither part's
     env.setenv("AUDIO_REWARD_TRAINER_LANGUAGE", "zh")
     env.setenv("AUDIO_REWARD_TRAINER_DIAGNOSTICS", "cer, wer")
     env.setenv("AUDIO_REWARD_CLIENT_MAX_RETRIES", "9")
