@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from .. import __version__
 from ..protocol import RewardOptions
@@ -101,7 +102,7 @@ def take_batch_answer(raw: bytes, items: Sequence[PreparedItem]) -> list[Outcome
     except ProtocolViolationError as exc:
         return [Fatal(ProtocolViolationError(exc.message, request_id=item.request_id)) for item in items]
     outcomes: list[Outcome[ScoreResult]] = []
-    for item, result in zip(items, results):
+    for item, result in zip(items, results, strict=False):
         rid = item.request_id
         info = error_info(result)
         if info is None:
@@ -150,11 +151,12 @@ class AsyncScorerClient:
         concurrency: int | None = None,
         chunk_size: int | None = None,
     ) -> None:
-        overrides = dict(
-            api_key=api_key, timeout=timeout, connect_timeout=connect_timeout, deadline=deadline,
-            max_retries=max_retries, backoff=backoff, backoff_max=backoff_max, retry_after_max=retry_after_max,
-            pool_limit=pool_limit, concurrency=concurrency, chunk_size=chunk_size,
-        )
+        overrides = {
+            "api_key": api_key, "timeout": timeout, "connect_timeout": connect_timeout, "deadline": deadline,
+            "max_retries": max_retries, "backoff": backoff, "backoff_max": backoff_max,
+            "retry_after_max": retry_after_max,
+            "pool_limit": pool_limit, "concurrency": concurrency, "chunk_size": chunk_size,
+        }
         if settings is None:
             if urls is None:
                 raise ValueError("pass the scorer URL(s) or a ClientSettings")
@@ -174,7 +176,7 @@ class AsyncScorerClient:
         self._batch_probes: dict[str, asyncio.Future[bool | None]] = {}
         self._closed = False
 
-    async def __aenter__(self) -> "AsyncScorerClient":
+    async def __aenter__(self) -> AsyncScorerClient:
         self._bind()
         return self
 
@@ -284,7 +286,7 @@ class AsyncScorerClient:
                         logger.exception("unexpected error while scoring a chunk")
                         answers = [ScorerError(f"unexpected client error: {exc!r}", request_id=p.request_id)
                                    for _, p in ready]
-                    for (pos, _), answer in zip(ready, answers):
+                    for (pos, _), answer in zip(ready, answers, strict=False):
                         results[pos] = answer
 
         tasks = [asyncio.ensure_future(run_chunk(s)) for s in range(0, len(raw), chunk_size)]

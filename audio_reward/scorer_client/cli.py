@@ -94,7 +94,7 @@ def _score(args: argparse.Namespace) -> int:
         names.append(name)
     if items:
         with ScorerClient(settings=settings) as client:
-            for name, scored in zip(names, client.score_many(items)):
+            for name, scored in zip(names, client.score_many(items), strict=False):
                 outcomes[name] = scored
     failed = 0
     for name in args.files:

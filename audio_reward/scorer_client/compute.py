@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .async_client import AsyncScorerClient
 from .errors import InvalidInputError

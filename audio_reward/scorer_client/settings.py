@@ -7,8 +7,9 @@ names users set for the server and its clients alike), the defaults below.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Sequence
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, ValidationInfo, field_validator

@@ -22,8 +22,9 @@ import logging
 import math
 import random
 import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Generic, Mapping, Sequence, TypeVar, Union
+from typing import Generic, TypeVar
 
 import aiohttp
 
@@ -90,7 +91,7 @@ class TransportTimeout(TransportError, asyncio.TimeoutError):
     """No whole answer within the attempt's timeout."""
 
 
-Answer = Union[Response, TransportError, ProtocolViolationError]
+Answer = Response | TransportError | ProtocolViolationError
 """What one attempt gets: a response, a fault of the transport, or bytes that are not HTTP."""
 
 
@@ -108,7 +109,7 @@ class AsyncTransport(abc.ABC):
     async def handle_async_request(self, request: Request) -> Response:
         """Send ``request`` and read its answer."""
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - a transport without connections has nothing to release
         """Release the connections."""
 
 
@@ -215,7 +216,7 @@ class Fatal:
     error: ScorerError
 
 
-Outcome = Union[Success[T], Retry, Fatal]
+Outcome = Success[T] | Retry | Fatal
 
 
 def for_request(error: E, request_id: str | None) -> E:

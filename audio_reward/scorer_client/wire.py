@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import math
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Union
+from typing import Any, Union
 
 import numpy as np
 import orjson

@@ -19,9 +19,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -117,7 +118,8 @@ def check_server(config: Any, info_fn: Callable[[str], dict[str, Any]] | None = 
         versions = info.get("supported_protocol_versions") or [info.get("protocol_version")]
         versions = [str(v) for v in versions if v is not None]
         if not any(v.split(".")[0] in SUPPORTED_VERSIONS for v in versions):
-            checks.append(Check("scorer", False, f"{url}: speaks protocol {versions or 'unknown'}, need {list(SUPPORTED_VERSIONS)}"))
+            checks.append(Check("scorer", False,
+                                f"{url}: speaks protocol {versions or 'unknown'}, need {list(SUPPORTED_VERSIONS)}"))
         else:
             engine: dict[str, Any] = info["engine"] if isinstance(info.get("engine"), dict) else {}
             model = engine.get("model_id") or engine.get("name") or "?"

@@ -16,8 +16,9 @@ import json
 import logging
 import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..scorer_client import AsyncScorerClient, ScoreItem, ScorerError, ScoreResult
 from .coalescer import Coalescer

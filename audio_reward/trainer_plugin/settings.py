@@ -15,8 +15,9 @@ variables for the plugin's keys and from the client's own variables
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from enum import Enum
-from typing import Annotated, Any, Mapping
+from typing import Annotated, Any
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -70,7 +71,8 @@ class PluginSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True, validate_default=True)
 
     client: ClientSettings = Field(description="The scorer connection: the client's settings.")
-    failure_policy: FailurePolicy = Field(FailurePolicy.RAISE, description="raise or mask (docs/training.md section 7).")
+    failure_policy: FailurePolicy = Field(FailurePolicy.RAISE,
+                                          description="raise or mask (docs/training.md section 7).")
     coalesce_window_ms: float = Field(5.0, ge=0, description="Samples arriving within this window go out as one batch.")
     max_batch: int = Field(64, ge=1, description="Most samples in one batch request.")
     audio_key: str = Field("audio", description="Where the rollout leaves the waveform.")
@@ -88,7 +90,8 @@ class PluginSettings(BaseSettings):
     reference_audio: str | None = Field(
         None, description="The speaker prompt recording, copied into every validation step folder as reference.wav.")
     failure_log: str | None = Field(
-        None, description="JSONL file where every failure under raise is recorded, for the fail-closed sampler's error.")
+        None,
+        description="JSONL file where every failure under raise is recorded, for the fail-closed sampler's error.")
 
     @model_validator(mode="before")
     @classmethod

@@ -148,7 +148,7 @@ def _compare(args: argparse.Namespace) -> int:
         print(f"audio-reward eval: {' and '.join(missing)} not installed (plots); {EVAL_EXTRA}", file=sys.stderr)
         return 2
     try:
-        runs = [Run.load(Path(d), name=name) for d, name in zip(args.compare, _short_names(args.compare))]
+        runs = [Run.load(Path(d), name=name) for d, name in zip(args.compare, _short_names(args.compare), strict=False)]
         results = compare_runs(runs, Path(args.out))
     except (RunError, ScoringMismatchError) as exc:
         print(f"audio-reward eval --compare: {exc}", file=sys.stderr)

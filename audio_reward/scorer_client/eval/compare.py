@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -55,7 +56,7 @@ class Run:
     path: str = ""
 
     @classmethod
-    def load(cls, directory: Path, name: str | None = None, path: str | None = None) -> "Run":
+    def load(cls, directory: Path, name: str | None = None, path: str | None = None) -> Run:
         directory = Path(directory)
         summary_path, info_path = directory / SUMMARY_JSON, directory / SCORER_JSON
         if not directory.is_dir():

@@ -12,9 +12,10 @@ import asyncio
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -181,7 +182,7 @@ class ScoringMismatchError(ValueError):
 async def scorer_info(client: AsyncScorerClient) -> dict[str, Any]:
     """``/v1/info`` of the scorer(s); several URLs must all score alike."""
     infos = [await client.info(url) for url in client.settings.urls]
-    for url, other in zip(client.settings.urls[1:], infos[1:]):
+    for url, other in zip(client.settings.urls[1:], infos[1:], strict=False):
         diff = scoring_differences(infos[0], other)
         if diff:
             raise ScoringMismatchError(f"{client.settings.urls[0]} and {url} do not score alike: {'; '.join(diff)}")
@@ -335,7 +336,7 @@ def _distribution(scores: list[float]) -> dict[str, Any] | None:
         "p10": float(np.percentile(arr, 10)), "p90": float(np.percentile(arr, 90)),
         "min": float(arr.min()), "max": float(arr.max()),
         "histogram": [{"lo": round(float(a), 6), "hi": round(float(b), 6), "count": int(c)}
-                      for a, b, c in zip(edges[:-1], edges[1:], counts)],
+                      for a, b, c in zip(edges[:-1], edges[1:], counts, strict=False)],
     }
 
 

@@ -35,7 +35,7 @@ def test_sync_client_shared_by_threads(fault_server: FaultServer, tone: np.ndarr
     flaky = threading.Lock()
     fails = {"left": 20}
 
-    def policy(seen: Seen):  # noqa: ANN202
+    def policy(seen: Seen):
         with flaky:
             if fails["left"] > 0:
                 fails["left"] -= 1
@@ -160,7 +160,8 @@ def test_settings_from_env_and_url_forms(monkeypatch: pytest.MonkeyPatch) -> Non
            "AUDIO_REWARD_CLIENT_TIMEOUT": "3.5", "AUDIO_REWARD_API_KEY": "k"}
     _set_env(monkeypatch, env)
     s = ClientSettings(deadline=9.0)
-    assert s.urls == ("http://a:1/score", "http://b:2/v1/score") and s.max_retries == 7 and s.timeout == 3.5 and s.deadline == 9.0
+    assert s.urls == ("http://a:1/score", "http://b:2/v1/score") and s.max_retries == 7 and s.timeout == 3.5 \
+        and s.deadline == 9.0
     assert "api_key = ***" in s.describe() and "k\n" not in s.describe()
     assert ClientSettings("http://h/prefix/").urls == ("http://h/prefix",)
     for bad in ("ftp://x", "localhost:8000", "http://h/score?x=1", ""):

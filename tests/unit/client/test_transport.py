@@ -1,4 +1,4 @@
-"""The client's retry rules without sockets: classify, backoff, batch answers, and the retry loop over a scripted transport.
+"""The client's retry rules without sockets: classify, backoff, batch answers, the retry loop on a scripted transport.
 
 The wire itself (real sockets, dropped connections, garbled HTTP) is tested
 against real servers in test_client_faults.py and test_real_server.py; here

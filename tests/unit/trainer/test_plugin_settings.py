@@ -28,7 +28,7 @@ def test_client_keys_of_the_block_go_to_the_contained_client_settings(env: pytes
     assert s.server_url == s.client.urls == ("http://a:1", "http://b:2")
     assert (s.client.timeout, s.client.max_retries, s.client.chunk_size) == (5.0, 0, 8)
     assert s.failure_policy is FailurePolicy.MASK and s.diagnostics == ("cer",)
-    with pytest.raises(ValueError, match="unknown keys in reward.audio_reward: \\['bogus'\\]"):
+    with pytest.raises(ValueError, match=r"unknown keys in reward\.audio_reward: \['bogus'\]"):
         PluginSettings.from_config(block(server_url="http://a:1", bogus=1))
 
 
@@ -50,7 +50,7 @@ def test_each_part_reads_its_own_variables(env: pytest.MonkeyPatch) -> None:
 
 
 def test_no_url_and_bad_values_are_refused(env: pytest.MonkeyPatch) -> None:
-    with pytest.raises(ValueError, match="no scorer URL: set reward.audio_reward.server_url"):
+    with pytest.raises(ValueError, match=r"no scorer URL: set reward\.audio_reward\.server_url"):
         PluginSettings.from_config(block())
     for bad in ({"diagnostics": ["score"]}, {"failure_policy": "ignore"}, {"max_batch": 0}, {"timeout": -1}):
         with pytest.raises(ValueError):

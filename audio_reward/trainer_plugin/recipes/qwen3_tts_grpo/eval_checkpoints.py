@@ -33,9 +33,10 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ...model_folder import (
     FolderKind,
@@ -251,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tts-language", default=DEFAULT_LANGUAGE,
                         help=f"the run's tts_language (default {DEFAULT_LANGUAGE}, what verl-omni trains with)")
     parser.add_argument("--url", action="append", dest="urls", metavar="URL",
-                        help=f"scorer base URL (default $AUDIO_REWARD_CLIENT_URLS or $AUDIO_REWARD_URL, else {DEFAULT_URL})")
+                        help="scorer base URL (default $AUDIO_REWARD_CLIENT_URLS or $AUDIO_REWARD_URL, "
+                             f"else {DEFAULT_URL})")
     parser.add_argument("--out", required=True, type=Path, help="output folder (reused to resume)")
     parser.add_argument("--limit", type=int, default=None, help="first N validation rows only")
     parser.add_argument("--device", default="cuda:0", help="torch device for synthesis (default cuda:0)")
