@@ -27,6 +27,7 @@ from .models import (
     ScoreRequest,
     ScoreResponse,
 )
+from .reward import RewardPolicy
 from .validation import (
     DEFAULT_LIMITS,
     DecodedScoreRequest,
@@ -43,7 +44,7 @@ from .version import PROTOCOL_VERSION, SUPPORTED_VERSIONS
 __all__ = [
     "AudioDecodeError", "as_float32_mono", "decode_f32", "decode_file", "decode_pcm16", "describe_bytes", "encode_f32",
     "encode_file", "encode_pcm16", "Issue", "ProtocolError", "MESSAGES", "BatchItem", "BatchScoreRequest",
-    "BatchScoreResponse", "ErrorDetail", "ErrorResponse", "RewardOptions", "ScoreRequest", "ScoreResponse",
+    "BatchScoreResponse", "ErrorDetail", "ErrorResponse", "RewardOptions", "RewardPolicy", "ScoreRequest", "ScoreResponse",
     "DEFAULT_LIMITS", "DecodedScoreRequest", "Limits", "decode_batch_request", "decode_score_request",
     "detect_kind", "is_finite_scalar", "parse_json", "validate_message", "PROTOCOL_VERSION", "SUPPORTED_VERSIONS",
 ]
