@@ -196,7 +196,7 @@ async def test_tiny_random_qwen3_asr_through_the_boundary(tiny_qwen3_asr: Path) 
 
 
 async def test_the_server_hands_vllm_each_utterance_up_to_max_num_seqs(sentences_16k: list[np.ndarray]) -> None:
-    from audio_reward.scorer_server.batcher import SelfSchedulingDispatcher, scheduler_for
+    from audio_reward.scorer_server.service.batcher import SelfSchedulingDispatcher, scheduler_for
 
     engine, client = make_engine("tiny.en", options={"max_num_seqs": "2", "max_num_batched_tokens": "4096"})
     dispatcher = scheduler_for(engine, max_batch_size=16, max_wait_s=0.01, max_queue=16)

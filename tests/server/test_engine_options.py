@@ -21,6 +21,7 @@ from support.server import (
 
 from audio_reward.cli import main as cli_main
 from audio_reward.scorer_server import cli
+from audio_reward.scorer_server.flags import server_overrides
 from audio_reward.scorer_server.engines import (
     EngineConfig,
     EngineInfo,
@@ -38,15 +39,15 @@ from audio_reward.scorer_server.settings import ServerSettings
 def parse(argv: list[str]) -> ServerSettings:
     parser = argparse.ArgumentParser()
     cli.register(parser.add_subparsers())
-    return ServerSettings(**cli.overrides_from_args(parser.parse_args(["serve", *argv])))
+    return ServerSettings(**server_overrides(parser.parse_args(["serve", *argv])))
 
 
 def test_repeated_flags_fill_the_options_and_env_sets_them_too(monkeypatch: pytest.MonkeyPatch) -> None:
     s = parse(["--engine-option", "max_num_seqs=128", "--engine-option", "enforce_eager = true"])
     assert s.engine_options == {"max_num_seqs": "128", "enforce_eager": "true"}
-    monkeypatch.setenv("AUDIO_REWARD_ENGINE_OPTIONS", "max_num_seqs=64,gpu_memory_utilization=0.5")
+    monkeypatch.setenv("AUDIO_REWARD_SERVER_ENGINE_OPTIONS", "max_num_seqs=64,gpu_memory_utilization=0.5")
     assert parse([]).engine_options == {"max_num_seqs": "64", "gpu_memory_utilization": "0.5"}
-    monkeypatch.setenv("AUDIO_REWARD_ENGINE_OPTIONS", '{"max_num_seqs": 32}')
+    monkeypatch.setenv("AUDIO_REWARD_SERVER_ENGINE_OPTIONS", '{"max_num_seqs": 32}')
     assert parse([]).engine_options == {"max_num_seqs": 32}
     assert parse(["--engine-option", "batched=false"]).engine_options == {"batched": "false"}  # the flag wins
 
@@ -108,7 +109,7 @@ def test_info_reports_the_resolved_options() -> None:
 
 
 def test_start_up_prints_the_options_set_from_the_environment() -> None:
-    with server_process(env={"AUDIO_REWARD_ENGINE_OPTIONS": "batched=false"}) as (url, proc, log_path):
+    with server_process(env={"AUDIO_REWARD_SERVER_ENGINE_OPTIONS": "batched=false"}) as (url, proc, log_path):
         wait_ready(url, 120, proc=proc, log_path=log_path)
         assert httpx.get(f"{url}/v1/info").json()["engine"]["options"] == {"batched": False}
         log = log_path.read_text()

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from audio_reward.protocol import encode_f32
-from audio_reward.scorer_server.batcher import (
+from audio_reward.scorer_server.service.batcher import (
     MicroBatcher,
     QueueFullError,
     SelfSchedulingDispatcher,

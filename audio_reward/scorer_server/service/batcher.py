@@ -40,10 +40,10 @@ import contextlib
 import logging
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
-from .engines.base import ASREngine, Transcription, TranscriptionInput
+from ..engines.base import ASREngine, Transcription, TranscriptionInput
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,6 @@ class BatchStats:
 class _Pending:
     item: TranscriptionInput
     future: asyncio.Future[Transcription]
-    enqueued_at: float = field(default_factory=time.monotonic)
 
 
 def _stopped(pending: Sequence[_Pending]) -> None:
@@ -199,10 +198,6 @@ class MicroBatcher:
             futures.append(fut)
         self._wakeup.set()
         return futures
-
-    async def transcribe(self, item: TranscriptionInput) -> Transcription:
-        """Queue one utterance and wait for its transcript."""
-        return await self.submit_many([item])[0]
 
     # -- forming batches ------------------------------------------------------------------
     async def _wait(self, timeout_s: float | None = None) -> None:

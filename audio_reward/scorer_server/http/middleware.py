@@ -19,8 +19,8 @@ from fastapi import Request
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .errors import error_body
-from .metrics import ServerMetrics
+from ..errors import error_body
+from ..service.metrics import ServerMetrics
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from prometheus_client import (
 
 from audio_reward import __version__
 
-from ..batcher import BatchStats
+from .batcher import BatchStats
 
 disable_created_metrics()
 

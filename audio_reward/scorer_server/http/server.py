@@ -27,8 +27,8 @@ import orjson
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from .errors import error_body
-from .settings import ServerSettings
+from ..config import ServerConfig
+from ..errors import error_body
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self.loop.call_later(_LINGER_S, self.transport.close)
 
 
-def uvicorn_config(app: Any, settings: ServerSettings, **overrides: Any) -> uvicorn.Config:
+def uvicorn_config(app: Any, settings: ServerConfig, **overrides: Any) -> uvicorn.Config:
     """The uvicorn configuration every scorer server runs with (the CLI and the tests alike)."""
     options: dict[str, Any] = dict(
         host=settings.host,

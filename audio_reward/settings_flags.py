@@ -1,0 +1,113 @@
+"""Command-line flags generated from a pydantic settings model.
+
+One flag per field, named after it (``max_batch_size`` → ``--max-batch-size``;
+a nested model's fields take its name as a prefix: ``reward.exp_k`` →
+``--reward-exp-k``), with the field's description as help and the model's
+default shown in it.  A flag left out is ``None`` and sets nothing, so the
+model's own precedence (environment, presets, defaults) decides; only the
+flags given reach the model, through :func:`values_from_args`.
+
+Booleans get ``--flag`` / ``--no-flag``; ``int`` and ``float`` fields are
+converted by argparse; everything else is passed as text for the model to
+validate.  Fields whose values cannot be spelled as one word (dicts, secrets)
+are left to the caller, which names them in ``skip``.  Only argparse and
+pydantic are imported, so every command line of the package can use it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Iterable, Literal, Union
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+__all__ = ["Flag", "add_flags", "flags_for", "values_from_args"]
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One generated flag: the field path it sets and its argparse options."""
+
+    path: tuple[str, ...]
+    option: str
+    kind: type | None
+    help: str
+    boolean: bool = False
+
+    @property
+    def dest(self) -> str:
+        return ".".join(self.path)
+
+
+def _unwrap(annotation: Any) -> Any:
+    """``X | None`` → ``X``; other annotations unchanged."""
+    origin = typing.get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return annotation
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _help(info: FieldInfo, annotation: Any) -> str:
+    text = (info.description or "").rstrip(".")
+    if typing.get_origin(annotation) is Literal:
+        text += f" ({', '.join(str(a) for a in typing.get_args(annotation))})"
+    if info.default_factory is None and info.default is not None and info.default is not Ellipsis:
+        text += f" (default: {info.default})"
+    return text.replace("%", "%%")
+
+
+def flags_for(model: type[BaseModel], *, skip: Iterable[str] = (), prefix: tuple[str, ...] = ()) -> list[Flag]:
+    """The flags of ``model``'s fields, nested models flattened; ``skip`` names dotted field paths to leave out."""
+    skipped = set(skip)
+    flags: list[Flag] = []
+    for name, info in model.model_fields.items():
+        path = (*prefix, name)
+        if ".".join(path) in skipped:
+            continue
+        annotation = _unwrap(info.annotation)
+        if _is_model(annotation):
+            flags += flags_for(annotation, skip=skipped, prefix=path)
+            continue
+        option = "--" + "-".join(path).replace("_", "-")
+        if annotation is bool:
+            flags.append(Flag(path, option, None, _help(info, annotation), boolean=True))
+        elif annotation in (int, float):
+            flags.append(Flag(path, option, annotation, _help(info, annotation)))
+        else:
+            flags.append(Flag(path, option, str, _help(info, annotation)))
+    return flags
+
+
+def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, flags: Iterable[Flag]) -> None:
+    """Add ``flags`` to ``parser``; each defaults to None (not given)."""
+    for flag in flags:
+        if flag.boolean:
+            parser.add_argument(flag.option, dest=flag.dest, action=argparse.BooleanOptionalAction, default=None,
+                                help=flag.help)
+        else:
+            parser.add_argument(flag.option, dest=flag.dest, type=flag.kind, default=None, help=flag.help,
+                                metavar=flag.path[-1].upper())
+
+
+def values_from_args(args: argparse.Namespace, flags: Iterable[Flag]) -> dict[str, Any]:
+    """The values of the flags given on the command line, nested like the model's fields."""
+    out: dict[str, Any] = {}
+    for flag in flags:
+        value = getattr(args, flag.dest, None)
+        if value is None:
+            continue
+        target = out
+        for part in flag.path[:-1]:
+            target = target.setdefault(part, {})
+        target[flag.path[-1]] = value
+    return out
