@@ -136,7 +136,7 @@ class ScoreResponse(BaseModel):
     duration_ratio: FiniteFloat | None = None
 
     @model_validator(mode="after")
-    def _extras_are_finite_scalars(self) -> "ScoreResponse":
+    def _extras_are_finite_scalars(self) -> ScoreResponse:
         for key, value in (self.model_extra or {}).items():
             try:
                 _finite_scalar(value)

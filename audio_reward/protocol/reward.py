@@ -16,7 +16,15 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, Optional
 
 import annotated_types
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
@@ -66,7 +74,7 @@ class RewardPolicy(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _ratio_band(self) -> "RewardPolicy":
+    def _ratio_band(self) -> RewardPolicy:
         if self.duration_ratio_min >= self.duration_ratio_max:
             raise ValueError(f"duration_ratio_min ({self.duration_ratio_min}) must be less than "
                              f"duration_ratio_max ({self.duration_ratio_max})")

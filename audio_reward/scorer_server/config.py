@@ -14,7 +14,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 
 from audio_reward.protocol import Limits, RewardPolicy
 
@@ -135,7 +142,7 @@ class ServerConfig(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _read_key_file(self) -> "ServerConfig":
+    def _read_key_file(self) -> ServerConfig:
         if self.api_key_file is not None:  # an explicit file beats a key from the environment
             try:
                 key = self.api_key_file.read_text(encoding="utf-8").splitlines()[0].strip()

@@ -38,7 +38,7 @@ class BadRequestError(ServerError):
         self.code = code
 
     @classmethod
-    def from_protocol(cls, exc: ProtocolError) -> "BadRequestError":
+    def from_protocol(cls, exc: ProtocolError) -> BadRequestError:
         return cls(exc.code, exc.message, path=exc.issues[0].path)
 
 

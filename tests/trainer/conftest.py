@@ -36,7 +36,8 @@ def scorer_url() -> Iterator[str]:
     base_url = f"http://127.0.0.1:{port}"
     cmd = [server_python(), "-m", "audio_reward.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
            "--model", "tiny.en", "--max-wait-ms", "5", "--cpu-threads", "1"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AUDIO_REWARD_")}
+    # The server reads AUDIO_REWARD_SERVER_* and the shared key only; a trainer's own variables never reach it.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AUDIO_REWARD_SERVER_") and k != "AUDIO_REWARD_API_KEY"}
     with tempfile.TemporaryDirectory(prefix="audio-reward-trainer-server-") as tmp:
         log_path = Path(tmp) / "server.log"
         with open(log_path, "wb") as log:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hmac
-
 from typing import Annotated
 
 from fastapi import Depends, Request

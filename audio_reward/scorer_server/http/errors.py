@@ -16,11 +16,15 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from ..errors import ServerError, error_body, server_error_body
-from ..openai_protocol import OPENAI_PATH_PREFIXES, OpenAIErrorDetail, OpenAIErrorResponse
+from ..openai_protocol import (
+    OPENAI_PATH_PREFIXES,
+    OpenAIErrorDetail,
+    OpenAIErrorResponse,
+)
 from .middleware import request_id_of
 from .responses import OrjsonResponse
 
-HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large", 401: "unauthorized"}
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large", 401: "unauthorized"}
 _OPENAI_ERROR_TYPES = {401: "authentication_error", 429: "rate_limit_error"}
 
 
@@ -68,7 +72,7 @@ async def _server_error(request: Request, exc: Exception) -> OrjsonResponse:
 
 async def _http_error(request: Request, exc: Exception) -> OrjsonResponse:
     assert isinstance(exc, StarletteHTTPException)
-    code = HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
+    code = _HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
     message = http_error_message(request, exc)
     if request.url.path.startswith(OPENAI_PATH_PREFIXES):
         # OpenAI clients read only their own error shape, also for a path or method that does not exist.

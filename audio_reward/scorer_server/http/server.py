@@ -55,7 +55,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._refused = False
 
     @classmethod
-    def configured(cls, max_header_bytes: int, header_timeout_s: float) -> type["GuardedHttpToolsProtocol"]:
+    def configured(cls, max_header_bytes: int, header_timeout_s: float) -> type[GuardedHttpToolsProtocol]:
         """A subclass carrying these limits: uvicorn instantiates the protocol class itself."""
         return type(cls.__name__, (cls,), {"max_header_bytes": max_header_bytes, "header_timeout_s": header_timeout_s})
 

@@ -32,9 +32,20 @@ from audio_reward.protocol import (
     decode_score_request,
     parse_json,
 )
-from audio_reward.scoring import Normalizer, ScoringError, language_code, normalize_reference, score_transcript
+from audio_reward.scoring import (
+    Normalizer,
+    ScoringError,
+    language_code,
+    normalize_reference,
+    score_transcript,
+)
 
-from ..engines.base import ENGINE_SAMPLE_RATE, ASREngine, Transcription, TranscriptionInput
+from ..engines.base import (
+    ENGINE_SAMPLE_RATE,
+    ASREngine,
+    Transcription,
+    TranscriptionInput,
+)
 from ..errors import (
     BadRequestError,
     EngineError,
