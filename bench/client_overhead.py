@@ -15,7 +15,7 @@ for all of them.  Variants, measured side by side in interleaved rounds:
   client does).
 - ``ours-batch``: ``score_many`` with batches of 16, per item.
 
-    python bench/client_overhead.py [--seconds 1.0] [--requests 200] [--rounds 5]
+    python -m bench.client_overhead [--seconds 1.0] [--requests 200] [--rounds 5]
 """
 
 from __future__ import annotations

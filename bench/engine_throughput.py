@@ -23,9 +23,9 @@ through ``audio-reward serve`` over loopback (every utterance one request,
 cap).  ``table FILE...`` prints the rows with each server row against its
 engine's in-process limit and each row against ``vllm-serve``.
 
-    python bench/engine_throughput.py prepare --assets /tmp/assets
-    python bench/engine_throughput.py run --assets /tmp/assets --engine transformers --device cpu --size tiny
-    python bench/engine_throughput.py run --assets /tmp/assets --engine transformers --device cpu --size tiny --via server
+    python -m bench.engine_throughput prepare --assets /tmp/assets
+    python -m bench.engine_throughput run --assets /tmp/assets --engine transformers --device cpu --size tiny
+    python -m bench.engine_throughput run --assets /tmp/assets --engine transformers --device cpu --size tiny --via server
 """
 
 from __future__ import annotations
@@ -47,10 +47,8 @@ from typing import Any
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))
 
-from support.server import free_port  # noqa: E402
+from tests.testkit.server import free_port  # noqa: E402
 
 SENTENCES = (
     "The quick brown fox jumps over the lazy dog.",
@@ -76,8 +74,10 @@ def _stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
 def prepare(assets: Path) -> None:
     import soxr
 
-    from audio_reward.scorer_server.engines.transformers_engine import resolve_transformers_checkpoint
-    from tests.support.speech import synth_speech
+    from audio_reward.scorer_server.engines.transformers_engine import (
+        resolve_transformers_checkpoint,
+    )
+    from tests.testkit.speech import synth_speech
 
     assets.mkdir(parents=True, exist_ok=True)
     clips = []
@@ -104,7 +104,10 @@ def build_model(args: argparse.Namespace, work: Path) -> tuple[str, str]:
     """(transformers checkpoint path, description)."""
     if args.model:
         return args.model, args.model
-    from audio_reward.scorer_server.engines.random_checkpoints import build_random_qwen3_asr, build_random_whisper
+    from tests.testkit.random_checkpoints import (
+        build_random_qwen3_asr,
+        build_random_whisper,
+    )
 
     target = work / f"random-{args.arch}-{args.size}"
     if not (target / "config.json").exists():
@@ -154,7 +157,11 @@ def engine_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def engine_times(args: argparse.Namespace, model: str, clips: list[np.ndarray], work: Path) -> tuple[list[float], float]:
     """Wall times of the repeats and the mean decoded tokens per clip."""
-    from audio_reward.scorer_server.engines import EngineConfig, TranscriptionInput, create_engine
+    from audio_reward.scorer_server.engines import (
+        EngineConfig,
+        TranscriptionInput,
+        create_engine,
+    )
 
     items = [TranscriptionInput(c, "en") for c in clips]
     if args.engine == "faster-whisper":
@@ -196,7 +203,7 @@ def scorer_server_times(args: argparse.Namespace, model: str, clips: list[np.nda
     import orjson
 
     from audio_reward.protocol import encode_f32
-    from support.server import wait_ready
+    from tests.testkit.server import wait_ready
 
     if args.engine == "faster-whisper":
         model = ct2_folder(model, work, ct2_quantization(args.device))

@@ -7,7 +7,7 @@
 # What is missing is reported and its rows skipped.  The assets (speech + the Whisper tokenizer) are
 # made here when the dev extras are installed, or beforehand on any machine that has them:
 #
-#   python bench/engine_throughput.py prepare --assets bench/.gpu-assets
+#   python -m bench.engine_throughput prepare --assets bench/.gpu-assets
 #   bash bench/gpu_engines.sh
 #
 # Models: random weights of Whisper-large-v3's and Qwen3-ASR-0.6B's shapes built from their config
@@ -46,9 +46,9 @@ have_module() { "$PY" -c "import $1" >/dev/null 2>&1; }
 
 if [ ! -f "$ASSETS/speech.npz" ]; then
   echo "== preparing assets in $ASSETS" >&2
-  "$PY" bench/engine_throughput.py prepare --assets "$ASSETS" >&2 || {
+  "$PY" -m bench.engine_throughput prepare --assets "$ASSETS" >&2 || {
     echo "no assets in $ASSETS and they cannot be made here (needs the dev extras: hibari-tts, the packaged Whisper base);" \
-         "run 'python bench/engine_throughput.py prepare --assets $ASSETS' on a machine that has them" >&2
+         "run 'python -m bench.engine_throughput prepare --assets $ASSETS' on a machine that has them" >&2
     exit 2
   }
 fi
@@ -83,7 +83,7 @@ step() {  # step ENGINE ARCH VIA [MODEL]
   [ -n "$model" ] && args+=(--model "$model")
   echo "== $engine $via ($arch${model:+, $model}) at $((SECONDS - START)) s" >&2
   local log="$OUT/$engine-$arch-${via// /-}.log" line rc
-  line=$(timeout --kill-after=10 "$limit" "$PY" bench/engine_throughput.py "${args[@]}" 2>"$log" | tail -n 1)
+  line=$(timeout --kill-after=10 "$limit" "$PY" -m bench.engine_throughput "${args[@]}" 2>"$log" | tail -n 1)
   rc=$?
   if [ -z "$line" ] || [ "${line:0:1}" != "{" ]; then
     line="{\"engine\": \"$engine\", \"arch\": \"$arch\", \"via\": \"$via\", \"device\": \"$DEVICE\", \"utterances\": $UTTERANCES, \"audio_s\": 0, \"error\": \"exit $rc, see $log\"}"
@@ -93,7 +93,7 @@ step() {  # step ENGINE ARCH VIA [MODEL]
 
 build() {  # build ARCH: random checkpoints (and the CTranslate2 conversion) once, outside the timed steps
   echo "== building random $1 ($SIZE) at $((SECONDS - START)) s" >&2
-  timeout --kill-after=10 "$(time_left)" "$PY" bench/engine_throughput.py build --assets "$ASSETS" --arch "$1" --size "$SIZE" \
+  timeout --kill-after=10 "$(time_left)" "$PY" -m bench.engine_throughput build --assets "$ASSETS" --arch "$1" --size "$SIZE" \
     --device "$DEVICE" --work "$WORK" >&2 || echo "warning: building $1 failed; its rows will report why" >&2
 }
 
@@ -125,7 +125,7 @@ if [ "$HAVE_VLLM" = 1 ] && [ -n "${QWEN3_ASR_VLLM_MODEL:-}" ]; then
 fi
 
 echo
-"$PY" bench/engine_throughput.py table "$ROWS"
+"$PY" -m bench.engine_throughput table "$ROWS"
 if [ ${#MISSING[@]} -gt 0 ]; then
   echo "missing on this machine (rows skipped):"
   printf '  - %s\n' "${MISSING[@]}"

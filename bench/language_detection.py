@@ -1,6 +1,6 @@
 """What detecting the language costs: a multilingual model without ``language`` against the same request with it.
 
-    python bench/language_detection.py [--model base] [--engines faster-whisper transformers] [--repeats 5]
+    python -m bench.language_detection [--model base] [--engines faster-whisper transformers] [--repeats 5]
 
 Each engine transcribes the same English utterances (hibari-tts speech) once
 with ``language="en"`` and once with no language, alternating, ``--repeats``
@@ -24,10 +24,8 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))
 
-from engine_throughput import SENTENCES as _ALL_SENTENCES  # noqa: E402
+from bench.engine_throughput import SENTENCES as _ALL_SENTENCES  # noqa: E402
 
 SENTENCES = _ALL_SENTENCES[:4]
 
@@ -35,7 +33,7 @@ SENTENCES = _ALL_SENTENCES[:4]
 def speech() -> list[np.ndarray]:
     import soxr
 
-    from support.speech import synth_speech
+    from tests.testkit.speech import synth_speech
 
     out = []
     for text in SENTENCES:
@@ -46,7 +44,11 @@ def speech() -> list[np.ndarray]:
 
 def measure(engine_name: str, model: str, clips: list[np.ndarray], repeats: int, batch: int,
             threads: int) -> dict[str, float]:
-    from audio_reward.scorer_server.engines import EngineConfig, TranscriptionInput, create_engine
+    from audio_reward.scorer_server.engines import (
+        EngineConfig,
+        TranscriptionInput,
+        create_engine,
+    )
 
     engine = create_engine(engine_name, EngineConfig(model=model, max_batch_size=batch, cpu_threads=threads))
     engine.load()

@@ -1,6 +1,6 @@
 """Load run: many concurrent clients against a real scorer server on loopback.
 
-    python bench/load.py [--requests 10000] [--concurrency 256] [--engine instant|tiny.en]
+    python -m bench.load [--requests 10000] [--concurrency 256] [--engine instant|tiny.en]
                          [--max-queue 512] [--json FILE] [--baseline CHECKOUT [--rounds 3]]
 
 Starts ``audio-reward serve`` in its own process and sends ``--requests``
@@ -28,8 +28,8 @@ server (a ``git archive`` of main, say) and this one's, in turn, ``--rounds``
 times each, in one run; it prints each run, the median throughputs and their
 ratio.  Each server runs its own checkout's code.
 
-``python bench/load.py serve [--engine-delay-ms MS] [serve flags…]`` is the
-server side: ``audio-reward serve`` with the instant engine registered (the
+The server side is ``python -m tests.testkit.instant_engine [--engine-delay-ms MS]
+[serve flags…]``: ``audio-reward serve`` with the instant engine registered (the
 reliability tests start it the same way). A clip numbered below zero is
 poison: the engine call holding it raises, for fault tests.
 """
@@ -38,205 +38,28 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
-import os
-import re
-import subprocess
 import sys
-import tempfile
-import threading
 import time
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
 
-from support.server import free_port, settings_to_flags, stop_process, wait_ready  # noqa: E402
-
-SAMPLE_RATE = 16_000
-WATERMARK_SCALE = 1e-5
-"""Item ``i`` is written as ``i * 1e-5`` in the first sample (exact in float32 below 10^6 items)."""
+from tests.testkit.instant_engine import SAMPLE_RATE, clip, prompt_of  # noqa: E402
+from tests.testkit.probes import RssSampler, items_ok  # noqa: E402
+from tests.testkit.server import ServerHandle, running_server  # noqa: E402
 
 
-# --------------------------------------------------------------------------- the instant engine
-
-def clip(index: int, seconds: float = 0.1) -> np.ndarray:
-    """A short tone whose first sample carries ``index`` for :class:`InstantEngine`."""
-    t = np.arange(int(seconds * SAMPLE_RATE), dtype=np.float32) / SAMPLE_RATE
-    audio = (0.1 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
-    audio[0] = np.float32(index * WATERMARK_SCALE)
-    return audio
-
-
-def prompt_of(index: int) -> str:
-    return f"item {index}"
-
-
-def _engine_class() -> type:
-    # Server imports stay inside: the load generator itself needs only the client.
-    from audio_reward.scorer_server.engines.base import ASREngine, EngineInfo, Transcription, TranscriptionInput
-
-    class InstantEngine(ASREngine):
-        """Answers at once with ``item <n>``, n read from the clip's first sample.
-
-        ``delay_s`` makes every engine call take that long (a slow engine);
-        a call holding a clip numbered below zero raises (a faulty engine).
-        """
-
-        delay_s = 0.0
-
-        def __init__(self, config: Any = None) -> None:
-            self.info = EngineInfo("instant", "instant-bench-engine")
-            self.batches = 0
-
-        def load(self) -> None:
-            """Nothing to load."""
-
-        def warmup(self) -> None:
-            """Nothing to warm up."""
-
-        async def transcribe(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
-            self.batches += 1
-            if self.delay_s:
-                await asyncio.sleep(self.delay_s)
-            numbers = [round(float(item.audio[0]) / WATERMARK_SCALE) for item in batch]
-            if min(numbers) < 0:
-                raise RuntimeError(f"poison clip in engine call {self.batches}")
-            return [Transcription(prompt_of(n)) for n in numbers]
-
-    return InstantEngine
-
-
-def serve_main(argv: Sequence[str]) -> int:
-    """``audio-reward serve --engine instant`` with the instant engine registered."""
-    parser = argparse.ArgumentParser(prog="load.py serve", add_help=False)
-    parser.add_argument("--engine-delay-ms", type=float, default=0.0)
-    own, rest = parser.parse_known_args(argv)
-    from audio_reward.cli import main
-    from audio_reward.scorer_server.engines import registry
-
-    engine = _engine_class()
-    engine.delay_s = own.engine_delay_ms / 1000.0
-    globals()["InstantEngine"] = engine
-    registry.ENGINES["instant"] = f"{__name__}:InstantEngine"
-    return main(["serve", "--engine", "instant", *rest])
-
-
-# --------------------------------------------------------------------------- the server process
-
-@dataclass
-class ServerHandle:
-    url: str
-    proc: subprocess.Popen[bytes]
-    log_path: Path
-    settings: dict[str, Any]
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def log_tail(self, limit: int = 4000) -> str:
-        return self.log_path.read_text(errors="replace")[-limit:] if self.log_path.exists() else ""
-
-
-def server_command(engine: str, settings: dict[str, Any], *, delay_ms: float = 0.0, root: Path = REPO) -> list[str]:
+def scorer_server(engine: str, *, root: Path = REPO, **settings: Any) -> contextlib.AbstractContextManager[ServerHandle]:
+    """A ready server of ``root``'s checkout: the instant engine, or the model named ``engine``."""
     if engine == "instant":
-        return [sys.executable, str(root / "bench" / "load.py"), "serve", "--engine-delay-ms", str(delay_ms),
-                *settings_to_flags(settings)]
-    return [sys.executable, "-m", "audio_reward.cli", "serve", "--model", engine, *settings_to_flags(settings)]
-
-
-def launch(engine: str, settings: dict[str, Any], log_path: Path, *, env: dict[str, str] | None = None,
-           delay_ms: float = 0.0, root: Path = REPO) -> subprocess.Popen[bytes]:
-    """Start the server process (not waiting for it); output goes to ``log_path`` (appended).
-
-    The server runs the code of the checkout at ``root`` (this one unless told), whatever is installed.
-    """
-    cmd = server_command(engine, settings, delay_ms=delay_ms, root=root)
-    path = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)
-    full_env = {**os.environ, "PYTHONPATH": path, **(env or {})}
-    with open(log_path, "ab") as log:
-        return subprocess.Popen(cmd, cwd=root, env=full_env, stdout=log, stderr=subprocess.STDOUT)
-
-
-@contextmanager
-def scorer_server(engine: str = "instant", *, env: dict[str, str] | None = None, delay_ms: float = 0.0,
-                  ready_timeout_s: float = 180.0, root: Path = REPO, **settings: Any) -> Iterator[ServerHandle]:
-    """A ready scorer server process on a free loopback port; stopped (SIGTERM, then SIGKILL) on exit."""
-    settings.setdefault("host", "127.0.0.1")
-    settings.setdefault("port", free_port())
-    url = f"http://{settings['host']}:{settings['port']}"
-    with tempfile.TemporaryDirectory(prefix="audio-reward-load-") as tmp:
-        log_path = Path(tmp) / "server.log"
-        proc = launch(engine, settings, log_path, env=env, delay_ms=delay_ms, root=root)
-        try:
-            wait_ready(url, ready_timeout_s, proc=proc, log_path=log_path)
-            yield ServerHandle(url, proc, log_path, settings)
-        finally:
-            stop_process(proc)
-
-
-# --------------------------------------------------------------------------- measuring
-
-class RssSampler:
-    """Samples a process's resident memory in a thread; ``peak`` and ``samples`` in bytes."""
-
-    def __init__(self, pid: int, interval_s: float = 0.02) -> None:
-        import psutil
-
-        self._proc = psutil.Process(pid)
-        self.interval_s = interval_s
-        self.baseline = self._proc.memory_info().rss
-        self.peak = self.baseline
-        self.samples: list[int] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
-
-    def _run(self) -> None:
-        import psutil
-
-        while not self._stop.is_set():
-            try:
-                rss = self._proc.memory_info().rss
-            except psutil.Error:
-                return  # the process is gone (a kill test): keep what was seen
-            self.samples.append(rss)
-            self.peak = max(self.peak, rss)
-            self._stop.wait(self.interval_s)
-
-    def __enter__(self) -> "RssSampler":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(5)
-
-
-_METRIC_LINE = re.compile(r'^(?P<name>[a-z_]+)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)$')
-
-
-def read_metrics(url: str, api_key: str | None = None) -> dict[str, float]:
-    """The server's Prometheus metrics as ``{'name{labels}': value}``."""
-    import httpx
-
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    text = httpx.get(f"{url}/metrics", headers=headers, timeout=10).text
-    out: dict[str, float] = {}
-    for line in text.splitlines():
-        m = _METRIC_LINE.match(line)
-        if m:
-            out[f"{m['name']}{{{m['labels'] or ''}}}"] = float(m["value"])
-    return out
-
-
-def items_ok(url: str, api_key: str | None = None) -> int:
-    return int(read_metrics(url, api_key).get('audio_reward_items_total{outcome="ok"}', 0))
+        return running_server(instant=True, root=root, **settings)
+    return running_server(model=engine, root=root, **settings)
 
 
 @dataclass
@@ -360,8 +183,6 @@ def run_load(handle: ServerHandle, requests: int, concurrency: int, *, engine: s
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["serve"]:
-        return serve_main(argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--requests", type=int, default=10_000)
     ap.add_argument("--concurrency", type=int, default=256)

@@ -5,7 +5,7 @@ with every protocol check, on the server) against the plain way verl-omni's
 client and reference scorer do it (json + base64 + numpy, minimal checks).
 Both run interleaved in one process; prints medians and the ratio.
 
-    python bench/protocol_codec.py [--seconds 10] [--rate 24000] [--repeats 200]
+    python -m bench.protocol_codec [--seconds 10] [--rate 24000] [--repeats 200]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Run the measurable parts of the reliability suite and write the figures into docs/reliability.md.
 
-    python bench/reliability_report.py [--requests 10000] [--concurrency 256] [--doc docs/reliability.md]
+    python -m bench.reliability_report [--requests 10000] [--concurrency 256] [--doc docs/reliability.md]
 
 Measures, each against a real ``audio-reward serve`` process on loopback:
 - the load run of ``bench/load.py`` (instant engine): answered once, throughput, p50/p99, peak RSS;
@@ -25,10 +25,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
-sys.path.insert(0, str(REPO / "bench"))
 
-import load  # noqa: E402
+from bench import load  # noqa: E402
 
 START, END = "<!-- reliability-report:start -->", "<!-- reliability-report:end -->"
 FULL_ENV = {"AUDIO_REWARD_RELIABILITY_FULL": "1"}
@@ -116,7 +114,7 @@ def main() -> int:
     lines = [
         START,
         f"Measured {dt.date.today().isoformat()} on {platform.machine()} with {os.cpu_count()} CPU cores "
-        f"(Python {platform.python_version()}), by `python bench/reliability_report.py`; client and server share "
+        f"(Python {platform.python_version()}), by `python -m bench.reliability_report`; client and server share "
         "the machine.",
         "",
         "### Load (real server process, instant engine)",

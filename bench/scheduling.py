@@ -1,11 +1,11 @@
 """The scheduler itself: achieved throughput against each engine model's analytic optimum.
 
-    python bench/scheduling.py [--window-s 10] [--concurrency 1 8 32 128 256] [--json FILE]
+    python -m bench.scheduling [--window-s 10] [--concurrency 1 8 32 128 256] [--json FILE]
 
 Runs the real server (``audio-reward serve`` in its own process, uvicorn, the
 HTTP routes, protocol decoding, the scheduler, scoring) on loopback with
 synthetic engines registered the way the reliability suite registers its
-instant engine (``python bench/scheduling.py serve --engine NAME ...``).  Each
+instant engine (``python -m bench.scheduling serve --engine NAME ...``).  Each
 engine sleeps instead of computing, releasing the GIL as a GPU kernel does,
 so what is measured is how well the server keeps the device busy, not the
 machine's CPUs:
@@ -58,8 +58,6 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))
 
 from audio_reward.scorer_server.engines.base import (  # noqa: E402
     ASREngine,
@@ -70,7 +68,8 @@ from audio_reward.scorer_server.engines.base import (  # noqa: E402
     TranscriptionInput,
     resolve_engine_options,
 )
-from support.server import free_port, settings_to_flags, stop_process, wait_ready  # noqa: E402
+from tests.testkit.server import free_port, settings_to_flags, stop_process, wait_ready  # noqa: E402
+from tests.testkit.speech import tone  # noqa: E402
 
 SAMPLE_RATE = 16_000
 WATERMARK_SCALE = 1e-5
@@ -243,8 +242,7 @@ class Clips:
 
     def __init__(self, seed: int = 0) -> None:
         self._rng = np.random.default_rng(seed)
-        t = np.arange(int(MAX_CLIP_S * SAMPLE_RATE), dtype=np.float32) / SAMPLE_RATE
-        self._tone = (0.1 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
+        self._tone = tone(MAX_CLIP_S, rate=SAMPLE_RATE)
         self._next = 0
 
     def body(self) -> tuple[bytes, float]:
@@ -334,7 +332,7 @@ def run_level(engine: str, concurrency: int, window_s: float) -> Level:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     settings = {**server_settings(engine), "host": "127.0.0.1", "port": port}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "serve", "--engine", f"bench-{engine}",
+    cmd = [sys.executable, "-m", "bench.scheduling", "serve", "--engine", f"bench-{engine}",
            *settings_to_flags(settings), *engine_option_flags(engine)]
     with tempfile.TemporaryDirectory(prefix="audio-reward-sched-") as tmp:
         log_path = Path(tmp) / "server.log"

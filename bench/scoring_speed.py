@@ -1,6 +1,6 @@
 """Per-pair speed of error_rates against jiwer, measured side by side.
 
-Run: python bench/scoring_speed.py [--pairs 2000] [--repeats 5]
+Run: python -m bench.scoring_speed [--pairs 2000] [--repeats 5]
 Prints the median seconds per pass over all pairs for each implementation and the ratio.
 Both compute CER and WER of the same normalized pairs and must agree exactly.
 """

@@ -14,7 +14,7 @@ For each server and concurrency (1, 8, 32 in flight) it prints audio seconds
 scored per wall second, p50/p99 latency and the ratios ours/locked and
 ours/engine-best.
 
-    python bench/server_throughput.py [--model tiny.en] [--device cpu] [--threads 2] [--concurrency 1 8 32]
+    python -m bench.server_throughput [--model tiny.en] [--device cpu] [--threads 2] [--concurrency 1 8 32]
 """
 
 from __future__ import annotations
@@ -31,9 +31,7 @@ from dataclasses import dataclass
 import httpx
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tests"))
-
-from support.server import free_port, stop_process, wait_ready  # noqa: E402
+from tests.testkit.server import free_port, stop_process, wait_ready  # noqa: E402
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",
@@ -166,7 +164,9 @@ class EngineLimit:
         import soxr
 
         from audio_reward.scorer_server.engines import EngineConfig, TranscriptionInput
-        from audio_reward.scorer_server.engines.faster_whisper_engine import FasterWhisperEngine
+        from audio_reward.scorer_server.engines.faster_whisper_engine import (
+            FasterWhisperEngine,
+        )
 
         # Batched decoding forced on, so batch size N really is one engine call over N utterances.
         self.engine = FasterWhisperEngine(EngineConfig(model=model, device=device, cpu_threads=threads, options={"batched": True}))
@@ -214,7 +214,7 @@ def main() -> int:
         "ours": [sys.executable, "-m", "audio_reward.cli", "serve", "--model", args.model,
                  "--device", args.device, "--cpu-threads", str(args.threads), "--max-batch-size", str(args.max_batch_size),
                  "--max-wait-ms", "5", "--language", "en"],
-        "locked": [sys.executable, __file__, "--model", args.model, "--device", args.device, "--threads", str(args.threads), "--serve-locked"],
+        "locked": [sys.executable, "-m", "bench.server_throughput", "--model", args.model, "--device", args.device, "--threads", str(args.threads), "--serve-locked"],
     }
     urls: dict[str, str] = {}
     procs: list[subprocess.Popen[bytes]] = []

@@ -10,7 +10,7 @@
 #   TTS_VENV    tiny Qwen3-TTS env: qwen-tts, transformers 4.57 (default .venv-tts)
 #   SEEDTTS_VENV Seed-TTS-eval reference env: jiwer 3, zhon, zhconv (default .venv-seedtts)
 # SKIP_INSTALL=1 skips the install steps. VERL_OMNI_SRC=<verl-omni checkout> adds the recipe contract tests
-# and the border tests with verl-omni's own client and reference scorer (tests/client/test_verl_omni_border.py).
+# and the border tests with verl-omni's own client and reference scorer (tests/integration/client/test_verl_omni_border.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -49,20 +49,23 @@ fi
 export AUDIO_REWARD_SERVER_PYTHON="$VENV/bin/python"
 export AUDIO_REWARD_TTS_PYTHON="$TTS_VENV/bin/python"
 
-log "tests: main environment"
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider tests "$@"
+log "tests: fast tier (tests/unit: one module in-process, seconds)"
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/unit "$@"
+
+log "tests: main environment (tests/integration, tests/reliability)"
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/integration tests/reliability "$@"
 
 if [ -x "$VERL_VENV/bin/python" ]; then
   log "tests: trainer plugin with verl"
-  "$VERL_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/trainer "$@"
+  "$VERL_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/unit/trainer tests/integration/trainer "$@"
 fi
 
 log "tests: seed-tts-eval parity with the benchmark's jiwer 3"
 "$SEEDTTS_VENV/bin/python" -m pytest -q -p no:cacheprovider --noconftest \
-  tests/scoring/test_seedtts_parity.py tests/scoring/test_rate_parity.py "$@"
+  tests/unit/scoring/test_seedtts_parity.py tests/unit/scoring/test_rate_parity.py "$@"
 
 if [ -x "$TTS_VENV/bin/python" ]; then
   log "tests: tiny Qwen3-TTS policy, speaker tool and checkpoint evaluation, scored by the server"
-  "$TTS_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/trainer/test_tiny_qwen3_tts.py \
-      tests/trainer/test_tts_speaker.py tests/trainer/test_eval_checkpoints.py "$@"
+  "$TTS_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/integration/trainer/test_tiny_qwen3_tts.py \
+      tests/integration/trainer/test_tts_speaker.py tests/integration/trainer/test_eval_checkpoints.py "$@"
 fi

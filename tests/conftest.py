@@ -1,21 +1,43 @@
-"""Fixtures shared by every test directory.
+"""Fixtures shared by every test directory, and the test tiers.
 
-``scorer_url``: one real ``audio-reward serve`` subprocess (Whisper tiny.en,
-the embedded default) on loopback for the whole session.
-Helpers live in ``tests/support`` (import as ``support.speech``/``support.server``).
+Tiers, by folder (each test gets the folder's marker, so ``-m unit`` works too):
+
+- ``tests/unit``: one module in-process; no server, no model weights, no
+  subprocess. The fast tier: ``pytest tests/unit`` runs first in CI.
+- ``tests/integration``: real parts together: a real uvicorn server on
+  loopback, real ASR weights, real verl classes, the peer's own code, the CLIs.
+- ``tests/reliability``: faults, load, fuzzing and hostile clients against real servers.
+
+Support code (server launchers, speech and tones, the instant engine, fault
+servers, random checkpoints) lives in ``tests/testkit``; benchmarks import it too.
+
+``scorer_url``: one real ``audio-reward serve`` (Whisper tiny.en, the embedded
+default) on loopback for the whole session, run by ``AUDIO_REWARD_SERVER_PYTHON``
+where the tests' own environment cannot hold the server (verl, the TTS model).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from support.server import running_server
+from tests.testkit.server import running_server
+
+TESTS = Path(__file__).resolve().parent
+TIERS = ("unit", "integration", "reliability")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = Path(str(item.path)).resolve().relative_to(TESTS).parts
+        if parts and parts[0] in TIERS:
+            item.add_marker(parts[0])
 
 
 @pytest.fixture(scope="session")
 def scorer_url() -> Iterator[str]:
     """Base URL of a ready scorer server running tiny.en on CPU."""
-    with running_server(model="tiny.en", max_wait_ms=5) as url:
-        yield url
+    with running_server(model="tiny.en", max_wait_ms=5) as server:
+        yield server.url

@@ -8,7 +8,7 @@
 #   VENV_DIR  default: REPO/.venv-seedtts
 #   REPO      the audio-reward checkout to install editable (default: this script's checkout)
 #
-# Then:  "$VENV_DIR/bin/python" -m pytest -q --noconftest tests/scoring/test_seedtts_parity.py
+# Then:  "$VENV_DIR/bin/python" -m pytest -q --noconftest tests/unit/scoring/test_seedtts_parity.py
 set -euo pipefail
 REPO="$(cd "${2:-$(dirname "${BASH_SOURCE[0]}")/../..}" && pwd)"
 VENV="${1:-$REPO/.venv-seedtts}"

@@ -10,7 +10,7 @@
 # tiny Qwen3-TTS test does so itself when torchaudio cannot load):
 #
 #   AUDIO_REWARD_SERVER_PYTHON=/work/venv/bin/python \
-#       "$VENV/bin/python" -m pytest -q tests/trainer/test_tiny_qwen3_tts.py
+#       "$VENV/bin/python" -m pytest -q tests/integration/trainer/test_tiny_qwen3_tts.py
 set -euo pipefail
 VENV="${1:-/work/venv-tts}"
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -23,6 +23,6 @@ fi
 "$VENV/bin/pip" install "torch==2.13.0"
 "$VENV/bin/pip" install "torch==2.13.0" "transformers==4.57.3" "qwen-tts"
 # The eval extra (matplotlib, tqdm), pyarrow and jsonschema: the checkpoint evaluation runs here and
-# writes eval_results.json from parquet data (tests/trainer/test_eval_checkpoints.py).
+# writes eval_results.json from parquet data (tests/integration/trainer/test_eval_checkpoints.py).
 "$VENV/bin/pip" install "torch==2.13.0" "transformers==4.57.3" -e "$REPO[eval]" pyarrow "jsonschema>=4.20" \
     "pytest>=8" "pytest-asyncio>=0.23" "pytest-timeout>=2.3"

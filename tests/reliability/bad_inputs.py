@@ -30,7 +30,13 @@ import numpy as np
 import orjson
 import soundfile as sf
 
-from audio_reward.protocol import ErrorResponse, encode_f32, encode_pcm16, validate_message
+from audio_reward.protocol import (
+    ErrorResponse,
+    encode_f32,
+    encode_pcm16,
+    validate_message,
+)
+from tests.testkit.speech import tone
 
 JSON = {"Content-Type": "application/json"}
 
@@ -63,11 +69,6 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return not self.problems and self.valid_after
-
-
-def tone(seconds: float = 0.5, rate: int = 16_000) -> np.ndarray:
-    t = np.arange(int(seconds * rate), dtype=np.float32) / rate
-    return (0.1 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
 
 
 def valid_request(**patch: Any) -> dict[str, Any]:

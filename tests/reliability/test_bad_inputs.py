@@ -14,9 +14,12 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.testkit.probes import RssSampler
+from tests.testkit.server import ServerHandle
+
 from .bad_inputs import BadInput, build_cases, run_battery
 from .budget import FULL
-from .conftest import BODY_LIMIT, bench
+from .conftest import BODY_LIMIT
 
 CASES = build_cases(BODY_LIMIT)
 
@@ -34,7 +37,7 @@ def _with_key(cases: list[BadInput], headers: dict[str, str]) -> list[BadInput]:
             for c in cases]
 
 
-def test_every_bad_input_is_refused_cleanly(tiny_server: "bench.ServerHandle", auth_headers: dict[str, str]) -> None:
+def test_every_bad_input_is_refused_cleanly(tiny_server: ServerHandle, auth_headers: dict[str, str]) -> None:
     parts = urlsplit(tiny_server.url)
     cases = _with_key(CASES, auth_headers)
     # CI: a valid probe after the last case of each group; full run: after every case.
@@ -42,7 +45,7 @@ def test_every_bad_input_is_refused_cleanly(tiny_server: "bench.ServerHandle", a
         i for i, c in enumerate(cases) if i + 1 == len(cases) or cases[i + 1].group != c.group}
     failures: list[str] = []
     outcomes = []
-    with bench.RssSampler(tiny_server.pid) as rss:
+    with RssSampler(tiny_server.pid) as rss:
         for i, case in enumerate(cases):
             (outcome,) = run_battery(parts.hostname or "127.0.0.1", parts.port or 80, [case],
                                      probe=i in probe_after, headers=auth_headers)
@@ -59,7 +62,7 @@ def test_every_bad_input_is_refused_cleanly(tiny_server: "bench.ServerHandle", a
 
 
 @pytest.mark.parametrize("path", ["/v1/score", "/score"])
-def test_compat_path_refuses_like_v1(tiny_server: "bench.ServerHandle", auth_headers: dict[str, str],
+def test_compat_path_refuses_like_v1(tiny_server: ServerHandle, auth_headers: dict[str, str],
                                      path: str) -> None:
     parts = urlsplit(tiny_server.url)
     sample = [c for c in CASES if c.group in ("json", "nonfinite") and c.path == "/v1/score"]

@@ -1,7 +1,7 @@
 """Faults under load: a killed server, a failing engine, a slow engine.
 
 Each test runs a real ``audio-reward serve`` process with the instant engine
-of ``bench/load.py`` (answers ``item <n>`` for the clip numbered n; a clip
+of ``tests/testkit/instant_engine.py`` (answers ``item <n>`` for the clip numbered n; a clip
 numbered below zero makes its engine call raise; ``delay_ms`` slows every
 engine call), so each fault happens on cue while the HTTP server, batcher
 and scoring are the real ones. Results are checked item by item: the right
@@ -25,17 +25,19 @@ from audio_reward.protocol import ErrorResponse, encode_f32
 from audio_reward.scorer_client import (
     AsyncScorerClient,
     ScoreItem,
-    ScoreResult,
     ScorerError,
+    ScoreResult,
     ScorerUnavailableError,
     TransientServerError,
 )
-from support.server import free_port, wait_ready
+from bench import load
+from tests.testkit.instant_engine import SAMPLE_RATE, clip, prompt_of
+from tests.testkit.probes import RssSampler, items_ok, read_metrics
+from tests.testkit.server import free_port, launch, running_server, wait_ready
 
 from .budget import KILL_ITEMS
-from .conftest import bench
 
-RATE = bench.SAMPLE_RATE
+RATE = SAMPLE_RATE
 
 
 def _check_results(results: list[Any], indices: list[int], prefix: str) -> list[str]:
@@ -47,7 +49,7 @@ def _check_results(results: list[Any], indices: list[int], prefix: str) -> list[
             problems.append(f"item {i}: {type(r).__name__}: {r}")
             continue
         seen[r.request_id] = seen.get(r.request_id, 0) + 1
-        if r.request_id != f"{prefix}-{i}" or r.score != 1.0 or r.diagnostics.get("transcript") != bench.prompt_of(i):
+        if r.request_id != f"{prefix}-{i}" or r.score != 1.0 or r.diagnostics.get("transcript") != prompt_of(i):
             problems.append(f"item {i}: wrong answer {r}")
     problems += [f"request id {rid} answered {n} times" for rid, n in seen.items() if n != 1]
     return problems
@@ -64,8 +66,8 @@ def test_sigkill_and_restart_under_load_loses_nothing(tmp_path: Path) -> None:
     settings = {"host": "127.0.0.1", "port": port, "max_batch_size": 4, "max_wait_ms": 2}
     log = tmp_path / "server.log"
     # 100 ms per engine call of at most 4 clips: ~40 items/s, so a run outlasts two restarts.
-    launch = lambda: bench.launch("instant", settings, log, delay_ms=100)  # noqa: E731
-    proc = launch()
+    restart = lambda: launch(settings, log, instant=True, delay_ms=100)  # noqa: E731
+    proc = restart()
     wait_ready(url, 60, proc=proc, log_path=log)
     singles = list(range(n // 2))
     batched = list(range(n // 2, n))
@@ -76,11 +78,11 @@ def test_sigkill_and_restart_under_load_loses_nothing(tmp_path: Path) -> None:
                                      deadline=120, concurrency=4, chunk_size=4) as client:
             async def one(i: int) -> Any:
                 try:
-                    return await client.score(bench.clip(i), RATE, bench.prompt_of(i), request_id=f"kill-{i}")
+                    return await client.score(clip(i), RATE, prompt_of(i), request_id=f"kill-{i}")
                 except ScorerError as exc:
                     return exc
 
-            many = client.score_many([ScoreItem(bench.clip(i), RATE, bench.prompt_of(i), request_id=f"kill-{i}")
+            many = client.score_many([ScoreItem(clip(i), RATE, prompt_of(i), request_id=f"kill-{i}")
                                       for i in batched])
             out["singles"], out["batched"] = await asyncio.gather(asyncio.gather(*map(one, singles)), many)
 
@@ -93,7 +95,7 @@ def test_sigkill_and_restart_under_load_loses_nothing(tmp_path: Path) -> None:
             # Kill once this incarnation has scored a quarter of the items: mid-run, with work in flight.
             while time.monotonic() < deadline:
                 try:
-                    done = bench.items_ok(url)
+                    done = items_ok(url)
                 except Exception:  # noqa: BLE001 - the metrics read races the restart
                     done = 0
                 if done >= n // 4:
@@ -103,11 +105,11 @@ def test_sigkill_and_restart_under_load_loses_nothing(tmp_path: Path) -> None:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(10)
             time.sleep(0.3)  # the client sees refused connections for a while
-            proc = launch()
+            proc = restart()
             wait_ready(url, 60, proc=proc, log_path=log)
         runner.join(180)
         assert not runner.is_alive(), "the client did not finish"
-        scored_after_restarts = bench.items_ok(url)
+        scored_after_restarts = items_ok(url)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
@@ -121,7 +123,7 @@ def test_sigkill_and_restart_under_load_loses_nothing(tmp_path: Path) -> None:
 
 def test_engine_exception_fails_only_its_batch_and_server_stays_up() -> None:
     good = list(range(40))
-    with bench.scorer_server("instant", delay_ms=50, max_batch_size=8, max_wait_ms=20) as h:
+    with running_server(instant=True, delay_ms=50, max_batch_size=8, max_wait_ms=20) as h:
         async def run(max_retries: int) -> tuple[list[Any], Any]:
             # The poison clip is sent once (a retry would poison another batch); good clips with ``max_retries``.
             async with AsyncScorerClient(h.url, max_retries=max_retries, backoff=0.01, timeout=10) as client, \
@@ -129,7 +131,7 @@ def test_engine_exception_fails_only_its_batch_and_server_stays_up() -> None:
                 async def one(i: int, delay: float = 0.0) -> Any:
                     await asyncio.sleep(delay)
                     try:
-                        return await (once if i < 0 else client).score(bench.clip(i), RATE, bench.prompt_of(i),
+                        return await (once if i < 0 else client).score(clip(i), RATE, prompt_of(i),
                                                                        request_id=f"eng-{i}")
                     except ScorerError as exc:
                         return exc
@@ -138,7 +140,7 @@ def test_engine_exception_fails_only_its_batch_and_server_stays_up() -> None:
                 results = await asyncio.gather(*map(one, good), one(-1, 0.06))
                 return list(results[:-1]), results[-1]
 
-        failures_before = bench.read_metrics(h.url).get("audio_reward_engine_failures_total{}", 0)
+        failures_before = read_metrics(h.url).get("audio_reward_engine_failures_total{}", 0)
         results, poison = asyncio.run(run(max_retries=0))
         assert isinstance(poison, ScorerUnavailableError)
         cause = poison.last_cause
@@ -151,7 +153,7 @@ def test_engine_exception_fails_only_its_batch_and_server_stays_up() -> None:
             assert isinstance(c, TransientServerError) and c.code == "engine_error", results[i]
         ok = [i for i in good if i not in failed]
         assert not _check_results([results[i] for i in ok], ok, "eng")
-        assert bench.read_metrics(h.url)["audio_reward_engine_failures_total{}"] == failures_before + 1
+        assert read_metrics(h.url)["audio_reward_engine_failures_total{}"] == failures_before + 1
 
         # The server stays up: the next request succeeds, and with retries every good item does.
         results, poison = asyncio.run(run(max_retries=3))
@@ -179,25 +181,25 @@ async def _raw_flood(url: str, bodies: list[bytes], concurrency: int) -> list[tu
 
 
 def _body(i: int, seconds: float = 1.0) -> bytes:
-    return orjson.dumps({"protocol_version": "1", "waveform_f32_base64": encode_f32(bench.clip(i, seconds)),
-                         "sample_rate": RATE, "prompt": bench.prompt_of(i), "request_id": f"flood-{i}"})
+    return orjson.dumps({"protocol_version": "1", "waveform_f32_base64": encode_f32(clip(i, seconds)),
+                         "sample_rate": RATE, "prompt": prompt_of(i), "request_id": f"flood-{i}"})
 
 
 def test_slow_engine_gives_429_with_retry_after_and_a_bounded_queue() -> None:
     max_queue, concurrency, total = 16, 128, 800
-    with bench.scorer_server("instant", delay_ms=250, max_batch_size=4, max_queue=max_queue, max_wait_ms=1,
+    with running_server(instant=True, delay_ms=250, max_batch_size=4, max_queue=max_queue, max_wait_ms=1,
                              request_timeout_s=5) as h:
         depths: list[float] = []
         stop = threading.Event()
 
         def watch_queue() -> None:
             while not stop.is_set():
-                depths.append(bench.read_metrics(h.url).get("audio_reward_queue_depth{}", 0.0))
+                depths.append(read_metrics(h.url).get("audio_reward_queue_depth{}", 0.0))
                 stop.wait(0.05)
 
         bodies = [_body(i) for i in range(total)]
         watcher = threading.Thread(target=watch_queue, name="queue-watch")
-        with bench.RssSampler(h.pid) as rss:
+        with RssSampler(h.pid) as rss:
             watcher.start()
             try:
                 answers = asyncio.run(_raw_flood(h.url, bodies, concurrency))
@@ -218,7 +220,7 @@ def test_slow_engine_gives_429_with_retry_after_and_a_bounded_queue() -> None:
             if status in (429, 503):
                 assert int(headers["Retry-After"]) >= 1
         assert depths and max(depths) <= max_queue, max(depths)
-        bound = bench.rss_bound_bytes(rss.baseline, max_queue + concurrency, len(bodies[0]))
+        bound = load.rss_bound_bytes(rss.baseline, max_queue + concurrency, len(bodies[0]))
         assert rss.peak <= bound, f"RSS peak {rss.peak / 2**20:.0f} MiB over bound {bound / 2**20:.0f} MiB"
         # Overload costs time, not items: the client honours Retry-After and every item gets scored.
         items = list(range(1000, 1040))
@@ -227,7 +229,7 @@ def test_slow_engine_gives_429_with_retry_after_and_a_bounded_queue() -> None:
             async with AsyncScorerClient(h.url, max_retries=20, backoff=0.1, timeout=30, deadline=120) as client:
                 async def one(i: int) -> Any:
                     try:
-                        return await client.score(bench.clip(i), RATE, bench.prompt_of(i), request_id=f"retry-{i}")
+                        return await client.score(clip(i), RATE, prompt_of(i), request_id=f"retry-{i}")
                     except ScorerError as exc:
                         return exc
                 return list(await asyncio.gather(*map(one, items)))
@@ -236,11 +238,11 @@ def test_slow_engine_gives_429_with_retry_after_and_a_bounded_queue() -> None:
 
 
 def test_slow_engine_times_out_clients_and_drops_abandoned_work() -> None:
-    with bench.scorer_server("instant", delay_ms=500, max_batch_size=1, max_wait_ms=0, request_timeout_s=1) as h:
+    with running_server(instant=True, delay_ms=500, max_batch_size=1, max_wait_ms=0, request_timeout_s=1) as h:
         async def client_timeout() -> BaseException:
             async with AsyncScorerClient(h.url, max_retries=0, timeout=0.2) as client:
                 try:
-                    await client.score(bench.clip(1), RATE, bench.prompt_of(1))
+                    await client.score(clip(1), RATE, prompt_of(1))
                 except ScorerError as exc:
                     return exc
             raise AssertionError("a 0.2 s timeout against a 0.5 s engine must fail")
@@ -248,7 +250,7 @@ def test_slow_engine_times_out_clients_and_drops_abandoned_work() -> None:
         exc = asyncio.run(client_timeout())
         assert isinstance(exc, ScorerUnavailableError) and isinstance(exc.last_cause, asyncio.TimeoutError)
 
-        calls_before = bench.read_metrics(h.url).get("audio_reward_batch_size_count{}", 0)
+        calls_before = read_metrics(h.url).get("audio_reward_batch_size_count{}", 0)
         t0 = time.monotonic()
         answers = asyncio.run(_raw_flood(h.url, [_body(i, 0.1) for i in range(20)], 20))
         elapsed = time.monotonic() - t0
@@ -259,7 +261,7 @@ def test_slow_engine_times_out_clients_and_drops_abandoned_work() -> None:
                 err = ErrorResponse.model_validate(orjson.loads(body)).error
                 assert err.code == "timeout" and err.retryable
         time.sleep(1.0)  # let the engine finish the call it is in
-        calls = bench.read_metrics(h.url)["audio_reward_batch_size_count{}"] - calls_before
+        calls = read_metrics(h.url)["audio_reward_batch_size_count{}"] - calls_before
         # Timed-out requests leave the queue untranscribed: engine calls follow wall time, not requests.
         assert calls <= (elapsed + 1.0) / 0.5 + 2, (calls, elapsed)
         assert calls < 20

@@ -1,6 +1,7 @@
+
 """Requests that tried to stall, bloat or crash the server, each against a real server process.
 
-Every test starts ``audio-reward serve`` (the instant engine of ``bench/load.py``;
+Every test starts ``audio-reward serve`` (the instant engine of ``tests/testkit/instant_engine.py``;
 the HTTP layer, decoding, batching and scoring are the real ones) on loopback
 and sends the hostile request byte for byte.  Memory is the server process's
 RSS, sampled with psutil every 20 ms; each bound is stated where it is checked.
@@ -24,16 +25,17 @@ import pytest
 import soundfile as sf
 
 from audio_reward.protocol import ErrorResponse, encode_f32
-
-from .conftest import bench
+from tests.testkit.instant_engine import SAMPLE_RATE, clip
+from tests.testkit.probes import RssSampler, read_metrics
+from tests.testkit.server import ServerHandle, running_server
 
 MIB = 2**20
 
 
 def _request(prompt: str = "item 1", seconds: float = 0.5, **fields: Any) -> dict[str, Any]:
-    audio = bench.clip(1, seconds)
+    audio = clip(1, seconds)
     return {"protocol_version": "1", "waveform_f32_base64": encode_f32(audio), "num_samples": len(audio),
-            "sample_rate": bench.SAMPLE_RATE, "prompt": prompt, **fields}
+            "sample_rate": SAMPLE_RATE, "prompt": prompt, **fields}
 
 
 def _post(url: str, path: str, body: bytes, timeout: float = 120.0,
@@ -102,13 +104,13 @@ class HealthProbe:
 
 
 @contextmanager
-def _server(**settings: Any) -> Iterator["bench.ServerHandle"]:
+def _server(**settings: Any) -> Iterator[ServerHandle]:
     settings.setdefault("max_wait_ms", 2)
-    with bench.scorer_server(**settings) as handle:
+    with running_server(instant=True, **settings) as handle:
         yield handle
 
 
-def _rss(handle: "bench.ServerHandle") -> int:
+def _rss(handle: ServerHandle) -> int:
     return int(psutil.Process(handle.pid).memory_info().rss)
 
 
@@ -181,7 +183,7 @@ def test_retry_cache_keeps_transcripts_not_prompt_sized_answers() -> None:
         after = _rss(server)
         again = send(warm + kept - 1)
         assert again == send(warm + kept - 1) and len(again["normalized_reference"]) > 900_000
-        metrics = bench.read_metrics(server.url)
+        metrics = read_metrics(server.url)
     assert metrics['audio_reward_items_total{outcome="deduplicated"}'] == 2  # the retries were answered from the cache
     # Keeping the answers would hold another 1 MB of normalized_reference per request (>= 20 MiB here);
     # the cache keeps each transcript only.
@@ -218,13 +220,13 @@ def test_flac_batch_over_the_decoded_budget_is_refused_before_decoding() -> None
     assert len(body) < 1 * MIB
     with _server() as server:
         idle = _rss(server)
-        with bench.RssSampler(server.pid) as rss:
+        with RssSampler(server.pid) as rss:
             status, _, raw = _post(server.url, "/v1/score/batch", body)
         assert status == 400 and _error(raw).code == "batch_too_large"
         assert "max_batch_audio_bytes" in _error(raw).message
         # Before, the 8 files were decoded first: +357 MB.  Now only the headers are read.
         assert rss.peak - idle < 48 * MIB, f"peak RSS grew {(rss.peak - idle) / MIB:.0f} MiB"
-        with bench.RssSampler(server.pid) as rss:
+        with RssSampler(server.pid) as rss:
             status, _, raw = _post(server.url, "/v1/score/batch",
                                    orjson.dumps({"protocol_version": "1", "items": [item] * 2}))
         assert status == 200 and all("score" in r for r in orjson.loads(raw)["results"]), raw[:300]
@@ -239,7 +241,7 @@ def test_flac_of_unknown_length_is_decoded_as_a_stream_and_stops_at_the_limit() 
         assert status == 200, raw  # was refused: "holds 384307168202282.3 s of audio"
         assert abs(orjson.loads(raw)["duration_s"] - 5.0) < 1e-3
         idle = _rss(server)
-        with bench.RssSampler(server.pid) as rss:
+        with RssSampler(server.pid) as rss:
             long = _file_item(_flac(600, 48_000, unknown_length=True))
             status, _, raw = _post(server.url, "/v1/score", orjson.dumps({"protocol_version": "1", **long}))
         assert status == 400 and _error(raw).code == "audio_too_long", raw
@@ -343,7 +345,7 @@ def test_client_leaving_mid_body_is_counted_client_closed_and_logged_at_info() -
                              b"Content-Length: 100000\r\n\r\n" + b" " * 1000)
                 time.sleep(0.2)
         time.sleep(0.5)
-        metrics = bench.read_metrics(server.url)
+        metrics = read_metrics(server.url)
         log = server.log_tail(100_000)
     closed = 'audio_reward_requests_total{endpoint="/v1/score",status="client_closed"}'
     assert metrics.get(closed) == 3, {k: v for k, v in metrics.items() if "requests_total" in k}
@@ -354,7 +356,7 @@ def test_client_leaving_mid_body_is_counted_client_closed_and_logged_at_info() -
 
 @pytest.mark.parametrize("method, path", [("POST", "/score/"), ("POST", "/v1/score/"), ("POST", "/v1/score/batch/"),
                                           ("GET", "/v1/info/"), ("GET", "/healthz/")])
-def test_trailing_slash_is_a_protocol_404_never_a_redirect(trailing_server: "bench.ServerHandle", method: str,
+def test_trailing_slash_is_a_protocol_404_never_a_redirect(trailing_server: ServerHandle, method: str,
                                                            path: str) -> None:
     conn = http.client.HTTPConnection(*_addr(trailing_server.url), timeout=10)
     conn.request(method, path, body=b"{}" if method == "POST" else None,
@@ -367,7 +369,7 @@ def test_trailing_slash_is_a_protocol_404_never_a_redirect(trailing_server: "ben
 
 
 @pytest.fixture(scope="module")
-def trailing_server() -> Iterator["bench.ServerHandle"]:
+def trailing_server() -> Iterator[ServerHandle]:
     with _server() as server:
         yield server
 

@@ -11,13 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from bench import load
+from tests.testkit.server import running_server
+
 from .budget import LOAD_CONCURRENCY, LOAD_REQUESTS
-from .conftest import bench
 
 
 def test_every_request_answered_exactly_once_with_bounded_memory() -> None:
-    with bench.scorer_server("instant", max_queue=512, max_batch_size=32, max_wait_ms=2) as handle:
-        report = bench.run_load(handle, LOAD_REQUESTS, LOAD_CONCURRENCY)
+    with running_server(instant=True, max_queue=512, max_batch_size=32, max_wait_ms=2) as handle:
+        report = load.run_load(handle, LOAD_REQUESTS, LOAD_CONCURRENCY)
         assert handle.proc.poll() is None
     print("\n".join(report.lines()))
     assert report.errors == 0, report.error_kinds
@@ -31,11 +33,11 @@ def test_baseline_comparison_runs_both_checkouts_and_prints_the_ratio(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # The documented form: a git archive of another revision beside this checkout (here: this one's HEAD).
     archive = tmp_path / "baseline.tar"
-    subprocess.run(["git", "archive", "-o", str(archive), "HEAD"], cwd=bench.REPO, check=True)
+    subprocess.run(["git", "archive", "-o", str(archive), "HEAD"], cwd=load.REPO, check=True)
     with tarfile.open(archive) as tar:
         tar.extractall(tmp_path / "baseline", filter="data")
     out_json = tmp_path / "compare.json"
-    code = bench.main(["--requests", "200", "--concurrency", "16", "--rounds", "1",
+    code = load.main(["--requests", "200", "--concurrency", "16", "--rounds", "1",
                        "--baseline", str(tmp_path / "baseline"), "--json", str(out_json)])
     printed = capsys.readouterr().out
     assert code == 0, printed

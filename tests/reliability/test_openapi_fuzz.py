@@ -3,7 +3,7 @@
 Every documented operation gets generated requests (valid by the schema and
 mutated away from it): no answer may be a 5xx, and statuses, content types
 and bodies must be the documented ones. The server runs the instant engine
-of ``bench/load.py`` behind an API key, so generated requests that are valid
+of ``tests/testkit/instant_engine.py`` behind an API key, so generated requests that are valid
 get scored at once; ``AUDIO_REWARD_SCHEMATHESIS_EXAMPLES`` bounds examples
 per operation.
 """
@@ -15,24 +15,26 @@ from typing import Any, Iterator
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.generation import GenerationMode
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     response_schema_conformance,
     status_code_conformance,
 )
-from schemathesis.checks import not_a_server_error
-from schemathesis.generation import GenerationMode
+
+from tests.testkit.server import ServerHandle, running_server
 
 from .budget import SCHEMATHESIS_EXAMPLES
-from .conftest import API_KEY, bench
+from .conftest import API_KEY
 
 HEADERS = {"Authorization": f"Bearer {API_KEY}"}
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 
 @pytest.fixture(scope="module")
-def openapi_server() -> Iterator["bench.ServerHandle"]:
-    with bench.scorer_server("instant", env={"AUDIO_REWARD_API_KEY": API_KEY}, max_body_bytes=4 * 2**20,
+def openapi_server() -> Iterator[ServerHandle]:
+    with running_server(instant=True, env={"AUDIO_REWARD_API_KEY": API_KEY}, max_body_bytes=4 * 2**20,
                              max_wait_ms=1) as handle:
         yield handle
 
@@ -43,7 +45,7 @@ def _operations(url: str) -> list[Any]:
 
 
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=lambda m: m.value)
-def test_documented_api_never_5xx_and_answers_as_documented(openapi_server: "bench.ServerHandle",
+def test_documented_api_never_5xx_and_answers_as_documented(openapi_server: ServerHandle,
                                                             mode: GenerationMode) -> None:
     operations = _operations(openapi_server.url)
     labels = {op.label for op in operations}

@@ -23,9 +23,10 @@ import pytest
 
 from audio_reward.protocol import ErrorResponse
 from audio_reward.scorer_server.http import auth
+from tests.testkit.server import ServerHandle
 
 from .bad_inputs import valid_request
-from .conftest import API_KEY, BODY_LIMIT, bench
+from .conftest import API_KEY, BODY_LIMIT
 
 SCORING = [("POST", "/v1/score"), ("POST", "/score"), ("POST", "/v1/score/batch"), ("GET", "/v1/info")]
 # Bodies that pass auth but fail validation: a 400 proves the key was accepted without running the model.
@@ -58,7 +59,7 @@ WRONG_KEYS = {
 
 @pytest.mark.parametrize("method, path", SCORING)
 @pytest.mark.parametrize("how", list(WRONG_KEYS))
-def test_missing_or_wrong_key_is_401_on_every_scoring_endpoint(tiny_server: "bench.ServerHandle", method: str,
+def test_missing_or_wrong_key_is_401_on_every_scoring_endpoint(tiny_server: ServerHandle, method: str,
                                                                 path: str, how: str) -> None:
     target = path + (f"?api_key={API_KEY}" if how == "key in the query only" else "")
     resp = _call(tiny_server.url, method, target if method == "GET" else path, WRONG_KEYS[how])
@@ -71,19 +72,19 @@ def test_missing_or_wrong_key_is_401_on_every_scoring_endpoint(tiny_server: "ben
 
 @pytest.mark.parametrize("method, path", SCORING)
 @pytest.mark.parametrize("header", ["Authorization", "X-API-Key"])
-def test_right_key_passes(tiny_server: "bench.ServerHandle", method: str, path: str, header: str) -> None:
+def test_right_key_passes(tiny_server: ServerHandle, method: str, path: str, header: str) -> None:
     value = f"Bearer {API_KEY}" if header == "Authorization" else API_KEY
     resp = _call(tiny_server.url, method, path, {header: value})
     assert resp.status_code == (200 if method == "GET" else 400), resp.text
 
 
-def test_right_key_scores(tiny_server: "bench.ServerHandle", auth_headers: dict[str, str]) -> None:
+def test_right_key_scores(tiny_server: ServerHandle, auth_headers: dict[str, str]) -> None:
     resp = httpx.post(tiny_server.url + "/v1/score", json=valid_request(), headers=auth_headers, timeout=60)
     assert resp.status_code == 200 and 0.0 <= resp.json()["score"] <= 1.0
 
 
 @pytest.mark.parametrize("path", ["/healthz", "/readyz", "/metrics"])
-def test_health_and_metrics_need_no_key(tiny_server: "bench.ServerHandle", path: str) -> None:
+def test_health_and_metrics_need_no_key(tiny_server: ServerHandle, path: str) -> None:
     resp = httpx.get(tiny_server.url + path, timeout=10)
     assert resp.status_code == 200
     assert API_KEY not in resp.text
@@ -157,7 +158,7 @@ def _file_and_url_payloads(port: int) -> list[tuple[str, dict[str, Any]]]:
     return cases
 
 
-def test_no_field_makes_the_server_read_a_file_or_fetch_a_url(tiny_server: "bench.ServerHandle",
+def test_no_field_makes_the_server_read_a_file_or_fetch_a_url(tiny_server: ServerHandle,
                                                                 auth_headers: dict[str, str],
                                                                 listener: _Listener) -> None:
     failures = []
@@ -216,7 +217,7 @@ def _content_length(head: bytes) -> int:
 
 
 @pytest.mark.parametrize("with_key", [True, False])
-def test_huge_content_length_is_refused_at_once(tiny_server: "bench.ServerHandle", with_key: bool) -> None:
+def test_huge_content_length_is_refused_at_once(tiny_server: ServerHandle, with_key: bool) -> None:
     host, port = _raw(tiny_server.url)
     key = f"Authorization: Bearer {API_KEY}\r\n" if with_key else ""
     with socket.create_connection((host, port), timeout=10) as sock:
@@ -232,7 +233,7 @@ def test_huge_content_length_is_refused_at_once(tiny_server: "bench.ServerHandle
     assert ErrorResponse.model_validate(body).error.code == ("payload_too_large" if with_key else "unauthorized")
 
 
-def test_chunked_body_growing_past_the_limit_is_cut_off(tiny_server: "bench.ServerHandle") -> None:
+def test_chunked_body_growing_past_the_limit_is_cut_off(tiny_server: ServerHandle) -> None:
     host, port = _raw(tiny_server.url)
     chunk = b" " * 65_536
     sent = 0
@@ -259,7 +260,7 @@ def test_chunked_body_growing_past_the_limit_is_cut_off(tiny_server: "bench.Serv
     assert sent <= BODY_LIMIT + 8 * 2**20, f"sent {sent / 2**20:.0f} MiB before the 413"
 
 
-def test_body_limit_applies_to_declared_length_at_exactly_the_limit(tiny_server: "bench.ServerHandle",
+def test_body_limit_applies_to_declared_length_at_exactly_the_limit(tiny_server: ServerHandle,
                                                                       auth_headers: dict[str, str]) -> None:
     host, port = _raw(tiny_server.url)
     conn = http.client.HTTPConnection(host, port, timeout=30)

@@ -1,0 +1,229 @@
+"""``audio-reward score`` and ``audio-reward eval`` against a real loopback server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from audio_reward.cli import main
+from audio_reward.scorer_client import ClientSettings
+from audio_reward.scorer_client.evaluate import load_rows, run_eval, summarize
+from tests.testkit.fault_server import (
+    Batch,
+    FaultServer,
+    ItemError,
+    Score,
+    Seen,
+    Status,
+    always_score,
+)
+
+
+def write_manifest(root: Path, tone: np.ndarray, n: int) -> Path:
+    (root / "wavs").mkdir()
+    rows = []
+    for i in range(n):
+        sf.write(root / "wavs" / f"u{i}.wav", tone[: 1600 + 200 * i], 16000)
+        rows.append({"audio": f"wavs/u{i}.wav", "text": f"utterance {i}", "id": f"u{i}"})
+    rows.append({"audio": "wavs/missing.wav", "text": "gone", "id": "missing"})
+    rows.append({"audio": "wavs/u0.wav", "text": "dup", "id": "u0"})
+    rows.append({"text": "no audio"})
+    manifest = root / "manifest.jsonl"
+    manifest.write_text("\n".join(json.dumps(r) for r in rows) + "\nnot json\n")
+    return manifest
+
+
+def test_eval_writes_report_and_resumes(fault_server: FaultServer, tone: np.ndarray, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = write_manifest(tmp_path, tone, 12)
+    out = tmp_path / "report"
+    # First run: the first two requests get a final item error; each utterance is its own request.
+    crashers: set[str] = set()
+
+    def first_policy(seen: Seen):  # noqa: ANN202
+        if fault_server.http_requests["batch"] <= 2:
+            crashers.update(seen.request_ids)
+        return Batch([ItemError("engine_failed", retryable=False) if rid in crashers else Score({"wer": 0.05})
+                      for rid in seen.request_ids])
+
+    fault_server.policy = first_policy
+    base = ["eval", str(manifest), "--out", str(out), "--url", fault_server.url, "--no-progress", "--chunk-size", "4"]
+    assert main(base) == 1
+    assert len(crashers) == 2 and fault_server.http_requests["batch"] == 12  # one request per utterance
+    rows = load_rows(out / "utterances.jsonl")
+    failed = {uid for uid, r in rows.items() if r["status"] == "error"}
+    assert len(failed) == 2 + 4  # two item errors, the missing file, the duplicate, the row without audio, bad JSON
+    assert rows["missing"]["error"]["code"] == "audio_not_found"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["utterances"] == 16 and summary["scored"] == 10 and summary["failed"] == 6
+    assert summary["cer_percent"] == 0.0 and summary["wer_percent"] == 5.0
+    assert summary["score"]["histogram"] and sum(b["count"] for b in summary["score"]["histogram"]) == 10
+    assert {f["reason"] for f in summary["failures"]} >= {"engine_failed", "audio_not_found", "bad_manifest_row"}
+    for png in ("cer_histogram.png", "score_vs_duration.png", "cer_by_duration.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert png in summary["plots"]
+    assert "CER (mean of per-utterance, %)" in (out / "summary.md").read_text()
+    assert "CER 0.00 %" in capsys.readouterr().out
+
+    # Second run: only the two failed utterances are sent again, nothing is scored twice.
+    scored_before = sum(fault_server.scored.values())
+    fault_server.policy = always_score
+    with open(out / "utterances.jsonl", "a") as f:
+        f.write('{"id": "torn", "sta')  # an interrupted write
+    assert main(base) == 1  # the manifest's bad rows still fail
+    assert sum(fault_server.scored.values()) == scored_before + 2
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["utterances"] == 16 and summary["scored"] == 12 and summary["failed"] == 4
+    assert "torn" not in load_rows(out / "utterances.jsonl")
+
+
+def test_eval_counts_every_item_once_on_the_bar_and_in_the_summary(fault_server: FaultServer, tone: np.ndarray,
+                                                                   tmp_path: Path) -> None:
+    manifest = write_manifest(tmp_path, tone, 5)
+    seen_rows: list[dict] = []
+    started: list[tuple[int, int]] = []
+    settings = ClientSettings(fault_server.url, concurrency=2, chunk_size=1)
+    summary = asyncio.run(run_eval(manifest, tmp_path / "out", settings, on_start=lambda *a: started.append(a),
+                                   on_row=seen_rows.append, plots=False))
+    assert started == [(9, 0)]  # 5 utterances, a missing file, a duplicate, a row without audio, bad JSON
+    assert len(seen_rows) == summary["utterances"] == 9
+    assert sum(r["status"] != "ok" for r in seen_rows) == summary["failed"] == 4
+    # Rows reach the file as each item finishes: the file has every row the callback saw, in order.
+    lines = (tmp_path / "out" / "utterances.jsonl").read_text().splitlines()
+    assert [json.loads(line)["id"] for line in lines] == [r["id"] for r in seen_rows]
+
+
+def test_eval_progress_bar_shows_failures(fault_server: FaultServer, tone: np.ndarray, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = write_manifest(tmp_path, tone, 3)
+    assert main(["eval", str(manifest), "--out", str(tmp_path / "out"), "--url", fault_server.url]) == 1
+    err = capsys.readouterr().err
+    assert "7/7" in err and "failed=4" in err
+    assert f"audio-reward eval: urls = {fault_server.url}" in err
+
+
+def test_eval_reports_timeouts(fault_server: FaultServer, tone: np.ndarray, tmp_path: Path,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = write_manifest(tmp_path, tone, 3)
+    fault_server.policy = lambda seen: Status(504, "timeout", retryable=True)
+    out = tmp_path / "out"
+    assert main(["eval", str(manifest), "--out", str(out), "--url", fault_server.url, "--no-progress",
+                 "--max-retries", "0"]) == 1
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["timeouts"] == 3 and summary["failed"] == 3 + 4
+    assert "(timeouts 3)" in capsys.readouterr().out
+    assert "of which timeouts (504 or no answer in time) | 3" in (out / "summary.md").read_text()
+    assert "(timeout)" in (out / "report.html").read_text()
+
+
+def test_eval_refuses_to_resume_with_a_scorer_that_scores_differently(fault_server: FaultServer, tone: np.ndarray,
+                                                                       tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = write_manifest(tmp_path, tone, 2)
+    out = tmp_path / "out"
+    base = ["eval", str(manifest), "--out", str(out), "--url", fault_server.url, "--no-progress"]
+    assert main(base) == 1
+    rows_before = (out / "utterances.jsonl").read_text()
+    fault_server.info = {**fault_server.info, "normalizer": "whisper-english"}
+    capsys.readouterr()
+    assert main(base) == 2
+    err = capsys.readouterr().err
+    assert "scores differently" in err and 'normalizer: null != "whisper-english"' in err
+    assert (out / "utterances.jsonl").read_text() == rows_before  # nothing lost, nothing added
+
+
+def test_eval_fails_fast_without_its_extras(fault_server: FaultServer, tone: np.ndarray, tmp_path: Path) -> None:
+    blocker = tmp_path / "blocked" / "matplotlib"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('blocked for the test')\n")
+    manifest = write_manifest(tmp_path, tone, 2)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocker.parent), *sys.path])}
+    proc = subprocess.run([sys.executable, "-m", "audio_reward.cli", "eval", str(manifest), "--out",
+                           str(tmp_path / "out"), "--url", fault_server.url], capture_output=True, text=True, env=env)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "matplotlib" in proc.stderr and "pip install" in proc.stderr
+    assert sum(fault_server.http_requests.values()) == 0 and not (tmp_path / "out").exists()
+
+
+def test_eval_html_report_is_self_contained(fault_server: FaultServer, tone: np.ndarray, tmp_path: Path) -> None:
+    manifest = write_manifest(tmp_path, tone, 3)
+    out = tmp_path / "out"
+    main(["eval", str(manifest), "--out", str(out), "--url", fault_server.url, "--no-progress"])
+    page = (out / "report.html").read_text()
+    sources = re.findall(r'(?:src|href)="([^"]+)"', page)
+    assert sources and all(s.startswith("data:") for s in sources), [s[:40] for s in sources if not s.startswith("data:")]
+    assert sum(s.startswith("data:image/png;base64,") for s in sources) == 3
+    assert sum(s.startswith("data:audio/wav;base64,") for s in sources) == 3  # the worst utterances' audio
+    assert "<th>transcript</th>" in page and "audio_not_found" in page
+
+
+def test_summary_follows_seed_tts_eval() -> None:
+    rows = [{"status": "ok", "score": s, "cer": c, "wer": w} for s, c, w in
+            [(1.0, 0.0, 0.0), (0.5, 0.5, 1.0), (0.9, 0.1, 0.2), (0.0, 1.5, 2.0)]]
+    summary = summarize(rows + [{"status": "error", "id": "x", "error": {"type": "T", "message": "m"}}])
+    assert summary["cer_percent"] == pytest.approx(100 * (0 + 0.5 + 0.1 + 1.5) / 4)  # mean of per-utterance values
+    assert summary["wer_percent"] == pytest.approx(100 * 3.2 / 4)
+    assert summary["score"]["median"] == pytest.approx(0.7)
+    assert summary["failures"] == [{"id": "x", "audio": None, "reason": "T", "message": "m"}]
+
+
+def test_score_command(fault_server: FaultServer, tone: np.ndarray, tmp_path: Path,
+                       capsys: pytest.CaptureFixture[str]) -> None:
+    wav, flac = tmp_path / "a.wav", tmp_path / "b.flac"
+    sf.write(wav, tone, 16000)
+    sf.write(flac, np.stack([tone, tone], axis=1), 16000)
+    (tmp_path / "bad.wav").write_bytes(b"nope")
+    assert main(["score", "--url", fault_server.url, "--text", "hi", "--json", str(wav), str(flac)]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["file"] for r in rows] == [str(wav), str(flac)] and all("score" in r for r in rows)
+    assert main(["score", "--url", fault_server.url, "--text", "hi", str(wav), str(tmp_path / "bad.wav")]) == 1
+    out = capsys.readouterr().out
+    assert "score" in out and "transcript" in out and "AudioFileError" in out
+
+
+def test_commands_default_to_a_local_scorer_and_print_their_settings(tmp_path: Path) -> None:
+    env = {"PATH": "", "AUDIO_REWARD_URL": ""}
+    proc = subprocess.run([sys.executable, "-m", "audio_reward.cli", "eval", "m.jsonl", "--out", str(tmp_path)],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 2 and "audio-reward eval: urls = http://127.0.0.1:8000" in proc.stderr
+    assert "manifest m.jsonl does not exist" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "audio_reward.cli", "eval", str(tmp_path / "none.jsonl"),
+                           "--out", str(tmp_path), "--url", "http://127.0.0.1:9"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 2 and "does not exist" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "audio_reward.cli", "score", "--text", "hi", "x.wav", "--url", "ftp://x"],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 2 and "scorer URL must be http(s)" in proc.stderr
+
+
+def test_score_names_what_is_wrong_with_a_file(fault_server: FaultServer, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "notes.wav").write_text("these are not samples")
+    assert main(["score", "--url", fault_server.url, "--text", "hi", str(tmp_path / "missing.wav"),
+                 str(tmp_path / "notes.wav"), str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert f"{tmp_path / 'missing.wav'} does not exist" in out
+    assert f"{tmp_path / 'notes.wav'} is not an audio file soundfile can read" in out
+    assert f"{tmp_path} is not a file" in out
+    assert "System error" not in out and "<_io." not in out and "LibsndfileError" not in out
+    assert sum(fault_server.http_requests.values()) == 0
+
+
+def test_eval_says_when_the_scorer_is_unreachable(tone: np.ndarray, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.testkit.server import free_port
+
+    manifest = write_manifest(tmp_path, tone, 1)
+    url = f"http://127.0.0.1:{free_port()}"
+    assert main(["eval", str(manifest), "--out", str(tmp_path / "out"), "--url", url, "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot reach the scorer at {url}" in err
+    assert not (tmp_path / "out" / "utterances.jsonl").exists()

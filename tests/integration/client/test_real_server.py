@@ -1,0 +1,162 @@
+"""The client against the real ``audio-reward serve`` (Whisper tiny.en) on loopback, with real speech."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from audio_reward.cli import main
+from audio_reward.scorer_client import (
+    AsyncScorerClient,
+    RequestRejectedError,
+    ScoreItem,
+    ScorerClient,
+    ScoreResult,
+    close_cached_clients,
+    compute_score,
+)
+from audio_reward.scorer_client.evaluate import load_rows
+from tests.testkit.server import running_server
+from tests.testkit.speech import synth_speech
+
+SENTENCES = [
+    "The quick brown fox jumps over the lazy dog.",
+    "Please call Stella and ask her to bring these things with her from the store.",
+    "A rainbow is a division of white light into many beautiful colors.",
+    "She sells sea shells by the sea shore.",
+]
+
+
+async def test_scores_real_speech(scorer_url: str) -> None:
+    wav, rate = synth_speech(SENTENCES[0])
+    async with AsyncScorerClient(scorer_url) as client:
+        good = await client.score(wav, rate, SENTENCES[0], language="en", request_id="fox")
+        wrong = await client.score(wav, rate, "Completely different words here.")
+        assert (await client.info())["protocol_version"] == "1"
+        assert await client.ready()
+    assert good.request_id == "fox" and good.diagnostics["request_id"] == "fox"
+    assert good.score > 0.9 and good.diagnostics["cer"] < 0.1
+    assert "fox" in str(good.diagnostics["transcript"]).lower()
+    assert wrong.score < 0.5 and wrong.diagnostics["cer"] > 0.5
+
+
+async def test_score_many_in_order_through_the_batch_endpoint(scorer_url: str) -> None:
+    items = [ScoreItem(*synth_speech(text), text, request_id=f"s{i}") for i, text in enumerate(SENTENCES)]
+    # The second half is paired with the wrong text: their scores must drop, in their positions.
+    items += [ScoreItem(it.waveform, it.sample_rate, SENTENCES[(i + 1) % 4], request_id=f"x{i}")
+              for i, it in enumerate(items)]
+    async with AsyncScorerClient(scorer_url) as client:
+        results = await client.score_many(items, chunk_size=3, concurrency=2)
+    assert all(isinstance(r, ScoreResult) for r in results)
+    assert [r.request_id for r in results] == [it.request_id for it in items]
+    assert all(r.score > 0.8 for r in results[:4]), [r.score for r in results[:4]]
+    assert all(r.score < 0.5 for r in results[4:]), [r.score for r in results[4:]]
+    assert [r.diagnostics["normalized_reference"] for r in results[:4]] == [
+        t.lower().replace(".", "").replace(",", "") for t in SENTENCES]
+
+
+async def test_final_rejection_is_not_retried(scorer_url: str) -> None:
+    async with AsyncScorerClient(scorer_url, max_retries=3) as client:
+        with pytest.raises(RequestRejectedError) as info:
+            await client.score(np.zeros(8000 * 61, np.float32), 8000, "too long")
+        assert info.value.status in (400, 413, 422) and info.value.code == "audio_too_long"
+        results = await client.score_many([(np.zeros(8000 * 61, np.float32), 8000, "too long"),
+                                           (*synth_speech(SENTENCES[3]), SENTENCES[3])])
+    assert isinstance(results[0], RequestRejectedError) and results[0].code == "audio_too_long"
+    assert isinstance(results[1], ScoreResult) and results[1].score > 0.8
+
+
+async def test_compute_score_on_the_real_server(scorer_url: str) -> None:
+    wav, rate = synth_speech(SENTENCES[2])
+    torch = pytest.importorskip("torch")
+    out = await compute_score(
+        solution_audio=(torch.from_numpy(wav), rate), ground_truth=SENTENCES[2],
+        extra_info={"uid": "abc", "index": np.int64(3), "audio": wav}, data_source="tts",
+        server_url=scorer_url + "/score",
+    )
+    await close_cached_clients()
+    assert out["score"] > 0.8 and isinstance(out["cer"], float)
+    assert all(not isinstance(v, (dict, list)) for v in out.values())
+
+
+def test_sync_client_from_threads(scorer_url: str) -> None:
+    wav, rate = synth_speech(SENTENCES[1])
+    scores: list[float] = []
+    with ScorerClient(scorer_url) as client:
+        def work() -> None:
+            scores.append(client.score(wav, rate, SENTENCES[1]).score)
+
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    assert len(scores) == 4 and min(scores) > 0.8
+
+
+def test_api_key_is_sent_and_a_wrong_one_is_final() -> None:
+    wav, rate = synth_speech(SENTENCES[3])
+    with running_server(model="tiny.en", env={"AUDIO_REWARD_API_KEY": "k-123"}) as server:
+        with ScorerClient(server.url, api_key="k-123") as client:
+            assert client.score(wav, rate, SENTENCES[3]).score > 0.8
+        with ScorerClient(server.url, api_key="wrong", max_retries=3) as client:
+            with pytest.raises(RequestRejectedError) as info:
+                client.score(wav, rate, SENTENCES[3])
+    assert info.value.status == 401
+
+
+def test_eval_report_and_resume(scorer_url: str, tmp_path: Path) -> None:
+    (tmp_path / "audio").mkdir()
+    rows = []
+    for i, text in enumerate(SENTENCES):
+        wav, rate = synth_speech(text)
+        sf.write(tmp_path / "audio" / f"{i}.flac" if i % 2 else tmp_path / "audio" / f"{i}.wav", wav, rate)
+        rows.append({"audio": f"audio/{i}.flac" if i % 2 else f"audio/{i}.wav", "text": text, "id": f"utt{i}",
+                     "language": "en"})
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out"
+    args = ["eval", str(manifest), "--out", str(out), "--url", scorer_url, "--no-progress"]
+    assert main(args) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["scored"] == 4 and summary["failed"] == 0
+    assert summary["cer_percent"] < 5 and summary["wer_percent"] < 25  # "sea shore" may come back as one word
+    assert summary["score"]["p10"] > 0.8
+    assert sorted(summary["plots"]) == ["cer_by_duration.png", "cer_histogram.png", "report.html",
+                                        "score_vs_duration.png"]
+    for png in (p for p in summary["plots"] if p.endswith(".png")):
+        assert (out / png).read_bytes()[:4] == b"\x89PNG"
+    # FLAC and WAV audio both play in the report.
+    page = (out / "report.html").read_text()
+    assert "data:audio/flac;base64," in page and "data:audio/wav;base64," in page
+    # An interrupted run: only two rows made it to disk, the second torn mid-line.
+    lines = (out / "utterances.jsonl").read_text().splitlines(keepends=True)
+    (out / "utterances.jsonl").write_text(lines[0] + lines[1][:20])
+    assert main(args) == 0
+    after = (out / "utterances.jsonl").read_text().splitlines()
+    assert len(after) == 4  # one kept, three scored now: none twice
+    assert sorted(load_rows(out / "utterances.jsonl")) == ["utt0", "utt1", "utt2", "utt3"]
+    assert json.loads((out / "summary.json").read_text())["scored"] == 4
+    # A finished run has nothing left to send.
+    assert main(args) == 0
+    assert len((out / "utterances.jsonl").read_text().splitlines()) == 4
+
+
+def test_many_loops_many_calls(scorer_url: str) -> None:
+    wav, rate = synth_speech(SENTENCES[0])
+
+    async def burst() -> list[dict]:
+        try:
+            return await asyncio.gather(*[
+                compute_score((wav, rate), SENTENCES[0], server_url=scorer_url) for _ in range(6)])
+        finally:
+            await close_cached_clients()
+
+    for _ in range(2):
+        assert all(r["score"] > 0.9 for r in asyncio.run(burst()))

@@ -1,0 +1,165 @@
+"""The thread-safe sync client and verl-omni's compute_score signature, on a real loopback server."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+
+import numpy as np
+import pytest
+
+from audio_reward.scorer_client import (
+    AsyncScorerClient,
+    ClientSettings,
+    InvalidInputError,
+    RequestRejectedError,
+    ScorerClient,
+    ScorerUnavailableError,
+    close_cached_clients,
+    compute_score,
+    sanitize_metadata,
+)
+from audio_reward.scorer_client import compute as compute_module
+from tests.testkit.fault_server import (
+    FaultServer,
+    Seen,
+    Status,
+    always_score,
+    expected_score,
+)
+
+
+def test_sync_client_shared_by_threads(fault_server: FaultServer, tone: np.ndarray) -> None:
+    flaky = threading.Lock()
+    fails = {"left": 20}
+
+    def policy(seen: Seen):  # noqa: ANN202
+        with flaky:
+            if fails["left"] > 0:
+                fails["left"] -= 1
+                return Status(503, retry_after="0")
+        return always_score(seen)
+
+    fault_server.policy = policy
+    with ScorerClient(fault_server.url, max_retries=8, backoff=0.001, backoff_max=0.01) as client:
+        def work(worker: int) -> list[str]:
+            out = [client.score(tone, 16000, "x", request_id=f"w{worker}-{i}").request_id for i in range(10)]
+            many = client.score_many([(tone, 16000, "y")] * 5, chunk_size=2)
+            return out + [r.request_id for r in many]
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            ids = [rid for part in pool.map(work, range(8)) for rid in part]
+        thread = client._thread
+        assert client.info()["model"] == "fault"
+        assert client.ready()
+    assert not thread.is_alive()
+    assert len(ids) == len(set(ids)) == 120
+    assert set(fault_server.scored) == set(ids) and set(fault_server.scored.values()) == {1}
+    with pytest.raises(RuntimeError, match="closed"):
+        client.score(tone, 16000, "x")
+    client.close()  # idempotent
+
+
+def test_sync_client_raises_typed_errors(fault_server: FaultServer, tone: np.ndarray) -> None:
+    fault_server.policy = lambda seen: Status(422, code="invalid_sample_rate", retryable=False)
+    with ScorerClient(fault_server.url) as client:
+        with pytest.raises(RequestRejectedError, match="invalid_sample_rate"):
+            client.score(tone, 16000, "x")
+        with pytest.raises(InvalidInputError):
+            client.score([], 16000, "x")
+
+
+def test_sync_client_stops_its_thread_when_dropped(fault_server: FaultServer, tone: np.ndarray) -> None:
+    client = ScorerClient(fault_server.url)
+    client.score(tone, 16000, "x")
+    thread = client._thread
+    del client
+    import gc
+
+    gc.collect()
+    thread.join(5)
+    assert not thread.is_alive()
+
+
+async def test_compute_score_matches_verl_omni_contract(fault_server: FaultServer, tone: np.ndarray) -> None:
+    extra_info = {
+        "id": "sample-1", "seed": np.array(7), "step": np.int64(3), "lr": np.float32(0.5), "ok": True,
+        "nan": float("nan"), "audio": tone, "audio_sample_rate": 16000, "list": [1, 2], "nested": {"a": 1},
+        "language": "en",
+    }
+    result = await compute_score(
+        solution_audio=(tone, 16000), ground_truth="target text", extra_info=extra_info, data_source="tts",
+        server_url=fault_server.url + "/score", max_retries=1, retry_backoff=0.0,
+    )
+    rid = result["request_id"]
+    assert result["score"] == expected_score(rid)
+    assert set(result) == {"score", "cer", "transcript", "request_id", "protocol_version"}
+    # The audio came from solution_audio; extra_info's own audio is not sent again.
+    result2 = await compute_score(None, "from extra_info", extra_info, server_url=fault_server.url)
+    assert result2["score"] == expected_score(result2["request_id"])
+    # One cached client (one session) per loop and setting, however many calls.
+    await asyncio.gather(*[
+        compute_score((tone, 16000), "t", server_url=fault_server.url + "/score", max_retries=1, retry_backoff=0.0)
+        for _ in range(50)
+    ])
+    loop = asyncio.get_running_loop()
+    mine = [c for lp, c in compute_module._clients.values() if lp is loop]
+    assert len(mine) == 2
+    await close_cached_clients()
+    assert all(c.closed for c in mine)
+    assert not [c for lp, c in compute_module._clients.values() if lp is loop]
+
+
+async def test_compute_score_errors(fault_server: FaultServer, tone: np.ndarray) -> None:
+    with pytest.raises(InvalidInputError, match="solution_audio"):
+        await compute_score(None, "t", server_url=fault_server.url)
+    with pytest.raises(ValueError, match="finite number"):
+        await compute_score((tone, 16000), "t", server_url=fault_server.url, timeout=float("nan"))
+    with pytest.raises(ValueError, match="integer"):
+        await compute_score((tone, 16000), "t", server_url=fault_server.url, max_retries=1.5)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        await compute_score((tone, 16000), "t", server_url=fault_server.url, timeout_s=1.0)
+    fault_server.policy = lambda seen: Status(503, retry_after="0")
+    with pytest.raises(ScorerUnavailableError) as info:
+        await compute_score((tone, 16000), "t", server_url=fault_server.url, max_retries=2, retry_backoff=0.0)
+    assert info.value.attempts == 3
+    await close_cached_clients()
+
+
+def test_compute_score_across_asyncio_run_calls(fault_server: FaultServer, tone: np.ndarray) -> None:
+    # Each asyncio.run is a new loop: a new client, and the ended loop's client is forgotten.
+    for _ in range(3):
+        out = asyncio.run(compute_score((tone, 16000), "t", server_url=fault_server.url))
+        assert out["score"] == expected_score(out["request_id"])
+    live = [lp for lp, _ in compute_module._clients.values() if not lp.is_closed()]
+    assert not live
+
+
+def test_sanitize_metadata_rule() -> None:
+    torch = pytest.importorskip("torch")
+    out = sanitize_metadata({
+        "s": "x", "i": 3, "b": False, "n": None, "f": 0.25, "inf": float("inf"), "np0d": np.array(2.5),
+        "npint": np.int32(4), "t1": torch.tensor([1.5]), "tvec": torch.tensor([1.0, 2.0]), "arr": np.zeros(3),
+        "lst": [1], "d": {}, 5: "int-key", "tnan": torch.tensor(float("nan")),
+    })
+    assert out == {"s": "x", "i": 3, "b": False, "n": None, "f": 0.25, "np0d": 2.5, "npint": 4, "t1": 1.5,
+                   "5": "int-key"}
+
+
+def test_settings_from_env_and_url_forms() -> None:
+    env = {"AUDIO_REWARD_URL": "http://a:1/score, http://b:2/v1/score/", "AUDIO_REWARD_MAX_RETRIES": "7",
+           "AUDIO_REWARD_TIMEOUT": "3.5", "AUDIO_REWARD_API_KEY": "k"}
+    s = ClientSettings.from_env(env=env, deadline=9.0)
+    assert s.urls == ("http://a:1/score", "http://b:2/v1/score") and s.max_retries == 7 and s.timeout == 3.5 and s.deadline == 9.0
+    assert "api_key = ***" in s.describe() and "k\n" not in s.describe()
+    assert ClientSettings("http://h/prefix/").urls == ("http://h/prefix",)
+    for bad in ("ftp://x", "localhost:8000", "http://h/score?x=1", ""):
+        with pytest.raises(ValueError):
+            ClientSettings(bad)
+    with pytest.raises(ValueError, match="max_retries"):
+        ClientSettings.from_env(env={**env, "AUDIO_REWARD_MAX_RETRIES": "-1"})
+    with pytest.raises(ValueError, match="no scorer URL"):
+        ClientSettings.from_env(env={})
+    with pytest.raises(ValueError, match="either settings"):
+        AsyncScorerClient("http://a", settings=s)

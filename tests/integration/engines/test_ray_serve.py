@@ -1,0 +1,101 @@
+"""Ray Serve scale-out on CPU: ``audio-reward serve --ray`` with two local tiny.en replicas behind one URL."""
+
+from __future__ import annotations
+
+import concurrent.futures
+from typing import Iterator
+
+import httpx
+import pytest
+
+pytest.importorskip("ray")
+pytest.importorskip("ray.serve")
+
+from audio_reward.protocol import encode_f32  # noqa: E402
+from audio_reward.scorer_server.ray_serve import REPLICA_HEADER, ScaleOutConfig  # noqa: E402
+from tests.testkit.server import running_server  # noqa: E402
+from tests.testkit.speech import synth_speech  # noqa: E402
+
+TEXT = "The quick brown fox jumps over the lazy dog."
+OTHER = "Seven purple elephants were painting the kitchen on a rainy Tuesday."
+
+
+@pytest.fixture(scope="module")
+def ray_scorer_url() -> Iterator[str]:
+    """The real command line in a subprocess; SIGTERM at the end shuts the deployment and Ray down."""
+    with running_server(
+        ray=True, model="tiny.en", cpu_threads=1, max_wait_ms=5.0,
+        min_replicas=2, max_replicas=2, gpus_per_replica=0, cpus_per_replica=0.5, max_ongoing_requests=8,
+        env={"RAY_ADDRESS": ""}, ready_timeout_s=300,
+    ) as server:
+        yield server.url
+
+
+def _body(text: str, prompt: str) -> dict[str, object]:
+    audio, rate = synth_speech(text)
+    return {"protocol_version": "1", "waveform_f32_base64": encode_f32(audio), "num_samples": len(audio),
+            "sample_rate": rate, "prompt": prompt}
+
+
+def test_requests_reach_both_replicas_and_score_correctly(ray_scorer_url: str) -> None:
+    good, bad = _body(TEXT, TEXT), _body(TEXT, OTHER)
+
+    def post(i: int) -> httpx.Response:
+        return httpx.post(f"{ray_scorer_url}/v1/score", json=good if i % 2 == 0 else bad, timeout=120)
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        responses = list(pool.map(post, range(24)))
+    assert all(r.status_code == 200 for r in responses), [r.text for r in responses if r.status_code != 200]
+    replicas = {r.headers[REPLICA_HEADER] for r in responses}
+    assert len(replicas) == 2
+    for i, r in enumerate(responses):
+        score = r.json()["score"]
+        assert score >= 0.9 if i % 2 == 0 else score <= 0.4
+
+
+def test_every_endpoint_is_served_through_the_proxy(ray_scorer_url: str) -> None:
+    info = httpx.get(f"{ray_scorer_url}/v1/info", timeout=30)
+    assert info.status_code == 200 and info.json()["engine"]["model_id"] == "tiny.en"
+    assert httpx.get(f"{ray_scorer_url}/readyz", timeout=30).status_code == 200
+    batch = {"protocol_version": "1", "items": [_body(TEXT, TEXT), _body(OTHER, OTHER)]}
+    results = httpx.post(f"{ray_scorer_url}/v1/score/batch", json=batch, timeout=120).json()["results"]
+    assert [r["score"] >= 0.9 for r in results] == [True, True]
+    missing = httpx.get(f"{ray_scorer_url}/nope", timeout=30)
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+
+
+def test_scale_config_maps_to_ray_options() -> None:
+    opts = ScaleOutConfig(min_replicas=1, max_replicas=4, target_ongoing_requests=16).deployment_options()
+    assert opts["autoscaling_config"]["target_ongoing_requests"] == 16
+    assert opts["autoscaling_config"]["max_replicas"] == 4 and opts["ray_actor_options"]["num_gpus"] == 1.0
+    fixed = ScaleOutConfig(min_replicas=2, max_replicas=2, gpus_per_replica=0).deployment_options()
+    assert fixed["num_replicas"] == 2 and "num_gpus" not in fixed["ray_actor_options"]
+    with pytest.raises(ValueError):
+        ScaleOutConfig(min_replicas=3, max_replicas=2).deployment_options()
+
+
+def test_replicas_run_the_drivers_settings_not_their_nodes_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from audio_reward.scorer_server.ray_serve import ScorerReplica, shipped
+    from audio_reward.scorer_server.settings import ServerSettings
+
+    monkeypatch.setenv("AUDIO_REWARD_SERVER_HOST", "0.0.0.0")
+    monkeypatch.setenv("AUDIO_REWARD_SERVER_PORT", "9123")
+    driver = ServerSettings(max_queue=7, reward={"formula": "exp"})
+    assert (driver.host, driver.port) == ("0.0.0.0", 9123)  # host and port from the environment are honoured
+    monkeypatch.setenv("AUDIO_REWARD_SERVER_MAX_QUEUE", "99")  # what a replica's node would say
+    replica = ScorerReplica(shipped(driver))
+    assert replica.settings.max_queue == 7 and replica.settings.port == 9123
+    assert replica.settings.reward.formula == "exp"
+
+
+def test_scale_out_flags_are_generated_from_the_config() -> None:
+    import argparse
+
+    from audio_reward.scorer_server.scale_out import add_scale_out_flags, scale_out_from_args
+
+    parser = argparse.ArgumentParser()
+    add_scale_out_flags(parser)
+    scale = scale_out_from_args(parser.parse_args(["--min-replicas", "2", "--max-replicas", "3",
+                                                   "--gpus-per-replica", "0", "--address", "auto"]))
+    assert (scale.min_replicas, scale.max_replicas, scale.gpus_per_replica, scale.address) == (2, 3, 0.0, "auto")
+    assert scale_out_from_args(parser.parse_args([])) == ScaleOutConfig()

@@ -1,0 +1,112 @@
+"""Errors a person can act on: what the server and ``serve`` say for the usual mistakes."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import httpx
+import pytest
+
+from audio_reward.protocol import encode_f32, encode_file
+from tests.testkit.server import REPO_ROOT
+from tests.testkit.speech import synth_speech
+
+TEXT = "The quick brown fox jumps over the lazy dog."
+
+
+def _post(url: str, payload: object) -> httpx.Response:
+    return httpx.post(url, json=payload, timeout=60)
+
+
+def test_non_audio_file_is_named_without_a_python_repr(scorer_url: str) -> None:
+    for raw, says in [(b"just some notes\n" * 8, "looks like text"),
+                      (b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n", "Portable Document Format")]:
+        r = _post(f"{scorer_url}/v1/score", {"protocol_version": "1", "prompt": TEXT,
+                                              "audio_file_base64": base64.b64encode(raw).decode()})
+        error = r.json()["error"]
+        assert r.status_code == 400 and error["code"] == "invalid_audio_file"
+        assert says in error["message"] and "WAV or FLAC" in error["message"]
+        assert "<_io" not in error["message"] and "0x" not in error["message"]
+
+
+def test_missing_fields_are_named_as_missing(scorer_url: str) -> None:
+    audio, rate = synth_speech(TEXT)
+    body = {"waveform_f32_base64": encode_f32(audio), "sample_rate": rate, "prompt": TEXT}
+    error = _post(f"{scorer_url}/v1/score", body).json()["error"]
+    assert error["code"] == "missing_field" and error["path"] == "$.protocol_version"
+    assert "'protocol_version' is missing" in error["message"] and "None" not in error["message"]
+    batch = _post(f"{scorer_url}/v1/score/batch", {"items": [body]}).json()["error"]
+    assert batch["code"] == "missing_field" and "'protocol_version' is missing" in batch["message"]
+    no_prompt = _post(f"{scorer_url}/v1/score",
+                      {"protocol_version": "1", "audio_file_base64": encode_file(audio, rate)})
+    assert no_prompt.json()["error"]["message"] == "$.prompt: required field 'prompt' is missing"
+    no_audio = _post(f"{scorer_url}/v1/score", {"protocol_version": "1", "prompt": TEXT}).json()["error"]
+    assert no_audio["message"].startswith("$: the audio is missing: send one of waveform_f32_base64")
+
+
+def test_multipart_and_raw_audio_to_json_endpoints_get_415_with_a_hint(scorer_url: str) -> None:
+    audio, rate = synth_speech(TEXT)
+    wav = base64.b64decode(encode_file(audio, rate))
+    for path in ("/v1/score", "/score", "/v1/score/batch"):
+        r = httpx.post(f"{scorer_url}{path}", files={"file": ("speech.wav", wav)}, data={"prompt": TEXT}, timeout=60)
+        error = r.json()["error"]
+        assert r.status_code == 415 and error["code"] == "unsupported_media_type", r.text
+        assert "multipart/form-data" in error["message"] and "audio_file_base64" in error["message"]
+        assert "/v1/audio/transcriptions" in error["message"] and "surrogates" not in error["message"]
+    raw = httpx.post(f"{scorer_url}/v1/score", content=wav, headers={"Content-Type": "audio/wav"}, timeout=60)
+    assert raw.status_code == 415 and "base64-encoded in audio_file_base64" in raw.json()["error"]["message"]
+
+
+def test_json_sent_the_way_curl_d_sends_it_still_scores(scorer_url: str) -> None:
+    audio, rate = synth_speech(TEXT)
+    body = json.dumps({"protocol_version": "1", "prompt": TEXT, "audio_file_base64": encode_file(audio, rate)})
+    r = httpx.post(f"{scorer_url}/v1/score", content=body,
+                   headers={"Content-Type": "application/x-www-form-urlencoded"}, timeout=60)
+    assert r.status_code == 200 and r.json()["score"] >= 0.9
+
+
+def test_binary_garbage_is_described_not_parsed(scorer_url: str) -> None:
+    r = httpx.post(f"{scorer_url}/v1/score", content=b"\x89PNG\r\n\x1a\n" + bytes(range(256)),
+                   headers={"Content-Type": "application/json"}, timeout=60)
+    error = r.json()["error"]
+    assert r.status_code == 400 and error["code"] == "malformed_json"
+    assert "not UTF-8 text" in error["message"] and "Portable Network Graphics" in error["message"]
+
+
+@pytest.fixture(scope="module")
+def base_only_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtual environment with audio-reward's base dependencies only (no server extra)."""
+    root = tmp_path_factory.mktemp("base-venv")
+    venv.EnvBuilder(with_pip=True).create(root)
+    python = root / "bin" / "python"
+    base = ["pydantic>=2.6", "numpy>=1.24", "aiohttp>=3.9", "httpx>=0.27", "orjson>=3.9", "pybase64>=1.3",
+            "soundfile>=0.12", "puremagic>=1.20"]
+    subprocess.run([str(python), "-m", "pip", "install", "-q", *base], check=True, timeout=600)
+    return python
+
+
+@pytest.mark.parametrize(("flags", "needs"), [
+    ([], "needs the 'server' extra (no module named 'fastapi'): run pip install -e '.[server]'"),
+    (["--model", "base"], "needs the 'server' and 'base-model' extras (no module named 'fastapi'): "
+                          "run pip install -e '.[server,base-model]'"),
+])
+def test_serve_without_its_extras_says_what_to_install(base_only_python: Path, flags: list[str], needs: str) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run([str(base_only_python), "-m", "audio_reward.cli", "serve", *flags], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.strip() == f"audio-reward serve: {needs} in your audio-reward checkout"
+
+
+def test_serve_with_every_extra_passes_the_extras_check() -> None:
+    # The same check in the full environment: nothing is missing, so serve goes on to its settings.
+    done = subprocess.run([sys.executable, "-m", "audio_reward.cli", "serve", "--model", "base", "--port", "-1"],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "invalid settings" in done.stderr and "extra" not in done.stderr

@@ -1,0 +1,288 @@
+"""Before/after evaluation of a tiny random Qwen3-TTS and a "trained" talker-only export of it.
+
+The base is a tiny random Qwen3-TTS *Base* model (speaker encoder, 12 Hz
+speech tokenizer) saved as Qwen3-TTS-12Hz-0.6B-Base is laid out; the
+trained checkpoint is its talker with perturbed weights, saved the way
+verl-omni's talker actor exports it (``talker.*`` tensors only).  Both
+synthesise the held-out sentences in this TTS environment with the run's
+speaker embedding, a real ``audio-reward serve`` (Whisper tiny.en) scores
+them, and ``eval_results.json`` is checked against its committed schema and
+against the per-utterance rows.
+
+Runs in the TTS environment (``scripts/envs/tts.sh``); skipped where qwen-tts
+is not installed:
+
+    AUDIO_REWARD_SERVER_PYTHON=.venv/bin/python \\
+        .venv-tts/bin/python -m pytest -q tests/integration/trainer/test_eval_checkpoints.py
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+if importlib.util.find_spec("qwen_tts") is None:
+    pytest.skip("qwen-tts is not installed (build the TTS environment with scripts/envs/tts.sh)",
+                allow_module_level=True)
+pytest.importorskip("pyarrow")
+jsonschema = pytest.importorskip("jsonschema")
+
+from tests.testkit import tiny_qwen3_tts as tiny  # noqa: E402
+
+tiny.import_qwen_tts()
+
+from audio_reward.protocol.schema import SCHEMA_DIR  # noqa: E402
+from audio_reward.scorer_client.evaluate import load_rows  # noqa: E402
+from audio_reward.trainer_plugin.model_folder import FolderKind, inspect_folder  # noqa: E402
+from audio_reward.trainer_plugin.recipes.qwen3_tts_grpo import (  # noqa: E402
+    eval_checkpoints,
+    prepare_data,
+)
+from audio_reward.trainer_plugin.recipes.qwen3_tts_grpo.splice import splice_talker  # noqa: E402
+
+SENTENCES = [
+    "The quick brown fox jumps over the lazy dog.", "Please call Stella.", "A short one.",
+    "She sells sea shells.", "Good morning everyone.", "How are you today?", "It is raining again.",
+    "Bring the blue book.", "Turn left at the corner.", "The train leaves at noon.",
+    # A repeat that differs only in case and punctuation: prepare_data must keep both copies on one side.
+    "please call stella!",
+]
+LIMIT = 4
+
+
+@dataclass
+class Folders:
+    root: Path
+    base: Path
+    trained: Path  # talker-only export
+    trained_full: Path  # the same trained model saved whole, to check the splice against
+    spk_embed: Path
+    train: Path
+    val: Path
+
+
+def perturbed_talker(tts: tiny.TinyQwen3TTS, speaker: torch.Tensor, seed: int = 7,
+                     scale: float = 0.5) -> dict[str, torch.Tensor]:
+    """The talker's tensors with noise added to what GRPO trains (talker.model.*, talker.codec_head.*).
+
+    The codec head's EOS row also points along the talker's mean hidden state, the way a
+    policy rewarded for the text's length learns to stop: the random base runs to the
+    frame limit, the "trained" talker stops early, so the two runs' rows really differ.
+    ``tts`` is changed in place.
+    """
+    model = tts.model
+    gen = torch.Generator().manual_seed(seed)
+    out = {}
+    for name, tensor in model.state_dict().items():
+        if not name.startswith("talker."):
+            continue
+        value = tensor.detach().clone()
+        if name.startswith(("talker.model.", "talker.codec_head.")) and value.is_floating_point():
+            value += scale * value.std().nan_to_num(1.0).clamp(min=1e-3) * torch.randn(value.shape, generator=gen)
+        out[name] = value.contiguous()
+    model.load_state_dict(out, strict=False)
+    hidden: list[torch.Tensor] = []
+    hook = model.talker.codec_head.register_forward_hook(
+        lambda _m, args, _o: hidden.append(args[0].detach().reshape(-1, args[0].shape[-1])))
+    n = 4
+    try:
+        model.generate(input_ids=[tts.tokenize(t) for t in SENTENCES[:n]], languages=["auto"] * n,
+                       voice_clone_prompt={"ref_code": [None] * n, "ref_spk_embedding": [speaker] * n,
+                                           "x_vector_only_mode": [True] * n, "icl_mode": [False] * n},
+                       non_streaming_mode=True, max_new_tokens=tiny.GENERATION_CONFIG["max_new_tokens"],
+                       do_sample=False, subtalker_dosample=False)
+    finally:
+        hook.remove()
+    states = torch.cat(hidden)
+    direction = states.mean(0)
+    weight = out["talker.codec_head.weight"]
+    weight[tiny.CODEC_EOS] = direction / direction.norm() ** 2 * (states @ weight.T).max(1).values.mean()
+    model.load_state_dict(out, strict=False)
+    return out
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory: pytest.TempPathFactory) -> Folders:
+    from safetensors.torch import save_file
+
+    root = tmp_path_factory.mktemp("eval-ckpt")
+    tts = tiny.build_tiny_qwen3_tts(seed=0, model_type="base")
+    base = tiny.save_tiny_qwen3_tts(tts, root / "base")
+    # The run's speaker embedding, as the speaker tool makes it: the base's encoder on a 24 kHz reference.
+    t = np.arange(48000, dtype=np.float32) / 24000
+    reference = (0.2 * np.sin(2 * np.pi * 180 * t) * (1 + np.sin(2 * np.pi * 3 * t))).astype(np.float32)
+    speaker = tts.model.extract_speaker_embedding(reference, 24000).float().reshape(-1)
+    spk = root / "voice.json"
+    spk.write_text(json.dumps(speaker.tolist()))
+
+    talker = perturbed_talker(tts, speaker)
+    trained = root / "trained"
+    trained.mkdir()
+    shutil.copy(base / "config.json", trained / "config.json")
+    save_file(talker, str(trained / "model.safetensors"), metadata={"format": "pt"})
+    trained_full = tiny.save_tiny_qwen3_tts(tts, root / "trained_full")  # the same weights, saved whole
+
+    text = root / "sentences.txt"
+    text.write_text("\n".join(SENTENCES) + "\n")
+    assert prepare_data.main([str(text), "--out-dir", str(root / "data"), "--val-size", "5"]) == 0
+    data = root / "data"
+    return Folders(root, base, trained, trained_full, spk, data / "train.parquet", data / "val.parquet")
+
+
+def test_prepared_splits_are_disjoint_by_id_and_normalised_text(folders: Folders) -> None:
+    import pyarrow.parquet as pq
+
+    from audio_reward.trainer_plugin.recipes._parquet import normalize_text
+
+    train, val = pq.read_table(folders.train).to_pylist(), pq.read_table(folders.val).to_pylist()
+    assert len(train) + len(val) == len(SENTENCES) and len(val) >= 5
+    ids = [r["extra_info"]["index"] for r in train + val]
+    assert len(set(ids)) == len(ids)
+    train_texts = {normalize_text(r["reward_model"]["ground_truth"]) for r in train}
+    assert not train_texts & {normalize_text(r["reward_model"]["ground_truth"]) for r in val}
+    stella = [r for r in train + val if normalize_text(r["reward_model"]["ground_truth"]) == "please call stella"]
+    assert len(stella) == 2 and len({r["extra_info"]["split"] for r in stella}) == 1
+
+
+def test_model_folders_are_recognised(folders: Folders) -> None:
+    assert inspect_folder(folders.base).kind is FolderKind.FULL
+    export = inspect_folder(folders.trained)
+    assert export.kind is FolderKind.TALKER_ONLY and not export.problems
+    assert not export.has_speaker_encoder and inspect_folder(folders.base).has_speaker_encoder
+
+
+def test_splice_equals_the_trained_model(folders: Folders, tmp_path: Path) -> None:
+    from safetensors.torch import load_file
+
+    report = splice_talker(inspect_folder(folders.base), inspect_folder(folders.trained), tmp_path / "spliced")
+    spliced = load_file(str(tmp_path / "spliced" / "model.safetensors"))
+    full = load_file(str(folders.trained_full / "model.safetensors"))
+    base = load_file(str(folders.base / "model.safetensors"))
+    assert report.replaced == len(load_file(str(folders.trained / "model.safetensors")))
+    assert report.kept == sum(k.startswith("speaker_encoder.") for k in base)
+    assert spliced.keys() == full.keys()
+    for key in full:
+        torch.testing.assert_close(spliced[key], full[key], rtol=0, atol=0)
+    changed = [k for k in base if not torch.equal(base[k], spliced[k])]
+    assert changed and all(k.startswith(("talker.model.", "talker.codec_head.")) for k in changed)
+    # Loaded through qwen-tts, the splice synthesises exactly what the whole trained model does.
+    from qwen_tts import Qwen3TTSModel
+    from qwen_tts.inference.qwen3_tts_model import VoiceClonePromptItem
+
+    vector = torch.tensor(json.loads(folders.spk_embed.read_text()))
+    voice = VoiceClonePromptItem(ref_code=None, ref_spk_embedding=vector, x_vector_only_mode=True, icl_mode=False)
+    waves = []
+    for folder in (tmp_path / "spliced", folders.trained_full):
+        model = Qwen3TTSModel.from_pretrained(str(folder), device_map="cpu", dtype=torch.float32)
+        wavs, rate = model.generate_voice_clone(text=SENTENCES[0], language="Auto", voice_clone_prompt=[voice],
+                                                non_streaming_mode=True, do_sample=False, subtalker_dosample=False)
+        waves.append(wavs[0])
+    assert rate == 24000 and np.array_equal(waves[0], waves[1])
+
+
+@pytest.fixture(scope="module")
+def evaluation(folders: Folders, scorer_url: str) -> Iterator[Path]:
+    out = folders.root / "eval"
+    code = eval_checkpoints.main([
+        f"base={folders.base}", f"step1={folders.trained}", "--val", str(folders.val), "--train", str(folders.train),
+        "--spk-embed", str(folders.spk_embed), "--url", scorer_url, "--out", str(out), "--device", "cpu",
+        "--limit", str(LIMIT)])
+    assert code == 0
+    yield out
+
+
+def _rows(run: Path) -> list[dict[str, Any]]:
+    summary = json.loads((run / "summary.json").read_text())
+    latest = load_rows(run / "utterances.jsonl")
+    return [latest[i] for i in summary["ids"]]
+
+
+def test_eval_results_valid_and_equal_to_the_rows(evaluation: Path) -> None:
+    results = json.loads((evaluation / "eval_results.json").read_text())
+    schema = json.loads((SCHEMA_DIR / "eval_results.schema.json").read_text())
+    jsonschema.validate(results, schema)
+    assert results["base"] == "base" and [c["name"] for c in results["checkpoints"]] == ["base", "step1"]
+    assert results["scoring"]["engine.model_id"] == "tiny.en" and results["scorer"]["engine"]["name"]
+    assert results["held_out"]["overlapping_ids"] == [] and results["held_out"]["eval_rows"] == LIMIT
+    assert results["synthesis"]["tts_language"] == "Auto"
+    lines = (evaluation / "base" / "audio" / "manifest.jsonl").read_text().splitlines()
+    manifest = [json.loads(line) for line in lines]
+    assert len(manifest) == LIMIT and {m["language"] for m in manifest} == {"en"}  # the rows' language, to the scorer
+    rows = {name: _rows(evaluation / name / "eval") for name in ("base", "step1")}
+    for stats in results["checkpoints"]:
+        mine = rows[stats["name"]]
+        ok = [r for r in mine if r["status"] == "ok"]
+        assert stats["count"] == LIMIT and stats["failures"] == LIMIT - len(ok) == 0
+        for key in ("cer", "wer", "duration_ratio"):
+            values = [r[key] for r in ok]
+            assert stats[f"mean_{key}"] == pytest.approx(float(np.mean(values)))
+            assert stats[f"median_{key}"] == pytest.approx(float(np.median(values)))
+        assert stats["mean_reward"] == pytest.approx(float(np.mean([r["score"] for r in ok])))
+    (comparison,) = results["comparisons"]
+    assert comparison["paired"] == LIMIT
+    base_rows = {r["id"]: r for r in rows["base"]}
+    for delta in comparison["utterances"]:
+        after = next(r for r in rows["step1"] if r["id"] == delta["id"])
+        assert delta["delta_cer"] == pytest.approx(after["cer"] - base_rows[delta["id"]]["cer"])
+        assert delta["delta_score"] == pytest.approx(after["score"] - base_rows[delta["id"]]["score"])
+    assert comparison["improved"] + comparison["worse"] + comparison["unchanged"] == LIMIT
+    for name in ("compare.png", "report.html", "deltas.jsonl"):
+        assert (evaluation / name).is_file() and name in results["plots"]
+
+
+def test_trained_talker_speaks_differently(evaluation: Path) -> None:
+    import soundfile as sf
+
+    for wav in sorted((evaluation / "base" / "audio").glob("*.wav")):
+        before, _ = sf.read(wav)
+        after, _ = sf.read(evaluation / "step1" / "audio" / wav.name)
+        assert after.shape[0] < before.shape[0]  # the trained talker learned to stop
+    results = json.loads((evaluation / "eval_results.json").read_text())
+    base, step1 = results["checkpoints"]
+    assert step1["mean_duration_ratio"] < base["mean_duration_ratio"]
+    assert all(d["duration_ratio"] < d["base_duration_ratio"] for d in results["comparisons"][0]["utterances"])
+
+
+def test_overlap_is_refused(folders: Folders, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    args = [f"base={folders.base}", f"step1={folders.trained}", "--spk-embed", str(folders.spk_embed),
+            "--out", str(tmp_path / "x"), "--device", "cpu", "--url", "http://127.0.0.1:9"]
+    # The training parquet evaluated as if held out: every id and text overlaps.
+    assert eval_checkpoints.main([*args, "--val", str(folders.train), "--train", str(folders.train)]) == 1
+    err = capsys.readouterr().err
+    assert "also in the training data" in err and "--allow-overlap" in err
+    assert not (tmp_path / "x").exists()  # refused before anything was written
+    rows, _, held = eval_checkpoints.preflight(eval_checkpoints.parse_checkpoints(args[:2]), folders.spk_embed,
+                                               folders.train, [folders.train], None, allow_overlap=True)
+    assert held["overlapping_ids"] == [r.id for r in rows] and held["allowed_overlap"]
+
+
+def test_each_bad_folder_fails_preflight_with_its_own_line(folders: Folders, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    custom = tiny.save_tiny_qwen3_tts(tiny.build_tiny_qwen3_tts(seed=0), tmp_path / "custom_voice")
+    broken = tmp_path / "broken"
+    shutil.copytree(folders.base, broken)
+    data = (broken / "model.safetensors").read_bytes()
+    (broken / "model.safetensors").write_bytes(data[: len(data) // 2])
+    wrong_voice = tmp_path / "voice.json"
+    wrong_voice.write_text(json.dumps([0.1] * 7))
+    code = eval_checkpoints.main([
+        f"base={custom}", "hub=Qwen/Qwen3-TTS-12Hz-0.6B-Base", f"broken={broken}", "--val", str(folders.val),
+        "--train", str(folders.train), "--spk-embed", str(wrong_voice), "--out", str(tmp_path / "out"),
+        "--device", "cpu", "--url", "http://127.0.0.1:9"])
+    assert code == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert all(line.startswith("eval_checkpoints: ") for line in lines)
+    text = "\n".join(lines)
+    assert "no speaker-encoder weights" in text
+    assert "hub id" in text and "download it first" in text
+    assert "not a readable safetensors file" in text
+    assert "7 values" in text
+    assert len(lines) >= 4 and not (tmp_path / "out").exists()

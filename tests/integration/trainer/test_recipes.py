@@ -1,0 +1,317 @@
+"""Both recipes' launch: the dry run of run.sh, the composed config against verl-omni's real config tree,
+the preflight's refusals, and the data preparation.
+
+The composition contract runs when ``VERL_OMNI_SRC`` names a verl-omni
+checkout (CI has none: verl-omni is not on PyPI and pins its own verl), with
+verl's config tree from the installed verl, as ``omni_trainer.yaml``'s
+``hydra.searchpath`` asks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from audio_reward.trainer_plugin.recipes import RECIPES_DIR
+from audio_reward.trainer_plugin.recipes.launch import ENTRY_POINT, LaunchError, plan
+from audio_reward.trainer_plugin.recipes.omni_thinker_grpo import (
+    prepare_data as thinker_data,
+)
+from audio_reward.trainer_plugin.recipes.qwen3_tts_grpo import prepare_data as tts_data
+from tests.testkit.model_folders import model_folder
+
+VERL_OMNI_SRC = os.environ.get("VERL_OMNI_SRC")
+needs_verl_omni = pytest.mark.skipif(
+    not VERL_OMNI_SRC or not (Path(VERL_OMNI_SRC) / "verl_omni/trainer/config/omni_trainer.yaml").is_file(),
+    reason="VERL_OMNI_SRC does not name a verl-omni checkout (verl-omni is not on PyPI; CI has none)",
+)
+
+
+@pytest.fixture
+def paths(tmp_path: Path) -> dict[str, str]:
+    """Required recipe paths: in a dry run any existing files will do; the preflight reads the model folder."""
+    model_folder(tmp_path / "model")
+    for name in ("train.parquet", "val.parquet"):
+        (tmp_path / name).touch()
+    (tmp_path / "voice.json").write_text(json.dumps([0.25] * 16))
+    return {"MODEL_PATH": str(tmp_path / "model"), "TRAIN_FILE": str(tmp_path / "train.parquet"),
+            "VAL_FILE": str(tmp_path / "val.parquet"), "SPK_EMBED_PATH": str(tmp_path / "voice.json"),
+            "AUDIO_REWARD_URL": "http://127.0.0.1:9", "OUTPUT_DIR": str(tmp_path / "run")}
+
+
+def dry_run(recipe: str, env: dict[str, str], *overrides: str) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if k not in ("VERL_USE_EXTERNAL_MODULES",)}
+    return subprocess.run(["bash", str(RECIPES_DIR / recipe / "run.sh"), *overrides], capture_output=True, text=True, check=False,
+                          env={**base, **env, "AUDIO_REWARD_DRY_RUN": "1", "PYTHON_BIN": sys.executable}, timeout=120)
+
+
+def split_listing(stdout: str) -> tuple[dict[str, str], list[str]]:
+    lines = stdout.splitlines()
+    sep = lines.index("--")
+    return dict(line.split("=", 1) for line in lines[:sep]), lines[sep + 1:]
+
+
+def overrides_of(command: list[str]) -> dict[str, str]:
+    return {k.lstrip("+"): v for k, _, v in (w.partition("=") for w in command[2:])}
+
+
+def test_tts_dry_run_prints_env_then_verl_omni_command(paths: dict[str, str]) -> None:
+    # The scorer URL is dead: a dry run contacts nothing and runs no preflight.
+    result = dry_run("qwen3_tts_grpo", paths, "actor_rollout_ref.rollout.n=4", "trainer.total_training_steps=3")
+    assert result.returncode == 0, result.stderr
+    env, command = split_listing(result.stdout)
+    assert env["VERL_USE_EXTERNAL_MODULES"].split(",") == ["verl_omni", "audio_reward.trainer_plugin.verl_plugin"]
+    assert env["OUTPUT_DIR"] == paths["OUTPUT_DIR"] and env["PYTHONHASHSEED"] == "42"
+    assert command[:2] == list(ENTRY_POINT) == ["-m", "verl_omni.trainer.main_omni"]
+    assert not any(w.startswith(("--config-path", "--config-name")) for w in command)
+    assert command[-2:] == ["actor_rollout_ref.rollout.n=4", "trainer.total_training_steps=3"]  # the user's last
+    o = overrides_of(command)
+    assert (o["actor_rollout_ref.rollout.load_format"], o["actor_rollout_ref.rollout.tensor_model_parallel_size"]) == \
+        ("safetensors", "1")
+    assert o["actor_rollout_ref.rollout.engine_kwargs.vllm_omni.pipeline_name"] == "qwen3_tts_rl"
+    assert o["actor_rollout_ref.model.override_config.tts_spk_embed_path"] == paths["SPK_EMBED_PATH"]
+    assert o["reward.audio_reward.server_url"] == paths["AUDIO_REWARD_URL"]
+    assert o["trainer.v1.sampler.custom_sampler.name"] == "FailClosedReplayBuffer"
+    # the same listing as launch.py's plan: one source for run.sh, the preflight and the tests
+    assert command[2:-2] == plan("qwen3_tts_grpo", environ=paths).overrides
+
+
+def test_thinker_dry_run(paths: dict[str, str]) -> None:
+    result = dry_run("omni_thinker_grpo", {k: paths[k] for k in ("MODEL_PATH", "TRAIN_FILE", "VAL_FILE")})
+    assert result.returncode == 0, result.stderr
+    env, command = split_listing(result.stdout)
+    assert "verl_omni" in env["VERL_USE_EXTERNAL_MODULES"].split(",") and env["OUTPUT_DIR"] == "outputs/omni_thinker_grpo"
+    o = overrides_of(command)
+    assert command[:2] == ["-m", "verl_omni.trainer.main_omni"]
+    assert o["actor_rollout_ref.rollout.engine_kwargs.vllm_omni.pipeline_name"] == "qwen3_omni_moe"
+    assert o["reward.custom_reward_function.path"] == "pkg://audio_reward.trainer_plugin.mcq"
+
+
+def test_dry_run_refuses_missing_settings(paths: dict[str, str]) -> None:
+    env = dict(paths, SPK_EMBED_PATH=paths["SPK_EMBED_PATH"] + ".missing", SPK_REF_WAV="/nonexistent/ref.wav")
+    del env["AUDIO_REWARD_URL"]
+    result = dry_run("qwen3_tts_grpo", env)
+    assert result.returncode == 2 and result.stdout == ""
+    assert "set AUDIO_REWARD_URL" in result.stderr and "voice.json.missing does not exist" in result.stderr
+    assert "SPK_REF_WAV=/nonexistent/ref.wav does not exist" in result.stderr
+    with pytest.raises(LaunchError, match="unknown recipe"):
+        plan("no_such_recipe", environ=paths)
+
+
+def compose_omni(command: list[str]) -> Any:
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(Path(VERL_OMNI_SRC) / "verl_omni/trainer/config"), version_base=None):
+        return compose(config_name="omni_trainer", overrides=command[2:])
+
+
+@needs_verl_omni
+def test_tts_dry_run_composes_against_verl_omni(paths: dict[str, str]) -> None:
+    pytest.importorskip("verl")
+    from audio_reward.trainer_plugin.settings import FailurePolicy, PluginSettings
+
+    _, command = split_listing(dry_run("qwen3_tts_grpo", paths).stdout)
+    cfg = compose_omni(command)
+    model, rollout = cfg.actor_rollout_ref.model, cfg.actor_rollout_ref.rollout
+    assert (model.model_stage, model.hf_config_name, model.model_type) == ("talker", "talker_config", "omni_model")
+    assert model.override_config.tts_language == "Auto" and model.override_config.attn_implementation == "eager"
+    assert (rollout.name, rollout.load_format, rollout.tensor_model_parallel_size) == ("vllm_omni", "safetensors", 1)
+    assert rollout.enforce_eager and not rollout.free_cache_engine and rollout.n == 8
+    assert rollout.engine_kwargs.vllm_omni.attention_config.backend == "TRITON_ATTN"
+    assert cfg.actor_rollout_ref.actor.fsdp_config.model_dtype == "float32"
+    assert cfg.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype == "bf16"
+    assert cfg.data.train_batch_size == 4 and cfg.actor_rollout_ref.actor.optim.lr == pytest.approx(1e-6)
+    assert cfg.trainer.v1.trainer_mode == "omni_sync"  # verl-omni's v1 trainer
+    assert cfg.reward.reward_manager.module.path == "pkg://audio_reward.trainer_plugin.reward_manager"
+    settings = PluginSettings.from_config(cfg)
+    assert settings.failure_policy is FailurePolicy.RAISE and settings.server_url == (paths["AUDIO_REWARD_URL"],)
+    assert settings.validation_dir == f"{paths['OUTPUT_DIR']}/validation_audio"
+
+
+@needs_verl_omni
+def test_thinker_dry_run_composes_against_verl_omni(paths: dict[str, str]) -> None:
+    pytest.importorskip("verl")
+    env = {k: paths[k] for k in ("MODEL_PATH", "TRAIN_FILE", "VAL_FILE")}
+    _, command = split_listing(dry_run("omni_thinker_grpo", env).stdout)
+    cfg = compose_omni(command)
+    model = cfg.actor_rollout_ref.model
+    assert model.model_stage == "thinker" and model.lora_rank == 32
+    assert list(model.target_modules) == ["q_proj", "k_proj", "v_proj", "o_proj"]
+    for frozen in ("talker", "code2wav", "code_predictor", "visual", "audio_tower"):
+        assert f".*{frozen}.*" in model.exclude_modules
+    assert cfg.actor_rollout_ref.rollout.engine_kwargs.vllm_omni.pipeline_name == "qwen3_omni_moe"
+    assert cfg.data.custom_cls.name == "QwenOmniRLHFDataset" and cfg.data.mm_processor_kwargs.sampling_rate == 16000
+    assert cfg.algorithm.adv_estimator == "grpo" and cfg.reward.custom_reward_function.name == "compute_score"
+
+
+@needs_verl_omni
+def test_preflight_refuses_what_would_train_on_noise(paths: dict[str, str], monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture) -> None:
+    pytest.importorskip("verl")
+    from audio_reward.cli import main as cli_main
+
+    for key, value in paths.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("VERL_USE_EXTERNAL_MODULES", "verl_omni")
+    code = cli_main(["preflight", "qwen3_tts_grpo", "actor_rollout_ref.rollout.load_format=dummy",
+                     "actor_rollout_ref.rollout.tensor_model_parallel_size=2", "actor_rollout_ref.rollout.n=1",
+                     "trainer.v1.sampler.custom_sampler.path=null", "--skip-server", "--skip-data"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "load_format=dummy: verl-omni syncs trained weights to stage 0 only" in out
+    assert "tensor_model_parallel_size=2: pipeline qwen3_tts_rl runs its talker and code2wav stages unsharded" in out
+    assert "rollout.n must be >= 2, got 1" in out
+    assert "trains on without it" in out
+    monkeypatch.delenv("VERL_USE_EXTERNAL_MODULES")
+    assert cli_main(["preflight", "qwen3_tts_grpo", "--skip-server", "--skip-data"]) == 1
+    assert "export VERL_USE_EXTERNAL_MODULES=verl_omni" in capsys.readouterr().out
+    monkeypatch.setenv("VERL_USE_EXTERNAL_MODULES", "verl_omni")
+    Path(paths["SPK_EMBED_PATH"]).write_text("{}")
+    assert cli_main(["preflight", "qwen3_tts_grpo", "--skip-server", "--skip-data"]) == 1
+    assert "load_speaker_xvector format" in capsys.readouterr().out
+
+
+@needs_verl_omni
+def test_tts_data_prep_and_preflight_pass(tmp_path: Path, paths: dict[str, str], scorer_url: str,
+                                          monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    pytest.importorskip("verl")
+    import pyarrow.parquet as pq
+
+    from audio_reward.cli import main as cli_main
+
+    src = tmp_path / "texts.txt"
+    src.write_text("\n".join(f"Sentence number {i} is spoken aloud." for i in range(6)) + "\n\n")
+    assert tts_data.main([str(src), "--out-dir", str(tmp_path / "d"), "--val-size", "2"]) == 0
+    val = pq.read_table(tmp_path / "d" / "val.parquet").to_pylist()
+    assert len(val) == 2 and val[0]["extra_info"]["split"] == "val"
+    assert val[0]["reward_model"]["ground_truth"] == val[0]["prompt"][0]["content"]
+    env = dict(paths, TRAIN_FILE=str(tmp_path / "d" / "train.parquet"), VAL_FILE=str(tmp_path / "d" / "val.parquet"),
+               AUDIO_REWARD_URL=scorer_url, VERL_USE_EXTERNAL_MODULES="verl_omni")
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert cli_main(["preflight", "qwen3_tts_grpo"]) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "protocol 1" in out and "qwen3_tts_rl: load_format=safetensors, TP 1" in out
+    assert "FailClosedReplayBuffer: the run stops after 1 failed group(s)" in out
+
+
+def test_thinker_data_prep_feeds_the_mcq_reward(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    clip = tmp_path / "clips" / "a.wav"
+    clip.parent.mkdir()
+    sf.write(clip, np.zeros(1600, np.float32), 16000)
+    rows = [{"audio": "clips/a.wav", "question": "What makes the sound?", "options": ["A. a dog", "B. a car horn"],
+             "answer": "<answer>B</answer>", "id": f"q{i}"} for i in range(3)]
+    src = tmp_path / "avqa.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in rows))
+    assert thinker_data.main([str(src), "--out-dir", str(tmp_path / "d"), "--val-size", "1"]) == 0
+    import pyarrow.parquet as pq
+
+    row = pq.read_table(tmp_path / "d" / "train.parquet").to_pylist()[0]
+    # verl-omni's QwenOmniRLHFDataset reads the clip paths of the `audios` column for the <audio> placeholders
+    assert row["prompt"][1]["content"].startswith("<audio>What makes the sound?")
+    assert row["audios"] == [str(clip.resolve())] and row["reward_model"]["ground_truth"] == "B"
+    from audio_reward.trainer_plugin.mcq import compute_score
+
+    result = compute_score(row["data_source"], "It is a car horn. Answer: B", row["reward_model"]["ground_truth"],
+                           row["extra_info"])
+    assert result["acc"] == 1.0
+
+
+def tts_config(**rollout: Any) -> dict[str, Any]:
+    """The keys the rollout checks read, as a plain mapping (what a composed config holds)."""
+    base = {"name": "vllm_omni", "load_format": "safetensors", "tensor_model_parallel_size": 1, "n": 8,
+            "engine_kwargs": {"vllm_omni": {"pipeline_name": "qwen3_tts_rl", "pipeline_mode": "full"}}}
+    return {"actor_rollout_ref": {"rollout": {**base, **rollout},
+                                  "model": {"override_config": {"tts_language": "Auto"}}}}
+
+
+def test_rollout_checks_without_verl_omni(paths: dict[str, str]) -> None:
+    from audio_reward.trainer_plugin.preflight import check_rollout
+
+    env = {"VERL_USE_EXTERNAL_MODULES": "verl_omni,audio_reward.trainer_plugin.verl_plugin"}
+    good = tts_config()
+    good["actor_rollout_ref"]["model"]["override_config"]["tts_spk_embed_path"] = paths["SPK_EMBED_PATH"]
+    assert [c.ok for c in check_rollout(good, env)] == [True]
+    bad = tts_config(load_format="dummy", tensor_model_parallel_size=2)
+    bad["actor_rollout_ref"]["model"]["override_config"]["tts_language"] = "English"
+    messages = " | ".join(c.message for c in check_rollout(bad, {}))
+    for expected in ("VERL_USE_EXTERNAL_MODULES=verl_omni", "load_format=dummy", "tensor_model_parallel_size=2",
+                     "needs +actor_rollout_ref.model.override_config.tts_spk_embed_path", "tts_language=English"):
+        assert expected in messages
+    thinker = {"actor_rollout_ref": {"rollout": {"name": "vllm_omni",
+                                                 "engine_kwargs": {"vllm_omni": {"pipeline_name": "qwen3_omni_moe"}}},
+                                     "model": {"lora_rank": 32, "exclude_modules": ".*visual.*",
+                                               "target_modules": "all-linear"}}}
+    messages = " | ".join(c.message for c in check_rollout(thinker, env))
+    assert "talker, code2wav, code_predictor, audio_tower" in messages and "all-linear also matches" in messages
+
+
+def test_run_check_fails_when_validation_wrote_no_audio(paths: dict[str, str]) -> None:
+    from audio_reward.trainer_plugin.recipes.launch import check_run
+    from audio_reward.trainer_plugin.validation_log import ValidationLogger
+
+    launch = plan("qwen3_tts_grpo", environ=paths)
+    assert "no validation pass wrote artifacts" in check_run(launch)[0]
+    logger = ValidationLogger(Path(paths["OUTPUT_DIR"]) / "validation_audio", max_wavs=0)
+    logger.log_sample("k0", waveform=np.zeros(160, np.float32), sample_rate=16000, text="hi", score=0.5,
+                      diagnostics={"cer": 0.5}, step=0)
+    assert check_run(launch) == [f"validation pass {logger.root / 'step_000000'} wrote no audio (1 samples scored)"]
+    ValidationLogger(logger.root).log_sample("k1", waveform=np.zeros(160, np.float32), sample_rate=16000, text="hi",
+                                             score=0.5, diagnostics={"cer": 0.5}, step=20)
+    logger.log_sample("k1", waveform=np.zeros(160, np.float32), sample_rate=16000, text="hi", score=0.5,
+                      diagnostics={}, step=0)
+    assert len(check_run(launch)) == 1  # step 0 still has none; step 20 has its WAV
+    # a run with validation turned off is not checked
+    assert check_run(plan("qwen3_tts_grpo", ["trainer.val_before_train=false", "trainer.test_freq=-1"],
+                          environ=paths)) == []
+
+
+@needs_verl_omni
+def test_run_sh_exports_runs_preflight_then_the_trainer(tmp_path: Path, paths: dict[str, str], scorer_url: str) -> None:
+    """The non-dry path with a stand-in interpreter that records the trainer call (as verl-omni's own launcher
+    test does) and delegates everything else (plan, preflight, run check) to this interpreter."""
+    pytest.importorskip("verl")
+    src = tmp_path / "texts.txt"
+    src.write_text("\n".join(f"Sentence number {i} is spoken aloud." for i in range(4)) + "\n")
+    assert tts_data.main([str(src), "--out-dir", str(tmp_path / "d"), "--val-size", "1"]) == 0
+    capture = tmp_path / "capture"
+    capture.mkdir()
+    fake = tmp_path / "python"
+    fake.write_text(f'''#!/usr/bin/env bash
+if [[ "$1 $2" == "-m verl_omni.trainer.main_omni" ]]; then
+    env > "{capture}/env.txt"
+    printf '%s\\n' "$@" > "{capture}/args.txt"
+    [[ -z "${{FAKE_VALIDATION:-}}" ]] && exit 0
+    exec {sys.executable} -c "import numpy as np, os; from audio_reward.trainer_plugin.validation_log import ValidationLogger as V; V(os.environ['OUTPUT_DIR'] + '/validation_audio').log_sample('k', waveform=np.zeros(1600, np.float32), sample_rate=16000, text='hi', score=1.0, diagnostics={{}}, step=0)"
+fi
+exec {sys.executable} "$@"
+''')
+    fake.chmod(0o755)
+    env = dict(paths, TRAIN_FILE=str(tmp_path / "d" / "train.parquet"), VAL_FILE=str(tmp_path / "d" / "val.parquet"),
+               AUDIO_REWARD_URL=scorer_url, PYTHON_BIN=str(fake))
+    base = {k: v for k, v in os.environ.items() if k not in ("VERL_USE_EXTERNAL_MODULES", "AUDIO_REWARD_DRY_RUN")}
+
+    def run(**extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", str(RECIPES_DIR / "qwen3_tts_grpo" / "run.sh"), "trainer.total_training_steps=2"],
+                              capture_output=True, text=True, check=False, env={**base, **env, **extra}, timeout=300)
+
+    # The trainer "ran" but no validation audio appeared: the run ends with an error saying so.
+    result = run()
+    assert result.returncode == 1 and "no validation pass wrote artifacts" in result.stderr
+    assert "preflight: " in result.stdout and "0 failed" in result.stdout
+    args = (capture / "args.txt").read_text().splitlines()
+    assert args[:2] == ["-m", "verl_omni.trainer.main_omni"] and args[-1] == "trainer.total_training_steps=2"
+    trainer_env = dict(line.split("=", 1) for line in (capture / "env.txt").read_text().splitlines() if "=" in line)
+    assert trainer_env["VERL_USE_EXTERNAL_MODULES"] == "verl_omni,audio_reward.trainer_plugin.verl_plugin"
+    assert (Path(paths["OUTPUT_DIR"]) / "train.log").is_file()
+    # With a validation step that wrote audio the run passes.
+    assert run(FAKE_VALIDATION="1").returncode == 0

@@ -1,0 +1,94 @@
+"""The plugin's scoring core against a real scorer on loopback (no verl needed)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import numpy as np
+import pytest
+
+from audio_reward.trainer_plugin.coalescer import Coalescer
+from audio_reward.trainer_plugin.samples import AudioSample
+from audio_reward.trainer_plugin.scoring import AudioRewardScorer, ScoringFailedError
+from audio_reward.trainer_plugin.settings import PluginSettings
+from tests.testkit.speech import synth_speech
+
+TEXTS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "Please call Stella and ask her to bring these things.",
+    "A rainbow is a division of white light into many beautiful colors.",
+]
+
+
+def _sample(text: str, spoken: str | None = None, sid: str = "s") -> AudioSample:
+    wave, rate = synth_speech(spoken or text)
+    return AudioSample(wave, rate, text, "en", {"index": sid, "split": "train"}, sample_id=f"index={sid}")
+
+
+async def test_coalescer_batches_concurrent_calls_and_routes_errors() -> None:
+    seen: list[list[int]] = []
+
+    async def batch_fn(items):
+        seen.append(list(items))
+        return [ValueError(f"bad {i}") if i < 0 else i * 10 for i in items]
+
+    co: Coalescer[int, int] = Coalescer(batch_fn, window_s=0.01, max_batch=4)
+    results = await asyncio.gather(*(co.submit(i) for i in (1, 2, -3, 4, 5)), return_exceptions=True)
+    assert results[:2] == [10, 20] and results[3:] == [40, 50]
+    assert isinstance(results[2], ValueError) and str(results[2]) == "bad -3"
+    assert seen == [[1, 2, -3, 4], [5]]  # max_batch flushes at once, the window flushes the rest
+
+
+async def test_concurrent_samples_go_out_as_one_batch_with_stable_keys(scorer_url: str) -> None:
+    scorer = AudioRewardScorer(PluginSettings(server_url=scorer_url, coalesce_window_ms=20))
+    try:
+        samples = [_sample(t, sid=str(i)) for i, t in enumerate(TEXTS)]
+        mismatched = _sample(TEXTS[0], spoken="Completely different words were spoken here today.", sid="x")
+        results = await asyncio.gather(*(scorer.score(s) for s in [*samples, mismatched]))
+    finally:
+        await scorer.aclose()
+    assert scorer.batches == [4]
+    keys = {tuple(r["reward_extra_info"]) for r in results}
+    assert keys == {("cer", "wer", "duration_s", "duration_ratio", "score_failed")}
+    for r in results[:3]:
+        assert r["reward_extra_info"]["cer"] < 0.1 and r["reward_score"] > 0.85
+        assert r["reward_extra_info"]["score_failed"] == 0.0
+    assert results[3]["reward_score"] < min(r["reward_score"] for r in results[:3]) - 0.3
+    assert results[3]["reward_extra_info"]["cer"] > 0.3
+
+
+async def test_raise_policy_names_the_sample(dead_url: str) -> None:
+    scorer = AudioRewardScorer(PluginSettings(server_url=dead_url, max_retries=0, timeout=5))
+    try:
+        with pytest.raises(ScoringFailedError, match=r"index=7 .*'The quick brown fox.*ScorerUnavailableError"):
+            await scorer.score(AudioSample(np.zeros(16000, np.float32), 16000, TEXTS[0], sample_id="index=7"))
+    finally:
+        await scorer.aclose()
+
+
+async def test_mask_policy_marks_the_sample_failed_never_zero(dead_url: str) -> None:
+    scorer = AudioRewardScorer(PluginSettings(server_url=dead_url, max_retries=0, timeout=5, failure_policy="mask"))
+    try:
+        result = await scorer.score(AudioSample(np.zeros(16000, np.float32), 16000, TEXTS[0], sample_id="index=7"))
+    finally:
+        await scorer.aclose()
+    assert math.isnan(result["reward_score"])
+    info = result["reward_extra_info"]
+    assert info["score_failed"] == 1.0 and all(math.isnan(info[k]) for k in ("cer", "wer"))
+
+
+async def test_reward_function_takes_verl_signature_and_audio_from_extra_info(scorer_url: str) -> None:
+    from audio_reward.scorer_client import close_cached_clients
+    from audio_reward.trainer_plugin.reward_fn import compute_score
+
+    wave, rate = synth_speech(TEXTS[1])
+    try:
+        result = await compute_score(
+            data_source="tts_cer", solution_str="<codec tokens>", ground_truth=TEXTS[1],
+            extra_info={"audio": wave, "audio_sample_rate": rate, "index": "3", "num_turns": None},
+            server_url=scorer_url, reward_router_address=None,
+        )
+    finally:
+        await close_cached_clients()
+    assert result["score"] > 0.85 and result["cer"] < 0.1

@@ -1,0 +1,182 @@
+"""Randomly initialised ASR checkpoints built from config classes, for machines without a model hub.
+
+The engines and the GPU benchmark need real checkpoint folders (config,
+weights, tokenizer, processor) to exercise loading, batching, prompting and
+decode caps.  Where the real weights cannot be downloaded, these builders
+write folders of the right architecture and size with random weights: the
+transcripts are garbage, the mechanics and the speed are real.
+
+``size="tiny"`` is small enough for CPU tests; ``size="full"`` matches the
+published model's shapes (Whisper large-v3, Qwen3-ASR-0.6B) for GPU speed
+measurements.
+
+``never_stop=True`` zeroes the output-embedding rows of the end-of-text
+tokens (the output projection is tied to them), so their logit is exactly
+0 while the largest of the others is positive: greedy decoding never ends
+early and every engine decodes exactly its token cap per clip.  That makes
+throughput on random weights comparable across engines.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+Size = Literal["tiny", "full"]
+
+# Qwen3-ASR's chat format: optional system context, the user turn holding the audio, the assistant reply.
+QWEN3_ASR_CHAT_TEMPLATE = (
+    "{%- for message in messages -%}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' -}}"
+    "{%- if message['content'] is string -%}{{- message['content'] -}}"
+    "{%- else -%}{%- for item in message['content'] -%}"
+    "{%- if item['type'] == 'audio' -%}{{- '<|audio_start|><|audio_pad|><|audio_end|>' -}}"
+    "{%- elif item['type'] == 'text' -%}{{- item['text'] -}}{%- endif -%}"
+    "{%- endfor -%}{%- endif -%}"
+    "{{- '<|im_end|>\\n' -}}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}"
+)
+QWEN3_ASR_SPECIAL_TOKENS = (
+    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|audio_start|>", "<|audio_end|>", "<|audio_pad|>",
+    "<asr_text>", "<timestamp>",
+)
+
+
+def _byte_level_tokenizer(special: tuple[str, ...], vocab_size: int):  # type: ignore[no-untyped-def]
+    """A byte-level BPE over the 256 byte symbols plus ``special`` (no merges: one token per byte)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers.pre_tokenizers import ByteLevel
+
+    alphabet = ByteLevel.alphabet()
+    vocab = {sym: i for i, sym in enumerate(sorted(alphabet))}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens(list(special))
+    if tok.get_vocab_size() > vocab_size:
+        raise ValueError(f"vocab_size {vocab_size} is below the {tok.get_vocab_size()} tokens needed")
+    return tok
+
+
+def _silence_tokens(embedding: Any, token_ids: list[int]) -> None:
+    import torch
+
+    with torch.no_grad():
+        for token in token_ids:
+            embedding.weight[token].zero_()
+
+
+def _init_model(cls: Any, config: Any, device: str | None) -> Any:
+    """Random weights, built on ``device`` (a GPU builds large-v3 in seconds) in half precision there."""
+    import torch
+
+    if device is None or device == "cpu":
+        return cls(config).eval()
+    with torch.device(device):
+        return cls(config).to(torch.float16 if device.startswith("cuda") else torch.float32).eval()
+
+
+def build_random_qwen3_asr(out_dir: str | Path, size: Size = "tiny", seed: int = 0, *, never_stop: bool = False,
+                           device: str | None = None) -> Path:
+    """Write a random-weight Qwen3-ASR checkpoint (transformers-native format) to ``out_dir``."""
+    import torch
+    from transformers import (
+        Qwen2Tokenizer,
+        Qwen3ASRConfig,
+        Qwen3ASRFeatureExtractor,
+        Qwen3ASRForConditionalGeneration,
+        Qwen3ASRProcessor,
+    )
+
+    out = Path(out_dir)
+    raw = _byte_level_tokenizer(QWEN3_ASR_SPECIAL_TOKENS, 151936 if size == "full" else 512)
+    ids = {t: raw.token_to_id(t) for t in QWEN3_ASR_SPECIAL_TOKENS}
+    if size == "tiny":
+        audio = {"num_mel_bins": 128, "encoder_layers": 2, "encoder_attention_heads": 2, "encoder_ffn_dim": 64,
+                 "d_model": 32, "output_dim": 48, "downsample_hidden_size": 16}
+        text = {"vocab_size": 512, "hidden_size": 48, "intermediate_size": 96, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 12, "max_position_embeddings": 4096,
+                "tie_word_embeddings": True}
+    else:  # Qwen3-ASR-0.6B shapes: an 18-layer audio encoder and the Qwen3-0.6B decoder
+        audio = {"num_mel_bins": 128, "encoder_layers": 18, "encoder_attention_heads": 14, "encoder_ffn_dim": 3584,
+                 "d_model": 896, "output_dim": 1024, "downsample_hidden_size": 480}
+        text = {"vocab_size": 151936, "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,
+                "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128,
+                "max_position_embeddings": 65536, "tie_word_embeddings": True}
+    config = Qwen3ASRConfig(
+        audio_config=audio, text_config=text, audio_token_id=ids["<|audio_pad|>"],
+        timestamp_token_id=ids["<timestamp>"], pad_token_id=ids["<|endoftext|>"],
+        eos_token_id=[ids["<|endoftext|>"], ids["<|im_end|>"]],
+    )
+    torch.manual_seed(seed)
+    model = _init_model(Qwen3ASRForConditionalGeneration, config, device)
+    if never_stop:
+        _silence_tokens(model.get_input_embeddings(), [ids["<|endoftext|>"], ids["<|im_end|>"]])
+    model.generation_config.eos_token_id = [ids["<|endoftext|>"], ids["<|im_end|>"]]
+    model.generation_config.pad_token_id = ids["<|endoftext|>"]
+    tokenizer = Qwen2Tokenizer(
+        tokenizer_object=raw, unk_token=None, bos_token=None, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+        extra_special_tokens={"audio_token": "<|audio_pad|>", "audio_bos_token": "<|audio_start|>",
+                              "audio_eos_token": "<|audio_end|>"},
+    )
+    processor = Qwen3ASRProcessor(
+        feature_extractor=Qwen3ASRFeatureExtractor(feature_size=128), tokenizer=tokenizer,
+        chat_template=QWEN3_ASR_CHAT_TEMPLATE,
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    processor.save_pretrained(out)
+    (out / "random_init.json").write_text(json.dumps({"architecture": "qwen3_asr", "size": size, "seed": seed,
+                                                      "never_stop": never_stop}))
+    return out
+
+
+def build_random_whisper(out_dir: str | Path, size: Size = "tiny", seed: int = 0,
+                         tokenizer_from: str | Path | None = None, *, never_stop: bool = False,
+                         device: str | None = None) -> Path:
+    """Write a random-weight Whisper checkpoint; ``size="full"`` has large-v3's shapes.
+
+    The tokenizer and generation settings come from ``tokenizer_from``, a
+    transformers Whisper folder (for example one made by
+    :func:`.convert.ct2_whisper_to_transformers` from the packaged ``base``);
+    the vocabulary is the same across multilingual Whisper sizes up to one
+    extra language token in large-v3, which only shifts ids past it.
+    """
+    import torch
+    from transformers import (
+        GenerationConfig,
+        WhisperConfig,
+        WhisperForConditionalGeneration,
+        WhisperProcessor,
+    )
+
+    if tokenizer_from is None:
+        raise ValueError("build_random_whisper needs tokenizer_from: a transformers Whisper folder")
+    src = Path(tokenizer_from)
+    base_config = json.loads((src / "config.json").read_text(encoding="utf-8"))
+    shapes = (
+        {"d_model": 64, "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 4,
+         "decoder_attention_heads": 4, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128, "num_mel_bins": 80}
+        if size == "tiny" else
+        {"d_model": 1280, "encoder_layers": 32, "decoder_layers": 32, "encoder_attention_heads": 20,
+         "decoder_attention_heads": 20, "encoder_ffn_dim": 5120, "decoder_ffn_dim": 5120, "num_mel_bins": 128}
+    )
+    keep = ("vocab_size", "pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id",
+            "suppress_tokens", "begin_suppress_tokens", "max_source_positions", "max_target_positions")
+    config = WhisperConfig(**{k: base_config[k] for k in keep if k in base_config}, **shapes)
+    torch.manual_seed(seed)
+    model = _init_model(WhisperForConditionalGeneration, config, device)
+    model.generation_config = GenerationConfig.from_pretrained(src)
+    if never_stop:
+        _silence_tokens(model.get_decoder().embed_tokens, [int(config.eos_token_id)])
+    processor = WhisperProcessor.from_pretrained(src)
+    processor.feature_extractor = type(processor.feature_extractor)(feature_size=config.num_mel_bins)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    processor.save_pretrained(out)
+    (out / "random_init.json").write_text(json.dumps({"architecture": "whisper", "size": size, "seed": seed,
+                                                      "never_stop": never_stop}))
+    return out
