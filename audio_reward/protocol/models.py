@@ -8,7 +8,7 @@ limits) live in :mod:`audio_reward.protocol.validation`.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Union
 
 from pydantic import (
     BaseModel,

@@ -13,7 +13,7 @@ client and the trainer import it without the scorer's dependencies.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal
 
 import annotated_types
 from pydantic import (
@@ -143,9 +143,11 @@ def _problem(error: ErrorDetails) -> str:
         cause = (error.get("ctx") or {}).get("error")
         return str(cause) if cause is not None else error["msg"]
     value = error.get("input")
-    bound = _bounds(RewardPolicy.model_fields[name])
-    if error["type"] == "less_than_equal" and "ge" not in bound:  # only the upper end was crossed
-        return f"{name} must be <= {bound['le']:g}, got {value!r}"
+    info = RewardPolicy.model_fields[name]
+    bound = _bounds(info)
+    if error["type"] == "less_than_equal" and (info.annotation is int or "ge" not in bound):  # the upper end
+        kind = "an integer" if info.annotation is int else "a finite number"
+        return f"{name} must be {kind} <= {bound['le']:g}, got {value!r}"
     return f"{name} must be {_expected(name)}, got {value!r}"
 
 
@@ -153,7 +155,7 @@ def _optional(name: str, info: FieldInfo) -> tuple[Any, Any]:
     """The request's form of a policy field: same type and bounds, unset by default."""
     kind = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation  # type: ignore[valid-type]
     description = info.description if name in ("formula", "metric") else None  # the wire documents these two
-    return Optional[kind], Field(None, description=description)  # noqa: UP007 - a runtime type expression
+    return kind | None, Field(None, description=description)
 
 
 RewardOptions: type[BaseModel] = create_model(  # type: ignore[call-overload]

@@ -91,7 +91,10 @@ def test_replicas_run_the_drivers_settings_not_their_nodes_environment(monkeypat
 def test_scale_out_flags_are_generated_from_the_config() -> None:
     import argparse
 
-    from audio_reward.scorer_server.scale_out import add_scale_out_flags, scale_out_from_args
+    from audio_reward.scorer_server.scale_out import (
+        add_scale_out_flags,
+        scale_out_from_args,
+    )
 
     parser = argparse.ArgumentParser()
     add_scale_out_flags(parser)

@@ -14,7 +14,6 @@ import pytest
 
 from audio_reward.cli import main as cli_main
 from audio_reward.scorer_server import cli
-from audio_reward.scorer_server.flags import server_overrides
 from audio_reward.scorer_server.engines import (
     EngineConfig,
     EngineInfo,
@@ -26,6 +25,7 @@ from audio_reward.scorer_server.engines import (
     create_engine,
     resolve_engine_options,
 )
+from audio_reward.scorer_server.flags import server_overrides
 from audio_reward.scorer_server.settings import ServerSettings
 from tests.testkit.server import (
     REPO_ROOT,

@@ -12,18 +12,18 @@ import numpy as np
 import pytest
 
 from audio_reward.protocol import encode_f32
-from audio_reward.scorer_server.service.batcher import (
-    MicroBatcher,
-    QueueFullError,
-    SelfSchedulingDispatcher,
-    scheduler_for,
-)
 from audio_reward.scorer_server.engines import (
     ASREngine,
     EngineInfo,
     ThreadedEngine,
     Transcription,
     TranscriptionInput,
+)
+from audio_reward.scorer_server.service.batcher import (
+    MicroBatcher,
+    QueueFullError,
+    SelfSchedulingDispatcher,
+    scheduler_for,
 )
 from tests.testkit.server import inprocess_server
 

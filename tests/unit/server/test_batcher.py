@@ -9,17 +9,17 @@ from typing import Sequence
 import numpy as np
 import pytest
 
-from audio_reward.scorer_server.service.batcher import (
-    BatcherClosedError,
-    BatchStats,
-    MicroBatcher,
-    QueueFullError,
-)
 from audio_reward.scorer_server.engines import (
     EngineInfo,
     ThreadedEngine,
     Transcription,
     TranscriptionInput,
+)
+from audio_reward.scorer_server.service.batcher import (
+    BatcherClosedError,
+    BatchStats,
+    MicroBatcher,
+    QueueFullError,
 )
 
 
