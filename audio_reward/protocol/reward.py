@@ -13,7 +13,7 @@ client and the trainer import it without the scorer's dependencies.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
 import annotated_types
 from pydantic import (
@@ -35,7 +35,6 @@ Metric = Literal["cer", "wer"]
 
 _FORMULA_HELP = "1-cer: 1-min(err,1); exp: exp(-k·err); tanh: clip(1-tanh(3·err),0,1)"
 _METRIC_HELP = "Error rate the formula is applied to."
-_FINITE = {"allow_inf_nan": False}
 
 SERVER_ONLY_FIELDS = frozenset({"error_clip"})
 """Policy fields a request cannot set."""
@@ -46,24 +45,26 @@ class RewardPolicy(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    formula: Formula = Field("1-cer", description=_FORMULA_HELP)
-    metric: Metric = Field("cer", description=_METRIC_HELP)
-    exp_k: float = Field(2.5, gt=0, le=100, **_FINITE, description="k of the exp formula, exp(-k·err).")
-    error_clip: float = Field(1.0, gt=0, **_FINITE, description="Error rates are clipped to this before the formula.")
-    empty_transcript_penalty: float = Field(0.0, ge=0, le=1, **_FINITE,
+    formula: Formula = Field(default="1-cer", description=_FORMULA_HELP)
+    metric: Metric = Field(default="cer", description=_METRIC_HELP)
+    exp_k: float = Field(default=2.5, gt=0, le=100, allow_inf_nan=False,
+                         description="k of the exp formula, exp(-k·err).")
+    error_clip: float = Field(default=1.0, gt=0, allow_inf_nan=False,
+                              description="Error rates are clipped to this before the formula.")
+    empty_transcript_penalty: float = Field(default=0.0, ge=0, le=1, allow_inf_nan=False,
                                             description="Subtracted when the transcript is empty.")
-    duration_ratio_min: float = Field(0.5, gt=0, **_FINITE,
+    duration_ratio_min: float = Field(default=0.5, gt=0, allow_inf_nan=False,
                                       description="Below this duration ratio the duration penalty applies.")
-    duration_ratio_max: float = Field(2.0, gt=0, **_FINITE,
+    duration_ratio_max: float = Field(default=2.0, gt=0, allow_inf_nan=False,
                                       description="Above this duration ratio the duration penalty applies.")
-    duration_penalty: float = Field(0.0, ge=0, le=1, **_FINITE,
+    duration_penalty: float = Field(default=0.0, ge=0, le=1, allow_inf_nan=False,
                                     description="Subtracted outside the duration-ratio range.")
-    min_duration_s: float = Field(0.5, ge=0, **_FINITE,
+    min_duration_s: float = Field(default=0.5, ge=0, allow_inf_nan=False,
                                   description="Audio shorter than this gets the short-audio penalty.")
-    short_audio_penalty: float = Field(0.0, ge=0, le=1, **_FINITE,
+    short_audio_penalty: float = Field(default=0.0, ge=0, le=1, allow_inf_nan=False,
                                        description="Subtracted for audio below min_duration_s.")
-    repeat_ngram_n: int = Field(4, ge=1, le=16, description="n of the repeated n-gram check.")
-    repeat_penalty: float = Field(0.0, ge=0, le=1, **_FINITE, description="Scaled by the share of repeated n-grams.")
+    repeat_ngram_n: int = Field(default=4, ge=1, le=16, description="n of the repeated n-gram check.")
+    repeat_penalty: float = Field(default=0.0, ge=0, le=1, allow_inf_nan=False, description="Scaled by the share of repeated n-grams.")
 
     @field_validator("repeat_ngram_n", mode="before")
     @classmethod
@@ -153,16 +154,23 @@ def _problem(error: ErrorDetails) -> str:
 
 def _optional(name: str, info: FieldInfo) -> tuple[Any, Any]:
     """The request's form of a policy field: same type and bounds, unset by default."""
-    kind = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation  # type: ignore[valid-type]
+    kind: Any = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
     description = info.description if name in ("formula", "metric") else None  # the wire documents these two
     return kind | None, Field(None, description=description)
 
 
-RewardOptions: type[BaseModel] = create_model(  # type: ignore[call-overload]
-    "RewardOptions",
-    __config__=ConfigDict(extra="forbid"),
-    __doc__="Per-request reward shaping; every unset field takes the server's default.",
-    __module__=__name__,
-    **{name: _optional(name, info) for name, info in RewardPolicy.model_fields.items()
-       if name not in SERVER_ONLY_FIELDS},
-)
+if TYPE_CHECKING:
+    RewardOptions: TypeAlias = BaseModel
+else:
+    RewardOptions = create_model(
+        "RewardOptions",
+        __config__=ConfigDict(extra="forbid"),
+        __doc__="Per-request reward shaping; every unset field takes the server's default.",
+        __module__=__name__,
+        **{name: _optional(name, info) for name, info in RewardPolicy.model_fields.items()
+           if name not in SERVER_ONLY_FIELDS},
+    )
+"""Per-request reward shaping: :class:`RewardPolicy`'s fields, all optional, without the server-only ones.
+
+Built from the policy's own declarations (type and bounds), so the two never disagree;
+type checkers see it as a plain model."""

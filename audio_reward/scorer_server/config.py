@@ -111,7 +111,7 @@ class ServerConfig(BaseModel):
     # scoring
     normalizer: str = Field("basic", description="Text normalizer applied to both texts before CER/WER.")
     language: str | None = Field(None, description="Default language when a request names none.")
-    reward: RewardPolicy = Field(default_factory=RewardPolicy,
+    reward: RewardPolicy = Field(RewardPolicy(),  # frozen: one shared default is safe
                                  description="Reward policy every request starts from (docs/scoring.md).")
 
     # logging

@@ -125,8 +125,9 @@ class RecentResults:
         for i, claim in enumerate(claims):
             if i in own:
                 value = own[i]
-                if claim is not None and isinstance(value, BaseException):
-                    self.fail(claim, value)
+                if isinstance(value, BaseException):
+                    if claim is not None:
+                        self.fail(claim, value)
                 elif claim is not None:
                     self.resolve(claim, value, size(value))
                 answers.append(Answer(value, joined=False))
