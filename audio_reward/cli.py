@@ -21,7 +21,7 @@ COMMANDS: dict[str, str] = {
     "validate": "audio_reward.protocol.cli",
     "serve": "audio_reward.scorer_server.cli",
     "score": "audio_reward.scorer_client.cli",
-    "eval": "audio_reward.scorer_client.cli",
+    "eval": "audio_reward.scorer_client.eval.cli",
     "preflight": "audio_reward.trainer_plugin.cli",
     "tts-speaker": "audio_reward.trainer_plugin.tts_speaker",
     "error-rate": "audio_reward.scoring.cli",

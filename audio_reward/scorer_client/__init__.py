@@ -23,7 +23,19 @@ from .sync_client import ScorerClient
 from .wire import ScoreItem, ScoreResult, sanitize_metadata
 
 __all__ = [
-    "AsyncScorerClient", "ScorerClient", "ClientSettings", "ScoreItem", "ScoreResult", "compute_score",
-    "close_cached_clients", "sanitize_metadata", "ScorerError", "InvalidInputError", "RequestRejectedError",
-    "ProtocolViolationError", "ScorerUnavailableError", "DeadlineExceededError", "TransientServerError",
+    "AsyncScorerClient",
+    "ClientSettings",
+    "DeadlineExceededError",
+    "InvalidInputError",
+    "ProtocolViolationError",
+    "RequestRejectedError",
+    "ScoreItem",
+    "ScoreResult",
+    "ScorerClient",
+    "ScorerError",
+    "ScorerUnavailableError",
+    "TransientServerError",
+    "close_cached_clients",
+    "compute_score",
+    "sanitize_metadata",
 ]

@@ -1,30 +1,37 @@
-"""The asyncio scorer client: pooled sessions, bounded retries, typed errors."""
+"""The asyncio scorer client: one transport, the one retry loop, typed errors."""
 
 from __future__ import annotations
 
 import asyncio
-import copy
-import itertools
 import logging
-import random
-import time
-from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
-
-import aiohttp
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from .. import __version__
 from ..protocol import RewardOptions
 from .errors import (
-    DeadlineExceededError,
     ProtocolViolationError,
     RequestRejectedError,
     ScorerError,
     ScorerUnavailableError,
     TransientServerError,
 )
-from .retry import is_retryable_status, next_delay, parse_retry_after
 from .settings import BATCH_PATH, INFO_PATH, ClientSettings, ScorerEndpoint, endpoint_of
+from .transport import (
+    AiohttpTransport,
+    Answer,
+    AsyncTransport,
+    Attempts,
+    Fatal,
+    Outcome,
+    Request,
+    Response,
+    Retry,
+    RetryLoop,
+    Success,
+    TransportError,
+    classify,
+)
 from .wire import (
     PreparedItem,
     ScoreItem,
@@ -40,28 +47,9 @@ from .wire import (
 
 logger = logging.getLogger(__name__)
 
-# Faults of the transport: the request may not have reached the server, or its answer got lost.
-_TRANSPORT_ERRORS = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, asyncio.TimeoutError)
-
 # Above this many bytes of audio (about 45 s at 24 kHz), encoding moves to a worker thread so the
 # event loop keeps serving; below it the thread hop costs more than the few milliseconds it saves.
 _INLINE_ENCODE_BYTES = 4 << 20
-
-
-@dataclass
-class _Answer:
-    status: int
-    body: bytes
-    retry_after: float | None
-
-
-def _for_item(error: ScorerError, request_id: str) -> ScorerError:
-    """A chunk-wide error as one item's error, carrying that item's request id."""
-    if error.request_id == request_id:
-        return error
-    item = copy.copy(error)
-    item.request_id = request_id
-    return item
 
 
 def _audio_bytes(waveform: Any) -> int:
@@ -71,71 +59,73 @@ def _audio_bytes(waveform: Any) -> int:
     return 4 * len(waveform) if hasattr(waveform, "__len__") else 0
 
 
-class _Attempts:
-    """Attempt counting, URL rotation and waiting for one request (or one chunk)."""
+def single_outcome(answer: Answer, request_id: str) -> Outcome[ScoreResult]:
+    """What one answer to ``POST /v1/score`` means: the checked result, a retry, or a final error."""
+    outcome = classify(answer, request_id)
+    if not isinstance(outcome, Success):
+        return outcome
+    try:
+        return Success(to_result(decode_body(outcome.value, request_id), request_id))
+    except ProtocolViolationError as exc:
+        return Fatal(exc)
 
-    def __init__(self, client: "AsyncScorerClient") -> None:
-        self.settings = client.settings
-        self.start = time.monotonic()
-        self.deadline_at = None if self.settings.deadline is None else self.start + self.settings.deadline
-        self.endpoints = client._endpoints
-        self.url_index = next(client._rr)
-        self.made = 0
 
-    @property
-    def endpoint(self) -> ScorerEndpoint:
-        return self.endpoints[self.url_index % len(self.endpoints)]
+def batch_outcomes(answer: Answer, items: Sequence[PreparedItem]) -> list[Outcome[ScoreResult]]:
+    """What one answer to ``POST /v1/score/batch`` means for each of its items, in order.
 
-    def remaining(self) -> float | None:
-        return None if self.deadline_at is None else self.deadline_at - time.monotonic()
+    A fault of the whole batch (a transport fault, an error status) is each
+    item's fault, carrying that item's request id; a 200 is read item by
+    item (:func:`take_batch_answer`).
+    """
+    if isinstance(answer, Response) and answer.status == 200:
+        return take_batch_answer(answer.body, items)
+    outcomes: list[Outcome[ScoreResult]] = []
+    for item in items:
+        outcome = classify(answer, item.request_id)
+        assert not isinstance(outcome, Success), "only a 200 is a success"
+        outcomes.append(outcome)
+    return outcomes
 
-    def attempt_timeout(self) -> float:
-        remaining = self.remaining()
-        return self.settings.timeout if remaining is None else min(self.settings.timeout, remaining)
 
-    def expired(self) -> bool:
-        remaining = self.remaining()
-        return remaining is not None and remaining <= 0
+def take_batch_answer(raw: bytes, items: Sequence[PreparedItem]) -> list[Outcome[ScoreResult]]:
+    """Read a 200 batch body: one outcome per item (a result, a retryable or a final item error).
 
-    async def wait_before_retry(self, retry_after: float | None) -> bool:
-        """Sleep before the next attempt; False when the retries or the deadline are spent.
-
-        The next attempt goes to the next URL, so a dead replica is left at once.
-        """
-        if self.made > self.settings.max_retries:
-            return False
-        delay = next_delay(
-            self.made - 1, base=self.settings.backoff, cap=self.settings.backoff_max,
-            retry_after=retry_after, retry_after_max=self.settings.retry_after_max,
-        )
-        remaining = self.remaining()
-        if remaining is not None and delay >= remaining:
-            return False
-        self.url_index += 1
-        await asyncio.sleep(delay)
-        return True
-
-    def give_up(self, cause: BaseException | None, request_id: str | None) -> ScorerUnavailableError:
-        elapsed = time.monotonic() - self.start
-        if self.deadline_at is not None and (self.expired() or self.made <= self.settings.max_retries):
-            return DeadlineExceededError(
-                f"no answer within the {self.settings.deadline:g} s deadline after {self.made} attempt(s) "
-                f"({elapsed:.2f} s); last fault: {cause}",
-                attempts=self.made, last_cause=cause, request_id=request_id,
-            )
-        return ScorerUnavailableError(
-            f"scorer unavailable after {self.made} attempt(s) in {elapsed:.2f} s; last fault: {cause}",
-            attempts=self.made, last_cause=cause, request_id=request_id,
-        )
+    A body that breaks the protocol (not JSON, a result count that does not
+    match) is a final :class:`ProtocolViolationError` for every item.
+    """
+    try:
+        obj = decode_body(raw)
+        results = obj.get("results") if isinstance(obj, dict) else None
+        if not isinstance(results, list) or len(results) != len(items):
+            got = len(results) if isinstance(results, list) else "no"
+            raise ProtocolViolationError(f"a batch of {len(items)} items was answered with {got} results")
+    except ProtocolViolationError as exc:
+        return [Fatal(ProtocolViolationError(exc.message, request_id=item.request_id)) for item in items]
+    outcomes: list[Outcome[ScoreResult]] = []
+    for item, result in zip(items, results, strict=False):
+        rid = item.request_id
+        info = error_info(result)
+        if info is None:
+            try:
+                outcomes.append(Success(to_result(result, rid)))
+            except ProtocolViolationError as exc:
+                outcomes.append(Fatal(exc))
+        elif info.retryable:
+            outcomes.append(Retry(TransientServerError(info.message, status=None, code=info.code, request_id=rid)))
+        else:
+            outcomes.append(Fatal(RequestRejectedError(info.message, status=None, code=info.code, request_id=rid)))
+    return outcomes
 
 
 class AsyncScorerClient:
     """Scores candidates on one or more scorer servers from asyncio code.
 
-    One instance holds one ``aiohttp`` session (a pooled connector) and
-    belongs to the event loop it is first used in; use it as an async
-    context manager or call :meth:`aclose`.  Several URLs spread the load
-    round-robin, and a retry goes to the next URL.
+    One instance holds one transport (by default an ``aiohttp`` session with
+    a pooled connector) and belongs to the event loop it is first used in;
+    use it as an async context manager or call :meth:`aclose`, which closes
+    the transport too.  Several URLs spread the load round-robin, and a
+    retry goes to the next URL.  ``transport=`` takes any
+    :class:`~.transport.AsyncTransport` (as httpx's ``transport=`` does).
 
     Retries: connection errors, timeouts, 408, 429 and 5xx are retried up to
     ``max_retries`` times with exponential backoff and full jitter, waiting
@@ -148,6 +138,7 @@ class AsyncScorerClient:
         urls: str | Sequence[str] | None = None,
         *,
         settings: ClientSettings | None = None,
+        transport: AsyncTransport | None = None,
         api_key: str | None = None,
         timeout: float | None = None,
         connect_timeout: float | None = None,
@@ -160,32 +151,32 @@ class AsyncScorerClient:
         concurrency: int | None = None,
         chunk_size: int | None = None,
     ) -> None:
-        overrides = dict(
-            api_key=api_key, timeout=timeout, connect_timeout=connect_timeout, deadline=deadline,
-            max_retries=max_retries, backoff=backoff, backoff_max=backoff_max, retry_after_max=retry_after_max,
-            pool_limit=pool_limit, concurrency=concurrency, chunk_size=chunk_size,
-        )
+        overrides = {
+            "api_key": api_key, "timeout": timeout, "connect_timeout": connect_timeout, "deadline": deadline,
+            "max_retries": max_retries, "backoff": backoff, "backoff_max": backoff_max,
+            "retry_after_max": retry_after_max,
+            "pool_limit": pool_limit, "concurrency": concurrency, "chunk_size": chunk_size,
+        }
         if settings is None:
             if urls is None:
                 raise ValueError("pass the scorer URL(s) or a ClientSettings")
-            settings = ClientSettings(urls=urls, **{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
+            settings = ClientSettings(urls, **{k: v for k, v in overrides.items() if v is not None})
         elif urls is not None or any(v is not None for v in overrides.values()):
             raise ValueError("pass either settings or URL and keyword settings, not both")
         self.settings = settings
-        self._rr = itertools.count(random.randrange(len(settings.urls)))
-        self._session: aiohttp.ClientSession | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._slots: asyncio.Semaphore | None = None
+        self._transport = AiohttpTransport(settings.pool_limit) if transport is None else transport
+        self._headers = {"Content-Type": "application/json", "User-Agent": f"audio-reward-client/{__version__}"}
+        if settings.api_key:
+            self._headers["Authorization"] = f"Bearer {settings.api_key}"
+        self._retry = RetryLoop(settings, self._transport, self._headers)
         self._endpoints = settings.endpoints
+        self._loop: asyncio.AbstractEventLoop | None = None
         # Per URL: whether its server has the batch endpoint (None: not known, try it); asked once.
         self._batch_support: dict[str, bool | None] = {}
         self._batch_probes: dict[str, asyncio.Future[bool | None]] = {}
         self._closed = False
-        self._headers = {"Content-Type": "application/json", "User-Agent": f"audio-reward-client/{__version__}"}
-        if settings.api_key:
-            self._headers["Authorization"] = f"Bearer {settings.api_key}"
 
-    async def __aenter__(self) -> "AsyncScorerClient":
+    async def __aenter__(self) -> AsyncScorerClient:
         self._bind()
         return self
 
@@ -193,63 +184,25 @@ class AsyncScorerClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the session and its connections; the client cannot be used afterwards."""
+        """Close the transport and its connections; the client cannot be used afterwards."""
         self._closed = True
-        session, self._session = self._session, None
-        if session is not None and not session.closed:
-            await session.close()
+        await self._transport.aclose()
 
     @property
     def closed(self) -> bool:
         return self._closed
 
-    def _bind(self) -> aiohttp.ClientSession:
+    def _bind(self) -> None:
         if self._closed:
             raise RuntimeError("this AsyncScorerClient is closed")
         loop = asyncio.get_running_loop()
-        if self._session is None:
+        if self._loop is None:
             self._loop = loop
-            self._slots = asyncio.Semaphore(self.settings.pool_limit)
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self.settings.pool_limit, limit_per_host=0),
-                timeout=aiohttp.ClientTimeout(total=None),
-                headers=self._headers,
-            )
         elif loop is not self._loop:
             raise RuntimeError(
                 "an AsyncScorerClient belongs to the event loop it was first used in; "
                 "create one client per event loop (or use ScorerClient from threads)"
             )
-        return self._session
-
-    async def _post(self, attempts: _Attempts, target: str, body: bytes, request_id: str | None) -> _Answer:
-        session = self._bind()
-        assert self._slots is not None
-        attempts.made += 1
-        # The per-attempt timeout starts once a connection slot is ours, so requests
-        # queued behind the pool limit do not time out while waiting their turn.
-        remaining = attempts.remaining()
-        if remaining is None:
-            await self._slots.acquire()
-        else:
-            await asyncio.wait_for(self._slots.acquire(), max(remaining, 0.0))
-        try:
-            # aiohttp reads a zero timeout as "no timeout": never let it reach zero.
-            timeout = max(attempts.attempt_timeout(), 0.001)
-            headers = {"X-Request-ID": request_id} if request_id else None
-            async with session.post(
-                target,
-                data=body,
-                headers=headers,
-                timeout=aiohttp.ClientTimeout(total=timeout, connect=min(self.settings.connect_timeout, timeout)),
-            ) as resp:
-                raw = await resp.read()
-                return _Answer(resp.status, raw, parse_retry_after(resp.headers.get("Retry-After")))
-        except aiohttp.ClientResponseError as exc:
-            # Not HTTP at all (a garbled status line or headers): the peer is not a scorer.
-            raise ProtocolViolationError(f"the scorer's answer is not valid HTTP: {exc}", request_id=request_id) from exc
-        finally:
-            self._slots.release()
 
     # ------------------------------------------------------------------ single
 
@@ -271,6 +224,7 @@ class AsyncScorerClient:
         list; ``text`` is what it should say.  Raises a :class:`ScorerError`
         subclass on failure (see :mod:`audio_reward.scorer_client.errors`).
         """
+        self._bind()
         item = ScoreItem(waveform, sample_rate, text, language, metadata, reward, reference_duration_s, request_id)
         prepared = (await self._prepare_all([item]))[0]
         if isinstance(prepared, ScorerError):
@@ -278,26 +232,14 @@ class AsyncScorerClient:
         return await self._score_prepared(prepared)
 
     async def _score_prepared(self, item: PreparedItem) -> ScoreResult:
-        attempts = _Attempts(self)
-        rid = item.request_id
-        while True:
-            try:
-                answer = await self._post(attempts, attempts.endpoint.score_url, item.body, rid)
-            except _TRANSPORT_ERRORS as exc:
-                cause: BaseException = exc
-                retry_after = None
-            else:
-                if answer.status == 200:
-                    return to_result(decode_body(answer.body, rid), rid)
-                info = error_of_body(answer.body, answer.status)
-                if not is_retryable_status(answer.status, info.retryable):
-                    raise RequestRejectedError(info.message, status=answer.status, code=info.code, request_id=rid)
-                cause = TransientServerError(info.message, status=answer.status, code=info.code,
-                                             retry_after=answer.retry_after, request_id=rid)
-                retry_after = answer.retry_after
-            logger.debug("request %s attempt %d failed: %r", rid, attempts.made, cause)
-            if attempts.expired() or not await attempts.wait_before_retry(retry_after):
-                raise attempts.give_up(cause, rid)
+        async def attempt(attempts: Attempts, pending: list[PreparedItem]) -> list[Outcome[ScoreResult]]:
+            answer = await self._retry.send(attempts, attempts.endpoint.score_url, item.body, item.request_id)
+            return [single_outcome(answer, item.request_id)]
+
+        outcome = (await self._retry.run([item], attempt))[0]
+        if isinstance(outcome, ScorerError):
+            raise outcome
+        return outcome
 
     # ------------------------------------------------------------------ many
 
@@ -340,13 +282,11 @@ class AsyncScorerClient:
                 if ready:
                     try:
                         answers = await self._score_chunk([p for _, p in ready])
-                    except ScorerError as exc:
-                        answers = [_for_item(exc, p.request_id) for _, p in ready]
                     except Exception as exc:  # a bug must not cost the other chunks their results
                         logger.exception("unexpected error while scoring a chunk")
-                        answers = [_for_item(ScorerError(f"unexpected client error: {exc!r}"), p.request_id)
+                        answers = [ScorerError(f"unexpected client error: {exc!r}", request_id=p.request_id)
                                    for _, p in ready]
-                    for (pos, _), answer in zip(ready, answers):
+                    for (pos, _), answer in zip(ready, answers, strict=False):
                         results[pos] = answer
 
         tasks = [asyncio.ensure_future(run_chunk(s)) for s in range(0, len(raw), chunk_size)]
@@ -391,48 +331,18 @@ class AsyncScorerClient:
         return run()
 
     async def _score_chunk(self, items: list[PreparedItem]) -> list[ScoreResult | ScorerError]:
-        attempts = _Attempts(self)
-        out: list[ScoreResult | ScorerError | None] = [None] * len(items)
-        causes: dict[int, BaseException] = {}
-        pending = list(range(len(items)))
-        while pending:
+        async def attempt(attempts: Attempts, pending: list[PreparedItem]) -> list[Outcome[ScoreResult]]:
             endpoint = attempts.endpoint
-            if not await self._supports_batch(endpoint):
-                rest = await self._score_singly([items[i] for i in pending])
-                for i, r in zip(pending, rest):
-                    out[i] = r
-                break
-            retry_after = None
-            try:
-                answer = await self._post(attempts, endpoint.batch_url, batch_body([items[i] for i in pending]), None)
-            except _TRANSPORT_ERRORS as exc:
-                causes.update((i, exc) for i in pending)
-            else:
-                if answer.status == 200:
-                    pending = self._take_batch_answer(answer.body, items, pending, out, causes)
-                elif answer.status in (404, 405):
-                    # A server without the batch endpoint (a verl-omni protocol server): one request per item.
-                    logger.info("%s has no batch endpoint (HTTP %d); scoring items one by one",
-                                endpoint.url, answer.status)
-                    self._batch_support[endpoint.url] = False
-                    continue
-                else:
-                    info = error_of_body(answer.body, answer.status)
-                    if is_retryable_status(answer.status, info.retryable):
-                        retry_after = answer.retry_after
-                        for i in pending:
-                            causes[i] = TransientServerError(info.message, status=answer.status, code=info.code,
-                                                             retry_after=retry_after, request_id=items[i].request_id)
-                    else:
-                        for i in pending:
-                            out[i] = RequestRejectedError(info.message, status=answer.status, code=info.code,
-                                                          request_id=items[i].request_id)
-                        pending = []
-            if pending and (attempts.expired() or not await attempts.wait_before_retry(retry_after)):
-                for i in pending:
-                    out[i] = attempts.give_up(causes.get(i), items[i].request_id)
-                pending = []
-        return [r for r in out if r is not None]
+            if await self._supports_batch(endpoint):
+                answer = await self._retry.send(attempts, endpoint.batch_url, batch_body(pending), None)
+                if not (isinstance(answer, Response) and answer.status in (404, 405)):
+                    return batch_outcomes(answer, pending)
+                # A server without the batch endpoint (a verl-omni protocol server): one request per item.
+                logger.info("%s has no batch endpoint (HTTP %d); scoring items one by one", endpoint.url, answer.status)
+                self._batch_support[endpoint.url] = False
+            return [Fatal(r) if isinstance(r, ScorerError) else Success(r) for r in await self._score_singly(pending)]
+
+        return await self._retry.run(items, attempt)
 
     async def _supports_batch(self, endpoint: ScorerEndpoint) -> bool:
         """Whether to send batches to ``endpoint``: its server's ``/v1/info`` is asked once.
@@ -454,63 +364,25 @@ class AsyncScorerClient:
         return self._batch_support[endpoint.url] is not False
 
     async def _probe_batch(self, endpoint: ScorerEndpoint) -> bool | None:
-        session = self._bind()
-        timeout = aiohttp.ClientTimeout(total=min(self.settings.timeout, self.settings.connect_timeout))
+        timeout = min(self.settings.timeout, self.settings.connect_timeout)
         try:
-            async with session.get(endpoint.base + INFO_PATH, timeout=timeout) as resp:
-                status = resp.status
-                raw = await resp.read()
-        except _TRANSPORT_ERRORS as exc:
+            answer = await self._get(endpoint.base + INFO_PATH, timeout)
+        except (TransportError, ProtocolViolationError) as exc:
             logger.debug("GET %s%s failed (%r); batches will be tried", endpoint.base, INFO_PATH, exc)
             return None
-        if status in (404, 405):
+        if answer.status in (404, 405):
             logger.info("%s has no %s (HTTP %d): a protocol v1 server without batches; sending one request per item",
-                        endpoint.base, INFO_PATH, status)
+                        endpoint.base, INFO_PATH, answer.status)
             return False
-        if status != 200:
+        if answer.status != 200:
             return None
         try:
-            listed = decode_body(raw).get("endpoints")
+            listed = decode_body(answer.body).get("endpoints")
         except (ProtocolViolationError, AttributeError):
             return None
         if not isinstance(listed, list):
             return None
         return BATCH_PATH in listed
-
-    @staticmethod
-    def _take_batch_answer(
-        raw: bytes,
-        items: list[PreparedItem],
-        pending: list[int],
-        out: list[ScoreResult | ScorerError | None],
-        causes: dict[int, BaseException],
-    ) -> list[int]:
-        """File a batch answer's results; return the items that need another attempt."""
-        try:
-            obj = decode_body(raw)
-            results = obj.get("results") if isinstance(obj, dict) else None
-            if not isinstance(results, list) or len(results) != len(pending):
-                got = len(results) if isinstance(results, list) else "no"
-                raise ProtocolViolationError(f"a batch of {len(pending)} items was answered with {got} results")
-        except ProtocolViolationError as exc:
-            for i in pending:
-                out[i] = ProtocolViolationError(exc.message, request_id=items[i].request_id)
-            return []
-        still: list[int] = []
-        for i, result in zip(pending, results):
-            rid = items[i].request_id
-            info = error_info(result)
-            if info is None:
-                try:
-                    out[i] = to_result(result, rid)
-                except ProtocolViolationError as exc:
-                    out[i] = exc
-            elif info.retryable:
-                causes[i] = TransientServerError(info.message, status=None, code=info.code, request_id=rid)
-                still.append(i)
-            else:
-                out[i] = RequestRejectedError(info.message, status=None, code=info.code, request_id=rid)
-        return still
 
     async def _score_singly(self, items: list[PreparedItem]) -> list[ScoreResult | ScorerError]:
         async def one(item: PreparedItem) -> ScoreResult | ScorerError:
@@ -523,38 +395,32 @@ class AsyncScorerClient:
 
     # ------------------------------------------------------------------ info
 
+    async def _get(self, url: str, timeout: float) -> Response:
+        self._bind()
+        return await self._transport.handle_async_request(Request("GET", url, self._headers, timeout=timeout))
+
     async def info(self, url: str | None = None) -> dict[str, Any]:
         """The server's ``GET /v1/info`` (model, limits, defaults); one attempt, no retries."""
-        return await self._get_json(INFO_PATH, url)
+        target = self._base(url) + INFO_PATH
+        try:
+            answer = await self._get(target, self.settings.timeout)
+        except TransportError as exc:
+            raise ScorerUnavailableError(f"GET {target} failed: {exc!r}", attempts=1, last_cause=exc) from exc
+        if answer.status != 200:
+            info = error_of_body(answer.body, answer.status)
+            raise RequestRejectedError(info.message, status=answer.status, code=info.code)
+        obj = decode_body(answer.body)
+        if not isinstance(obj, dict):
+            raise ProtocolViolationError(f"GET {INFO_PATH} must answer a JSON object")
+        return obj
 
     async def ready(self, url: str | None = None) -> bool:
         """True when ``GET /readyz`` answers 200 within the timeout."""
-        session = self._bind()
-        target = self._base(url) + "/readyz"
         try:
-            async with session.get(target, timeout=aiohttp.ClientTimeout(total=self.settings.connect_timeout)) as resp:
-                await resp.read()
-                return resp.status == 200
-        except _TRANSPORT_ERRORS:
+            answer = await self._get(self._base(url) + "/readyz", self.settings.connect_timeout)
+        except (TransportError, ProtocolViolationError):
             return False
+        return answer.status == 200
 
     def _base(self, url: str | None) -> str:
         return self._endpoints[0].base if url is None else endpoint_of(url).base
-
-    async def _get_json(self, path: str, url: str | None) -> dict[str, Any]:
-        session = self._bind()
-        target = self._base(url) + path
-        try:
-            async with session.get(target, timeout=aiohttp.ClientTimeout(total=self.settings.timeout)) as resp:
-                raw = await resp.read()
-                status = resp.status
-        except _TRANSPORT_ERRORS as exc:
-            raise ScorerUnavailableError(f"GET {target} failed: {exc!r}", attempts=1, last_cause=exc) from exc
-        if status != 200:
-            info = error_of_body(raw, status)
-            raise RequestRejectedError(info.message, status=status, code=info.code)
-        obj = decode_body(raw)
-        if not isinstance(obj, dict):
-            raise ProtocolViolationError(f"GET {path} must answer a JSON object")
-        return obj
-

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .async_client import AsyncScorerClient
 from .errors import InvalidInputError
@@ -79,7 +79,8 @@ async def compute_score(
 
     One client (one connection pool) is kept per event loop and setting, so
     thousands of calls share connections.  ``api_key`` defaults to
-    ``AUDIO_REWARD_API_KEY``.  Failures raise
+    ``AUDIO_REWARD_CLIENT_API_KEY``, else ``AUDIO_REWARD_API_KEY`` (see
+    :class:`~audio_reward.scorer_client.settings.ClientSettings`).  Failures raise
     :class:`~audio_reward.scorer_client.errors.ScorerError` subclasses.
     """
     _check_number("timeout", timeout)
@@ -93,8 +94,7 @@ async def compute_score(
     waveform, sample_rate = solution_audio
     language = info.get("language") if isinstance(info.get("language"), str) else None
     metadata = sanitize_metadata({k: v for k, v in info.items() if k not in ("audio", "audio_sample_rate")})
-    client = _cached_client(server_url, timeout, max_retries, retry_backoff,
-                            api_key or os.environ.get("AUDIO_REWARD_API_KEY") or None)
+    client = _cached_client(server_url, timeout, max_retries, retry_backoff, api_key or None)
     result = await client.score(
         waveform, sample_rate, "" if ground_truth is None else str(ground_truth),
         language=language, metadata=metadata,

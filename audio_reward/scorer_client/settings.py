@@ -1,12 +1,25 @@
-"""Client settings: one typed object, built from arguments or ``AUDIO_REWARD_*`` variables."""
+"""Client settings: one typed object, from arguments, ``AUDIO_REWARD_CLIENT_*`` variables and defaults.
+
+Precedence, highest first: the arguments given, ``AUDIO_REWARD_CLIENT_<FIELD>``
+variables, the shared ``AUDIO_REWARD_URL`` / ``AUDIO_REWARD_API_KEY`` (the
+names users set for the server and its clients alike), the defaults below.
+"""
 
 from __future__ import annotations
 
-import math
-import os
-from dataclasses import dataclass, fields
-from typing import Any, Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
 from urllib.parse import urlsplit
+
+from pydantic import AliasChoices, Field, ValidationInfo, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+ENV_PREFIX = "AUDIO_REWARD_CLIENT_"
+URL_ENV = "AUDIO_REWARD_URL"
+API_KEY_ENV = "AUDIO_REWARD_API_KEY"
+URL_ENVS = (f"{ENV_PREFIX}URLS", URL_ENV)
+"""The variables that name the scorer URL(s), the first found wins."""
 
 SCORE_PATH = "/v1/score"
 BATCH_PATH = "/v1/score/batch"
@@ -58,94 +71,70 @@ def endpoint_of(url: str) -> ScorerEndpoint:
     return ScorerEndpoint(url, url, url + SCORE_PATH, url + BATCH_PATH)
 
 
-def _positive(name: str, value: Any, *, allow_zero: bool = False, optional: bool = False) -> float | None:
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    if value < 0 or (value == 0 and not allow_zero):
-        raise ValueError(f"{name} must be {'non-negative' if allow_zero else 'positive'}, got {value!r}")
-    return float(value)
-
-
-def _count(name: str, value: Any, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+def split_commas(value: Any) -> Any:
+    """``"http://a, http://b"`` -> ``("http://a", "http://b")`` (how lists are written in variables); others pass."""
+    if isinstance(value, str):
+        return tuple(u for u in (p.strip() for p in value.split(",")) if u)
     return value
 
 
-@dataclass(frozen=True)
-class ClientSettings:
+class ClientSettings(BaseSettings):
     """Everything that shapes the client's traffic.
 
     ``timeout`` bounds one attempt; ``deadline`` (optional) bounds one
     request across all its attempts and waits; without it a request still
-    ends after ``max_retries + 1`` bounded attempts.
+    ends after ``max_retries + 1`` bounded attempts.  ``ClientSettings(url)``
+    takes the URL(s) as its one positional argument.
     """
 
-    urls: tuple[str, ...]
-    api_key: str | None = None
-    timeout: float = 120.0
-    connect_timeout: float = 10.0
-    deadline: float | None = None
-    max_retries: int = 3
-    backoff: float = 0.5
-    backoff_max: float = 30.0
-    retry_after_max: float = 60.0
-    pool_limit: int = 64
-    concurrency: int = 4
-    chunk_size: int = 16
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, extra="forbid", frozen=True, populate_by_name=True, validate_default=True,
+    )
 
-    def __post_init__(self) -> None:
-        urls = (self.urls,) if isinstance(self.urls, str) else tuple(self.urls)
-        if not urls:
-            raise ValueError("at least one scorer URL is required")
-        object.__setattr__(self, "urls", tuple(normalize_url(u) for u in urls))
-        if self.api_key is not None and (not isinstance(self.api_key, str) or not self.api_key):
-            raise ValueError("api_key must be a non-empty string when given")
-        for name in ("timeout", "connect_timeout", "backoff_max", "retry_after_max"):
-            object.__setattr__(self, name, _positive(name, getattr(self, name)))
-        object.__setattr__(self, "backoff", _positive("backoff", self.backoff, allow_zero=True))
-        object.__setattr__(self, "deadline", _positive("deadline", self.deadline, optional=True))
-        _count("max_retries", self.max_retries, minimum=0)
-        for name in ("pool_limit", "concurrency", "chunk_size"):
-            _count(name, getattr(self, name), minimum=1)
+    urls: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), validation_alias=AliasChoices(*URL_ENVS),
+        description="Scorer URL(s); load is spread round-robin and a retry goes to the next URL "
+                    f"(env: comma separated; ${URL_ENV} is shared with the server's clients).")
+    api_key: str | None = Field(
+        None, min_length=1, repr=False, validation_alias=AliasChoices(f"{ENV_PREFIX}API_KEY", API_KEY_ENV),
+        description=f"Sent as Authorization: Bearer <key> (default: ${API_KEY_ENV}, the server's key).")
+    timeout: float = Field(120.0, gt=0, allow_inf_nan=False, description="Seconds per attempt.")
+    connect_timeout: float = Field(10.0, gt=0, allow_inf_nan=False, description="Seconds to connect.")
+    deadline: float | None = Field(None, gt=0, allow_inf_nan=False,
+                                   description="Seconds per request across all attempts and waits.")
+    max_retries: int = Field(3, ge=0, description="Retries of transient faults after the first attempt.")
+    backoff: float = Field(0.5, ge=0, allow_inf_nan=False, description="Backoff base (seconds).")
+    backoff_max: float = Field(30.0, gt=0, allow_inf_nan=False, description="Backoff cap (seconds).")
+    retry_after_max: float = Field(60.0, gt=0, allow_inf_nan=False, description="Longest Retry-After honoured.")
+    pool_limit: int = Field(64, ge=1, description="Connections per client (and requests in flight).")
+    concurrency: int = Field(4, ge=1, description="Batch requests in flight (score_many).")
+    chunk_size: int = Field(16, ge=1, description="Items per batch request (score_many).")
 
-    @classmethod
-    def from_env(
-        cls,
-        urls: str | Sequence[str] | None = None,
-        env: Mapping[str, str] | None = None,
-        **overrides: Any,
-    ) -> "ClientSettings":
-        """Settings from ``AUDIO_REWARD_*`` variables, then ``urls`` and ``overrides`` on top.
-
-        ``AUDIO_REWARD_URL`` holds one URL or several separated by commas;
-        every other field reads ``AUDIO_REWARD_<FIELD>`` (e.g. ``AUDIO_REWARD_MAX_RETRIES``).
-        """
-        env = os.environ if env is None else env
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            raw = env.get(f"AUDIO_REWARD_{'URL' if f.name == 'urls' else f.name.upper()}")
-            if raw is None or raw == "":
-                continue
-            try:
-                if f.name == "urls":
-                    values["urls"] = tuple(u for u in (p.strip() for p in raw.split(",")) if u)
-                elif f.name == "api_key":
-                    values["api_key"] = raw
-                elif f.name in ("max_retries", "pool_limit", "concurrency", "chunk_size"):
-                    values[f.name] = int(raw)
-                else:
-                    values[f.name] = float(raw)
-            except ValueError:
-                raise ValueError(f"AUDIO_REWARD_{f.name.upper()}={raw!r} is not a valid {f.name}") from None
+    def __init__(self, urls: str | Sequence[str] | None = None, /, **values: Any) -> None:
         if urls is not None:
             values["urls"] = urls
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        if "urls" not in values:
-            raise ValueError("no scorer URL: pass one or set AUDIO_REWARD_URL")
-        return cls(**values)
+        super().__init__(**values)
+
+    @field_validator("urls", mode="before")
+    @classmethod
+    def _split_urls(cls, value: Any) -> Any:
+        return split_commas(value)
+
+    @field_validator("urls")
+    @classmethod
+    def _check_urls(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError(f"no scorer URL: pass one or set {URL_ENV}")
+        return tuple(normalize_url(u) for u in value)
+
+    @field_validator("timeout", "connect_timeout", "deadline", "max_retries", "backoff", "backoff_max",
+                     "retry_after_max", "pool_limit", "concurrency", "chunk_size", mode="before")
+    @classmethod
+    def _no_bool(cls, value: Any, info: ValidationInfo) -> Any:
+        # pydantic reads True as 1; a flag where a number belongs is a mistake worth refusing.
+        if isinstance(value, bool):
+            raise ValueError(f"{info.field_name} must be a number, got {value!r}")
+        return value
 
     @property
     def endpoints(self) -> tuple[ScorerEndpoint, ...]:
@@ -155,9 +144,9 @@ class ClientSettings:
     def describe(self) -> str:
         """One line per setting, the API key masked: what a command prints at start-up."""
         lines = []
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name == "api_key" and value:
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if name == "api_key" and value:
                 value = "***"
-            lines.append(f"{f.name} = {', '.join(value) if f.name == 'urls' else value}")
+            lines.append(f"{name} = {', '.join(value) if name == 'urls' else value}")
         return "\n".join(lines)

@@ -6,7 +6,8 @@ import asyncio
 import concurrent.futures
 import threading
 import weakref
-from typing import Any, Coroutine, Iterable, Mapping, Sequence, TypeVar
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from ..protocol import RewardOptions
 from .async_client import AsyncScorerClient
@@ -45,7 +46,7 @@ class ScorerClient:
         self._close_lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _stop_loop, self._loop, self._thread)
 
-    def __enter__(self) -> "ScorerClient":
+    def __enter__(self) -> ScorerClient:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import math
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Union
+from typing import Any, Union
 
 import numpy as np
 import orjson
@@ -15,6 +16,7 @@ from pydantic import ValidationError
 from ..protocol import (
     PROTOCOL_VERSION,
     ErrorResponse,
+    ProtocolError,
     RewardOptions,
     as_float32_mono,
     encode_f32,
@@ -22,7 +24,6 @@ from ..protocol import (
     parse_json,
     validate_message,
 )
-from ..protocol import ProtocolError
 from ..protocol.models import MAX_SAMPLE_RATE, MIN_SAMPLE_RATE
 from .errors import InvalidInputError, ProtocolViolationError
 

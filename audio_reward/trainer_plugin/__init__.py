@@ -24,7 +24,12 @@ def register_with_verl() -> bool:
 
     Safe to call repeatedly and from verl's plugin loader.
     """
-    from ._verl import VerlUnavailableError, reward_manager_registry, register_reward_manager, verl_available
+    from ._verl import (
+        VerlUnavailableError,
+        register_reward_manager,
+        reward_manager_registry,
+        verl_available,
+    )
 
     if not verl_available():
         return False

@@ -10,8 +10,9 @@ gets its own result back, or its own exception.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Generic, Sequence, TypeVar
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -22,7 +23,7 @@ BatchFn = Callable[[Sequence[T]], Awaitable[Sequence["R | BaseException"]]]
 @dataclass
 class _Pending(Generic[T, R]):
     item: T
-    future: "asyncio.Future[R]"
+    future: asyncio.Future[R]
 
 
 @dataclass
@@ -39,8 +40,8 @@ class Coalescer(Generic[T, R]):
     window_s: float = 0.005
     max_batch: int = 64
     _pending: list[_Pending[T, R]] = field(default_factory=list, init=False)
-    _timer: "asyncio.TimerHandle | None" = field(default=None, init=False)
-    _tasks: set["asyncio.Task[None]"] = field(default_factory=set, init=False)
+    _timer: asyncio.TimerHandle | None = field(default=None, init=False)
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set, init=False)
 
     def __post_init__(self) -> None:
         if self.window_s < 0:
@@ -76,14 +77,14 @@ class Coalescer(Generic[T, R]):
             results = await self.batch_fn([p.item for p in batch])
             if len(results) != len(batch):
                 raise RuntimeError(f"batch function returned {len(results)} results for {len(batch)} items")
-        except BaseException as exc:  # noqa: BLE001 - handed to every waiting caller
+        except BaseException as exc:
             for p in batch:
                 if not p.future.done():
                     p.future.set_exception(exc)
             if not isinstance(exc, Exception):
                 raise
             return
-        for p, result in zip(batch, results):
+        for p, result in zip(batch, results, strict=False):
             if p.future.done():  # the caller was cancelled
                 continue
             if isinstance(result, BaseException):

@@ -19,8 +19,9 @@ from __future__ import annotations
 import json
 import re
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 DEFAULT_LETTERS = "ABCDEFGH"
 
@@ -53,7 +54,7 @@ _NEGATED_RE = re.compile(
 _PAREN_RE = re.compile(r"\(([A-Z])\)")
 _BARE_RE = re.compile(r"^\s*\(?([A-Za-z])\)?\s*(?:[.):,]\s*(.*))?$", re.DOTALL)
 _OPTION_LINE_RE = re.compile(r"^\s*\(?([A-Za-z])\)?\s*[.):、]\s*(.+?)\s*$")
-_PUNCT = str.maketrans({c: " " for c in string.punctuation})
+_PUNCT = str.maketrans(dict.fromkeys(string.punctuation, " "))
 
 
 @dataclass(frozen=True)
@@ -76,10 +77,7 @@ def parse_options(options: Any) -> dict[str, str]:
         stripped = options.strip()
         if not stripped:
             return {}
-        if stripped.startswith("{"):
-            options = json.loads(stripped)
-        else:
-            options = stripped.splitlines()
+        options = json.loads(stripped) if stripped.startswith("{") else stripped.splitlines()
     if isinstance(options, Mapping):
         return {str(k).strip().upper(): str(v).strip() for k, v in options.items()}
     try:
@@ -122,10 +120,10 @@ def _plain(text: str) -> str:
 
 def _from_text(text: str, valid: str, options: Mapping[str, str] | None) -> Choice:
     """The one option ``text`` commits to; several different ones, or none, give ``Choice(None, ...)``."""
-    boxed = [b for b in _BOXED_RE.findall(text)]
+    boxed = list(_BOXED_RE.findall(text))
     if boxed:
-        letters = {_BARE_RE.match(b).group(1).upper() for b in boxed if _BARE_RE.match(b) and
-                   _BARE_RE.match(b).group(1).upper() in valid}
+        boxed_letters = [m.group(1).upper() for m in (_BARE_RE.match(b) for b in boxed) if m]
+        letters = {letter for letter in boxed_letters if letter in valid}
         if not letters and options:
             letters = {x for x in (_by_option_text(b, options) for b in boxed) if x}
         return Choice(letters.pop(), "boxed") if len(letters) == 1 else Choice(None, "none")

@@ -19,12 +19,21 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
 
 from ..protocol import SUPPORTED_VERSIONS
-from .settings import CONFIG_BLOCK, MASKING_ESTIMATORS, FailurePolicy, PluginSettings, block_of
+from .settings import (
+    CONFIG_BLOCK,
+    MASKING_ESTIMATORS,
+    FailurePolicy,
+    PluginSettings,
+    block_of,
+)
 
 GROUP_ESTIMATORS = ("grpo", "grpo_masked", "grpo_passk", "rloo", "opo", "gpg", "rloo_vectorized", "grpo_vectorized")
 AUDIO_MANAGERS = ("audio_score", "AudioScoreRewardManager")
@@ -82,10 +91,14 @@ def scorer_urls(config: Any) -> list[str]:
 
 
 def check_server(config: Any, info_fn: Callable[[str], dict[str, Any]] | None = None) -> list[Check]:
-    urls = scorer_urls(config)
     needs = uses_audio_manager(config) or _scorer_fn(config) is not None
     if not needs:
         return [Check("scorer", True, "the reward does not call a scorer server")]
+    try:
+        urls = scorer_urls(config)
+    except ValueError as exc:  # the plugin's settings cannot be built: no URL, or a bad value
+        reasons = exc.errors() if isinstance(exc, ValidationError) else [{"msg": str(exc)}]
+        return [Check("scorer", False, f"reward.{CONFIG_BLOCK}: " + "; ".join(str(r["msg"]) for r in reasons))]
     if not urls:
         return [Check("scorer", False, f"no scorer URL: set reward.{CONFIG_BLOCK}.server_url (or AUDIO_REWARD_URL)")]
     if info_fn is None:
@@ -105,9 +118,10 @@ def check_server(config: Any, info_fn: Callable[[str], dict[str, Any]] | None = 
         versions = info.get("supported_protocol_versions") or [info.get("protocol_version")]
         versions = [str(v) for v in versions if v is not None]
         if not any(v.split(".")[0] in SUPPORTED_VERSIONS for v in versions):
-            checks.append(Check("scorer", False, f"{url}: speaks protocol {versions or 'unknown'}, need {list(SUPPORTED_VERSIONS)}"))
+            checks.append(Check("scorer", False,
+                                f"{url}: speaks protocol {versions or 'unknown'}, need {list(SUPPORTED_VERSIONS)}"))
         else:
-            engine = info.get("engine") if isinstance(info.get("engine"), dict) else {}
+            engine: dict[str, Any] = info["engine"] if isinstance(info.get("engine"), dict) else {}
             model = engine.get("model_id") or engine.get("name") or "?"
             checks.append(Check("scorer", True, f"{url}: protocol {', '.join(versions)}, model {model}"))
     return checks

@@ -15,7 +15,8 @@ mask a sample, so it never returns a made-up score.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..scorer_client import compute_score as _client_compute_score
 

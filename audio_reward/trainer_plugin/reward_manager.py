@@ -9,16 +9,29 @@ it with ``reward.reward_manager.name=audio_score``, or load it explicitly::
     reward.reward_manager.name=AudioScoreRewardManager
 
 Settings live under ``reward.audio_reward`` (see :mod:`.settings`).
+
+The module imports without verl: :class:`AudioScoreRewardMixin` is the
+manager's behaviour, and ``AudioScoreRewardManager`` (the mixin over verl's
+``RewardManagerBase``) is built when first asked for, raising
+:class:`~._verl.VerlUnavailableError` where verl is missing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from typing import Any
 
 from ._verl import reward_manager_base
-from .samples import MissingFieldError, SampleError, audio_sample_from_item, group_uid, sample_label, target_text
+from .samples import (
+    MissingFieldError,
+    SampleError,
+    audio_sample_from_item,
+    group_uid,
+    sample_label,
+    target_text,
+)
 from .scoring import AudioRewardScorer, record_failure
 from .settings import MASKING_ESTIMATORS, FailurePolicy, PluginSettings
 from .validation_log import ValidationLogger
@@ -28,7 +41,6 @@ logger = logging.getLogger(__name__)
 REGISTERED_NAME = "audio_score"
 """Name of the manager in verl's reward-manager registry."""
 
-_Base: type = reward_manager_base()
 
 
 def _adv_estimator(config: Any) -> str | None:
@@ -53,7 +65,7 @@ def _target_audio(item: Any) -> str | None:
     return str(value) if value else None
 
 
-class AudioScoreRewardManager(_Base):  # type: ignore[misc,valid-type]
+class AudioScoreRewardMixin:
     """Scores each rollout's waveform against its target text on the audio-reward server.
 
     Concurrent ``run_single`` calls (verl awaits a whole batch at once) are
@@ -75,7 +87,7 @@ class AudioScoreRewardManager(_Base):  # type: ignore[misc,valid-type]
         reward_model_tokenizer: Any = None,
         **_: Any,
     ) -> None:
-        super().__init__(config, tokenizer, compute_score)
+        super().__init__(config, tokenizer, compute_score)  # type: ignore[call-arg]  # verl's RewardManagerBase
         self.settings = PluginSettings.from_config(config)
         estimator = _adv_estimator(config)
         if self.settings.failure_policy is FailurePolicy.MASK and estimator not in MASKING_ESTIMATORS:
@@ -141,3 +153,26 @@ class AudioScoreRewardManager(_Base):  # type: ignore[misc,valid-type]
 
     def _is_validation(self, data: Any, metadata: dict[str, Any]) -> bool:
         return bool(data.meta_info.get("validate")) or metadata.get("split") in self.settings.validation_splits
+
+
+@functools.cache
+def manager_class() -> type:
+    """``AudioScoreRewardManager``: the mixin over verl's ``RewardManagerBase``, built once.
+
+    Raises :class:`~._verl.VerlUnavailableError` (an ``ImportError``) when
+    verl, or its reward-loop API, cannot be imported.
+    """
+    base = reward_manager_base()
+    return type("AudioScoreRewardManager", (AudioScoreRewardMixin, base), {
+        "__module__": __name__, "__qualname__": "AudioScoreRewardManager", "__doc__": AudioScoreRewardMixin.__doc__,
+    })
+
+
+def __getattr__(name: str) -> Any:
+    # verl loads the manager by name (pkg://...reward_manager + AudioScoreRewardManager), so the name
+    # resolves here, and pickling by reference finds the same class.
+    if name == "AudioScoreRewardManager":
+        cls = manager_class()
+        globals()[name] = cls
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

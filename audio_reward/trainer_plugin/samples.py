@@ -10,13 +10,15 @@ in all of them, in that order, and validates what it finds.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from ..protocol import as_float32_mono
 from ..scorer_client import sanitize_metadata
+
 
 class SampleError(ValueError):
     """A rollout's audio cannot be scored (empty, non-finite, not mono): a per-sample failure."""
@@ -114,7 +116,7 @@ def target_text(non_tensor: Mapping[str, Any], extra_info: Mapping[str, Any], te
 def find_field(item: Any, extra_info: Mapping[str, Any], key: str) -> Any:
     """``key`` from the tensor batch, ``non_tensor_batch``, ``tool_extra_fields`` or ``extra_info``, first found."""
     tensors = getattr(item, "batch", None)
-    if tensors is not None and key in tensors.keys():
+    if tensors is not None and key in tensors:
         return tensors[key]
     non_tensor = item.non_tensor_batch
     if key in non_tensor and _unwrap(non_tensor[key]) is not None:

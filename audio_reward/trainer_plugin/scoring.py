@@ -10,15 +10,17 @@ set from the first sample).
 from __future__ import annotations
 
 import asyncio
+import collections
 import fcntl
 import json
 import logging
 import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from ..scorer_client import AsyncScorerClient, ClientSettings, ScoreItem, ScoreResult, ScorerError
+from ..scorer_client import AsyncScorerClient, ScoreItem, ScorerError, ScoreResult
 from .coalescer import Coalescer
 from .samples import AudioSample
 from .settings import FailurePolicy, PluginSettings
@@ -57,31 +59,28 @@ class AudioRewardScorer:
     does); :meth:`aclose` releases it.
     """
 
+    RECENT_BATCHES = 64
+    """How many batch sizes :attr:`batches` keeps: a training run sends one batch per step for days."""
+
     def __init__(self, settings: PluginSettings) -> None:
         self.settings = settings
-        client_settings = ClientSettings.from_env(
-            urls=settings.server_url or None,
-            timeout=settings.timeout,
-            max_retries=settings.max_retries,
-            deadline=settings.deadline,
-            concurrency=settings.concurrency,
-        )
-        self.client = AsyncScorerClient(settings=client_settings)
+        self.client = AsyncScorerClient(settings=settings.client)
         self._coalescer: Coalescer[ScoreItem, ScoreResult] = Coalescer(
             self._score_batch, window_s=settings.coalesce_window_ms / 1000.0, max_batch=settings.max_batch
         )
-        self.batches: list[int] = []
-        """Size of every batch sent, in order (for logs and tests)."""
+        self._recent_batches: collections.deque[int] = collections.deque(maxlen=self.RECENT_BATCHES)
+
+    @property
+    def batches(self) -> list[int]:
+        """Sizes of the most recent batches sent, oldest first (for logs and tests)."""
+        return list(self._recent_batches)
 
     async def _score_batch(self, items: Sequence[ScoreItem]) -> list[ScoreResult | ScorerError]:
-        self.batches.append(len(items))
-        return await self.client.score_many(items, concurrency=self.settings.concurrency)
+        self._recent_batches.append(len(items))
+        return await self.client.score_many(items)
 
     async def aclose(self) -> None:
         await self.client.aclose()
-
-    def extra_keys(self) -> tuple[str, ...]:
-        return (*self.settings.diagnostics, "score_failed")
 
     def _extra_info(self, diagnostics: dict[str, Any] | None, failed: bool) -> dict[str, float]:
         out: dict[str, float] = {}

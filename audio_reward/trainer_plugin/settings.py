@@ -1,21 +1,34 @@
-"""Settings of the verl plugin: one typed object from the trainer config and ``AUDIO_REWARD_*``.
+"""Settings of the verl plugin: one typed object from the trainer config and ``AUDIO_REWARD_TRAINER_*``.
 
 The plugin reads the ``reward.audio_reward`` block of the verl config (add it
 with ``+reward.audio_reward.server_url=...`` when the recipe configs are not
-used).  Values missing there come from ``AUDIO_REWARD_<FIELD>`` environment
-variables (``AUDIO_REWARD_URL`` for the server URL(s), comma separated), then
-from the defaults below.
+used).  The block holds the plugin's own keys and, flat beside them, any
+:class:`~audio_reward.scorer_client.ClientSettings` field (``timeout``,
+``max_retries``, ``deadline``, ``concurrency``...; the URL(s) under
+``server_url``), which go to the client settings the plugin settings
+contain.  Values missing there come from ``AUDIO_REWARD_TRAINER_<KEY>``
+variables for the plugin's keys and from the client's own variables
+(``AUDIO_REWARD_CLIENT_<FIELD>``, the shared ``AUDIO_REWARD_URL`` and
+``AUDIO_REWARD_API_KEY``) for the client's, then from the defaults.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Mapping
 from enum import Enum
-from typing import Any, Mapping
+from typing import Annotated, Any
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from ..scorer_client.settings import URL_ENVS, ClientSettings, split_commas
 
 CONFIG_BLOCK = "audio_reward"
 """Key of the plugin's block under ``reward`` in the verl config."""
+ENV_PREFIX = "AUDIO_REWARD_TRAINER_"
+URL_KEY = "server_url"
+"""The block's name for the client's ``urls``."""
 
 
 class FailurePolicy(str, Enum):
@@ -46,87 +59,97 @@ def _to_plain(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True)
-class PluginSettings:
-    """How :class:`AudioScoreRewardManager` reaches the scorer and what it does with answers."""
+class PluginSettings(BaseSettings):
+    """How :class:`AudioScoreRewardManager` reaches the scorer and what it does with answers.
 
-    server_url: tuple[str, ...] = ()
-    failure_policy: FailurePolicy = FailurePolicy.RAISE
-    timeout: float = 120.0
-    max_retries: int = 3
-    deadline: float | None = None
-    concurrency: int = 4
-    coalesce_window_ms: float = 5.0
-    max_batch: int = 64
-    audio_key: str = "audio"
-    sample_rate_key: str = "audio_sample_rate"
-    text_key: str | None = None
-    language: str | None = None
-    diagnostics: tuple[str, ...] = ("cer", "wer", "duration_s", "duration_ratio")
-    reward: Mapping[str, Any] = field(default_factory=dict)
-    validation_dir: str | None = None
-    validation_max_wavs: int = 4
-    validation_splits: tuple[str, ...] = ("val", "validation", "test")
-    reference_audio: str | None = None
-    """The speaker prompt recording, copied into every validation step folder as ``reference.wav``."""
-    failure_log: str | None = None
-    """JSONL file where every failure under ``raise`` is recorded, for the fail-closed sampler's error."""
+    ``client`` holds the connection (URLs, key, timeouts, retries, batch
+    concurrency); keyword arguments named like a client field (and
+    ``server_url`` for its URLs) are given to it, so
+    ``PluginSettings(server_url=url, timeout=5)`` works as the config block does.
+    """
 
-    def __post_init__(self) -> None:
-        urls = self.server_url
-        if isinstance(urls, str):
-            urls = tuple(u.strip() for u in urls.split(",") if u.strip())
-        object.__setattr__(self, "server_url", tuple(urls))
-        try:
-            object.__setattr__(self, "failure_policy", FailurePolicy(self.failure_policy))
-        except ValueError:
-            raise ValueError(
-                f"failure_policy must be one of {[p.value for p in FailurePolicy]}, got {self.failure_policy!r}"
-            ) from None
-        object.__setattr__(self, "diagnostics", tuple(self.diagnostics))
-        object.__setattr__(self, "validation_splits", tuple(self.validation_splits))
-        object.__setattr__(self, "reward", dict(self.reward or {}))
-        if "score_failed" in self.diagnostics or "score" in self.diagnostics:
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True, validate_default=True)
+
+    client: ClientSettings = Field(description="The scorer connection: the client's settings.")
+    failure_policy: FailurePolicy = Field(FailurePolicy.RAISE,
+                                          description="raise or mask (docs/training.md section 7).")
+    coalesce_window_ms: float = Field(5.0, ge=0, description="Samples arriving within this window go out as one batch.")
+    max_batch: int = Field(64, ge=1, description="Most samples in one batch request.")
+    audio_key: str = Field("audio", description="Where the rollout leaves the waveform.")
+    sample_rate_key: str = Field("audio_sample_rate", description="Where the rollout leaves the sample rate.")
+    text_key: str | None = Field(None, description="extra_info key of the target text when ground_truth is not it.")
+    language: str | None = Field(None, description="Language sent when the row names none.")
+    diagnostics: Annotated[tuple[str, ...], NoDecode] = Field(
+        ("cer", "wer", "duration_s", "duration_ratio"),
+        description="Numeric diagnostics copied into reward_extra_info (env: comma separated).")
+    reward: dict[str, Any] = Field(default_factory=dict, description="Per-request reward options (docs/protocol.md).")
+    validation_dir: str | None = Field(None, description="Where validation audio and reports go.")
+    validation_max_wavs: int = Field(4, ge=0, description="Validation WAVs kept per step.")
+    validation_splits: Annotated[tuple[str, ...], NoDecode] = Field(
+        ("val", "validation", "test"), description="Splits logged as validation (env: comma separated).")
+    reference_audio: str | None = Field(
+        None, description="The speaker prompt recording, copied into every validation step folder as reference.wav.")
+    failure_log: str | None = Field(
+        None,
+        description="JSONL file where every failure under raise is recorded, for the fail-closed sampler's error.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _client_from_flat_keys(cls, data: Any) -> Any:
+        """Gather the client's fields (``server_url`` for its URLs) into one ``ClientSettings``.
+
+        The client settings are built here, not by field validation, so they
+        read their own environment variables for what is not given.
+        """
+        if not isinstance(data, dict) or isinstance(data.get("client"), ClientSettings):
+            return data
+        data = dict(data)
+        given = dict(data.pop("client", None) or {})
+        if URL_KEY in data:
+            given["urls"] = data.pop(URL_KEY)
+        for name in ClientSettings.model_fields:
+            if name in data and name != "urls":
+                given[name] = data.pop(name)
+        given = {k: v for k, v in given.items() if v is not None and v != ()}
+        if "urls" not in given and not any(os.environ.get(name) for name in URL_ENVS):
+            raise ValueError(f"no scorer URL: set reward.{CONFIG_BLOCK}.{URL_KEY} (or {URL_ENVS[-1]})")
+        data["client"] = ClientSettings(**given)
+        return data
+
+    @field_validator("diagnostics", "validation_splits", mode="before")
+    @classmethod
+    def _split_lists(cls, value: Any) -> Any:
+        return split_commas(value)
+
+    @field_validator("diagnostics")
+    @classmethod
+    def _not_score(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if "score_failed" in value or "score" in value:
             raise ValueError("diagnostics must not list 'score' or 'score_failed' (always reported)")
-        if self.coalesce_window_ms < 0:
-            raise ValueError(f"coalesce_window_ms must be >= 0, got {self.coalesce_window_ms}")
-        for name in ("max_batch", "concurrency"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.validation_max_wavs < 0:
-            raise ValueError(f"validation_max_wavs must be >= 0, got {self.validation_max_wavs}")
+        return value
+
+    @property
+    def server_url(self) -> tuple[str, ...]:
+        """The scorer URL(s) (the client's ``urls``)."""
+        return self.client.urls
 
     @classmethod
-    def from_config(cls, config: Any = None, env: Mapping[str, str] | None = None) -> "PluginSettings":
-        """Build from a verl config (its ``reward.audio_reward`` block) over ``AUDIO_REWARD_*`` variables."""
-        env = os.environ if env is None else env
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            name = "URL" if f.name == "server_url" else f.name.upper()
-            raw = env.get(f"AUDIO_REWARD_{name}")
-            if raw is None or raw == "" or f.name == "reward":
-                continue
-            if f.name in ("max_retries", "concurrency", "max_batch", "validation_max_wavs"):
-                values[f.name] = int(raw)
-            elif f.name in ("timeout", "deadline", "coalesce_window_ms"):
-                values[f.name] = float(raw)
-            elif f.name in ("diagnostics", "validation_splits"):
-                values[f.name] = tuple(d.strip() for d in raw.split(",") if d.strip())
-            else:
-                values[f.name] = raw
+    def from_config(cls, config: Any = None) -> PluginSettings:
+        """Build from a verl config (its ``reward.audio_reward`` block) over the environment."""
         block = block_of(config)
-        unknown = set(block) - {f.name for f in fields(cls)}
+        known = (set(cls.model_fields) - {"client"}) | (set(ClientSettings.model_fields) - {"urls"}) | {URL_KEY}
+        unknown = set(block) - known
         if unknown:
             raise ValueError(f"unknown keys in reward.{CONFIG_BLOCK}: {sorted(unknown)}")
-        values.update({k: v for k, v in block.items() if v is not None})
-        if isinstance(values.get("server_url"), list):
-            values["server_url"] = tuple(values["server_url"])
-        return cls(**values)
+        return cls(**{k: v for k, v in block.items() if v is not None})
 
     def describe(self) -> dict[str, Any]:
-        """Plain values, for the start-up log line."""
-        out = asdict(self)
-        out["failure_policy"] = self.failure_policy.value
+        """Plain values for the start-up log line, the API key masked."""
+        out = self.model_dump(mode="json", exclude={"client"})
+        client = self.client.model_dump(mode="json")
+        if client.get("api_key"):
+            client["api_key"] = "***"
+        out["client"] = client
         return out
 
 

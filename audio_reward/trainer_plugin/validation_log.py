@@ -36,8 +36,9 @@ import fcntl
 import json
 import math
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import soundfile as sf

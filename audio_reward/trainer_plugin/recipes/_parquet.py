@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import random
 import unicodedata
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:

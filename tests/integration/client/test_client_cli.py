@@ -16,7 +16,7 @@ import soundfile as sf
 
 from audio_reward.cli import main
 from audio_reward.scorer_client import ClientSettings
-from audio_reward.scorer_client.evaluate import load_rows, run_eval, summarize
+from audio_reward.scorer_client.eval.evaluate import load_rows, run_eval, summarize
 from tests.testkit.fault_server import (
     Batch,
     FaultServer,

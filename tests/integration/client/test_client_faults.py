@@ -227,7 +227,7 @@ async def test_client_is_bound_to_its_loop(fault_server: FaultServer, tone: np.n
     with pytest.raises(RuntimeError, match="event loop"):
         await asyncio.to_thread(other_loop)
     await client.aclose()
-    assert client._session is None
+    assert client._transport._session is None
     with pytest.raises(RuntimeError, match="closed"):
         await client.score(tone, 16000, "x")
 

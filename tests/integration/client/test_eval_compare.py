@@ -21,7 +21,7 @@ import soundfile as sf
 
 from audio_reward.cli import main
 from audio_reward.protocol.schema import SCHEMA_DIR
-from audio_reward.scorer_client.evaluate import load_rows
+from audio_reward.scorer_client.eval.evaluate import load_rows
 from tests.testkit.speech import espeak_available, espeak_speech, synth_speech
 
 pytestmark = pytest.mark.skipif(not espeak_available(), reason="espeak-ng is not installed (apt-get install espeak-ng)")

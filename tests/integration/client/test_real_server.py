@@ -21,7 +21,7 @@ from audio_reward.scorer_client import (
     close_cached_clients,
     compute_score,
 )
-from audio_reward.scorer_client.evaluate import load_rows
+from audio_reward.scorer_client.eval.evaluate import load_rows
 from tests.testkit.server import running_server
 from tests.testkit.speech import synth_speech
 

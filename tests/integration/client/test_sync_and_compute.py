@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 import threading
 
 import numpy as np
@@ -34,7 +35,7 @@ def test_sync_client_shared_by_threads(fault_server: FaultServer, tone: np.ndarr
     flaky = threading.Lock()
     fails = {"left": 20}
 
-    def policy(seen: Seen):  # noqa: ANN202
+    def policy(seen: Seen):
         with flaky:
             if fails["left"] > 0:
                 fails["left"] -= 1
@@ -147,19 +148,41 @@ def test_sanitize_metadata_rule() -> None:
                    "5": "int-key"}
 
 
-def test_settings_from_env_and_url_forms() -> None:
-    env = {"AUDIO_REWARD_URL": "http://a:1/score, http://b:2/v1/score/", "AUDIO_REWARD_MAX_RETRIES": "7",
-           "AUDIO_REWARD_TIMEOUT": "3.5", "AUDIO_REWARD_API_KEY": "k"}
-    s = ClientSettings.from_env(env=env, deadline=9.0)
-    assert s.urls == ("http://a:1/score", "http://b:2/v1/score") and s.max_retries == 7 and s.timeout == 3.5 and s.deadline == 9.0
+def _set_env(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
+    for name in [k for k in os.environ if k.startswith("AUDIO_REWARD_")]:
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+
+def test_settings_from_env_and_url_forms(monkeypatch: pytest.MonkeyPatch) -> None:
+    env = {"AUDIO_REWARD_URL": "http://a:1/score, http://b:2/v1/score/", "AUDIO_REWARD_CLIENT_MAX_RETRIES": "7",
+           "AUDIO_REWARD_CLIENT_TIMEOUT": "3.5", "AUDIO_REWARD_API_KEY": "k"}
+    _set_env(monkeypatch, env)
+    s = ClientSettings(deadline=9.0)
+    assert s.urls == ("http://a:1/score", "http://b:2/v1/score") and s.max_retries == 7 and s.timeout == 3.5 \
+        and s.deadline == 9.0
     assert "api_key = ***" in s.describe() and "k\n" not in s.describe()
     assert ClientSettings("http://h/prefix/").urls == ("http://h/prefix",)
     for bad in ("ftp://x", "localhost:8000", "http://h/score?x=1", ""):
         with pytest.raises(ValueError):
             ClientSettings(bad)
+    _set_env(monkeypatch, {**env, "AUDIO_REWARD_CLIENT_MAX_RETRIES": "-1"})
     with pytest.raises(ValueError, match="max_retries"):
-        ClientSettings.from_env(env={**env, "AUDIO_REWARD_MAX_RETRIES": "-1"})
+        ClientSettings()
+    _set_env(monkeypatch, {})
     with pytest.raises(ValueError, match="no scorer URL"):
-        ClientSettings.from_env(env={})
+        ClientSettings()
     with pytest.raises(ValueError, match="either settings"):
         AsyncScorerClient("http://a", settings=s)
+
+
+def test_settings_own_prefix_wins_and_server_variables_are_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    _set_env(monkeypatch, {"AUDIO_REWARD_URL": "http://shared:1", "AUDIO_REWARD_CLIENT_URLS": "http://mine:2",
+                           "AUDIO_REWARD_CLIENT_API_KEY": "client-key", "AUDIO_REWARD_API_KEY": "shared-key",
+                           "AUDIO_REWARD_TIMEOUT": "1", "AUDIO_REWARD_SERVER_TIMEOUT": "1"})
+    s = ClientSettings(max_retries=0)
+    assert s.urls == ("http://mine:2",) and s.api_key == "client-key"
+    assert s.timeout == 120.0 and s.max_retries == 0
+    # Arguments win over the environment.
+    assert ClientSettings("http://arg:3", api_key="arg-key").api_key == "arg-key"

@@ -40,7 +40,7 @@ from tests.testkit import tiny_qwen3_tts as tiny  # noqa: E402
 tiny.import_qwen_tts()
 
 from audio_reward.protocol.schema import SCHEMA_DIR  # noqa: E402
-from audio_reward.scorer_client.evaluate import load_rows  # noqa: E402
+from audio_reward.scorer_client.eval.evaluate import load_rows  # noqa: E402
 from audio_reward.trainer_plugin.model_folder import FolderKind, inspect_folder  # noqa: E402
 from audio_reward.trainer_plugin.recipes.qwen3_tts_grpo import (  # noqa: E402
     eval_checkpoints,

@@ -32,13 +32,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from ...model_folder import FolderKind, ModelFolder, full_tts_problems, inspect_folder, speaker_width
+from ...model_folder import (
+    FolderKind,
+    ModelFolder,
+    full_tts_problems,
+    inspect_folder,
+    speaker_width,
+)
 from ...tts_speaker import read_speaker_embedding
 from .._parquet import normalize_text
 
@@ -231,7 +237,8 @@ def parse_checkpoints(specs: Sequence[str]) -> list[Checkpoint]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ....scorer_client.cli import DEFAULT_URL, EVAL_EXTRA, ProgressBar, missing_eval_extras
+    from ....scorer_client.cli import DEFAULT_URL, client_settings
+    from ....scorer_client.eval.cli import EVAL_EXTRA, ProgressBar, missing_eval_extras
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkpoints", nargs="+", metavar="NAME=MODEL_DIR", help="the base first, then trained ones")
@@ -245,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tts-language", default=DEFAULT_LANGUAGE,
                         help=f"the run's tts_language (default {DEFAULT_LANGUAGE}, what verl-omni trains with)")
     parser.add_argument("--url", action="append", dest="urls", metavar="URL",
-                        help=f"scorer base URL (default $AUDIO_REWARD_URL, else {DEFAULT_URL})")
+                        help="scorer base URL (default $AUDIO_REWARD_CLIENT_URLS or $AUDIO_REWARD_URL, "
+                             f"else {DEFAULT_URL})")
     parser.add_argument("--out", required=True, type=Path, help="output folder (reused to resume)")
     parser.add_argument("--limit", type=int, default=None, help="first N validation rows only")
     parser.add_argument("--device", default="cuda:0", help="torch device for synthesis (default cuda:0)")
@@ -284,14 +292,13 @@ def main(argv: list[str] | None = None) -> int:
         return fail(exc.lines)
 
     from ....protocol.reports import HeldOut
-    from ....scorer_client.compare import Run, compare_runs, results_markdown
     from ....scorer_client.errors import ScorerError
-    from ....scorer_client.evaluate import ScoringMismatchError, run_eval
-    from ....scorer_client.settings import ClientSettings
+    from ....scorer_client.eval.compare import Run, compare_runs, results_markdown
+    from ....scorer_client.eval.evaluate import ScoringMismatchError, run_eval
     from .splice import SpliceError, splice_talker
 
     try:
-        settings = ClientSettings.from_env(args.urls or (None if os.environ.get("AUDIO_REWARD_URL") else [DEFAULT_URL]))
+        settings = client_settings(args)
     except ValueError as exc:
         return fail([str(exc)])
     base = checkpoints[0]

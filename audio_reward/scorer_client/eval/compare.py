@@ -11,14 +11,21 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from .. import __version__
-from ..protocol.reports import CheckpointStats, Comparison, EvalResults, HeldOut, UtteranceDelta
+from ... import __version__
+from ...protocol.reports import (
+    CheckpointStats,
+    Comparison,
+    EvalResults,
+    HeldOut,
+    UtteranceDelta,
+)
 from .evaluate import (
     SCORER_JSON,
     SUMMARY_JSON,
@@ -49,7 +56,7 @@ class Run:
     path: str = ""
 
     @classmethod
-    def load(cls, directory: Path, name: str | None = None, path: str | None = None) -> "Run":
+    def load(cls, directory: Path, name: str | None = None, path: str | None = None) -> Run:
         directory = Path(directory)
         summary_path, info_path = directory / SUMMARY_JSON, directory / SCORER_JSON
         if not directory.is_dir():

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import base64
 import html
+import itertools
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -141,7 +143,7 @@ def run_plots(rows: Sequence[dict[str, Any]], out_dir: Path) -> list[str]:
              if d is not None and c is not None]
     fig, ax = plt.subplots(figsize=(7, 4.2))
     labels, means, counts = [], [], []
-    for lo, hi in zip(DURATION_BUCKETS[:-1], DURATION_BUCKETS[1:]):
+    for lo, hi in itertools.pairwise(DURATION_BUCKETS):
         inside = [c for d, c in pairs if lo <= d < hi]
         if inside:
             labels.append(f"{lo:g}–{hi:g} s" if math.isfinite(hi) else f"≥ {lo:g} s")
@@ -149,7 +151,7 @@ def run_plots(rows: Sequence[dict[str, Any]], out_dir: Path) -> list[str]:
             counts.append(len(inside))
     if labels:
         bars = ax.bar(labels, means, color=COLORS[0], edgecolor="black", linewidth=0.6)
-        for bar, n in zip(bars, counts):
+        for bar, n in zip(bars, counts, strict=False):
             ax.annotate(f"n={n}", (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
                         va="bottom", fontsize=8, xytext=(0, 2), textcoords="offset points")
         overall = float(np.mean([c for _, c in pairs]))
@@ -176,7 +178,7 @@ def compare_plot(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], out_path:
     (base_name, base_rows), others = runs[0], runs[1:]
     fig, axes = plt.subplots(1, len(others) + 1, figsize=(5.2 * (len(others) + 1), 4.8), squeeze=False)
     base = {r["id"]: r for r in base_rows}
-    for ax, (name, rows), color in zip(axes[0], others, COLORS[1:] * 4):
+    for ax, (name, rows), color in zip(axes[0], others, COLORS[1:] * 4, strict=False):
         xs, ys, fx, fy = [], [], [], []
         for r in rows:
             b = base.get(r["id"])
@@ -190,8 +192,8 @@ def compare_plot(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], out_path:
             else:
                 fx.append(FAILED_AT if x is None else min(100 * x, 100))
                 fy.append(FAILED_AT if y is None else min(100 * y, 100))
-        better = sum(y < x for x, y in zip(xs, ys))
-        worse = sum(y > x for x, y in zip(xs, ys))
+        better = sum(y < x for x, y in zip(xs, ys, strict=False))
+        worse = sum(y > x for x, y in zip(xs, ys, strict=False))
         ax.plot([0, 100], [0, 100], color="gray", linewidth=1, linestyle=":", label="no change")
         ax.scatter(xs, ys, s=30, alpha=0.75, color=color, edgecolors="black", linewidths=0.4,
                    label=f"better {better}, worse {worse}, equal {len(xs) - better - worse}")
@@ -211,7 +213,7 @@ def compare_plot(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], out_path:
         ax.legend(loc="upper left", fontsize=7)
     dist = axes[0][-1]
     any_failed = any(r.get("status") != "ok" for _, rows in runs for r in rows)
-    for slot, ((name, rows), color) in enumerate(zip(runs, COLORS * 4)):
+    for slot, ((name, rows), color) in enumerate(zip(runs, COLORS * 4, strict=False)):
         failed = sum(r.get("status") != "ok" for r in rows)
         _cer_histogram(dist, _cer_percent(rows), failed, color=color, label=name, step=True, slot=slot,
                        slots=len(runs), failed_band=any_failed)

@@ -12,16 +12,18 @@ import asyncio
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from .async_client import AsyncScorerClient
-from .errors import DeadlineExceededError, ScorerError
-from .settings import ClientSettings
-from .wire import ScoreItem, ScoreResult
+from ..async_client import AsyncScorerClient
+from ..audio_file import AudioFileError, read_audio
+from ..errors import DeadlineExceededError, ScorerError
+from ..settings import ClientSettings
+from ..wire import ScoreItem, ScoreResult
 
 UTTERANCES = "utterances.jsonl"
 SUMMARY_JSON = "summary.json"
@@ -121,36 +123,6 @@ def load_rows(path: Path) -> dict[str, dict[str, Any]]:
     return latest
 
 
-class AudioFileError(ValueError):
-    """An audio file that cannot be used: missing, a folder, or a format libsndfile does not read."""
-
-
-def read_audio(path: Path | str) -> tuple[np.ndarray, int]:
-    """Mono float32 samples and the sample rate of a WAV/FLAC (or any libsndfile) file.
-
-    Raises :class:`AudioFileError` with a sentence a person can act on.
-    """
-    import soundfile as sf
-
-    path = Path(path)
-    if not path.exists():
-        raise AudioFileError(f"{path} does not exist")
-    if not path.is_file():
-        raise AudioFileError(f"{path} is not a file")
-    try:
-        data, rate = sf.read(str(path), dtype="float32", always_2d=True)
-    except sf.LibsndfileError as exc:
-        # libsndfile's own words ("Format not recognised.") after the file's name, without a Python repr.
-        raise AudioFileError(f"{path} is not an audio file soundfile can read (WAV, FLAC, OGG…): "
-                             f"{exc.error_string}") from None
-    except (RuntimeError, TypeError, ValueError) as exc:
-        raise AudioFileError(f"{path} cannot be decoded: {exc}") from None
-    if data.shape[0] == 0:
-        raise AudioFileError(f"{path} holds no samples")
-    mono = data[:, 0] if data.shape[1] == 1 else data.mean(axis=1, dtype=np.float32)
-    return np.ascontiguousarray(mono), int(rate)
-
-
 def _error_fields(outcome: ScorerError) -> dict[str, Any]:
     """The row's ``error``: type, message, code and HTTP status of the (last) fault, and whether it was a timeout."""
     error: dict[str, Any] = {"type": type(outcome).__name__, "message": str(outcome)}
@@ -210,7 +182,7 @@ class ScoringMismatchError(ValueError):
 async def scorer_info(client: AsyncScorerClient) -> dict[str, Any]:
     """``/v1/info`` of the scorer(s); several URLs must all score alike."""
     infos = [await client.info(url) for url in client.settings.urls]
-    for url, other in zip(client.settings.urls[1:], infos[1:]):
+    for url, other in zip(client.settings.urls[1:], infos[1:], strict=False):
         diff = scoring_differences(infos[0], other)
         if diff:
             raise ScoringMismatchError(f"{client.settings.urls[0]} and {url} do not score alike: {'; '.join(diff)}")
@@ -364,7 +336,7 @@ def _distribution(scores: list[float]) -> dict[str, Any] | None:
         "p10": float(np.percentile(arr, 10)), "p90": float(np.percentile(arr, 90)),
         "min": float(arr.min()), "max": float(arr.max()),
         "histogram": [{"lo": round(float(a), 6), "hi": round(float(b), 6), "count": int(c)}
-                      for a, b, c in zip(edges[:-1], edges[1:], counts)],
+                      for a, b, c in zip(edges[:-1], edges[1:], counts, strict=False)],
     }
 
 
