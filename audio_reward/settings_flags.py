@@ -19,8 +19,9 @@ from __future__ import annotations
 import argparse
 import types
 import typing
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Literal, Union
+from typing import Any, Literal, Union
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo

@@ -71,7 +71,7 @@ class RewardPolicy(BaseModel):
     def _whole_number(cls, value: Any) -> Any:
         # A count: 2.0 or True is a caller's mistake, not an n.
         if isinstance(value, (bool, float)):
-            raise ValueError("not an integer")
+            raise ValueError("not an integer")  # noqa: TRY004 - pydantic reports ValueErrors, not TypeErrors
         return value
 
     @model_validator(mode="after")

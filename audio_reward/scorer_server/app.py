@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
@@ -67,10 +68,10 @@ async def _load_engine(app: FastAPI) -> None:
         if not app.state.engine_preloaded:
             await asyncio.to_thread(engine.load)
             await asyncio.to_thread(engine.warmup)
-    except Exception as exc:  # noqa: BLE001 - reported on /readyz and in the log, then the server stops
+    except Exception as exc:  # reported on /readyz and in the log, then the server stops
         # Only the exception type goes on the unauthenticated /readyz; the message (paths...) goes to the log.
         readiness.load_error = type(exc).__name__
-        log.error("engine failed to load", exc_info=True, extra={"engine": settings.engine, "model": settings.model})
+        log.exception("engine failed to load", extra={"engine": settings.engine, "model": settings.model})
         if readiness.on_fatal is not None:
             readiness.on_fatal()
         return

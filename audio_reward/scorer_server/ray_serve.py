@@ -32,7 +32,8 @@ import os
 import signal
 import sys
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .config import ServerConfig
 from .engines.base import ASREngine
@@ -122,7 +123,9 @@ def build_application(settings: ServerConfig, scale: ScaleOutConfig) -> Any:
     """The Ray Serve application (``serve.run(build_application(...), route_prefix="/")``)."""
     from ray import serve
 
-    deployment = serve.deployment(_replica_class(), name="scorer").options(**scale.deployment_options())
+    # serve.deployment's overloads describe its decorator form; called with a class it returns a Deployment.
+    deployment = serve.deployment(_replica_class(), name="scorer").options(  # type: ignore[attr-defined]
+        **scale.deployment_options())
     return deployment.bind(shipped(settings))
 
 

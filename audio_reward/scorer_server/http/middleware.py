@@ -73,7 +73,7 @@ class RequestContextMiddleware:
             status = CLIENT_CLOSED
             log.info("client closed the connection before its request was read",
                      extra={"request_id": request_id, "path": scope.get("path")})
-        except Exception:  # noqa: BLE001 - the last line of defence: log it, answer without a traceback
+        except Exception:  # the last line of defence: log it, answer without a traceback
             log.exception("unhandled error", extra={"request_id": request_id, "path": scope.get("path")})
             status = 500
             if not started:

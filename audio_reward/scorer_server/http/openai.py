@@ -9,7 +9,8 @@ raise their usual exceptions.  The body is read raw with the size limit
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable, Coroutine
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.exceptions import RequestValidationError

@@ -7,7 +7,7 @@ and field path; OpenAPI still documents the request and response models.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
@@ -28,11 +28,11 @@ Settings = Annotated[ServerConfig, Depends(get_settings)]
 Pipeline = Annotated[ScoringPipeline, Depends(get_pipeline)]
 
 _ERRORS = error_responses(400, 401, 408, 413, 415, 429, 500, 503, 504)
-_SCORE_DOC = dict(
-    response_class=OrjsonResponse,
-    responses={200: {"model": ScoreResponse, "description": "Flat score and diagnostics."}, **_ERRORS},
-    openapi_extra=json_body("ScoreRequest"),
-)
+_SCORE_DOC: dict[str, Any] = {
+    "response_class": OrjsonResponse,
+    "responses": {200: {"model": ScoreResponse, "description": "Flat score and diagnostics."}, **_ERRORS},
+    "openapi_extra": json_body("ScoreRequest"),
+}
 
 
 async def _score(request: Request, settings: ServerConfig, pipeline: ScoringPipeline) -> OrjsonResponse:

@@ -126,7 +126,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._refused = True
         self._cancel_head_timer()
         log.info("refused a request before its headers were read",
-                 extra={"status": status, "code": code, "client": "%s:%d" % self.client if self.client else None})
+                 extra={"status": status, "code": code, "client": f"{self.client[0]}:{self.client[1]}" if self.client else None})
         body = orjson.dumps(error_body(code, message, retryable=status == 408))
         head = b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % (
             status, _REASONS[status], len(body))
@@ -136,16 +136,16 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
 def uvicorn_config(app: Any, settings: ServerConfig, **overrides: Any) -> uvicorn.Config:
     """The uvicorn configuration every scorer server runs with (the CLI and the tests alike)."""
-    options: dict[str, Any] = dict(
-        host=settings.host,
-        port=settings.port,
-        http=GuardedHttpToolsProtocol.configured(settings.max_header_bytes, settings.header_timeout_s),
-        timeout_keep_alive=settings.keep_alive_timeout_s,
-        limit_concurrency=settings.max_connections,
-        log_config=None,
-        access_log=settings.log_level.lower() == "debug",
-        timeout_graceful_shutdown=max(1, round(settings.shutdown_grace_s)),
-        lifespan="on",
-    )
+    options: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "http": GuardedHttpToolsProtocol.configured(settings.max_header_bytes, settings.header_timeout_s),
+        "timeout_keep_alive": settings.keep_alive_timeout_s,
+        "limit_concurrency": settings.max_connections,
+        "log_config": None,
+        "access_log": settings.log_level.lower() == "debug",
+        "timeout_graceful_shutdown": max(1, round(settings.shutdown_grace_s)),
+        "lifespan": "on",
+    }
     options.update(overrides)
     return uvicorn.Config(app, **options)

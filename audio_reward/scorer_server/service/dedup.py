@@ -22,8 +22,9 @@ import asyncio
 import hashlib
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Generic, Sequence, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -37,7 +38,7 @@ def request_key(request_id: str, *parts: object, waveform: np.ndarray) -> Key:
     for part in parts:
         digest.update(repr(part).encode("utf-8", "surrogatepass"))
         digest.update(b"\0")
-    digest.update(memoryview(np.ascontiguousarray(waveform)).cast("B"))
+    digest.update(np.ascontiguousarray(waveform).data.cast("B"))
     return request_id, digest.digest()
 
 
