@@ -13,6 +13,7 @@ client and the trainer import it without the scorer's dependencies.
 
 from __future__ import annotations
 
+import typing
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
 import annotated_types
@@ -124,10 +125,8 @@ def _bounds(info: FieldInfo) -> dict[str, float]:
 def _expected(name: str) -> str:
     """What a field takes, in words, from its declared type and bounds."""
     info = RewardPolicy.model_fields[name]
-    if name == "formula":
-        return "one of 1-cer, exp, tanh"
-    if name == "metric":
-        return "one of cer, wer"
+    if typing.get_origin(info.annotation) is Literal:
+        return "one of " + ", ".join(typing.get_args(info.annotation))
     b = _bounds(info)
     if info.annotation is int:
         return f"an integer >= {b['ge']:g}"
