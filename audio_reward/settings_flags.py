@@ -19,8 +19,9 @@ from __future__ import annotations
 import argparse
 import types
 import typing
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal, Union
+from typing import Any, Literal, Union
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
@@ -34,7 +35,7 @@ class Flag:
 
     path: tuple[str, ...]
     option: str
-    kind: type | None
+    kind: Callable[[str], Any]
     help: str
     boolean: bool = False
 
@@ -80,7 +81,7 @@ def flags_for(model: type[BaseModel], *, skip: Iterable[str] = (), prefix: tuple
             continue
         option = "--" + "-".join(path).replace("_", "-")
         if annotation is bool:
-            flags.append(Flag(path, option, None, _help(info, annotation), boolean=True))
+            flags.append(Flag(path, option, str, _help(info, annotation), boolean=True))
         elif annotation in (int, float):
             flags.append(Flag(path, option, annotation, _help(info, annotation)))
         else:

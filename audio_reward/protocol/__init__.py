@@ -27,6 +27,7 @@ from .models import (
     ScoreRequest,
     ScoreResponse,
 )
+from .reward import RewardPolicy
 from .validation import (
     DEFAULT_LIMITS,
     DecodedScoreRequest,
@@ -56,6 +57,7 @@ __all__ = [
     "Limits",
     "ProtocolError",
     "RewardOptions",
+    "RewardPolicy",
     "ScoreRequest",
     "ScoreResponse",
     "as_float32_mono",

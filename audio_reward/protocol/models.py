@@ -8,7 +8,7 @@ limits) live in :mod:`audio_reward.protocol.validation`.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
@@ -22,6 +22,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from .reward import RewardOptions
 
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 
@@ -45,28 +47,6 @@ Scalar = Annotated[
 
 MIN_SAMPLE_RATE = 1_000
 MAX_SAMPLE_RATE = 192_000
-
-RewardFormula = Literal["1-cer", "exp", "tanh"]
-
-
-class RewardOptions(BaseModel):
-    """Per-request reward shaping; every unset field takes the server's default."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    formula: RewardFormula | None = Field(
-        None, description="1-cer: 1-min(err,1); exp: exp(-k·err); tanh: clip(1-tanh(3·err),0,1)"
-    )
-    metric: Literal["cer", "wer"] | None = Field(None, description="Error rate the formula is applied to.")
-    exp_k: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)] | None = None
-    empty_transcript_penalty: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
-    duration_ratio_min: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
-    duration_ratio_max: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
-    duration_penalty: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
-    min_duration_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
-    short_audio_penalty: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
-    repeat_ngram_n: Annotated[int, Field(ge=1, le=16)] | None = None
-    repeat_penalty: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
 
 
 class _ScoreFields(BaseModel):

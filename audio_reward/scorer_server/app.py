@@ -1,53 +1,51 @@
-"""The FastAPI application: routers, error handlers, start-up and shutdown.
+"""The FastAPI application: its parts built once, the routers over them, start-up and shutdown.
 
-The engine loads in the background after the server starts listening, so
-``/healthz`` answers at once and ``/readyz`` says 503 until the model is
-loaded and warmed up.  On shutdown uvicorn first lets requests in flight
-finish (``shutdown_grace_s``), then the batcher drains what is queued.
+:func:`build_app` builds every part of the service from the settings (the
+engine, the metrics, the recent answers, the normalizer and reward policy,
+the scoring pipeline and the transcription service), keeps them on
+``app.state`` and includes the routers, which take them with ``Depends``
+(:mod:`.http.deps`).  The engine loads in the background after the server
+starts listening, so ``/healthz`` answers at once and ``/readyz`` says 503
+until the model is loaded and warmed up; then the scheduler starts and
+:class:`~.service.readiness.Readiness` holds it.  On shutdown uvicorn first
+lets requests in flight finish (``shutdown_grace_s``), then the scheduler
+drains what is queued.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
+from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match
 
 from audio_reward import __version__
 from audio_reward.protocol import BatchScoreRequest, ScoreRequest
+from audio_reward.scoring import get_normalizer
 
-from .apidocs import add_request_examples, offline_docs_app
-from .batcher import scheduler_for
+from .config import ServerConfig
 from .engines.base import ASREngine
 from .engines.registry import EngineConfig, create_engine
-from .errors import ServerError, error_body, server_error_body
-from .health.api_router import router as health_router
-from .info.api_router import router as info_router
-from .metrics import ServerMetrics
-from .metrics.api_router import router as metrics_router
-from .middleware import RequestContextMiddleware, request_id_of
-from .openai_api.api_router import router as openai_router
-from .openai_api.protocol import OPENAI_PATH_PREFIXES, TranscriptionUploadDoc
-from .openai_api.serving import openai_error_body
-from .responses import OrjsonResponse
-from .score.api_router import router as score_router
-from .score.recent import RecentResults
-from audio_reward.scoring import get_normalizer
-from .settings import ServerSettings
-from .state import ServerState
+from .http import health, info, metrics, openai, score
+from .http.apidocs import add_request_examples, offline_docs_app
+from .http.errors import install_error_handlers
+from .http.middleware import RequestContextMiddleware
+from .openai_protocol import TranscriptionUploadDoc
+from .service.batcher import scheduler_for
+from .service.dedup import RecentResults
+from .service.metrics import ServerMetrics
+from .service.pipeline import ScoringPipeline
+from .service.readiness import Readiness
+from .service.transcription import TranscriptionService
 
 log = logging.getLogger(__name__)
 
-_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large", 401: "unauthorized"}
 
-
-def engine_from_settings(settings: ServerSettings) -> ASREngine:
+def engine_from_settings(settings: ServerConfig) -> ASREngine:
     """Build (not load) the engine the settings name."""
     config = EngineConfig(
         model=settings.model,
@@ -61,101 +59,65 @@ def engine_from_settings(settings: ServerSettings) -> ASREngine:
     return create_engine(settings.engine, config)
 
 
-async def _load_engine(state: ServerState) -> None:
-    settings = state.settings
+async def _load_engine(app: FastAPI) -> None:
+    settings: ServerConfig = app.state.settings
+    engine: ASREngine = app.state.engine
+    readiness: Readiness = app.state.readiness
+    server_metrics: ServerMetrics = app.state.metrics
     try:
-        if not state.engine_preloaded:
-            await asyncio.to_thread(state.engine.load)
-            await asyncio.to_thread(state.engine.warmup)
-    except Exception as exc:  # noqa: BLE001 - reported on /readyz and in the log, then the server stops
+        if not app.state.engine_preloaded:
+            await asyncio.to_thread(engine.load)
+            await asyncio.to_thread(engine.warmup)
+    except Exception as exc:  # reported on /readyz and in the log, then the server stops
         # Only the exception type goes on the unauthenticated /readyz; the message (paths...) goes to the log.
-        state.load_error = type(exc).__name__
-        log.error("engine failed to load", exc_info=True, extra={"engine": settings.engine, "model": settings.model})
-        if state.on_fatal is not None:
-            state.on_fatal()
+        readiness.load_error = type(exc).__name__
+        log.exception("engine failed to load", extra={"engine": settings.engine, "model": settings.model})
+        if readiness.on_fatal is not None:
+            readiness.on_fatal()
         return
-    batches = state.engine.prefers_batches
-    if not batches and not state.engine.schedules_itself and settings.max_batch_size > 1:
-        state.batching_note = (
+    if not engine.prefers_batches and not engine.schedules_itself and settings.max_batch_size > 1:
+        readiness.batching_note = (
             f"max_batch_size {settings.max_batch_size} is not used: the {settings.engine} engine on "
-            f"{state.engine.info.device} decodes one utterance per call (batching is no faster there), "
+            f"{engine.info.device} decodes one utterance per call (batching is no faster there), "
             "so the batcher hands it one request at a time; on a GPU it batches up to max_batch_size"
         )
     batcher = scheduler_for(
-        state.engine,
+        engine,
         max_batch_size=settings.max_batch_size,
         max_wait_s=settings.max_wait_ms / 1000.0,
         max_queue=settings.max_queue,
         max_batch_audio_s=settings.max_batch_audio_s,
         max_batches_in_flight=settings.max_batches_in_flight,
-        on_batch=state.metrics.observe_batch,
+        on_batch=server_metrics.observe_batch,
     )
     batcher.start()
-    state.batcher = batcher
-    state.ready = True
-    state.metrics.ready.set(1)
-    info = state.engine.info
-    state.metrics.set_build(engine=info.engine, model=info.model_id)
-    log.info("ready", extra={"engine": info.engine, "model": info.model_id, "sha256": info.weights_sha256,
-                             "max_batch_size": batcher.max_batch_size})
-    if state.batching_note:
+    readiness.batcher = batcher
+    readiness.ready = True
+    server_metrics.ready.set(1)
+    engine_info = engine.info
+    server_metrics.set_build(engine=engine_info.engine, model=engine_info.model_id)
+    log.info("ready", extra={"engine": engine_info.engine, "model": engine_info.model_id,
+                             "sha256": engine_info.weights_sha256, "max_batch_size": batcher.max_batch_size})
+    if readiness.batching_note:
         # A warning when the operator chose the batch size, so the setting is not silently ignored.
         chosen = "max_batch_size" in settings.model_fields_set
-        log.log(logging.WARNING if chosen else logging.INFO, state.batching_note)
+        log.log(logging.WARNING if chosen else logging.INFO, readiness.batching_note)
 
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    state: ServerState = app.state.scorer
-    loader = asyncio.create_task(_load_engine(state), name="engine-load")
+    readiness: Readiness = app.state.readiness
+    loader = asyncio.create_task(_load_engine(app), name="engine-load")
     try:
         yield
     finally:
-        state.ready = False
-        state.metrics.ready.set(0)
+        readiness.ready = False
+        app.state.metrics.ready.set(0)
         if not loader.done():
             loader.cancel()
-        if state.batcher is not None:
-            await state.batcher.close(timeout_s=state.settings.shutdown_grace_s)
-        await asyncio.to_thread(state.engine.close)
-
-
-async def _server_error(request: Request, exc: Exception) -> OrjsonResponse:
-    assert isinstance(exc, ServerError)
-    return OrjsonResponse(server_error_body(exc, request_id_of(request)), status_code=exc.status, headers=exc.headers)
-
-
-async def _http_error(request: Request, exc: Exception) -> OrjsonResponse:
-    assert isinstance(exc, StarletteHTTPException)
-    code = _HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
-    message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
-    if exc.status_code == 404:
-        path = request.url.path
-        # No redirect for a trailing slash: a Location built from the Host header could point anywhere.
-        near = path.rstrip("/")
-        hint = f"did you mean {near}?" if near != path and _has_route(request, near) else "see /docs"
-        message = f"no endpoint at {path}; {hint}"
-    elif exc.status_code == 405:
-        message = f"{request.method} is not allowed on {request.url.path}"
-    if request.url.path.startswith(OPENAI_PATH_PREFIXES):
-        # OpenAI clients read only their own error shape, also for a path or method that does not exist.
-        body = openai_error_body(exc.status_code, code, message)
-    else:
-        body = error_body(code, message, retryable=exc.status_code >= 500, request_id=request_id_of(request))
-    return OrjsonResponse(body, status_code=exc.status_code, headers=dict(exc.headers or {}))
-
-
-def _has_route(request: Request, path: str) -> bool:
-    scope = {**request.scope, "path": path}
-    return any(route.matches(scope)[0] is not Match.NONE for route in request.app.router.routes)
-
-
-async def _validation_error(request: Request, exc: Exception) -> OrjsonResponse:
-    assert isinstance(exc, RequestValidationError)
-    first = exc.errors()[0] if exc.errors() else {}
-    message = str(first.get("msg", "invalid request"))
-    return OrjsonResponse(error_body("invalid_request", message, retryable=False, request_id=request_id_of(request)),
-                          status_code=400)
+        if readiness.batcher is not None:
+            await readiness.batcher.close(timeout_s=app.state.settings.shutdown_grace_s)
+        await asyncio.to_thread(app.state.engine.close)
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:
@@ -172,21 +134,31 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
     return app.openapi_schema
 
 
-def build_app(settings: ServerSettings, engine: ASREngine | None = None, *, engine_preloaded: bool = False) -> FastAPI:
-    """The scorer app.  ``engine`` replaces the one the settings name.
+def build_app(settings: ServerConfig, engine: ASREngine | None = None, *, engine_preloaded: bool = False) -> FastAPI:
+    """The scorer app with every part built.  ``engine`` replaces the one the settings name.
 
     The engine is loaded and warmed in the background unless ``engine_preloaded``
     says the caller already did both (a Ray Serve replica loads before taking traffic).
     """
-    state = ServerState(
-        settings=settings,
-        engine=engine if engine is not None else engine_from_settings(settings),
-        policy=settings.reward_policy(),
+    engine = engine if engine is not None else engine_from_settings(settings)
+    server_metrics = ServerMetrics()
+    server_metrics.set_build(engine=settings.engine, model=settings.model)
+    readiness = Readiness()
+    pipeline = ScoringPipeline(
+        engine=engine,
+        readiness=readiness,
         normalizer=get_normalizer(settings.normalizer),
-        metrics=ServerMetrics(),
-        engine_preloaded=engine_preloaded,
-        recent=RecentResults(settings.dedup_cache_size, settings.dedup_ttl_s, settings.dedup_cache_bytes)
-        if settings.dedup_cache_size else None,
+        policy=settings.reward,
+        metrics=server_metrics,
+        recent=RecentResults(settings.dedup_cache_size, settings.dedup_ttl_s, settings.dedup_cache_bytes),
+        limits=settings.limits,
+        default_language=settings.language,
+        request_timeout_s=settings.request_timeout_s,
+    )
+    transcriptions = TranscriptionService(
+        pipeline=pipeline, engine=engine, metrics=server_metrics, model=settings.model,
+        served_model_name=settings.served_model_name, started_at=readiness.started_at,
+        max_audio_seconds=settings.max_audio_seconds, max_audio_bytes=settings.max_audio_bytes,
     )
     app = offline_docs_app(
         title="audio-reward scorer",
@@ -196,13 +168,16 @@ def build_app(settings: ServerSettings, engine: ASREngine | None = None, *, engi
         lifespan=_lifespan,
         redirect_slashes=False,
     )
-    app.state.scorer = state
-    state.metrics.set_build(engine=settings.engine, model=settings.model)
-    app.add_middleware(RequestContextMiddleware, metrics=state.metrics)
-    app.add_exception_handler(ServerError, _server_error)
-    app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    for router in (score_router, openai_router, info_router, health_router, metrics_router):
-        app.include_router(router)
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.engine_preloaded = engine_preloaded
+    app.state.metrics = server_metrics
+    app.state.readiness = readiness
+    app.state.pipeline = pipeline
+    app.state.transcriptions = transcriptions
+    app.add_middleware(RequestContextMiddleware, metrics=server_metrics)
+    install_error_handlers(app)
+    for module in (score, openai, info, health, metrics):
+        app.include_router(module.router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

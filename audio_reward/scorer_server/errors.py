@@ -38,7 +38,7 @@ class BadRequestError(ServerError):
         self.code = code
 
     @classmethod
-    def from_protocol(cls, exc: ProtocolError) -> "BadRequestError":
+    def from_protocol(cls, exc: ProtocolError) -> BadRequestError:
         return cls(exc.code, exc.message, path=exc.issues[0].path)
 
 
@@ -51,16 +51,15 @@ class UnauthorizedError(ServerError):
 
 
 class NotFoundError(ServerError):
+    """A named resource this server does not have (an OpenAI model id); unknown paths are starlette's 404."""
+
     status = 404
     code = "not_found"
 
 
-class MethodNotAllowedError(ServerError):
-    status = 405
-    code = "method_not_allowed"
-
-
 class PayloadTooLargeError(ServerError):
+    """A body over ``max_body_bytes``, from its Content-Length or while it streams in."""
+
     status = 413
     code = "payload_too_large"
 

@@ -13,22 +13,34 @@ Run it on a Ray cluster (``ray start --head`` on one node, ``ray start
         --device cuda --min-replicas 1 --max-replicas 8 --gpus-per-replica 1 --host 0.0.0.0 --port 8000
 
 or build the application in Python with :func:`build_application` and pass
-it to ``serve.run``.  The scorer flags are those of ``audio-reward serve``.
+it to ``serve.run``.  The scorer flags are those of ``audio-reward serve``
+(:mod:`.flags`), the scale-out flags this module's own (:mod:`.scale_out`).
+
+The driver validates the settings once, environment included, and ships
+them to the replicas as a plain dump; a replica rebuilds them as a
+:class:`~.config.ServerConfig`, which reads no environment, so every
+replica runs the driver's settings whatever its node's variables say.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import signal
 import sys
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
+from .config import ServerConfig
 from .engines.base import ASREngine
+from .flags import add_server_flags, server_overrides
+from .scale_out import ScaleOutConfig, add_scale_out_flags, scale_out_from_args
+
+__all__ = ["APP_NAME", "REPLICA_HEADER", "ScaleOutConfig", "ScorerReplica", "build_application", "main", "run"]
 
 log = logging.getLogger(__name__)
 
@@ -36,54 +48,16 @@ REPLICA_HEADER = "X-Scorer-Replica"
 APP_NAME = "audio-reward"
 
 
-@dataclass(frozen=True)
-class ScaleOutConfig:
-    """How many replicas, what each one holds, and when the autoscaler acts."""
-
-    min_replicas: int = 1
-    max_replicas: int = 1
-    initial_replicas: int | None = None
-    gpus_per_replica: float = 1.0
-    cpus_per_replica: float = 1.0
-    target_ongoing_requests: float = 32.0
-    """Requests in flight per replica the autoscaler aims for; about two micro-batches keeps a GPU busy."""
-    max_ongoing_requests: int = 256
-    """Above this Ray queues at the proxy instead of sending more to the replica."""
-    upscale_delay_s: float = 10.0
-    downscale_delay_s: float = 120.0
-    extra_actor_options: dict[str, Any] = field(default_factory=dict)
-
-    def deployment_options(self) -> dict[str, Any]:
-        """Keyword arguments for ``serve.deployment(...).options``."""
-        if not 0 < self.min_replicas <= self.max_replicas:
-            raise ValueError("need 0 < min_replicas <= max_replicas")
-        actor: dict[str, Any] = {"num_cpus": self.cpus_per_replica, **self.extra_actor_options}
-        if self.gpus_per_replica:
-            actor["num_gpus"] = self.gpus_per_replica
-        autoscaling = {
-            "min_replicas": self.min_replicas,
-            "max_replicas": self.max_replicas,
-            "target_ongoing_requests": self.target_ongoing_requests,
-            "upscale_delay_s": self.upscale_delay_s,
-            "downscale_delay_s": self.downscale_delay_s,
-        }
-        if self.initial_replicas is not None:
-            autoscaling["initial_replicas"] = self.initial_replicas
-        options: dict[str, Any] = {"ray_actor_options": actor, "max_ongoing_requests": self.max_ongoing_requests}
-        if self.min_replicas == self.max_replicas:
-            options["num_replicas"] = self.min_replicas
-        else:
-            options["autoscaling_config"] = autoscaling
-        return options
+def shipped(settings: ServerConfig) -> dict[str, Any]:
+    """The validated settings as replicas receive them; the key file was read on the driver already."""
+    return settings.model_dump(exclude={"api_key_file"})
 
 
 class ScorerReplica:
     """One scorer app with its own engine; Ray Serve runs one per GPU."""
 
     def __init__(self, settings: dict[str, Any]) -> None:
-        from .settings import ServerSettings
-
-        self.settings = ServerSettings(**settings)
+        self.settings = ServerConfig.model_validate(settings)  # the driver's values; no environment read here
         self.replica_id = _replica_id()
         self.engine: ASREngine | None = None
 
@@ -118,9 +92,9 @@ class ScorerReplica:
     def check_health(self) -> None:
         """Ray Serve restarts a replica whose engine failed."""
         state = getattr(getattr(self, "_scorer_app", None), "state", None)
-        scorer = getattr(state, "scorer", None)
-        if scorer is not None and scorer.load_error:
-            raise RuntimeError(f"engine failed: {scorer.load_error}")
+        readiness = getattr(state, "readiness", None)
+        if readiness is not None and readiness.load_error:
+            raise RuntimeError(f"engine failed: {readiness.load_error}")
 
 
 def _replica_id() -> str:
@@ -145,29 +119,27 @@ def _replica_class() -> type:
     return serve.ingress()(Replica)  # late-bound: the app is built per replica by __serve_build_asgi_app__
 
 
-def build_application(settings: dict[str, Any], scale: ScaleOutConfig) -> Any:
+def build_application(settings: ServerConfig, scale: ScaleOutConfig) -> Any:
     """The Ray Serve application (``serve.run(build_application(...), route_prefix="/")``)."""
     from ray import serve
 
-    from .settings import ServerSettings
+    # serve.deployment's overloads describe its decorator form; called with a class it returns a Deployment.
+    deployment = serve.deployment(_replica_class(), name="scorer").options(  # type: ignore[attr-defined]
+        **scale.deployment_options())
+    return deployment.bind(shipped(settings))
 
-    ServerSettings(**settings)  # fail here, before any replica starts, on invalid settings
-    deployment = serve.deployment(_replica_class(), name="scorer").options(**scale.deployment_options())
-    return deployment.bind(settings)
 
-
-def run(settings: dict[str, Any], scale: ScaleOutConfig, *, address: str | None = None,
-        host: str = "127.0.0.1", port: int = 8000, blocking: bool = True) -> str:
-    """Start (or join) Ray, deploy the scorer on ``host:port`` and return its base URL."""
+def run(settings: ServerConfig, scale: ScaleOutConfig, *, blocking: bool = True) -> str:
+    """Start (or join) Ray, deploy the scorer on the settings' host and port and return its base URL."""
     import ray
     from ray import serve
 
     started_ray = not ray.is_initialized()
     if started_ray:
-        ray.init(address=address, log_to_driver=False)
-    serve.start(http_options={"host": host, "port": port})
+        ray.init(address=scale.address, log_to_driver=False)
+    serve.start(http_options={"host": settings.host, "port": settings.port})
     serve.run(build_application(settings, scale), name=APP_NAME, route_prefix="/", blocking=False)
-    url = f"http://{host}:{port}"
+    url = f"http://{settings.host}:{settings.port}"
     if blocking:
         # SIGTERM (systemd, Kubernetes, a test harness) stops the deployment as cleanly as Ctrl-C.
         signal.signal(signal.SIGTERM, _interrupt)
@@ -192,53 +164,40 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from .cli import FLAGS
-
     parser = argparse.ArgumentParser(
         prog="python -m audio_reward.scorer_server.ray_serve",
         description="Run the scorer on Ray Serve: one replica per GPU behind one URL, autoscaled on queue depth.",
     )
-    for flag, kind, text in FLAGS:
-        parser.add_argument(f"--{flag}", type=kind, default=None, help=text)
-    add_scale_out_arguments(parser)
+    add_server_flags(parser)
+    add_scale_out_flags(parser.add_argument_group("Ray Serve"))
     return parser
 
 
-def add_scale_out_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    """The Ray Serve flags, shared by this module's command line and ``audio-reward serve --ray``."""
-    defaults = ScaleOutConfig()
-    parser.add_argument("--address", default=None, help="Ray cluster address (default: start or join a local one)")
-    parser.add_argument("--min-replicas", type=int, default=defaults.min_replicas)
-    parser.add_argument("--max-replicas", type=int, default=defaults.max_replicas)
-    parser.add_argument("--gpus-per-replica", type=float, default=defaults.gpus_per_replica,
-                        help="GPUs each replica reserves (0 for CPU replicas)")
-    parser.add_argument("--cpus-per-replica", type=float, default=defaults.cpus_per_replica)
-    parser.add_argument("--target-ongoing-requests", type=float, default=defaults.target_ongoing_requests,
-                        help="requests in flight per replica the autoscaler aims for")
-    parser.add_argument("--max-ongoing-requests", type=int, default=defaults.max_ongoing_requests,
-                        help="most requests in flight per replica; more wait at Ray's proxy")
+def deploy_from_args(settings: ServerConfig, args: argparse.Namespace) -> int:
+    """Deploy validated ``settings`` with the scale-out flags in ``args`` and block until stopped."""
+    scale = scale_out_from_args(args)
+    print("audio-reward ray serve: " + json.dumps({"settings": settings.describe(), "scale": scale.model_dump()},
+                                                  sort_keys=True), flush=True)
+    print(f"audio-reward ray serve: deploying at http://{settings.host}:{settings.port}; ready when /readyz "
+          "answers 200 (Ctrl-C or SIGTERM stops)", flush=True)
+    run(settings, scale)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_from_args(_parser().parse_args(argv))
+    from pydantic import ValidationError
 
+    from .logs import configure_logging
+    from .settings import ServerSettings
 
-def run_from_args(args: argparse.Namespace) -> int:
-    """Deploy from parsed ``audio-reward serve --ray`` (or this module's) arguments and block."""
-    from .cli import overrides_from_args
-
-    settings = overrides_from_args(args)
-    host, port = settings.pop("host", "127.0.0.1"), settings.pop("port", 8000)
-    scale = ScaleOutConfig(
-        min_replicas=args.min_replicas, max_replicas=args.max_replicas, gpus_per_replica=args.gpus_per_replica,
-        cpus_per_replica=args.cpus_per_replica, target_ongoing_requests=args.target_ongoing_requests,
-        max_ongoing_requests=args.max_ongoing_requests,
-    )
-    print("audio-reward ray serve: " + str({"settings": settings, "scale": asdict(scale)}), flush=True)
-    print(f"audio-reward ray serve: deploying at http://{host}:{port}; ready when /readyz answers 200 "
-          "(Ctrl-C or SIGTERM stops)", flush=True)
-    run(settings, scale, address=args.address, host=host, port=port)
-    return 0
+    args = _parser().parse_args(argv)
+    try:
+        settings = ServerSettings(**server_overrides(args))
+    except (ValidationError, ValueError) as exc:
+        print(f"audio-reward ray serve: invalid settings:\n{exc}", file=sys.stderr)
+        return 2
+    configure_logging(settings.log_level, json_lines=settings.log_json)
+    return deploy_from_args(settings, args)
 
 
 if __name__ == "__main__":

@@ -16,92 +16,21 @@ clipped to [0, 1]:
 * short audio: ``short_audio_penalty`` when ``duration_s < min_duration_s``;
 * repetition: ``repeat_penalty * f`` where ``f`` is the fraction of the transcript's
   ``repeat_ngram_n``-grams that repeat an earlier one (0 for no loop, near 1 for a loop).
+
+The policy's fields, defaults and bounds are declared once, in
+:class:`audio_reward.protocol.reward.RewardPolicy` (the wire's reward options
+are its all-optional form); this module applies it.
 """
 
 from __future__ import annotations
 
 import math
 import sys
-from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass
 
-if TYPE_CHECKING:
-    from audio_reward.protocol import RewardOptions
+from audio_reward.protocol.reward import RewardPolicy
 
 __all__ = ["RewardBreakdown", "RewardPolicy", "repeated_ngram_fraction", "shape_reward"]
-
-Formula = Literal["1-cer", "exp", "tanh"]
-Metric = Literal["cer", "wer"]
-
-FORMULAS: tuple[str, ...] = ("1-cer", "exp", "tanh")
-METRICS: tuple[str, ...] = ("cer", "wer")
-
-
-@dataclass(frozen=True)
-class RewardPolicy:
-    """How an error rate becomes a reward; the server's defaults, overridable per request."""
-
-    formula: Formula = "1-cer"
-    metric: Metric = "cer"
-    exp_k: float = 2.5
-    error_clip: float = 1.0
-    empty_transcript_penalty: float = 0.0
-    duration_ratio_min: float = 0.5
-    duration_ratio_max: float = 2.0
-    duration_penalty: float = 0.0
-    min_duration_s: float = 0.5
-    short_audio_penalty: float = 0.0
-    repeat_ngram_n: int = 4
-    repeat_penalty: float = 0.0
-
-    def __post_init__(self) -> None:
-        problems = _problems(self)
-        if problems:
-            raise ValueError("invalid reward policy: " + "; ".join(problems))
-
-    def with_options(self, opts: RewardOptions | None) -> RewardPolicy:
-        """This policy with the request's set fields applied; ValueError if the result is invalid."""
-        if opts is None:
-            return self
-        overrides = opts.model_dump(exclude_none=True)
-        unknown = set(overrides) - set(asdict(self))
-        if unknown:
-            raise ValueError(f"unknown reward options: {', '.join(sorted(unknown))}")
-        return replace(self, **overrides) if overrides else self
-
-
-def _finite_in(value: float, low: float, high: float) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value) and low <= value <= high
-
-
-def _problems(p: RewardPolicy) -> list[str]:
-    problems: list[str] = []
-    if p.formula not in FORMULAS:
-        problems.append(f"formula must be one of {', '.join(FORMULAS)}, got {p.formula!r}")
-    if p.metric not in METRICS:
-        problems.append(f"metric must be one of {', '.join(METRICS)}, got {p.metric!r}")
-    if not _finite_in(p.exp_k, 0.0, math.inf) or p.exp_k <= 0:
-        problems.append(f"exp_k must be a finite number > 0, got {p.exp_k!r}")
-    if not _finite_in(p.error_clip, 0.0, math.inf) or p.error_clip <= 0:
-        problems.append(f"error_clip must be a finite number > 0, got {p.error_clip!r}")
-    for field in ("empty_transcript_penalty", "duration_penalty", "short_audio_penalty", "repeat_penalty"):
-        value = getattr(p, field)
-        if not _finite_in(value, 0.0, 1.0):
-            problems.append(f"{field} must be in [0, 1], got {value!r}")
-    for field in ("duration_ratio_min", "duration_ratio_max"):
-        value = getattr(p, field)
-        if not _finite_in(value, 0.0, math.inf) or value <= 0:
-            problems.append(f"{field} must be a finite number > 0, got {value!r}")
-    if not problems and p.duration_ratio_min >= p.duration_ratio_max:
-        problems.append(
-            f"duration_ratio_min ({p.duration_ratio_min}) must be less than "
-            f"duration_ratio_max ({p.duration_ratio_max})"
-        )
-    if not _finite_in(p.min_duration_s, 0.0, math.inf):
-        problems.append(f"min_duration_s must be a finite number >= 0, got {p.min_duration_s!r}")
-    if isinstance(p.repeat_ngram_n, bool) or not isinstance(p.repeat_ngram_n, int) or p.repeat_ngram_n < 1:
-        problems.append(f"repeat_ngram_n must be an integer >= 1, got {p.repeat_ngram_n!r}")
-    return problems
 
 
 @dataclass(frozen=True)

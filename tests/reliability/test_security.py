@@ -22,7 +22,7 @@ import orjson
 import pytest
 
 from audio_reward.protocol import ErrorResponse
-from audio_reward.scorer_server import auth
+from audio_reward.scorer_server.http import auth
 from tests.testkit.server import ServerHandle
 
 from .bad_inputs import valid_request

@@ -187,7 +187,7 @@ def inprocess_server(engine: Any = None, *, ready: bool = True, ready_timeout_s:
     import uvicorn
 
     from audio_reward.scorer_server.app import build_app
-    from audio_reward.scorer_server.http_server import uvicorn_config
+    from audio_reward.scorer_server.http.server import uvicorn_config
     from audio_reward.scorer_server.settings import ServerSettings
 
     settings.setdefault("host", "127.0.0.1")

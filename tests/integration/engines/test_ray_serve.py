@@ -72,3 +72,33 @@ def test_scale_config_maps_to_ray_options() -> None:
     assert fixed["num_replicas"] == 2 and "num_gpus" not in fixed["ray_actor_options"]
     with pytest.raises(ValueError):
         ScaleOutConfig(min_replicas=3, max_replicas=2).deployment_options()
+
+
+def test_replicas_run_the_drivers_settings_not_their_nodes_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from audio_reward.scorer_server.ray_serve import ScorerReplica, shipped
+    from audio_reward.scorer_server.settings import ServerSettings
+
+    monkeypatch.setenv("AUDIO_REWARD_SERVER_HOST", "0.0.0.0")
+    monkeypatch.setenv("AUDIO_REWARD_SERVER_PORT", "9123")
+    driver = ServerSettings(max_queue=7, reward={"formula": "exp"})
+    assert (driver.host, driver.port) == ("0.0.0.0", 9123)  # host and port from the environment are honoured
+    monkeypatch.setenv("AUDIO_REWARD_SERVER_MAX_QUEUE", "99")  # what a replica's node would say
+    replica = ScorerReplica(shipped(driver))
+    assert replica.settings.max_queue == 7 and replica.settings.port == 9123
+    assert replica.settings.reward.formula == "exp"
+
+
+def test_scale_out_flags_are_generated_from_the_config() -> None:
+    import argparse
+
+    from audio_reward.scorer_server.scale_out import (
+        add_scale_out_flags,
+        scale_out_from_args,
+    )
+
+    parser = argparse.ArgumentParser()
+    add_scale_out_flags(parser)
+    scale = scale_out_from_args(parser.parse_args(["--min-replicas", "2", "--max-replicas", "3",
+                                                   "--gpus-per-replica", "0", "--address", "auto"]))
+    assert (scale.min_replicas, scale.max_replicas, scale.gpus_per_replica, scale.address) == (2, 3, 0.0, "auto")
+    assert scale_out_from_args(parser.parse_args([])) == ScaleOutConfig()

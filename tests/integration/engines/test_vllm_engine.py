@@ -204,7 +204,7 @@ async def test_tiny_random_qwen3_asr_through_the_boundary(tiny_qwen3_asr: Path) 
 
 
 async def test_the_server_hands_vllm_each_utterance_up_to_max_num_seqs(sentences_16k: list[np.ndarray]) -> None:
-    from audio_reward.scorer_server.batcher import (
+    from audio_reward.scorer_server.service.batcher import (
         SelfSchedulingDispatcher,
         scheduler_for,
     )

@@ -25,6 +25,7 @@ from audio_reward.scorer_server.engines import (
     create_engine,
     resolve_engine_options,
 )
+from audio_reward.scorer_server.flags import server_overrides
 from audio_reward.scorer_server.settings import ServerSettings
 from tests.testkit.server import (
     REPO_ROOT,
@@ -38,15 +39,15 @@ from tests.testkit.server import (
 def parse(argv: list[str]) -> ServerSettings:
     parser = argparse.ArgumentParser()
     cli.register(parser.add_subparsers())
-    return ServerSettings(**cli.overrides_from_args(parser.parse_args(["serve", *argv])))
+    return ServerSettings(**server_overrides(parser.parse_args(["serve", *argv])))
 
 
 def test_repeated_flags_fill_the_options_and_env_sets_them_too(monkeypatch: pytest.MonkeyPatch) -> None:
     s = parse(["--engine-option", "max_num_seqs=128", "--engine-option", "enforce_eager = true"])
     assert s.engine_options == {"max_num_seqs": "128", "enforce_eager": "true"}
-    monkeypatch.setenv("AUDIO_REWARD_ENGINE_OPTIONS", "max_num_seqs=64,gpu_memory_utilization=0.5")
+    monkeypatch.setenv("AUDIO_REWARD_SERVER_ENGINE_OPTIONS", "max_num_seqs=64,gpu_memory_utilization=0.5")
     assert parse([]).engine_options == {"max_num_seqs": "64", "gpu_memory_utilization": "0.5"}
-    monkeypatch.setenv("AUDIO_REWARD_ENGINE_OPTIONS", '{"max_num_seqs": 32}')
+    monkeypatch.setenv("AUDIO_REWARD_SERVER_ENGINE_OPTIONS", '{"max_num_seqs": 32}')
     assert parse([]).engine_options == {"max_num_seqs": 32}
     assert parse(["--engine-option", "batched=false"]).engine_options == {"batched": "false"}  # the flag wins
 
@@ -108,7 +109,7 @@ def test_info_reports_the_resolved_options() -> None:
 
 
 def test_start_up_prints_the_options_set_from_the_environment() -> None:
-    with server_process(env={"AUDIO_REWARD_ENGINE_OPTIONS": "batched=false"}) as server:
+    with server_process(env={"AUDIO_REWARD_SERVER_ENGINE_OPTIONS": "batched=false"}) as server:
         wait_ready(server.url, 120, proc=server.proc, log_path=server.log_path)
         assert httpx.get(f"{server.url}/v1/info").json()["engine"]["options"] == {"batched": False}
         log = server.log_path.read_text()

@@ -11,7 +11,7 @@ import pytest
 
 from audio_reward.protocol import encode_f32
 from audio_reward.scorer_server.errors import EngineError
-from audio_reward.scorer_server.score.recent import RecentResults, request_key
+from audio_reward.scorer_server.service.dedup import RecentResults, request_key
 from tests.testkit.server import running_server
 from tests.testkit.speech import synth_speech
 
@@ -85,39 +85,37 @@ async def test_failures_are_forgotten_and_old_answers_expire() -> None:
     recent = RecentResults(max_entries=2, ttl_s=60)
     key = request_key("a", "prompt", waveform=np.zeros(4, np.float32))
     assert key != request_key("a", "prompt", waveform=np.ones(4, np.float32))
-    future, owner = recent.claim(key)
-    waiter, waiter_owner = recent.claim(key)
-    assert owner and not waiter_owner and waiter is future
-    recent.fail(key, future, EngineError("boom"))
+    first = recent.claim(key)
+    waiter = recent.claim(key)
+    assert first.leader and not waiter.leader and waiter.future is first.future
+    recent.fail(first, EngineError("boom"))
     with pytest.raises(EngineError):
-        await waiter
-    _, owner_again = recent.claim(key)
-    assert owner_again  # a failed request runs again when retried
+        await waiter.future
+    again = recent.claim(key)
+    assert again.leader  # a failed request runs again when retried
     for name in ("b", "c", "d"):
         k = request_key(name, waveform=np.zeros(1, np.float32))
-        fut, _ = recent.claim(k)
-        recent.resolve(k, fut, "a transcript")
+        recent.resolve(recent.claim(k), "a transcript")
     assert len(recent) == 2  # bounded: answers beyond max_entries go oldest first; the one in flight stays
     short = RecentResults(max_entries=10, ttl_s=0.01)
-    fut, _ = short.claim(key)
-    short.resolve(key, fut, "a transcript")
+    short.resolve(short.claim(key), "a transcript")
     await asyncio.sleep(0.05)
-    assert short.claim(key)[1]  # expired: scored again
+    assert short.claim(key).leader  # expired: scored again
 
 
 async def test_kept_transcripts_are_bounded_in_bytes() -> None:
     import numpy as np
 
-    from audio_reward.scorer_server.score.recent import ENTRY_OVERHEAD_BYTES
+    from audio_reward.scorer_server.service.dedup import ENTRY_OVERHEAD_BYTES
 
     limit = 64 * 1024
     recent = RecentResults(max_entries=10_000, ttl_s=60, max_bytes=limit)
     for i in range(1_000):
         key = request_key(str(i), waveform=np.zeros(1, np.float32))
-        fut, owner = recent.claim(key)
-        assert owner
-        recent.resolve(key, fut, "x" * 1_000, 1_000)
+        claim = recent.claim(key)
+        assert claim.leader
+        recent.resolve(claim, "x" * 1_000, 1_000)
         assert recent.bytes <= limit  # never above the bound, after every answer
     assert len(recent) == limit // (1_000 + ENTRY_OVERHEAD_BYTES)
     last = request_key("999", waveform=np.zeros(1, np.float32))
-    assert not recent.claim(last)[1]  # the newest answers are the ones kept
+    assert not recent.claim(last).leader  # the newest answers are the ones kept

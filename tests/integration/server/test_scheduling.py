@@ -12,18 +12,18 @@ import numpy as np
 import pytest
 
 from audio_reward.protocol import encode_f32
-from audio_reward.scorer_server.batcher import (
-    MicroBatcher,
-    QueueFullError,
-    SelfSchedulingDispatcher,
-    scheduler_for,
-)
 from audio_reward.scorer_server.engines import (
     ASREngine,
     EngineInfo,
     ThreadedEngine,
     Transcription,
     TranscriptionInput,
+)
+from audio_reward.scorer_server.service.batcher import (
+    MicroBatcher,
+    QueueFullError,
+    SelfSchedulingDispatcher,
+    scheduler_for,
 )
 from tests.testkit.server import inprocess_server
 
@@ -47,6 +47,13 @@ class ContinuousEngine(ASREngine):
         self.most_in_engine = 0
         self.calls = 0
         self.cancelled = 0
+        self.changed = asyncio.Event()
+
+    async def until(self, condition: Any) -> None:
+        """Returns once ``condition()`` holds; re-checked each time an utterance enters or leaves the engine."""
+        while not condition():
+            self.changed.clear()
+            await asyncio.wait_for(self.changed.wait(), 10)
 
     @property
     def schedules_itself(self) -> bool:
@@ -66,6 +73,7 @@ class ContinuousEngine(ASREngine):
         self.calls += 1
         self.in_engine += len(batch)
         self.most_in_engine = max(self.most_in_engine, self.in_engine)
+        self.changed.set()
         try:
             await asyncio.sleep(max(item.duration_s for item in batch) * self.scale)
         except asyncio.CancelledError:
@@ -73,6 +81,7 @@ class ContinuousEngine(ASREngine):
             raise
         finally:
             self.in_engine -= len(batch)
+            self.changed.set()
         return [Transcription(f"{item.duration_s:g}") for item in batch]
 
 
@@ -101,7 +110,7 @@ async def test_the_engine_sees_every_request_up_to_its_cap_and_the_rest_wait() -
     engine = ContinuousEngine(capacity=5, seconds_per_audio_s=0.05)
     dispatcher = SelfSchedulingDispatcher(engine, max_in_flight=5, max_queue=100)
     futures = dispatcher.submit_many([clip(1.0, i) for i in range(12)])
-    await asyncio.sleep(0.01)
+    await engine.until(lambda: engine.in_engine == 5)
     assert engine.in_engine == 5 and dispatcher.in_flight == 5 and dispatcher.queued == 7
     await asyncio.gather(*futures)
     assert engine.most_in_engine == 5 and engine.calls == 12 and dispatcher.idle
@@ -112,10 +121,10 @@ async def test_a_caller_that_gives_up_is_dropped_or_cancelled_in_the_engine() ->
     engine = ContinuousEngine(capacity=1, seconds_per_audio_s=1.0)
     dispatcher = SelfSchedulingDispatcher(engine, max_in_flight=1, max_queue=10)
     running, waiting = dispatcher.submit_many([clip(5.0), clip(5.0)])
-    await asyncio.sleep(0.01)
+    await engine.until(lambda: engine.in_engine == 1)
     with pytest.raises(asyncio.TimeoutError):
         await asyncio.wait_for(asyncio.gather(running, waiting), 0.05)
-    await asyncio.sleep(0.01)
+    await engine.until(lambda: engine.in_engine == 0)  # the cancellation reached the engine
     assert engine.cancelled == 1 and engine.calls == 1  # the waiting one never reached the engine
     assert dispatcher.idle
     await dispatcher.close()
@@ -139,12 +148,21 @@ def test_self_scheduling_engine_through_the_server_keeps_429_and_the_timeout() -
     with inprocess_server(engine, max_queue=1, request_timeout_s=1.0) as (url, app):
         assert httpx.get(f"{url}/v1/info").json()["batching"]["scheduler"] == "engine"
 
+        scheduler = app.state.readiness.batcher
+
+        async def eventually(condition: Any) -> None:
+            # The server runs on its own loop in another thread: its state is watched, not awaited.
+            deadline = time.monotonic() + 10
+            while not condition():
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.005)
+
         async def burst() -> list[httpx.Response]:
             async with httpx.AsyncClient(timeout=30) as client:
                 first = asyncio.create_task(client.post(f"{url}/v1/score", json=body))
-                await asyncio.sleep(0.2)
+                await eventually(lambda: engine.in_engine == 1)
                 second = asyncio.create_task(client.post(f"{url}/v1/score", json=body))
-                await asyncio.sleep(0.2)
+                await eventually(lambda: scheduler.queued == 1)
                 third = await client.post(f"{url}/v1/score", json=body)
                 return [await first, await second, third]
 
@@ -230,12 +248,18 @@ class RecordingEngine(ThreadedEngine):
         super().__init__(workers=1)
         self.info = EngineInfo("recording", "stand-in", device="cuda")
         self.gate = threading.Event()
+        self.entered = threading.Event()
         self.calls: list[list[float]] = []
 
     def load(self) -> None:
         """Nothing to load."""
 
+    async def holding(self) -> None:
+        """Returns once the engine is inside a call."""
+        assert await asyncio.to_thread(self.entered.wait, 10)
+
     def transcribe_batch_sync(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
+        self.entered.set()
         self.gate.wait(10)
         self.calls.append([item.duration_s for item in batch])
         return [Transcription("") for _ in batch]
@@ -246,7 +270,7 @@ async def test_a_batch_is_bounded_by_audio_seconds_and_always_takes_the_oldest()
     batcher = MicroBatcher(engine, max_batch_size=8, max_wait_s=0.0, max_batch_audio_s=10.0)
     batcher.start()
     held = batcher.submit_many([clip(1.0)])
-    await asyncio.sleep(0.05)  # the engine holds the first call
+    await engine.holding()  # the engine holds the first call
     # An old long clip and many short new ones: the long one goes in the next batch, not last.
     futures = batcher.submit_many([clip(9.0)] + [clip(s) for s in (2.0, 2.0, 3.0, 3.0, 1.0, 1.0, 4.0)])
     engine.gate.set()
@@ -269,13 +293,16 @@ async def test_a_lone_request_goes_at_once_and_an_arriving_one_is_waited_for() -
     await batcher.submit_many([clip(1.0)])[0]
     assert time.monotonic() - t0 < 0.5  # no request on its way: no wait for a batch to fill
 
+    on_its_way = asyncio.Event()
+
     async def late_arrival() -> asyncio.Future[Transcription]:
         with batcher.arriving():
+            on_its_way.set()
             await asyncio.sleep(0.1)  # being read and decoded
             return batcher.submit_many([clip(2.0)])[0]
 
     arriving = asyncio.create_task(late_arrival())
-    await asyncio.sleep(0.01)
+    await on_its_way.wait()
     first = batcher.submit_many([clip(3.0)])[0]
     await asyncio.gather(first, await arriving)
     assert engine.calls[-1] == [2.0, 3.0]  # the arriving request joined the batch

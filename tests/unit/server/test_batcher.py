@@ -9,33 +9,42 @@ from typing import Sequence
 import numpy as np
 import pytest
 
-from audio_reward.scorer_server.batcher import (
-    BatcherClosedError,
-    BatchStats,
-    MicroBatcher,
-    QueueFullError,
-)
 from audio_reward.scorer_server.engines import (
     EngineInfo,
     ThreadedEngine,
     Transcription,
     TranscriptionInput,
 )
+from audio_reward.scorer_server.service.batcher import (
+    BatcherClosedError,
+    BatchStats,
+    MicroBatcher,
+    QueueFullError,
+)
 
 
 class RecordingEngine(ThreadedEngine):
-    """Transcribes each utterance as its sample count; the first call waits for ``gate``."""
+    """Transcribes each utterance as its sample count; the first call waits for ``gate``.
+
+    ``entered`` is set once a call has started: the engine holds that batch.
+    """
 
     def __init__(self) -> None:
         super().__init__(workers=1)
         self.info = EngineInfo("recording", "recording")
         self.gate = threading.Event()
+        self.entered = threading.Event()
         self.calls: list[list[int]] = []
+
+    async def holding(self) -> None:
+        """Returns once the engine is inside a call."""
+        assert await asyncio.to_thread(self.entered.wait, 10)
 
     def load(self) -> None:
         pass
 
     def transcribe_batch_sync(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
+        self.entered.set()
         self.gate.wait(10)
         self.calls.append([item.audio.shape[0] for item in batch])
         return [Transcription(str(item.audio.shape[0])) for item in batch]
@@ -51,7 +60,7 @@ async def test_queued_items_form_length_sorted_batches_of_bounded_size() -> None
     batcher = MicroBatcher(engine, max_batch_size=3, max_wait_s=0.0, max_queue=100, on_batch=stats.append)
     batcher.start()
     first = batcher.submit_many([utterance(100)])
-    await asyncio.sleep(0.05)  # the worker holds the first item in the engine
+    await engine.holding()  # the worker holds the first item in the engine
     lengths = [900, 300, 700, 100, 500, 200]
     futures = batcher.submit_many([utterance(n) for n in lengths])
     engine.gate.set()
@@ -68,7 +77,7 @@ async def test_cancelled_requests_are_not_transcribed() -> None:
     batcher = MicroBatcher(engine, max_batch_size=8, max_wait_s=0.0)
     batcher.start()
     held = batcher.submit_many([utterance(1)])
-    await asyncio.sleep(0.05)
+    await engine.holding()
     keep, drop = batcher.submit_many([utterance(2), utterance(3)])
     drop.cancel()
     engine.gate.set()
@@ -82,7 +91,7 @@ async def test_full_queue_and_closed_batcher_refuse_work() -> None:
     batcher = MicroBatcher(engine, max_batch_size=1, max_wait_s=0.0, max_queue=2)
     batcher.start()
     futures = batcher.submit_many([utterance(1)])
-    await asyncio.sleep(0.05)
+    await engine.holding()
     futures += batcher.submit_many([utterance(2), utterance(3)])
     with pytest.raises(QueueFullError) as info:
         batcher.submit_many([utterance(4)])

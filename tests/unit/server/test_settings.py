@@ -6,9 +6,11 @@ import argparse
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
 from audio_reward.scorer_server import cli
+from audio_reward.scorer_server.flags import server_flags, server_overrides
 from audio_reward.scorer_server.presets import PRESETS
 from audio_reward.scorer_server.settings import ServerSettings
 
@@ -16,13 +18,60 @@ from audio_reward.scorer_server.settings import ServerSettings
 def parse(argv: list[str]) -> ServerSettings:
     parser = argparse.ArgumentParser()
     cli.register(parser.add_subparsers())
-    return ServerSettings(**cli.overrides_from_args(parser.parse_args(["serve", *argv])))
+    return ServerSettings(**server_overrides(parser.parse_args(["serve", *argv])))
 
 
-def test_every_setting_has_a_flag_except_the_secret() -> None:
-    flags = {name for name in cli.overrides_from_args(argparse.Namespace(**{
-        f.replace("-", "_"): 1 for f, _, _ in cli.FLAGS} | {"log_json": True, "engine_option": ["k=v"]}))}
-    assert flags == set(ServerSettings.model_fields) - {"api_key"}
+def _fields(model: type, prefix: str = "") -> dict[str, FieldInfo]:
+    """Every leaf field of a settings model by its dotted path (nested models flattened)."""
+    out: dict[str, FieldInfo] = {}
+    for name, info in model.model_fields.items():
+        if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel):
+            out |= _fields(info.annotation, f"{prefix}{name}.")
+        else:
+            out[prefix + name] = info
+    return out
+
+
+_SAMPLES: dict[str, tuple[list[str], object]] = {
+    "engine_options": (["--engine-option", "k=v"], {"k": "v"}),
+    "preset": (["--preset", "fast-en"], "fast-en"),
+    "engine": (["--engine", "transformers"], "transformers"),
+    "reward.formula": (["--reward-formula", "tanh"], "tanh"),
+    "reward.metric": (["--reward-metric", "wer"], "wer"),
+    "log_json": (["--log-json"], True),
+}
+
+
+def _sample(path: str, info: FieldInfo) -> tuple[list[str], object]:
+    """Flag words that set ``path`` to a valid value other than its default, and that value."""
+    if path in _SAMPLES:
+        return _SAMPLES[path]
+    flag = "--" + path.replace(".", "-").replace("_", "-")
+    text = str(info.annotation)
+    if "int" in text:
+        value: object = (info.default or 1) * 2
+    elif "float" in text:
+        value = (info.default or 0.25) * 2
+    else:
+        value = "zz"
+    return [flag, str(value)], value
+
+
+def test_every_setting_has_a_flag_and_the_flag_sets_it(tmp_path: Path) -> None:
+    key_file = tmp_path / "key"
+    key_file.write_text("k\n")
+    fields = _fields(ServerSettings)
+    assert "api_key" in fields and "reward.exp_k" in fields
+    for path, info in fields.items():
+        if path == "api_key":
+            continue  # never a flag: --api-key-file or the environment give it
+        words, expected = (["--api-key-file", str(key_file)], key_file) if path == "api_key_file" \
+            else _sample(path, info)
+        value: object = parse(words)
+        for part in path.split("."):
+            value = getattr(value, part)
+        assert value == expected, (path, words, value)
+    assert "--api-key" not in {flag.option for flag in server_flags()}
 
 
 def test_defaults_are_the_offline_embedded_model() -> None:
@@ -32,8 +81,8 @@ def test_defaults_are_the_offline_embedded_model() -> None:
 
 
 def test_flags_override_env_which_overrides_preset(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AUDIO_REWARD_MAX_BATCH_SIZE", "4")
-    monkeypatch.setenv("AUDIO_REWARD_NORMALIZER", "seed-tts-eval")
+    monkeypatch.setenv("AUDIO_REWARD_SERVER_MAX_BATCH_SIZE", "4")
+    monkeypatch.setenv("AUDIO_REWARD_SERVER_NORMALIZER", "seed-tts-eval")
     s = parse(["--preset", "fast-en", "--model", "base", "--max-wait-ms", "2.5"])
     preset = PRESETS["fast-en"]
     assert s.model == "base"                       # flag beats preset
@@ -49,7 +98,7 @@ def test_invalid_values_are_rejected() -> None:
     with pytest.raises(ValidationError):
         parse(["--reward-formula", "square"])
     with pytest.raises(ValidationError, match="invalid reward policy"):
-        parse(["--duration-ratio-min", "3", "--duration-ratio-max", "2"])
+        parse(["--reward-duration-ratio-min", "3", "--reward-duration-ratio-max", "2"])
     with pytest.raises(ValueError, match="unknown preset"):
         parse(["--preset", "nope"])
 
@@ -69,5 +118,5 @@ def test_api_key_from_env_or_file_is_masked(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_reward_policy_follows_settings() -> None:
-    policy = parse(["--reward-formula", "tanh", "--repeat-penalty", "0.5"]).reward_policy()
+    policy = parse(["--reward-formula", "tanh", "--reward-repeat-penalty", "0.5"]).reward
     assert policy.formula == "tanh" and policy.repeat_penalty == 0.5

@@ -1,4 +1,4 @@
-"""The OpenAI-compatible transcription API behind its routes.
+"""The OpenAI-compatible transcription API behind its routes (``vllm serve``'s serving layer).
 
 An upload is decoded in a worker thread (libsndfile for WAV/FLAC/OGG/MP3,
 FFmpeg through PyAV for containers such as M4A and WebM), resampled to
@@ -26,20 +26,18 @@ from audio_reward.protocol.codecs import (
     read_file_header,
 )
 
-from ..engines.base import ENGINE_SAMPLE_RATE
-from ..errors import BadRequestError, NotFoundError, ServerError
-from ..score.serving import ScoringService, resample_16k
-from ..state import ServerState
-from .protocol import (
+from ..engines.base import ENGINE_SAMPLE_RATE, ASREngine
+from ..errors import BadRequestError, NotFoundError
+from ..openai_protocol import (
     DurationUsage,
     ModelCard,
     ModelList,
-    OpenAIErrorDetail,
-    OpenAIErrorResponse,
     TranscriptionForm,
     TranscriptionResponse,
     TranscriptionVerboseResponse,
 )
+from .metrics import ServerMetrics
+from .pipeline import ScoringPipeline, resample_16k
 
 READABLE_FORMATS = "WAV, FLAC, MP3, OGG, M4A, WebM or another format FFmpeg decodes"
 
@@ -135,26 +133,35 @@ def decode_upload(raw: bytes, filename: str | None, max_seconds: float, max_byte
 
 
 class TranscriptionService:
-    """Transcribes uploads with the server's engine through the shared batcher."""
+    """Transcribes uploads with the server's engine through the pipeline's scheduler; built once per app."""
 
-    def __init__(self, state: ServerState) -> None:
-        self.state = state
+    def __init__(self, *, pipeline: ScoringPipeline, engine: ASREngine, metrics: ServerMetrics,
+                 model: str, served_model_name: str | None, started_at: float,
+                 max_audio_seconds: float, max_audio_bytes: int) -> None:
+        self.pipeline = pipeline
+        self.engine = engine
+        self.metrics = metrics
+        self.model = model
+        self.served_model_name = served_model_name
+        self.started_at = started_at
+        self.max_audio_seconds = max_audio_seconds
+        self.max_audio_bytes = max_audio_bytes
 
     def model_names(self) -> list[str]:
         """The ids a request may name: ``served_model_name`` when set, else the loaded model's id and the setting."""
-        settings = self.state.settings
-        if settings.served_model_name:
-            return [settings.served_model_name]
-        names = [self.state.engine.info.model_id, settings.model]
-        return list(dict.fromkeys(names))
+        if self.served_model_name:
+            return [self.served_model_name]
+        return list(dict.fromkeys([self.engine.info.model_id, self.model]))
 
     def models(self) -> ModelList:
-        created = int(self.state.started_at)
+        """``GET /v1/models``."""
+        created = int(self.started_at)
         return ModelList(data=[ModelCard(id=name, created=created) for name in self.model_names()])
 
-    def model(self, model_id: str) -> ModelCard:
+    def model_card(self, model_id: str) -> ModelCard:
+        """``GET /v1/models/{id}``; 404 for a model not served here."""
         self._check_model(model_id)
-        return ModelCard(id=model_id, created=int(self.state.started_at))
+        return ModelCard(id=model_id, created=int(self.started_at))
 
     def _check_model(self, model_id: str) -> None:
         names = self.model_names()
@@ -180,15 +187,12 @@ class TranscriptionService:
 
     async def transcribe(self, form: TranscriptionForm, raw: bytes, filename: str | None,
                          request_id: str) -> TranscriptionResult:
+        """Check the form, decode the upload, transcribe it; raises :class:`ServerError`."""
         self._check_form(form)
-        scoring = ScoringService(self.state)
-        language = scoring.resolve_language(form.language, path="language")
-        settings = self.state.settings
-        audio = await run_in_threadpool(decode_upload, raw, filename, settings.max_audio_seconds,
-                                        settings.max_audio_bytes)
-        transcription = await scoring.transcribe(audio, language, request_id)
-        counter = self.state.metrics.transcriptions
-        counter.labels("ok").inc()
+        language = self.pipeline.resolve_language(form.language, path="language")
+        audio = await run_in_threadpool(decode_upload, raw, filename, self.max_audio_seconds, self.max_audio_bytes)
+        transcription = await self.pipeline.transcribe(audio, language, request_id)
+        self.metrics.transcriptions.labels("ok").inc()
         return TranscriptionResult(
             text=transcription.text,
             language=transcription.language or language or "",
@@ -206,19 +210,3 @@ def render(result: TranscriptionResult, response_format: str) -> str | dict[str,
             language=result.language, duration=round(result.duration_s, 3), text=result.text, usage=usage
         ).model_dump()
     return TranscriptionResponse(text=result.text, usage=usage).model_dump()
-
-
-_ERROR_TYPES = {401: "authentication_error", 429: "rate_limit_error"}
-
-
-def openai_error_body(status: int, code: str, message: str, param: str | None = None) -> dict[str, Any]:
-    """OpenAI's ``{"error": {"message", "type", "param", "code"}}`` for a status and our error code."""
-    kind = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
-    detail = OpenAIErrorDetail(message=message, type=kind, param=param, code=code)
-    return OpenAIErrorResponse(error=detail).model_dump()
-
-
-def server_error_openai_body(exc: ServerError) -> dict[str, Any]:
-    param = exc.path.removeprefix("$.") if exc.path else None
-    return openai_error_body(exc.status, exc.code, exc.message, param)
-

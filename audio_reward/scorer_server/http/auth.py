@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hmac
+from typing import Annotated
 
-from fastapi import Request
+from fastapi import Depends, Request
 
-from .errors import UnauthorizedError
-from .state import get_state
+from ..config import ServerConfig
+from ..errors import UnauthorizedError
+from .deps import get_settings
 
 
 def _presented_key(request: Request) -> str | None:
@@ -19,9 +21,9 @@ def _presented_key(request: Request) -> str | None:
     return request.headers.get("x-api-key")
 
 
-async def require_api_key(request: Request) -> None:
+async def require_api_key(request: Request, settings: Annotated[ServerConfig, Depends(get_settings)]) -> None:
     """FastAPI dependency: 401 unless the request carries the configured key."""
-    expected = get_state(request).settings.api_key
+    expected = settings.api_key
     if expected is None:
         return
     presented = _presented_key(request)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated
 
+from fastapi import APIRouter, Depends
+
+from ..engines.base import ASREngine
 from ..errors import error_body
-from ..responses import OrjsonResponse, error_responses
-from ..state import get_state
+from ..service.readiness import Readiness
+from .deps import get_engine, get_readiness
+from .responses import OrjsonResponse, error_responses
 
 router = APIRouter(tags=["health"])
 
@@ -18,13 +22,14 @@ async def healthz() -> OrjsonResponse:
 
 
 @router.get("/readyz", summary="Readiness", response_class=OrjsonResponse, responses=error_responses(503))
-async def readyz(request: Request) -> OrjsonResponse:
+async def readyz(readiness: Annotated[Readiness, Depends(get_readiness)],
+                 engine: Annotated[ASREngine, Depends(get_engine)]) -> OrjsonResponse:
     """200 once the model is loaded and warmed up; 503 (protocol error shape) before that."""
-    state = get_state(request)
-    if state.ready:
-        return OrjsonResponse({"status": "ready", "model": state.engine.info.model_id})
-    if state.load_error:
-        body = error_body("load_failed", f"the ASR model failed to load ({state.load_error}); see the server log", retryable=False)
+    if readiness.ready:
+        return OrjsonResponse({"status": "ready", "model": engine.info.model_id})
+    if readiness.load_error:
+        body = error_body("load_failed", f"the ASR model failed to load ({readiness.load_error}); see the server log",
+                          retryable=False)
     else:
         body = error_body("not_ready", "the ASR model is loading", retryable=True)
     return OrjsonResponse(body, status_code=503, headers={"Retry-After": "5"})

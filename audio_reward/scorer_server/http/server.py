@@ -27,8 +27,8 @@ import orjson
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from .errors import error_body
-from .settings import ServerSettings
+from ..config import ServerConfig
+from ..errors import error_body
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._refused = False
 
     @classmethod
-    def configured(cls, max_header_bytes: int, header_timeout_s: float) -> type["GuardedHttpToolsProtocol"]:
+    def configured(cls, max_header_bytes: int, header_timeout_s: float) -> type[GuardedHttpToolsProtocol]:
         """A subclass carrying these limits: uvicorn instantiates the protocol class itself."""
         return type(cls.__name__, (cls,), {"max_header_bytes": max_header_bytes, "header_timeout_s": header_timeout_s})
 
@@ -126,7 +126,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._refused = True
         self._cancel_head_timer()
         log.info("refused a request before its headers were read",
-                 extra={"status": status, "code": code, "client": "%s:%d" % self.client if self.client else None})
+                 extra={"status": status, "code": code, "client": f"{self.client[0]}:{self.client[1]}" if self.client else None})
         body = orjson.dumps(error_body(code, message, retryable=status == 408))
         head = b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % (
             status, _REASONS[status], len(body))
@@ -134,18 +134,18 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self.loop.call_later(_LINGER_S, self.transport.close)
 
 
-def uvicorn_config(app: Any, settings: ServerSettings, **overrides: Any) -> uvicorn.Config:
+def uvicorn_config(app: Any, settings: ServerConfig, **overrides: Any) -> uvicorn.Config:
     """The uvicorn configuration every scorer server runs with (the CLI and the tests alike)."""
-    options: dict[str, Any] = dict(
-        host=settings.host,
-        port=settings.port,
-        http=GuardedHttpToolsProtocol.configured(settings.max_header_bytes, settings.header_timeout_s),
-        timeout_keep_alive=settings.keep_alive_timeout_s,
-        limit_concurrency=settings.max_connections,
-        log_config=None,
-        access_log=settings.log_level.lower() == "debug",
-        timeout_graceful_shutdown=max(1, round(settings.shutdown_grace_s)),
-        lifespan="on",
-    )
+    options: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "http": GuardedHttpToolsProtocol.configured(settings.max_header_bytes, settings.header_timeout_s),
+        "timeout_keep_alive": settings.keep_alive_timeout_s,
+        "limit_concurrency": settings.max_connections,
+        "log_config": None,
+        "access_log": settings.log_level.lower() == "debug",
+        "timeout_graceful_shutdown": max(1, round(settings.shutdown_grace_s)),
+        "lifespan": "on",
+    }
     options.update(overrides)
     return uvicorn.Config(app, **options)

@@ -37,13 +37,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections import deque
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from .engines.base import ASREngine, Transcription, TranscriptionInput
+from ..engines.base import ASREngine, Transcription, TranscriptionInput
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +80,11 @@ class BatchStats:
 class _Pending:
     item: TranscriptionInput
     future: asyncio.Future[Transcription]
-    enqueued_at: float = field(default_factory=time.monotonic)
+
+
+def _cancel_if_abandoned(task: asyncio.Task[None], future: asyncio.Future[Transcription]) -> None:
+    if future.cancelled():
+        task.cancel()
 
 
 def _stopped(pending: Sequence[_Pending]) -> None:
@@ -200,10 +206,6 @@ class MicroBatcher:
         self._wakeup.set()
         return futures
 
-    async def transcribe(self, item: TranscriptionInput) -> Transcription:
-        """Queue one utterance and wait for its transcript."""
-        return await self.submit_many([item])[0]
-
     # -- forming batches ------------------------------------------------------------------
     async def _wait(self, timeout_s: float | None = None) -> None:
         self._wakeup.clear()
@@ -293,9 +295,9 @@ class MicroBatcher:
         except asyncio.CancelledError:
             _stopped(batch)
             raise
-        except Exception as exc:  # noqa: BLE001 - any engine failure belongs to this batch's requests only
+        except Exception as exc:  # any engine failure belongs to this batch's requests only
             failed = True
-            log.error("engine call failed", exc_info=True, extra={"batch_size": len(batch)})
+            log.exception("engine call failed", extra={"batch_size": len(batch)})
             for p in batch:
                 if not p.future.done():
                     p.future.set_exception(exc)
@@ -407,7 +409,7 @@ class SelfSchedulingDispatcher:
             self._running.add(task)
             task.add_done_callback(self._finished)
             # A caller that gives up cancels its utterance inside the engine too.
-            pending.future.add_done_callback(lambda fut, t=task: t.cancel() if fut.cancelled() else None)
+            pending.future.add_done_callback(functools.partial(_cancel_if_abandoned, task))
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._running.discard(task)
@@ -424,9 +426,9 @@ class SelfSchedulingDispatcher:
         except asyncio.CancelledError:
             _stopped([pending])
             raise
-        except Exception as exc:  # noqa: BLE001 - the failure belongs to this request only
+        except Exception as exc:  # the failure belongs to this request only
             failed = True
-            log.error("engine call failed", exc_info=True, extra={"batch_size": 1})
+            log.exception("engine call failed", extra={"batch_size": 1})
             if not pending.future.done():
                 pending.future.set_exception(exc)
         else:

@@ -9,7 +9,8 @@ raise their usual exceptions.  The body is read raw with the size limit
 
 from __future__ import annotations
 
-from typing import Any, Callable, Coroutine
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -19,22 +20,24 @@ from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..auth import require_api_key
-from ..body import read_body
+from ..config import ServerConfig
 from ..errors import BadRequestError, ServerError, UnsupportedMediaTypeError
-from ..middleware import request_id_of
-from ..responses import OrjsonResponse
-from ..state import get_state
-from .protocol import (
+from ..openai_protocol import (
+    UNSUPPORTED_FIELDS,
     ModelCard,
     ModelList,
     OpenAIErrorResponse,
     TranscriptionForm,
     TranscriptionResponse,
     TranscriptionVerboseResponse,
-    UNSUPPORTED_FIELDS,
 )
-from .serving import TranscriptionService, openai_error_body, render, server_error_openai_body
+from ..service.transcription import TranscriptionService, render
+from .auth import require_api_key
+from .body import read_body
+from .deps import get_metrics, get_settings, get_transcriptions
+from .errors import openai_error_body, server_error_openai_body, validation_message
+from .middleware import request_id_of
+from .responses import OrjsonResponse
 
 MAX_FORM_FIELDS = 32
 
@@ -57,18 +60,18 @@ class OpenAIRoute(APIRoute):
                     openai_error_body(exc.status_code, f"http_{exc.status_code}", message),
                     status_code=exc.status_code, headers=dict(exc.headers or {}))
             except RequestValidationError as exc:
-                first = exc.errors()[0] if exc.errors() else {}
-                message = str(first.get("msg", "invalid request"))
                 outcome = "invalid_request"
-                response = OrjsonResponse(openai_error_body(400, outcome, message), status_code=400)
+                response = OrjsonResponse(openai_error_body(400, outcome, validation_message(exc)), status_code=400)
             if request.url.path.startswith("/v1/audio/"):
-                get_state(request).metrics.transcriptions.labels(outcome).inc()
+                get_metrics(request).transcriptions.labels(outcome).inc()
             return response
 
         return openai_errors
 
 
 router = APIRouter(tags=["openai"], dependencies=[Depends(require_api_key)], route_class=OpenAIRoute)
+
+Transcriptions = Annotated[TranscriptionService, Depends(get_transcriptions)]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": OpenAIErrorResponse, "description": text}
@@ -150,12 +153,12 @@ async def _parse_upload(request: Request, body: bytes) -> tuple[TranscriptionFor
     openapi_extra={"requestBody": {"required": True, "content": {"multipart/form-data": {
         "schema": {"$ref": "#/components/schemas/TranscriptionUploadDoc"}}}}},
 )
-async def create_transcription(request: Request) -> Response:
+async def create_transcription(request: Request, settings: Annotated[ServerConfig, Depends(get_settings)],
+                               transcriptions: Transcriptions) -> Response:
     """What OpenAI's ``audio.transcriptions.create`` and ``vllm serve`` answer, on this server's engine."""
-    state = get_state(request)
-    body = await read_body(request, state.settings.max_body_bytes, state.settings.body_timeout_s)
+    body = await read_body(request, settings.max_body_bytes, settings.body_timeout_s)
     form, raw, filename = await _parse_upload(request, body)
-    result = await TranscriptionService(state).transcribe(form, raw, filename, request_id_of(request))
+    result = await transcriptions.transcribe(form, raw, filename, request_id_of(request))
     content = render(result, form.response_format)
     if isinstance(content, str):
         return PlainTextResponse(content)
@@ -164,12 +167,12 @@ async def create_transcription(request: Request) -> Response:
 
 @router.get("/v1/models", summary="Served models (OpenAI-compatible)", response_model=ModelList,
             responses={401: _ERRORS[401]})
-async def list_models(request: Request) -> OrjsonResponse:
+async def list_models(transcriptions: Transcriptions) -> OrjsonResponse:
     """The model ids ``/v1/audio/transcriptions`` accepts."""
-    return OrjsonResponse(TranscriptionService(get_state(request)).models().model_dump())
+    return OrjsonResponse(transcriptions.models().model_dump())
 
 
 @router.get("/v1/models/{model_id:path}", summary="One served model (OpenAI-compatible)", response_model=ModelCard,
             responses={401: _ERRORS[401], 404: _ERRORS[404]})
-async def retrieve_model(model_id: str, request: Request) -> OrjsonResponse:
-    return OrjsonResponse(TranscriptionService(get_state(request)).model(model_id).model_dump())
+async def retrieve_model(model_id: str, transcriptions: Transcriptions) -> OrjsonResponse:
+    return OrjsonResponse(transcriptions.model_card(model_id).model_dump())

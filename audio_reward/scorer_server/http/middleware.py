@@ -19,8 +19,8 @@ from fastapi import Request
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .errors import error_body
-from .metrics import ServerMetrics
+from ..errors import error_body
+from ..service.metrics import ServerMetrics
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class RequestContextMiddleware:
             status = CLIENT_CLOSED
             log.info("client closed the connection before its request was read",
                      extra={"request_id": request_id, "path": scope.get("path")})
-        except Exception:  # noqa: BLE001 - the last line of defence: log it, answer without a traceback
+        except Exception:  # the last line of defence: log it, answer without a traceback
             log.exception("unhandled error", extra={"request_id": request_id, "path": scope.get("path")})
             status = 500
             if not started:

@@ -9,7 +9,8 @@ and they made up a third of the exposition.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from prometheus_client import (
     CollectorRegistry,
@@ -25,7 +26,7 @@ from prometheus_client import (
 
 from audio_reward import __version__
 
-from ..batcher import BatchStats
+from .batcher import BatchStats
 
 disable_created_metrics()
 

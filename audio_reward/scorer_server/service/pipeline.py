@@ -5,7 +5,8 @@ normalization, CER/WER and the reward (:mod:`audio_reward.scoring`,
 through :class:`~.offload.Offload`, one hop for the requests an engine batch
 answers together): CPU work that grows with the prompt and would otherwise
 stall the event loop, and with it ``/healthz`` and every other request.
-Transcription goes through the shared :class:`MicroBatcher`.
+Transcription goes through the shared scheduler (:mod:`.batcher`), and a
+retried request joins its first copy (:mod:`.dedup`).
 """
 
 from __future__ import annotations
@@ -24,35 +25,49 @@ from starlette.concurrency import run_in_threadpool
 from audio_reward.protocol import (
     PROTOCOL_VERSION,
     DecodedScoreRequest,
+    Limits,
     ProtocolError,
+    RewardPolicy,
     decode_batch_request,
     decode_score_request,
     parse_json,
 )
+from audio_reward.scoring import (
+    Normalizer,
+    ScoringError,
+    language_code,
+    normalize_reference,
+    score_transcript,
+)
 
-from ..batcher import BatcherClosedError, Scheduler
-from ..batcher import QueueFullError as BatcherQueueFull
-from ..engines.base import ENGINE_SAMPLE_RATE, Transcription, TranscriptionInput
+from ..engines.base import (
+    ENGINE_SAMPLE_RATE,
+    ASREngine,
+    Transcription,
+    TranscriptionInput,
+)
 from ..errors import (
     BadRequestError,
     EngineError,
-    NotReadyError,
     QueueFullError,
     RequestTimeoutError,
     ServerError,
     ShuttingDownError,
     server_error_body,
 )
-from audio_reward.scoring import RewardPolicy, ScoringError, language_code, normalize_reference, score_transcript
-from ..state import ServerState
-from .recent import Key, request_key
+from .batcher import BatcherClosedError
+from .batcher import QueueFullError as BatcherQueueFull
+from .dedup import Key, RecentResults, request_key
+from .metrics import ServerMetrics
+from .offload import Offload
+from .readiness import Readiness
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class PreparedItem:
-    """A decoded request with its audio at 16 kHz and its reward policy resolved."""
+    """A decoded request with its audio at 16 kHz, its language code and its reward policy resolved."""
 
     request: DecodedScoreRequest
     audio: np.ndarray
@@ -70,41 +85,71 @@ def resample_16k(waveform: np.ndarray, sample_rate: int) -> np.ndarray:
     return soxr.resample(waveform, sample_rate, ENGINE_SAMPLE_RATE, quality="HQ").astype(np.float32, copy=False)
 
 
-class ScoringService:
-    """Scores decoded requests with the server's engine, normalizer and reward policy."""
+class ScoringPipeline:
+    """Scores request bodies with one engine, normalizer and reward policy; built once per app.
 
-    def __init__(self, state: ServerState) -> None:
-        self.state = state
+    Every part is given: the engine (for its languages and identity), the
+    readiness holding its scheduler, the normalizer, the default policy, the
+    metrics, the recent answers (retried requests) and the limits.
+    """
+
+    def __init__(
+        self,
+        *,
+        engine: ASREngine,
+        readiness: Readiness,
+        normalizer: Normalizer,
+        policy: RewardPolicy,
+        metrics: ServerMetrics,
+        recent: RecentResults,
+        limits: Limits,
+        default_language: str | None,
+        request_timeout_s: float,
+        offload: Offload | None = None,
+    ) -> None:
+        self.engine = engine
+        self.readiness = readiness
+        self.normalizer = normalizer
+        self.policy = policy
+        self.metrics = metrics
+        self.recent = recent
+        self.limits = limits
+        self.default_language = default_language
+        self.request_timeout_s = request_timeout_s
+        self.offload = offload or Offload()
 
     # -- preparation (worker thread) -----------------------------------------------------
     def _prepare(self, req: DecodedScoreRequest, request_id: str) -> PreparedItem:
         try:
-            policy = self.state.policy.with_options(req.reward)
+            policy = self.policy.with_options(req.reward)
         except ValueError as exc:
             raise BadRequestError("invalid_reward_options", str(exc), path="$.reward") from None
-        language = language_code(req.language or self.state.settings.language)
+        language = language_code(req.language or self.default_language)
         self._check_prompt(req.prompt, language)
-        self.resolve_language(req.language)  # 400 before queueing when the model does not transcribe it
+        self._check_supported(language, req.language)  # 400 before queueing when the model does not transcribe it
         audio = resample_16k(req.waveform, req.sample_rate)
         key = None
-        if req.request_id is not None and self.state.recent is not None:
+        if req.request_id is not None and self.recent.enabled:
             key = request_key(req.request_id, req.prompt, language, req.sample_rate, req.reward,
                               req.reference_duration_s, waveform=req.waveform)
         return PreparedItem(req, audio, policy, req.request_id or request_id, language, key)
 
     def resolve_language(self, requested: str | None, *, path: str = "$.language") -> str | None:
         """The language code to decode with (the request's, else the server default); 400 if the model lacks it."""
-        language = language_code(requested or self.state.settings.language)
-        supported = self.state.engine.languages
+        language = language_code(requested or self.default_language)
+        self._check_supported(language, requested, path=path)
+        return language
+
+    def _check_supported(self, language: str | None, requested: str | None, *, path: str = "$.language") -> None:
+        supported = self.engine.languages
         if language is not None and supported is not None and language not in supported:
-            model = self.state.engine.info.model_id
+            model = self.engine.info.model_id
             shown = ", ".join(sorted(supported)) if len(supported) <= 12 else f"{len(supported)} languages"
             raise BadRequestError(
                 "unsupported_language",
                 f"model {model} does not transcribe language {requested or language!r} (it supports: {shown})",
                 path=path,
             )
-        return language
 
     def _check_prompt(self, prompt: str, language: str | None) -> None:
         """Refuse, before any transcription, a prompt the normalizer cannot score against."""
@@ -114,20 +159,20 @@ class ScoringService:
                 path="$.prompt",
             )
         try:
-            normalize_reference(prompt, normalizer=self.state.normalizer, language=language, field="prompt")
+            normalize_reference(prompt, normalizer=self.normalizer, language=language, field="prompt")
         except ScoringError as exc:
             raise BadRequestError(exc.code, exc.message, path=f"$.{exc.field}") from None
 
     def _prepare_one(self, body: bytes, request_id: str) -> PreparedItem:
         try:
-            req = decode_score_request(parse_json(body), self.state.settings.limits)
+            req = decode_score_request(parse_json(body), self.limits)
         except ProtocolError as exc:
             raise BadRequestError.from_protocol(exc) from None
         return self._prepare(req, request_id)
 
-    def _prepare_batch(self, body: bytes, request_id: str) -> tuple[str, list[PreparedItem | ServerError]]:
+    def _prepare_batch(self, body: bytes, request_id: str) -> list[PreparedItem | ServerError]:
         try:
-            version, decoded = decode_batch_request(parse_json(body), self.state.settings.limits)
+            _, decoded = decode_batch_request(parse_json(body), self.limits)
         except ProtocolError as exc:
             raise BadRequestError.from_protocol(exc) from None
         items: list[PreparedItem | ServerError] = []
@@ -139,43 +184,40 @@ class ScoringService:
                 items.append(self._prepare(item, f"{request_id}-{i}"))
             except ServerError as exc:
                 items.append(exc)
-        return version, items
+        return items
 
     # -- engine ---------------------------------------------------------------------------
     def _arriving(self) -> contextlib.AbstractContextManager[None]:
         """Tells the scheduler a request is being decoded, so an idle engine may wait for it to join a batch."""
-        batcher = self.state.batcher
+        batcher = self.readiness.batcher
         return batcher.arriving() if batcher is not None else contextlib.nullcontext()
 
-    def _batcher(self) -> Scheduler:
-        state = self.state
-        if state.batcher is None or not state.ready:
-            if state.load_error:
-                raise NotReadyError(f"the ASR model failed to load ({state.load_error}); see the server log",
-                                    retry_after_s=30)
-            raise NotReadyError("the ASR model is still loading", retry_after_s=5)
-        return state.batcher
-
-    def _submit(self, items: list[PreparedItem]) -> list[asyncio.Future[Transcription]]:
-        return self._submit_inputs([TranscriptionInput(item.audio, item.language) for item in items])
-
-    def _submit_inputs(self, inputs: list[TranscriptionInput]) -> list[asyncio.Future[Transcription]]:
-        batcher = self._batcher()
+    def _submit(self, inputs: list[TranscriptionInput]) -> list[asyncio.Future[Transcription]]:
+        """Queue ``inputs`` together (all or none); 429, 503 when the queue is full or closed."""
+        batcher = self.readiness.scheduler()
         try:
             futures = batcher.submit_many(inputs)
         except BatcherQueueFull as exc:
             raise QueueFullError(str(exc), retry_after_s=exc.retry_after_s) from None
         except BatcherClosedError as exc:
             raise ShuttingDownError(str(exc), retry_after_s=5) from None
-        self.state.metrics.queue_depth.set(batcher.queued)
+        self.metrics.queue_depth.set(batcher.queued)
         return futures
 
-    async def _await_all(self, futures: list[asyncio.Future[Transcription]]) -> list[Transcription | BaseException]:
-        timeout = self.state.settings.request_timeout_s
+    async def _transcribe(self, inputs: list[TranscriptionInput],
+                          request_ids: list[str]) -> list[Transcription | ServerError]:
+        """Each input's transcript or its error; a failure of the whole call (queue full, timeout) is raised."""
+        futures = self._submit(inputs)
         try:
-            return await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True), timeout)
+            outcomes = await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True),
+                                              self.request_timeout_s)
         except asyncio.TimeoutError:
-            raise RequestTimeoutError(f"scoring took longer than the server's limit of {timeout:g} s") from None
+            raise self._timeout() from None
+        return [self._engine_error(outcome, rid) if isinstance(outcome, BaseException) else outcome
+                for outcome, rid in zip(outcomes, request_ids)]
+
+    def _timeout(self) -> RequestTimeoutError:
+        return RequestTimeoutError(f"scoring took longer than the server's limit of {self.request_timeout_s:g} s")
 
     def _engine_error(self, exc: BaseException, request_id: str) -> ServerError:
         if isinstance(exc, BatcherClosedError):
@@ -185,20 +227,44 @@ class ScoringService:
         log.error("transcription failed", extra={"request_id": request_id, "error": repr(exc)})
         return EngineError(f"the ASR engine failed on this request's batch (request id {request_id})")
 
+    async def _transcribe_once(self, items: list[PreparedItem]) -> list[tuple[Transcription | ServerError, bool]]:
+        """Each item's transcript or error, and whether it was joined from an earlier request with its id."""
+
+        async def produce(positions: list[int]) -> list[Transcription | ServerError]:
+            chosen = [items[i] for i in positions]
+            return await self._transcribe([TranscriptionInput(item.audio, item.language) for item in chosen],
+                                          [item.request_id for item in chosen])
+
+        answers = await self.recent.run_once(
+            [item.key for item in items], produce,
+            size=lambda transcription: sys.getsizeof(transcription.text),
+            wait_s=self.request_timeout_s,
+            timed_out=self._timeout,
+            abandoned=lambda exc: exc if isinstance(exc, ServerError) else RequestTimeoutError(
+                "the first request with this id stopped before it was scored; retry"),
+        )
+        outcomes: list[tuple[Transcription | ServerError, bool]] = []
+        for answer in answers:
+            value = answer.value
+            if isinstance(value, BaseException) and not isinstance(value, ServerError):
+                raise value  # not a request's outcome: a bug, answered as a 500 by the middleware
+            outcomes.append((value, answer.joined))
+        return outcomes
+
     # -- scoring --------------------------------------------------------------------------
     def _result(self, item: PreparedItem, transcription: Transcription) -> dict[str, Any]:
         req = item.request
         result = score_transcript(
             req.prompt,
             transcription.text,
-            normalizer=self.state.normalizer,
+            normalizer=self.normalizer,
             policy=item.policy,
             language=item.language,
             duration_s=req.duration_s,
             reference_duration_s=req.reference_duration_s,
         )
         out = result.diagnostics()
-        info = self.state.engine.info
+        info = self.engine.info
         out.update(
             model=info.model_id,
             engine=info.engine,
@@ -211,6 +277,16 @@ class ScoringService:
         """Score transcripts against their prompts; runs in a worker thread."""
         return [self._result(item, transcription) for item, transcription in pairs]
 
+    def _count(self, outcome: dict[str, Any] | ServerError, *, joined: bool) -> None:
+        """One utterance's outcome in the metrics; an error joined from another request was counted there."""
+        if isinstance(outcome, ServerError):
+            if not joined:
+                self.metrics.items.labels(outcome.code).inc()
+        elif joined:
+            self.metrics.items.labels("deduplicated").inc()
+        else:
+            self.metrics.observe_result(outcome)
+
     async def _score_items(self, items: list[PreparedItem]) -> list[dict[str, Any] | ServerError]:
         """Each item's flat result or error, in order.
 
@@ -218,64 +294,21 @@ class ScoringService:
         not transcribed again: it takes that request's transcript.  A failure
         of the whole call (queue full, not ready, timeout) is raised.
         """
-        recent = self.state.recent
-        claims = [recent.claim(item.key) if recent is not None and item.key is not None else None for item in items]
-        leaders = [item for item, claim in zip(items, claims) if claim is None or claim[1]]
-        try:
-            outcomes = await self._await_all(self._submit(leaders)) if leaders else []
-        except BaseException as exc:
-            failure = exc if isinstance(exc, ServerError) else RequestTimeoutError(
-                "the first request with this id stopped before it was scored; retry")
-            for item, claim in zip(items, claims):
-                if recent is not None and item.key is not None and claim is not None and claim[1]:
-                    recent.fail(item.key, claim[0], failure)
-            raise
-        by_id = {id(item): outcome for item, outcome in zip(leaders, outcomes)}
-        transcripts: list[Transcription | ServerError] = []
-        for item, claim in zip(items, claims):
-            if claim is not None and not claim[1]:
-                transcripts.append(await self._recent_transcript(claim[0]))
-                continue
-            outcome = by_id[id(item)]
-            if isinstance(outcome, BaseException):
-                error = self._engine_error(outcome, item.request_id)
-                self.state.metrics.items.labels(error.code).inc()
-                if recent is not None and item.key is not None and claim is not None:
-                    recent.fail(item.key, claim[0], error)
-                transcripts.append(error)
-            else:
-                if recent is not None and item.key is not None and claim is not None:
-                    recent.resolve(item.key, claim[0], outcome, sys.getsizeof(outcome.text))
-                transcripts.append(outcome)
-        pairs = [(item, t) for item, t in zip(items, transcripts) if isinstance(t, Transcription)]
-        scored = iter(await self.state.offload.run(lambda: self._results(pairs)) if pairs else [])
+        transcripts = await self._transcribe_once(items)
+        pairs = [(item, t) for item, (t, _) in zip(items, transcripts) if isinstance(t, Transcription)]
+        scored = iter(await self.offload.run(lambda: self._results(pairs)) if pairs else [])
         results: list[dict[str, Any] | ServerError] = []
-        for claim, t in zip(claims, transcripts):
-            if isinstance(t, ServerError):
-                results.append(t)
-                continue
-            result = next(scored)
-            if claim is not None and not claim[1]:
-                self.state.metrics.items.labels("deduplicated").inc()
-            else:
-                self.state.metrics.observe_result(result)
-            results.append(result)
+        for transcript, joined in transcripts:
+            outcome: dict[str, Any] | ServerError = transcript if isinstance(transcript, ServerError) else next(scored)
+            self._count(outcome, joined=joined)
+            results.append(outcome)
         return results
-
-    async def _recent_transcript(self, future: asyncio.Future[Transcription]) -> Transcription | ServerError:
-        timeout = self.state.settings.request_timeout_s
-        try:
-            return await asyncio.wait_for(asyncio.shield(future), timeout)
-        except ServerError as error:
-            return error
-        except asyncio.TimeoutError:
-            return RequestTimeoutError(f"scoring took longer than the server's limit of {timeout:g} s")
 
     async def transcribe(self, audio: np.ndarray, language: str | None, request_id: str) -> Transcription:
         """One 16 kHz utterance through the shared batcher, unscored (the transcription API); raises ServerError."""
-        (outcome,) = await self._await_all(self._submit_inputs([TranscriptionInput(audio, language)]))
-        if isinstance(outcome, BaseException):
-            raise self._engine_error(outcome, request_id)
+        (outcome,) = await self._transcribe([TranscriptionInput(audio, language)], [request_id])
+        if isinstance(outcome, ServerError):
+            raise outcome
         return outcome
 
     async def score(self, body: bytes, request_id: str) -> dict[str, Any]:
@@ -284,7 +317,7 @@ class ScoringService:
             with self._arriving():
                 item = await run_in_threadpool(self._prepare_one, body, request_id)
         except ServerError as error:
-            self.state.metrics.items.labels(error.code).inc()  # counted like a refused batch item
+            self.metrics.items.labels(error.code).inc()  # counted like a refused batch item
             raise
         (outcome,) = await self._score_items([item])
         if isinstance(outcome, ServerError):
@@ -294,16 +327,15 @@ class ScoringService:
     async def score_batch(self, body: bytes, request_id: str) -> dict[str, Any]:
         """A batch body → ``{"protocol_version", "results"}``; item failures stay in their slot."""
         with self._arriving():
-            _, prepared = await run_in_threadpool(self._prepare_batch, body, request_id)
+            prepared = await run_in_threadpool(self._prepare_batch, body, request_id)
         valid = [p for p in prepared if isinstance(p, PreparedItem)]
         outcomes = iter(await self._score_items(valid) if valid else [])
         results: list[dict[str, Any]] = []
         for i, entry in enumerate(prepared):
             if isinstance(entry, ServerError):
-                self.state.metrics.items.labels(entry.code).inc()
+                self.metrics.items.labels(entry.code).inc()
                 results.append(server_error_body(entry, f"{request_id}-{i}"))
                 continue
             outcome = next(outcomes)
             results.append(server_error_body(outcome, entry.request_id) if isinstance(outcome, ServerError) else outcome)
         return {"protocol_version": PROTOCOL_VERSION, "results": results}
-

@@ -10,7 +10,8 @@ collects what is asked within one turn and runs it in a single hop.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 

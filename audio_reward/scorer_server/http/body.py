@@ -7,7 +7,12 @@ import sys
 
 from fastapi import Request
 
-from .errors import BadRequestError, BodyTimeoutError, PayloadTooLargeError, UnsupportedMediaTypeError
+from ..errors import (
+    BadRequestError,
+    BodyTimeoutError,
+    PayloadTooLargeError,
+    UnsupportedMediaTypeError,
+)
 
 # Besides JSON: what curl -d and generic HTTP clients send when no type is set; the body must still be JSON.
 _GENERIC_TYPES = ("", "text/plain", "application/x-www-form-urlencoded")

@@ -1,0 +1,176 @@
+"""The reward policy: one model, its bounds declared once.
+
+:class:`RewardPolicy` is how an error rate becomes a reward (the formulas are
+applied by :mod:`audio_reward.scoring.rewards`).  The server's settings hold
+one as the default of every request; a request's ``reward`` object,
+:class:`RewardOptions`, is the same fields all optional, built from the
+policy's own field declarations, so a bound is written in one place.
+``error_clip`` is the server's alone: requests cannot raise it.
+
+The policy lives in the protocol package, which needs only pydantic, so the
+client and the trainer import it without the scorer's dependencies.
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
+
+import annotated_types
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
+
+__all__ = ["Formula", "Metric", "RewardOptions", "RewardPolicy", "policy_error_message"]
+
+Formula = Literal["1-cer", "exp", "tanh"]
+Metric = Literal["cer", "wer"]
+
+_FORMULA_HELP = "1-cer: 1-min(err,1); exp: exp(-k·err); tanh: clip(1-tanh(3·err),0,1)"
+_METRIC_HELP = "Error rate the formula is applied to."
+
+SERVER_ONLY_FIELDS = frozenset({"error_clip"})
+"""Policy fields a request cannot set."""
+
+
+class RewardPolicy(BaseModel):
+    """How an error rate becomes a reward; the server's defaults, overridable per request."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    formula: Formula = Field(default="1-cer", description=_FORMULA_HELP)
+    metric: Metric = Field(default="cer", description=_METRIC_HELP)
+    exp_k: float = Field(default=2.5, gt=0, le=100, allow_inf_nan=False,
+                         description="k of the exp formula, exp(-k·err).")
+    error_clip: float = Field(default=1.0, gt=0, allow_inf_nan=False,
+                              description="Error rates are clipped to this before the formula.")
+    empty_transcript_penalty: float = Field(default=0.0, ge=0, le=1, allow_inf_nan=False,
+                                            description="Subtracted when the transcript is empty.")
+    duration_ratio_min: float = Field(default=0.5, gt=0, allow_inf_nan=False,
+                                      description="Below this duration ratio the duration penalty applies.")
+    duration_ratio_max: float = Field(default=2.0, gt=0, allow_inf_nan=False,
+                                      description="Above this duration ratio the duration penalty applies.")
+    duration_penalty: float = Field(default=0.0, ge=0, le=1, allow_inf_nan=False,
+                                    description="Subtracted outside the duration-ratio range.")
+    min_duration_s: float = Field(default=0.5, ge=0, allow_inf_nan=False,
+                                  description="Audio shorter than this gets the short-audio penalty.")
+    short_audio_penalty: float = Field(default=0.0, ge=0, le=1, allow_inf_nan=False,
+                                       description="Subtracted for audio below min_duration_s.")
+    repeat_ngram_n: int = Field(default=4, ge=1, le=16, description="n of the repeated n-gram check.")
+    repeat_penalty: float = Field(default=0.0, ge=0, le=1, allow_inf_nan=False,
+                                  description="Scaled by the share of repeated n-grams.")
+
+    @field_validator("repeat_ngram_n", mode="before")
+    @classmethod
+    def _whole_number(cls, value: Any) -> Any:
+        # A count: 2.0 or True is a caller's mistake, not an n.
+        if isinstance(value, (bool, float)):
+            raise ValueError("not an integer")
+        return value
+
+    @model_validator(mode="after")
+    def _ratio_band(self) -> RewardPolicy:
+        if self.duration_ratio_min >= self.duration_ratio_max:
+            raise ValueError(f"duration_ratio_min ({self.duration_ratio_min}) must be less than "
+                             f"duration_ratio_max ({self.duration_ratio_max})")
+        return self
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _one_message(cls, data: Any, handler: Any) -> Any:
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            raise ValueError("invalid reward policy: " + "; ".join(_problem(e) for e in exc.errors())) from None
+
+    def with_options(self, opts: RewardOptions | None) -> RewardPolicy:
+        """This policy with the request's set fields applied; ValueError (one line) if the result is invalid."""
+        if opts is None:
+            return self
+        overrides = opts.model_dump(exclude_none=True)
+        if not overrides:
+            return self
+        try:
+            return RewardPolicy(**{**self.model_dump(), **overrides})
+        except ValidationError as exc:
+            raise ValueError(policy_error_message(exc)) from None
+
+
+def policy_error_message(exc: ValidationError) -> str:
+    """The one-line explanation inside a :class:`RewardPolicy` validation error."""
+    for error in exc.errors():
+        cause = (error.get("ctx") or {}).get("error")
+        if isinstance(cause, ValueError):
+            return str(cause)
+    return str(exc)
+
+
+def _bounds(info: FieldInfo) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for item in info.metadata:
+        for name in ("gt", "ge", "lt", "le"):
+            value = getattr(item, name, None)
+            if isinstance(item, annotated_types.BaseMetadata) and value is not None:
+                out[name] = value
+    return out
+
+
+def _expected(name: str) -> str:
+    """What a field takes, in words, from its declared type and bounds."""
+    info = RewardPolicy.model_fields[name]
+    if typing.get_origin(info.annotation) is Literal:
+        return "one of " + ", ".join(typing.get_args(info.annotation))
+    b = _bounds(info)
+    if info.annotation is int:
+        return f"an integer >= {b['ge']:g}"
+    if "ge" in b and "le" in b:
+        return f"in [{b['ge']:g}, {b['le']:g}]"
+    low = f"> {b['gt']:g}" if "gt" in b else f">= {b['ge']:g}"
+    return f"a finite number {low}"
+
+
+def _problem(error: ErrorDetails) -> str:
+    loc = error.get("loc") or ()
+    name = str(loc[0]) if loc else ""
+    if name not in RewardPolicy.model_fields:
+        cause = (error.get("ctx") or {}).get("error")
+        return str(cause) if cause is not None else error["msg"]
+    value = error.get("input")
+    info = RewardPolicy.model_fields[name]
+    bound = _bounds(info)
+    if error["type"] == "less_than_equal" and (info.annotation is int or "ge" not in bound):  # the upper end
+        kind = "an integer" if info.annotation is int else "a finite number"
+        return f"{name} must be {kind} <= {bound['le']:g}, got {value!r}"
+    return f"{name} must be {_expected(name)}, got {value!r}"
+
+
+def _optional(name: str, info: FieldInfo) -> tuple[Any, Any]:
+    """The request's form of a policy field: same type and bounds, unset by default."""
+    kind: Any = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+    description = info.description if name in ("formula", "metric") else None  # the wire documents these two
+    return kind | None, Field(None, description=description)
+
+
+if TYPE_CHECKING:
+    RewardOptions: TypeAlias = BaseModel
+else:
+    RewardOptions = create_model(
+        "RewardOptions",
+        __config__=ConfigDict(extra="forbid"),
+        __doc__="Per-request reward shaping; every unset field takes the server's default.",
+        __module__=__name__,
+        **{name: _optional(name, info) for name, info in RewardPolicy.model_fields.items()
+           if name not in SERVER_ONLY_FIELDS},
+    )
+"""Per-request reward shaping: :class:`RewardPolicy`'s fields, all optional, without the server-only ones.
+
+Built from the policy's own declarations (type and bounds), so the two never disagree;
+type checkers see it as a plain model."""

@@ -1,0 +1,165 @@
+"""The scorer server's configuration as a plain typed model: every field, its bounds and help.
+
+:class:`ServerConfig` reads no environment: it is what a Ray Serve replica
+receives from its driver (already validated there) and what the command
+line's flags are generated from, so ``audio-reward serve`` can build its
+parser (and say which extra is missing) where pydantic-settings is not
+installed.  :class:`~.settings.ServerSettings` adds the environment on top.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
+
+from audio_reward.protocol import Limits, RewardPolicy
+
+from .presets import get_preset
+
+ENV_PREFIX = "AUDIO_REWARD_SERVER_"
+"""Every server setting's variable starts with this (``AUDIO_REWARD_SERVER_MAX_QUEUE``)."""
+API_KEY_ENV = "AUDIO_REWARD_API_KEY"
+"""The key's shared name: the client reads the same variable."""
+
+_LIMITS = Limits()  # the protocol package owns the request-size defaults
+
+# Settings a preset fixes, by the preset's attribute name.
+_PRESET_FIELDS = ("engine", "model", "normalizer", "language", "beam_size")
+
+
+def parse_engine_options(pairs: Any) -> dict[str, str]:
+    """``["KEY=VALUE", ...]`` -> ``{KEY: VALUE}``; the engine converts and checks each value."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = str(pair).partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"engine option {pair!r} is not KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+class ServerConfig(BaseModel):
+    """Every knob of ``audio-reward serve``; see docs/server.md for each one."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+    # network
+    host: str = Field("127.0.0.1", description="Interface to bind; 0.0.0.0 to serve other machines.")
+    port: int = Field(8000, ge=0, le=65535, description="TCP port (0 picks a free one).")
+
+    # model
+    preset: str | None = Field(None, description="Named preset fixing engine, model, normalizer, language, beam size.")
+    engine: str = Field("faster-whisper", description="ASR engine: faster-whisper, transformers or vllm.")
+    model: str = Field("tiny.en", description="Model name (tiny.en, base), CTranslate2 folder or hub id.")
+    device: str = Field("cpu", description="cpu, cuda or auto.")
+    compute_type: str = Field("default", description="CTranslate2 compute type (default, int8, float16, ...).")
+    cpu_threads: int = Field(0, ge=0, description="Engine intra-op threads; 0 lets the engine choose.")
+    beam_size: int = Field(1, ge=1, le=16, description="1 is greedy decoding.")
+    engine_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Engine-specific options (--engine-option KEY=VALUE; env: JSON object or KEY=VALUE,KEY=VALUE).")
+    served_model_name: str | None = Field(
+        None, description="Model id of the OpenAI-compatible API (/v1/models); default: the model's own id.")
+
+    # batching and limits
+    max_batch_size: int = Field(16, ge=1, le=1024, description="Most utterances in one engine call.")
+    max_wait_ms: float = Field(10.0, ge=0, le=10_000,
+                               description="How long an idle engine waits for requests still arriving to join its batch.")
+    max_batch_audio_s: float | None = Field(None, gt=0, description="Most seconds of audio in one engine batch (unset: no bound).")
+    max_batches_in_flight: int | None = Field(
+        None, ge=1, le=16, description="Engine batches taken at once (next one's features overlap); unset: 2 on GPU, 1 on CPU.")
+    max_queue: int = Field(512, ge=1, description="Utterances waiting for the engine before new ones get 429.")
+    max_audio_seconds: float = Field(60.0, gt=0, le=3600, description="Longest accepted utterance.")
+    max_body_bytes: int = Field(64 * 1024 * 1024, ge=1024, description="Largest accepted request body.")
+    max_batch_items: int = Field(256, ge=1, description="Most items in one /v1/score/batch request.")
+    request_timeout_s: float = Field(120.0, gt=0, description="A request still waiting after this gets 504.")
+    shutdown_grace_s: float = Field(30.0, ge=0, description="Time given to requests in flight on SIGTERM.")
+    dedup_cache_size: int = Field(4096, ge=0, description="Answers kept by request id for retries; 0 turns this off.")
+    dedup_ttl_s: float = Field(600.0, gt=0, description="How long a retry with the same request id gets the kept answer.")
+    dedup_cache_bytes: int = Field(16 * 2**20, ge=0, description="Bytes the kept transcripts may take together.")
+
+    # request sizes (docs/reliability.md)
+    max_prompt_chars: int = Field(_LIMITS.max_prompt_chars, ge=1, description="Longest accepted prompt, in characters.")
+    max_metadata_keys: int = Field(_LIMITS.max_metadata_keys, ge=0, description="Most metadata keys per request.")
+    max_metadata_key_chars: int = Field(_LIMITS.max_metadata_key_chars, ge=1, description="Longest metadata key.")
+    max_metadata_value_chars: int = Field(_LIMITS.max_metadata_value_chars, ge=1, description="Longest metadata string value.")
+    max_audio_bytes: int = Field(_LIMITS.max_audio_bytes, ge=1024, description="Decoded float32 bytes (all channels) of one item, checked from its header before decoding.")
+    max_batch_audio_bytes: int = Field(_LIMITS.max_batch_audio_bytes, ge=1024, description="Decoded float32 bytes of all items of one batch together.")
+
+    # HTTP connections (docs/reliability.md)
+    max_header_bytes: int = Field(64 * 1024, ge=1024, description="Largest request line plus headers; more gets 431.")
+    header_timeout_s: float = Field(10.0, gt=0, description="Time a connection has to send a request's headers; then 408 and close.")
+    body_timeout_s: float = Field(60.0, gt=0, description="Time a request has to send its whole body; then 408 and close.")
+    keep_alive_timeout_s: float = Field(5.0, gt=0, description="An idle keep-alive connection is closed after this.")
+    max_connections: int | None = Field(None, ge=1, description="New requests get 503 once this many connections (theirs included) or requests in flight are open; unset is no limit.")
+
+    # auth
+    api_key: SecretStr | None = Field(None, description="Required key (Bearer or X-API-Key); unset disables auth.")
+    api_key_file: Path | None = Field(None, description="File holding the API key (first line).")
+
+    # scoring
+    normalizer: str = Field("basic", description="Text normalizer applied to both texts before CER/WER.")
+    language: str | None = Field(None, description="Default language when a request names none.")
+    reward: RewardPolicy = Field(RewardPolicy(),  # frozen: one shared default is safe
+                                 description="Reward policy every request starts from (docs/scoring.md).")
+
+    # logging
+    log_level: str = Field("warning", description="debug, info, warning or error.")
+    log_json: bool = Field(False, description="One JSON object per log line.")
+
+    @field_validator("engine_options", mode="before")
+    @classmethod
+    def _parse_engine_options(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        text = value.strip()
+        if text.startswith("{"):
+            return json.loads(text)
+        return parse_engine_options(part for part in text.split(",") if part.strip())
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_preset(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("preset"):
+            preset = get_preset(str(data["preset"]))
+            data = dict(data)
+            for name in _PRESET_FIELDS:
+                if data.get(name) is None:
+                    data[name] = getattr(preset, name)
+            if data.get("model") == preset.model:  # the engine may need the checkpoint in another format
+                data["model"] = preset.model_for(str(data["engine"]))
+        return data
+
+    @model_validator(mode="after")
+    def _read_key_file(self) -> ServerConfig:
+        if self.api_key_file is not None:  # an explicit file beats a key from the environment
+            try:
+                key = self.api_key_file.read_text(encoding="utf-8").splitlines()[0].strip()
+            except (OSError, IndexError) as exc:
+                raise ValueError(f"cannot read an API key from {self.api_key_file}: {exc}") from None
+            if not key:
+                raise ValueError(f"{self.api_key_file} holds an empty API key")
+            self.api_key = SecretStr(key)
+        return self
+
+    @property
+    def limits(self) -> Limits:
+        """The protocol's request-size limits these settings name."""
+        return Limits(**{f.name: getattr(self, f.name) for f in dataclasses.fields(Limits)})
+
+    def describe(self) -> dict[str, Any]:
+        """Every setting as printed at start-up; the key shows only whether it is set."""
+        out = self.model_dump(mode="json", exclude={"api_key"})
+        out["api_key"] = "**********" if self.api_key else None
+        return out

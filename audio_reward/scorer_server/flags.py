@@ -1,0 +1,39 @@
+"""The scorer's command-line flags, generated from :class:`~.config.ServerConfig`.
+
+Shared by ``audio-reward serve`` (:mod:`.cli`) and ``python -m
+audio_reward.scorer_server.ray_serve``.  Every field has its flag
+(:mod:`audio_reward.settings_flags`) except two: ``engine_options`` is
+``--engine-option KEY=VALUE``, repeated, and ``api_key`` has none, so a key
+never shows in shell history or ``ps`` (``--api-key-file`` or
+``AUDIO_REWARD_API_KEY`` give it).  Only argparse and pydantic are imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from audio_reward.settings_flags import Flag, add_flags, flags_for, values_from_args
+
+from .config import ServerConfig, parse_engine_options
+
+NOT_FLAGS = ("api_key", "engine_options")
+
+
+def server_flags() -> list[Flag]:
+    """One flag per settings field but :data:`NOT_FLAGS`."""
+    return flags_for(ServerConfig, skip=NOT_FLAGS)
+
+
+def add_server_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    add_flags(parser, server_flags())
+    parser.add_argument("--engine-option", action="append", default=None, metavar="KEY=VALUE",
+                        help="engine-specific option, repeatable (e.g. max_num_seqs=128 for vllm); see docs/server.md")
+
+
+def server_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings fields given on the command line, nested like the settings (``{"reward": {...}}``)."""
+    out = values_from_args(args, server_flags())
+    if getattr(args, "engine_option", None):
+        out["engine_options"] = parse_engine_options(args.engine_option)
+    return out

@@ -1,0 +1,38 @@
+"""FastAPI dependencies: the parts the app was built with, as kept on ``app.state`` by :func:`..app.build_app`."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from fastapi import Request
+
+from ..config import ServerConfig
+from ..engines.base import ASREngine
+from ..service.metrics import ServerMetrics
+from ..service.pipeline import ScoringPipeline
+from ..service.readiness import Readiness
+from ..service.transcription import TranscriptionService
+
+
+def get_settings(request: Request) -> ServerConfig:
+    return cast(ServerConfig, request.app.state.settings)
+
+
+def get_engine(request: Request) -> ASREngine:
+    return cast(ASREngine, request.app.state.engine)
+
+
+def get_readiness(request: Request) -> Readiness:
+    return cast(Readiness, request.app.state.readiness)
+
+
+def get_metrics(request: Request) -> ServerMetrics:
+    return cast(ServerMetrics, request.app.state.metrics)
+
+
+def get_pipeline(request: Request) -> ScoringPipeline:
+    return cast(ScoringPipeline, request.app.state.pipeline)
+
+
+def get_transcriptions(request: Request) -> TranscriptionService:
+    return cast(TranscriptionService, request.app.state.transcriptions)

@@ -1,0 +1,95 @@
+"""Exception handlers: every error leaves the server in the protocol's shape, or OpenAI's on its routes.
+
+The error tree itself (:class:`~..errors.ServerError`, raised by the service
+and the routers) lives in :mod:`..errors`; this module renders it, and the
+errors starlette and FastAPI raise (unknown path, wrong method, a query
+parameter that does not validate), into a response.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
+
+from ..errors import ServerError, error_body, server_error_body
+from ..openai_protocol import (
+    OPENAI_PATH_PREFIXES,
+    OpenAIErrorDetail,
+    OpenAIErrorResponse,
+)
+from .middleware import request_id_of
+from .responses import OrjsonResponse
+
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large", 401: "unauthorized"}
+_OPENAI_ERROR_TYPES = {401: "authentication_error", 429: "rate_limit_error"}
+
+
+def openai_error_body(status: int, code: str, message: str, param: str | None = None) -> dict[str, Any]:
+    """OpenAI's ``{"error": {"message", "type", "param", "code"}}`` for a status and our error code."""
+    kind = _OPENAI_ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    detail = OpenAIErrorDetail(message=message, type=kind, param=param, code=code)
+    return OpenAIErrorResponse(error=detail).model_dump()
+
+
+def server_error_openai_body(exc: ServerError) -> dict[str, Any]:
+    """A :class:`ServerError` in OpenAI's shape; ``param`` is the field at fault without the ``$.``."""
+    param = exc.path.removeprefix("$.") if exc.path else None
+    return openai_error_body(exc.status, exc.code, exc.message, param)
+
+
+def validation_message(exc: RequestValidationError) -> str:
+    """The first problem FastAPI found, as one line."""
+    first = exc.errors()[0] if exc.errors() else {}
+    return str(first.get("msg", "invalid request"))
+
+
+def http_error_message(request: Request, exc: StarletteHTTPException) -> str:
+    """What starlette's own errors say: the route a trailing slash missed, or the method refused."""
+    if exc.status_code == 404:
+        path = request.url.path
+        # No redirect for a trailing slash: a Location built from the Host header could point anywhere.
+        near = path.rstrip("/")
+        hint = f"did you mean {near}?" if near != path and _has_route(request, near) else "see /docs"
+        return f"no endpoint at {path}; {hint}"
+    if exc.status_code == 405:
+        return f"{request.method} is not allowed on {request.url.path}"
+    return exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+
+
+def _has_route(request: Request, path: str) -> bool:
+    scope = {**request.scope, "path": path}
+    return any(route.matches(scope)[0] is not Match.NONE for route in request.app.router.routes)
+
+
+async def _server_error(request: Request, exc: Exception) -> OrjsonResponse:
+    assert isinstance(exc, ServerError)
+    return OrjsonResponse(server_error_body(exc, request_id_of(request)), status_code=exc.status, headers=exc.headers)
+
+
+async def _http_error(request: Request, exc: Exception) -> OrjsonResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = _HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
+    message = http_error_message(request, exc)
+    if request.url.path.startswith(OPENAI_PATH_PREFIXES):
+        # OpenAI clients read only their own error shape, also for a path or method that does not exist.
+        body = openai_error_body(exc.status_code, code, message)
+    else:
+        body = error_body(code, message, retryable=exc.status_code >= 500, request_id=request_id_of(request))
+    return OrjsonResponse(body, status_code=exc.status_code, headers=dict(exc.headers or {}))
+
+
+async def _validation_error(request: Request, exc: Exception) -> OrjsonResponse:
+    assert isinstance(exc, RequestValidationError)
+    return OrjsonResponse(error_body("invalid_request", validation_message(exc), retryable=False,
+                                     request_id=request_id_of(request)), status_code=400)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register the handlers: server errors, starlette's HTTP errors, FastAPI's validation errors."""
+    app.add_exception_handler(ServerError, _server_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)

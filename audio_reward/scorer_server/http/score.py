@@ -1,0 +1,67 @@
+"""Scoring routes: thin HTTP over the :class:`~..service.pipeline.ScoringPipeline` built at start-up.
+
+Bodies are read raw (with the size limit) and parsed by the protocol
+package, not by FastAPI body models, so every protocol error keeps its code
+and field path; OpenAPI still documents the request and response models.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import Response
+
+from audio_reward.protocol import BatchScoreResponse, ScoreResponse
+
+from ..config import ServerConfig
+from ..service.pipeline import ScoringPipeline
+from .auth import require_api_key
+from .body import read_body, require_json
+from .deps import get_pipeline, get_settings
+from .middleware import request_id_of
+from .responses import OrjsonResponse, encode_off_loop, error_responses, json_body
+
+router = APIRouter(tags=["scoring"], dependencies=[Depends(require_api_key), Depends(require_json)])
+
+Settings = Annotated[ServerConfig, Depends(get_settings)]
+Pipeline = Annotated[ScoringPipeline, Depends(get_pipeline)]
+
+_ERRORS = error_responses(400, 401, 408, 413, 415, 429, 500, 503, 504)
+_SCORE_DOC: dict[str, Any] = {
+    "response_class": OrjsonResponse,
+    "responses": {200: {"model": ScoreResponse, "description": "Flat score and diagnostics."}, **_ERRORS},
+    "openapi_extra": json_body("ScoreRequest"),
+}
+
+
+async def _score(request: Request, settings: ServerConfig, pipeline: ScoringPipeline) -> OrjsonResponse:
+    body = await read_body(request, settings.max_body_bytes, settings.body_timeout_s)
+    return OrjsonResponse(await pipeline.score(body, request_id_of(request)))
+
+
+@router.post("/v1/score", summary="Score one utterance", **_SCORE_DOC)
+async def score_v1(request: Request, settings: Settings, pipeline: Pipeline) -> OrjsonResponse:
+    """Transcribe the speech and score it against ``prompt``; answers one flat object."""
+    return await _score(request, settings, pipeline)
+
+
+@router.post("/score", summary="Score one utterance (verl-omni path)", **_SCORE_DOC)
+async def score_compat(request: Request, settings: Settings, pipeline: Pipeline) -> OrjsonResponse:
+    """Same as ``POST /v1/score``: the path verl-omni's audio scorer client posts to."""
+    return await _score(request, settings, pipeline)
+
+
+@router.post(
+    "/v1/score/batch",
+    summary="Score several utterances",
+    response_class=OrjsonResponse,
+    responses={200: {"model": BatchScoreResponse, "description": "Results in request order."}, **_ERRORS},
+    openapi_extra=json_body("BatchScoreRequest"),
+)
+async def score_batch(request: Request, settings: Settings, pipeline: Pipeline) -> Response:
+    """Score every item; a failing item becomes an error object in its slot, the others still score."""
+    body = await read_body(request, settings.max_body_bytes, settings.body_timeout_s)
+    result = await pipeline.score_batch(body, request_id_of(request))
+    # Up to max_batch_items results with prompt-sized fields: encoded off the event loop.
+    return await encode_off_loop(result)
