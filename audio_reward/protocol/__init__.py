@@ -23,11 +23,10 @@ from .models import (
     BatchScoreResponse,
     ErrorDetail,
     ErrorResponse,
-    RewardOptions,
     ScoreRequest,
     ScoreResponse,
 )
-from .reward import RewardPolicy
+from .reward import RewardOptions, RewardPolicy
 from .validation import (
     DEFAULT_LIMITS,
     DecodedScoreRequest,

@@ -154,7 +154,9 @@ def _problem(error: ErrorDetails) -> str:
 
 def _optional(name: str, info: FieldInfo) -> tuple[Any, Any]:
     """The request's form of a policy field: same type and bounds, unset by default."""
-    kind: Any = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+    kind: Any = info.annotation
+    for item in info.metadata:  # Annotated[Annotated[T, a], b] is Annotated[T, a, b]
+        kind = Annotated[kind, item]
     description = info.description if name in ("formula", "metric") else None  # the wire documents these two
     return kind | None, Field(None, description=description)
 

@@ -24,9 +24,9 @@ from .models import (
     MESSAGES,
     MIN_SAMPLE_RATE,
     BatchItem,
-    RewardOptions,
     ScoreRequest,
 )
+from .reward import RewardOptions
 from .version import SUPPORTED_VERSIONS, is_supported
 
 MessageKind = Literal["score_request", "score_response", "error", "batch_request", "batch_response"]

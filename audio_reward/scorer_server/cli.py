@@ -19,7 +19,7 @@ from .flags import add_server_flags, server_overrides
 from .scale_out import add_scale_out_flags
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "serve",
         help="run the scorer server",

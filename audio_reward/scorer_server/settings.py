@@ -24,7 +24,7 @@ from .config import API_KEY_ENV, ENV_PREFIX, ServerConfig, parse_engine_options
 __all__ = ["API_KEY_ENV", "ENV_PREFIX", "ServerConfig", "ServerSettings", "parse_engine_options"]
 
 
-class ServerSettings(BaseSettings, ServerConfig):  # type: ignore[misc]
+class ServerSettings(BaseSettings, ServerConfig):
     """:class:`ServerConfig` with ``AUDIO_REWARD_SERVER_*`` variables under the explicit values."""
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="ignore",

@@ -28,8 +28,10 @@ _EXAMPLES = {"/v1/score": _ONE, "/score": _ONE, "/v1/score/batch": _BATCH}
 @cache
 def example_body(name: str) -> dict[str, Any]:
     """A committed protocol example (valid by the conformance tests)."""
-    text = resources.files("audio_reward.protocol").joinpath("examples", name).read_text(encoding="utf-8")
-    return json.loads(text)  # type: ignore[no-any-return]
+    # One name per joinpath: Traversable.joinpath takes a single name before Python 3.11.
+    text = resources.files("audio_reward.protocol").joinpath("examples").joinpath(name).read_text(encoding="utf-8")
+    body: dict[str, Any] = json.loads(text)
+    return body
 
 
 def add_request_examples(schema: dict[str, Any]) -> None:
