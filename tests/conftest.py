@@ -18,8 +18,8 @@ where the tests' own environment cannot hold the server (verl, the TTS model).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 

@@ -23,8 +23,9 @@ import json
 import struct
 import time
 import zlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import orjson

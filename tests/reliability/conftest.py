@@ -10,7 +10,7 @@ through ``running_server(instant=True)``).
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

@@ -15,8 +15,9 @@ import io
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import orjson
@@ -89,7 +90,7 @@ class HealthProbe:
             self._stop.wait(self.interval_s)
         conn.close()
 
-    def __enter__(self) -> "HealthProbe":
+    def __enter__(self) -> HealthProbe:
         self._thread.start()
         time.sleep(0.2)
         return self
@@ -283,13 +284,12 @@ def _read_all(sock: socket.socket, timeout: float = 10.0) -> bytes:
 
 
 def test_slow_body_gets_408_and_its_connection_is_closed() -> None:
-    with _server(body_timeout_s=1.0) as server:
-        with socket.create_connection(_addr(server.url), timeout=10) as sock:
-            t0 = time.perf_counter()
-            sock.sendall(b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                         b"Content-Length: 4096\r\n\r\n" + b'{"protocol_version": "1", ')  # 26 of 4096 bytes
-            answer = _read_all(sock)  # returns once the server closes the connection
-            elapsed = time.perf_counter() - t0
+    with _server(body_timeout_s=1.0) as server, socket.create_connection(_addr(server.url), timeout=10) as sock:
+        t0 = time.perf_counter()
+        sock.sendall(b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 4096\r\n\r\n" + b'{"protocol_version": "1", ')  # 26 of 4096 bytes
+        answer = _read_all(sock)  # returns once the server closes the connection
+        elapsed = time.perf_counter() - t0
     assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
     assert b"connection: close" in answer.lower()
     assert _error(answer.split(b"\r\n\r\n", 1)[1]).code == "body_timeout"

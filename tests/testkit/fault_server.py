@@ -14,8 +14,9 @@ import asyncio
 import collections
 import threading
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Union
+from typing import Union
 
 import orjson
 from aiohttp import web
@@ -63,7 +64,7 @@ class Garbage:
 @dataclass
 class Slow:
     seconds: float
-    then: "Action" = field(default_factory=Score)
+    then: Action = field(default_factory=Score)
 
 
 @dataclass

@@ -22,7 +22,8 @@ import base64
 import binascii
 import collections
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from aiohttp import web

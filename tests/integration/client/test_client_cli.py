@@ -49,7 +49,7 @@ def test_eval_writes_report_and_resumes(fault_server: FaultServer, tone: np.ndar
     # First run: the first two requests get a final item error; each utterance is its own request.
     crashers: set[str] = set()
 
-    def first_policy(seen: Seen):  # noqa: ANN202
+    def first_policy(seen: Seen):
         if fault_server.http_requests["batch"] <= 2:
             crashers.update(seen.request_ids)
         return Batch([ItemError("engine_failed", retryable=False) if rid in crashers else Score({"wer": 0.05})

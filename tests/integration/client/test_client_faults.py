@@ -37,8 +37,8 @@ from tests.testkit.fault_server import (
 FAST = dict(backoff=0.01, backoff_max=0.05, timeout=5.0)
 
 
-def first_n_then_score(n: int, fault):  # noqa: ANN001, ANN201
-    def policy(seen: Seen):  # noqa: ANN202
+def first_n_then_score(n: int, fault):
+    def policy(seen: Seen):
         return fault if seen.attempt <= n else always_score(seen)
     return policy
 
@@ -49,7 +49,7 @@ def first_n_then_score(n: int, fault):  # noqa: ANN001, ANN201
      Status(408, code="timeout")],
     ids=["drop", "503", "500", "502", "429", "408"],
 )
-async def test_retryable_fault_recovers(fault_server: FaultServer, tone: np.ndarray, fault) -> None:  # noqa: ANN001
+async def test_retryable_fault_recovers(fault_server: FaultServer, tone: np.ndarray, fault) -> None:
     fault_server.policy = first_n_then_score(2, fault)
     async with AsyncScorerClient(fault_server.url, max_retries=3, **FAST) as client:
         result = await client.score(tone, 16000, "hello", request_id="r1")
@@ -91,7 +91,7 @@ async def test_slow_answer_times_out_then_recovers(fault_server: FaultServer, to
     ids=["400", "401", "413", "501-final", "not-http", "truncated-json", "html", "nan-score", "inf-diag", "nested-diag",
          "list-diag", "string-score", "bool-score", "no-score", "wrong-request-id"],
 )
-async def test_final_fault_raises_at_once(fault_server: FaultServer, tone: np.ndarray, fault, error, code) -> None:  # noqa: ANN001
+async def test_final_fault_raises_at_once(fault_server: FaultServer, tone: np.ndarray, fault, error, code) -> None:
     fault_server.policy = lambda seen: fault
     async with AsyncScorerClient(fault_server.url, max_retries=5, **FAST) as client:
         with pytest.raises(error) as info:
@@ -250,7 +250,7 @@ async def test_score_many_keeps_order_and_uses_chunks(fault_server: FaultServer,
 
 async def test_score_many_retries_only_retryable_items(fault_server: FaultServer, tone: np.ndarray) -> None:
     # item-1 fails retryably twice, item-2 is final; the rest succeed at first.
-    def policy(seen: Seen):  # noqa: ANN202
+    def policy(seen: Seen):
         out = []
         for rid in seen.request_ids:
             n = fault_server.received[rid]
@@ -273,7 +273,7 @@ async def test_score_many_retries_only_retryable_items(fault_server: FaultServer
 
 
 async def test_score_many_reports_failures_without_losing_the_rest(fault_server: FaultServer, tone: np.ndarray) -> None:
-    def policy(seen: Seen):  # noqa: ANN202
+    def policy(seen: Seen):
         if "item-0" in seen.request_ids:
             return Status(503, retry_after="0")  # the first chunk never recovers
         if "item-6" in seen.request_ids:
@@ -326,7 +326,7 @@ async def test_thousand_candidates_against_a_flaky_server(fault_server: FaultSer
 
     rng = random.Random(1234)
 
-    def policy(seen: Seen):  # noqa: ANN202
+    def policy(seen: Seen):
         roll = rng.random()
         if roll < 0.12:
             return Status(503, retry_after="0")

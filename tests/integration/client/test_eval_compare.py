@@ -30,7 +30,7 @@ TEXTS = ["The quick brown fox jumps over the lazy dog.", "Please call Stella.", 
          "Good morning everyone.", "How much wood would a woodchuck chuck?"]
 
 
-def _manifest(root: Path, synth, extra_missing: bool) -> Path:  # noqa: ANN001
+def _manifest(root: Path, synth, extra_missing: bool) -> Path:
     root.mkdir(parents=True)
     rows = []
     for i, text in enumerate(TEXTS):

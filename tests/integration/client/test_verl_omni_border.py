@@ -21,9 +21,10 @@ import importlib.util
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pytest

@@ -9,11 +9,11 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from audio_reward.protocol import encode_f32  # noqa: E402
-from audio_reward.scorer_server.presets import PRESETS, get_preset  # noqa: E402
-from audio_reward.scorer_server.settings import ServerSettings  # noqa: E402
-from tests.testkit.server import running_server  # noqa: E402
-from tests.testkit.speech import synth_speech  # noqa: E402
+from audio_reward.protocol import encode_f32
+from audio_reward.scorer_server.presets import PRESETS, get_preset
+from audio_reward.scorer_server.settings import ServerSettings
+from tests.testkit.server import running_server
+from tests.testkit.speech import synth_speech
 
 TEXT = "She sells sea shells by the sea shore."
 

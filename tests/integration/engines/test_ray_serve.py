@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
-from typing import Iterator
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -11,10 +11,10 @@ import pytest
 pytest.importorskip("ray")
 pytest.importorskip("ray.serve")
 
-from audio_reward.protocol import encode_f32  # noqa: E402
-from audio_reward.scorer_server.ray_serve import REPLICA_HEADER, ScaleOutConfig  # noqa: E402
-from tests.testkit.server import running_server  # noqa: E402
-from tests.testkit.speech import synth_speech  # noqa: E402
+from audio_reward.protocol import encode_f32
+from audio_reward.scorer_server.ray_serve import REPLICA_HEADER, ScaleOutConfig
+from tests.testkit.server import running_server
+from tests.testkit.speech import synth_speech
 
 TEXT = "The quick brown fox jumps over the lazy dog."
 OTHER = "Seven purple elephants were painting the kitchen on a rainy Tuesday."

@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from audio_reward.scorer_server.engines import (  # noqa: E402
+from audio_reward.scorer_server.engines import (
     EngineConfig,
     TranscriptionInput,
     create_engine,

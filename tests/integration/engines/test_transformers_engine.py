@@ -10,17 +10,17 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from audio_reward.scorer_server.engines import (  # noqa: E402
+from audio_reward.scorer_server.engines import (
     EngineConfig,
     TranscriptionInput,
     create_engine,
     max_new_tokens_for,
 )
 from audio_reward.scorer_server.engines.transformers_engine import (
-    QWEN3_ASR_LANGUAGE_PREFIX_TOKENS,  # noqa: E402
+    QWEN3_ASR_LANGUAGE_PREFIX_TOKENS,
 )
-from audio_reward.scoring import get_normalizer  # noqa: E402
-from tests.testkit.speech import SENTENCES  # noqa: E402
+from audio_reward.scoring import get_normalizer
+from tests.testkit.speech import SENTENCES
 
 
 @pytest.fixture(scope="module")

@@ -17,10 +17,11 @@ is the real engine code.  The real vLLM path runs in bench/gpu_engines.sh.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, AsyncIterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -34,7 +35,7 @@ from audio_reward.scorer_server.engines import (  # noqa: E402
     max_new_tokens_for,
 )
 from audio_reward.scorer_server.engines.transformers_engine import (
-    resolve_transformers_checkpoint,  # noqa: E402
+    resolve_transformers_checkpoint,
 )
 from audio_reward.scorer_server.engines.vllm_engine import (  # noqa: E402
     VLLMEngine,

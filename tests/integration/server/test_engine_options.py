@@ -6,8 +6,9 @@ import argparse
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import ClassVar, Mapping, Sequence
+from typing import ClassVar
 
 import httpx
 import pytest

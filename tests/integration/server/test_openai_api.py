@@ -11,8 +11,8 @@ import json
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import av
 import httpx

@@ -10,7 +10,8 @@ import concurrent.futures
 import signal
 import threading
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import httpx
 import numpy as np

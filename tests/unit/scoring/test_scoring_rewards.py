@@ -81,11 +81,11 @@ def test_short_audio_penalty() -> None:
 
 
 def test_repeated_ngram_fraction() -> None:
-    assert repeated_ngram_fraction("a b c d e f".split(), 2) == 0.0
+    assert repeated_ngram_fraction(["a", "b", "c", "d", "e", "f"], 2) == 0.0
     # "a b a b a b": bigrams ab ba ab ba ab -> 2 distinct of 5, 3 repeats.
-    assert repeated_ngram_fraction("a b a b a b".split(), 2) == pytest.approx(3 / 5)
+    assert repeated_ngram_fraction(["a", "b", "a", "b", "a", "b"], 2) == pytest.approx(3 / 5)
     assert repeated_ngram_fraction(["x"] * 11, 1) == pytest.approx(10 / 11)
-    assert repeated_ngram_fraction("a b".split(), 4) == 0.0
+    assert repeated_ngram_fraction(["a", "b"], 4) == 0.0
 
 
 def test_repeat_penalty_scales_with_the_fraction() -> None:

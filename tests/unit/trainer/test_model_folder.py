@@ -8,9 +8,9 @@ import pytest
 
 pytest.importorskip("safetensors")
 
-from audio_reward.trainer_plugin.model_folder import FolderKind, inspect_folder  # noqa: E402
-from audio_reward.trainer_plugin.preflight import check_model  # noqa: E402
-from tests.testkit.model_folders import model_folder  # noqa: E402
+from audio_reward.trainer_plugin.model_folder import FolderKind, inspect_folder
+from audio_reward.trainer_plugin.preflight import check_model
+from tests.testkit.model_folders import model_folder
 
 
 def _config(path: object) -> dict:
