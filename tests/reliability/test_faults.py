@@ -145,7 +145,7 @@ def test_engine_exception_fails_only_its_batch_and_server_stays_up() -> None:
         assert isinstance(poison, ScorerUnavailableError)
         cause = poison.last_cause
         assert isinstance(cause, TransientServerError) and cause.status == 500 and cause.code == "engine_error"
-        failed = [i for i, r in zip(good, results) if not isinstance(r, ScoreResult)]
+        failed = [i for i, r in zip(good, results, strict=True) if not isinstance(r, ScoreResult)]
         # Only the poison clip's batch-mates failed, each with the same retryable engine_error.
         assert len(failed) <= 7, failed
         for i in failed:

@@ -231,7 +231,7 @@ def test_valid_batches_decode_every_item_bit_exact(waves: list[list[float]]) -> 
     ]}
     version, items = decode_batch_request(parse_json(orjson.dumps(obj)), LIMITS)
     assert version == "1" and len(items) == len(arrays)
-    for i, (item, a) in enumerate(zip(items, arrays)):
+    for i, (item, a) in enumerate(zip(items, arrays, strict=True)):
         assert not isinstance(item, ProtocolError)
         assert item.waveform.tobytes() == a.tobytes() and item.request_id == f"b-{i}"
 

@@ -172,7 +172,7 @@ class FaultServer(LoopbackServer):
             return web.Response(body=orjson.dumps(self._score_body(rids[0], action.extra)), content_type="application/json")
         if isinstance(action, Batch):
             results = []
-            for rid, item in zip(rids, action.items):
+            for rid, item in zip(rids, action.items, strict=True):
                 if isinstance(item, ItemError):
                     results.append({"error": {"code": item.code, "message": f"injected {item.code}",
                                               "retryable": item.retryable, "request_id": rid}})

@@ -286,7 +286,7 @@ def teacher_forced_codec0(model: Any, prompts: list[TalkerPrompt], codes: list[t
     talker = model.talker
     eos = model.config.talker_config.codec_eos_token_id
     sequences, targets, starts = [], [], []
-    for prompt, frames, stop in zip(prompts, codes, ended):
+    for prompt, frames, stop in zip(prompts, codes, ended, strict=True):
         t = frames.shape[0]
         extra = prompt.trailing_text[0, : min(t, prompt.trailing_text.shape[1])]
         extra = torch.cat([extra, prompt.tts_pad[0].expand(t - extra.shape[0], -1)], dim=0)
@@ -307,7 +307,7 @@ def teacher_forced_codec0(model: Any, prompts: list[TalkerPrompt], codes: list[t
     out = logits.new_zeros(len(sequences), k_max, logits.shape[-1])
     tgt = torch.zeros(len(sequences), k_max, dtype=torch.long)
     mask = torch.zeros(len(sequences), k_max, dtype=torch.long)
-    for b, (start, target) in enumerate(zip(starts, targets)):
+    for b, (start, target) in enumerate(zip(starts, targets, strict=True)):
         k = target.shape[0]
         out[b, :k] = logits[b, start : start + k]
         tgt[b, :k], mask[b, :k] = target, 1

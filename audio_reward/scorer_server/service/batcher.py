@@ -302,7 +302,7 @@ class MicroBatcher:
                 if not p.future.done():
                     p.future.set_exception(exc)
         else:
-            for p, result in zip(batch, results):
+            for p, result in zip(batch, results, strict=True):
                 if not p.future.done():
                     p.future.set_result(result)
         elapsed = time.monotonic() - started

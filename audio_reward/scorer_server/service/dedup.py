@@ -121,7 +121,7 @@ class RecentResults:
                 if claim is not None:
                     self.fail(claim, failure)
             raise
-        own = dict(zip(positions, produced))
+        own = dict(zip(positions, produced, strict=True))
         answers: list[Answer[T]] = []
         for i, claim in enumerate(claims):
             if i in own:

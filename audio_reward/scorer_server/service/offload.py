@@ -61,7 +61,7 @@ class Offload:
                 if not future.done():
                     future.set_exception(exc if isinstance(exc, Exception) else RuntimeError("scoring was cancelled"))
             raise
-        for (_, future), (ok, value) in zip(jobs, outcomes):
+        for (_, future), (ok, value) in zip(jobs, outcomes, strict=True):
             if future.done():
                 continue  # its request was cancelled meanwhile
             if ok:

@@ -214,7 +214,7 @@ class ScoringPipeline:
         except asyncio.TimeoutError:
             raise self._timeout() from None
         return [self._engine_error(outcome, rid) if isinstance(outcome, BaseException) else outcome
-                for outcome, rid in zip(outcomes, request_ids)]
+                for outcome, rid in zip(outcomes, request_ids, strict=True)]
 
     def _timeout(self) -> RequestTimeoutError:
         return RequestTimeoutError(f"scoring took longer than the server's limit of {self.request_timeout_s:g} s")
@@ -295,7 +295,7 @@ class ScoringPipeline:
         of the whole call (queue full, not ready, timeout) is raised.
         """
         transcripts = await self._transcribe_once(items)
-        pairs = [(item, t) for item, (t, _) in zip(items, transcripts) if isinstance(t, Transcription)]
+        pairs = [(item, t) for item, (t, _) in zip(items, transcripts, strict=True) if isinstance(t, Transcription)]
         scored = iter(await self.offload.run(lambda: self._results(pairs)) if pairs else [])
         results: list[dict[str, Any] | ServerError] = []
         for transcript, joined in transcripts:

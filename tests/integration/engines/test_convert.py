@@ -59,7 +59,7 @@ def test_converted_model_decodes_token_for_token_like_ctranslate2(base_hf: tuple
     ref = ct2.generate(ctranslate2.StorageView.from_array(feats.input_features.numpy()), [prompt] * 2,
                        beam_size=1, max_length=44, suppress_blank=True, suppress_tokens=[-1])
     eot = processor.tokenizer.convert_tokens_to_ids("<|endoftext|>")
-    for hf_row, ct2_row in zip(hf.tolist(), ref):
+    for hf_row, ct2_row in zip(hf.tolist(), ref, strict=True):
         ours = [t for t in hf_row if t < eot]
         theirs = [t for t in ct2_row.sequences_ids[0] if t < eot]
         assert ours == theirs and len(ours) > 5

@@ -47,7 +47,7 @@ def test_transcripts_equal_faster_whisper_on_the_same_weights(engines, sentences
     theirs = fw.transcribe_batch_sync(batch)
     norm = get_normalizer("basic")
     assert [norm.normalize(t.text, "en") for t in ours] == [norm.normalize(t.text, "en") for t in theirs]
-    for out, item in zip(ours, batch):
+    for out, item in zip(ours, batch, strict=True):
         assert out.language == "en" and 0 < out.num_tokens <= max_new_tokens_for(item.duration_s)
     assert norm.normalize(ours[0].text, "en") == norm.normalize(SENTENCES[0], "en")
     assert hf.info.engine == "transformers" and hf.info.weights_sha256 == fw.info.weights_sha256
@@ -91,7 +91,7 @@ def test_tiny_random_qwen3_asr_end_to_end(tiny_qwen3_asr: Path) -> None:
         alone = [engine.transcribe_batch_sync([item])[0] for item in batch]
         # Left padding and per-row caps make a row's result independent of its batch-mates.
         assert together == alone
-        for item, out in zip(batch, together):
+        for item, out in zip(batch, together, strict=True):
             cap = max_new_tokens_for(item.duration_s) + (QWEN3_ASR_LANGUAGE_PREFIX_TOKENS if item.language is None else 0)
             assert 0 < out.num_tokens <= cap
             assert isinstance(out.text, str)

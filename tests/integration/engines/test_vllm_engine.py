@@ -157,10 +157,10 @@ async def test_whisper_batch_is_submitted_concurrently_and_transcribed(sentences
     out = await engine.transcribe(batch)
     assert client.max_in_flight == 3  # all three were in the engine at once
     norm = get_normalizer("basic")
-    for o, text in zip(out, SENTENCES):
+    for o, text in zip(out, SENTENCES, strict=False):
         rates = error_rates(norm.normalize(text, "en"), norm.normalize(o.text, "en"), char_level_language=False)
         assert rates.cer <= 0.1, (text, o.text)
-    for (prompt, params, _), item, o in zip(client.calls, batch, out):
+    for (prompt, params, _), item, o in zip(client.calls, batch, out, strict=True):
         assert prompt["decoder_prompt"] == "<|startoftranscript|><|en|><|transcribe|><|notimestamps|>"
         assert params.max_tokens == max_new_tokens_for(item.duration_s) and params.skip_special_tokens
         assert o.language == "en" and 0 < o.num_tokens <= params.max_tokens

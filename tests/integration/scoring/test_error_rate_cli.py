@@ -47,7 +47,7 @@ def test_scores_every_line_like_the_server_and_exits_0(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     out = lines(proc.stdout)
     assert [o["id"] for o in out] == ["en-1", 2, "en-3"]
-    for line, o in zip(GOOD, out):
+    for line, o in zip(GOOD, out, strict=True):
         server = score_transcript(
             line["reference"], line["hypothesis"], normalizer=get_normalizer("seed-tts-eval"),
             policy=RewardPolicy(), language=line.get("language"), duration_s=1.0, reference_duration_s=None,

@@ -270,5 +270,5 @@ def test_docs_replacing_vllm_serve_run_as_written(tmp_path: Path) -> None:
 
 
 def _flags_to_settings(args: list[str]) -> dict[str, str]:
-    pairs = zip(args[::2], args[1::2])
+    pairs = zip(args[::2], args[1::2], strict=True)
     return {flag.removeprefix("--").replace("-", "_"): value for flag, value in pairs}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 from collections.abc import Sequence
@@ -225,7 +226,7 @@ async def test_two_batches_in_flight_overlap_features_with_the_engine_and_keep_o
     second_prepared = [t for kind, tag, t in engine.events if kind == "prepare"][1]
     assert second_prepared < first_end  # the next batch's features were ready while the engine ran
     runs = [(kind, t) for kind, _, t in engine.events if kind.startswith("run")]
-    assert all(a[0] != b[0] for a, b in zip(runs, runs[1:]))  # one batch on the engine at a time
+    assert all(a[0] != b[0] for a, b in itertools.pairwise(runs))  # one batch on the engine at a time
     await batcher.close()
     engine.close()
 

@@ -149,7 +149,7 @@ def test_batched_decoding_shares_engine_calls_and_keeps_results_apart() -> None:
         calls_after, items_after = batch_stats(url)
     assert items_after - items_before == len(texts)
     assert calls_after - calls_before < len(texts)  # some engine calls held several requests
-    for text, result in zip(texts, results):
+    for text, result in zip(texts, results, strict=True):
         assert result["score"] >= 0.9  # type: ignore[operator]
         assert str(result["normalized_reference"]).startswith(text.lower()[:10])
 

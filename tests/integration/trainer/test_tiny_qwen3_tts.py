@@ -111,7 +111,7 @@ def test_group_is_distinct_speech_that_the_scorer_tells_apart(rollout: Rollout) 
     assert all(int(c.min()) >= 0 and int(c.max()) < tiny.CODEBOOK_SIZE for c in rollout.codes)
     assert rollout.sample_rate == 24000
     upsample = rollout.tts.model.speech_tokenizer.model.get_decode_upsample_rate()
-    for frames, wav, result in zip(rollout.codes, rollout.wavs, rollout.results):
+    for frames, wav, result in zip(rollout.codes, rollout.wavs, rollout.results, strict=True):
         assert wav.dtype == np.float32 and wav.shape == (frames.shape[0] * upsample,)
         assert np.isfinite(wav).all() and float(wav.std()) > 1e-3
         assert result.diagnostics["duration_s"] == pytest.approx(wav.shape[0] / 24000, abs=1e-3)
@@ -128,7 +128,7 @@ def test_teacher_forced_codec0_logits_equal_the_sampling_logits(rollout: Rollout
     prompt = tiny.talker_prompt(model, rollout.input_id, tiny.SPEAKER, "english")
     with torch.no_grad():
         batch = tiny.teacher_forced_codec0(model, [prompt] * GROUP, rollout.codes, rollout.ended)
-    for b, (frames, ended) in enumerate(zip(rollout.codes, rollout.ended)):
+    for b, (frames, ended) in enumerate(zip(rollout.codes, rollout.ended, strict=True)):
         k = frames.shape[0] + int(ended)
         assert int(batch.mask[b].sum()) == k
         assert batch.targets[b, k - 1] == (tiny.CODEC_EOS if ended else frames[-1, 0])

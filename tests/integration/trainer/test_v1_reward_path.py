@@ -175,7 +175,7 @@ class V1Run:
                      "global_steps": step},
                     {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "logprobs": True},
                     trajectory=trajectory)
-                for uid, k, trajectory in zip(uids, prompts, trajectories)))
+                for uid, k, trajectory in zip(uids, prompts, trajectories, strict=True)))
 
         asyncio.run(go())
         return uids
