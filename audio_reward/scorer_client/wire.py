@@ -7,7 +7,7 @@ import math
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 import orjson
@@ -29,7 +29,7 @@ from .errors import InvalidInputError, ProtocolViolationError
 
 logger = logging.getLogger(__name__)
 
-Scalar = Union[str, int, float, bool, None]
+Scalar = str | int | float | bool | None
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,7 @@ def _check_decoders(obj: Any) -> None:
             assert exc.code in DOCUMENTED_CODES, exc.code
             assert all(issue.path.startswith("$") for issue in exc.issues)
     for kind in (None, "score_request", "batch_request", "score_response", "error", "batch_response"):
-        found_kind, issues = validate_message(obj, kind, LIMITS)  # type: ignore[arg-type]
+        _, issues = validate_message(obj, kind, LIMITS)  # type: ignore[arg-type]
         assert isinstance(issues, list)
 
 

@@ -16,7 +16,6 @@ import threading
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Union
 
 import orjson
 from aiohttp import web
@@ -90,7 +89,7 @@ class Batch:
     items: list
 
 
-Action = Union[Score, Status, Drop, Garbage, Slow, Raw, Batch, ItemError]
+Action = Score | Status | Drop | Garbage | Slow | Raw | Batch | ItemError
 
 
 @dataclass

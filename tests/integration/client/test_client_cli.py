@@ -169,7 +169,7 @@ def test_eval_html_report_is_self_contained(fault_server: FaultServer, tone: np.
 def test_summary_follows_seed_tts_eval() -> None:
     rows = [{"status": "ok", "score": s, "cer": c, "wer": w} for s, c, w in
             [(1.0, 0.0, 0.0), (0.5, 0.5, 1.0), (0.9, 0.1, 0.2), (0.0, 1.5, 2.0)]]
-    summary = summarize(rows + [{"status": "error", "id": "x", "error": {"type": "T", "message": "m"}}])
+    summary = summarize([*rows, {"status": "error", "id": "x", "error": {"type": "T", "message": "m"}}])
     assert summary["cer_percent"] == pytest.approx(100 * (0 + 0.5 + 0.1 + 1.5) / 4)  # mean of per-utterance values
     assert summary["wer_percent"] == pytest.approx(100 * 3.2 / 4)
     assert summary["score"]["median"] == pytest.approx(0.7)

@@ -34,7 +34,7 @@ from tests.testkit.fault_server import (
     expected_score,
 )
 
-FAST = dict(backoff=0.01, backoff_max=0.05, timeout=5.0)
+FAST = {"backoff": 0.01, "backoff_max": 0.05, "timeout": 5.0}
 
 
 def first_n_then_score(n: int, fault):
@@ -209,7 +209,7 @@ async def test_urls_round_robin_and_skip_a_dead_one(tone: np.ndarray) -> None:
     sock.close()
     with FaultServer() as a, FaultServer() as b:
         async with AsyncScorerClient([a.url, b.url + "/score"], **FAST) as client:
-            for i in range(10):
+            for _ in range(10):
                 await client.score(tone, 16000, "x")
         assert a.http_requests["single"] == 5 and b.http_requests["single"] == 5
         async with AsyncScorerClient([dead, a.url], max_retries=1, **FAST) as client:
@@ -286,7 +286,7 @@ async def test_score_many_reports_failures_without_losing_the_rest(fault_server:
     good = items(9, tone)
     bad_input = ScoreItem([], 16000, "empty", request_id="empty")
     async with AsyncScorerClient(fault_server.url, max_retries=2, **FAST) as client:
-        results = await client.score_many(good + [bad_input], chunk_size=2)
+        results = await client.score_many([*good, bad_input], chunk_size=2)
         assert [type(r).__name__ for r in results] == (
             ["ScorerUnavailableError"] * 2 + ["ScoreResult"] * 2 + ["ProtocolViolationError"] * 4
             + ["ScoreResult"] + ["InvalidInputError"])

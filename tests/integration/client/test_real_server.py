@@ -105,9 +105,9 @@ def test_api_key_is_sent_and_a_wrong_one_is_final() -> None:
     with running_server(model="tiny.en", env={"AUDIO_REWARD_API_KEY": "k-123"}) as server:
         with ScorerClient(server.url, api_key="k-123") as client:
             assert client.score(wav, rate, SENTENCES[3]).score > 0.8
-        with ScorerClient(server.url, api_key="wrong", max_retries=3) as client:
-            with pytest.raises(RequestRejectedError) as info:
-                client.score(wav, rate, SENTENCES[3])
+        with ScorerClient(server.url, api_key="wrong", max_retries=3) as client, \
+                pytest.raises(RequestRejectedError) as info:
+            client.score(wav, rate, SENTENCES[3])
     assert info.value.status == 401
 
 

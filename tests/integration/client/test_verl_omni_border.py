@@ -91,11 +91,11 @@ async def test_their_client_scores_on_our_server(their_client: ModuleType, score
 async def test_their_client_takes_our_refusals_as_final(their_client: ModuleType, scorer_url: str) -> None:
     audio, _ = synth_speech(TEXT)
     try:
-        with pytest.raises(RuntimeError, match="HTTP 400.*invalid_sample_rate"):
+        with pytest.raises(RuntimeError, match=r"HTTP 400.*invalid_sample_rate"):
             await their_client.compute_score((audio, 999), TEXT, server_url=scorer_url + "/score", max_retries=2)
-        with pytest.raises(RuntimeError, match="HTTP 400.*prompt_too_long"):
+        with pytest.raises(RuntimeError, match=r"HTTP 400.*prompt_too_long"):
             await their_client.compute_score((audio, 16_000), "x" * 20_000, server_url=scorer_url + "/score")
-        with pytest.raises(RuntimeError, match="HTTP 404.*did you mean /score"):
+        with pytest.raises(RuntimeError, match=r"HTTP 404.*did you mean /score"):
             await their_client.compute_score((audio, 16_000), TEXT, server_url=scorer_url + "/score/")
     finally:
         await _close_session(their_client)

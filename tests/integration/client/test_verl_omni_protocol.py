@@ -23,7 +23,7 @@ from audio_reward.scorer_client.settings import ScorerEndpoint, endpoint_of
 from tests.testkit.fault_server import FaultServer
 from tests.testkit.verl_omni_server import VerlOmniProtocolServer, expected_score
 
-FAST = dict(backoff=0.0, backoff_max=0.01, timeout=5.0)
+FAST = {"backoff": 0.0, "backoff_max": 0.01, "timeout": 5.0}
 
 
 def _waves(n: int) -> list[np.ndarray]:

@@ -82,11 +82,11 @@ def test_truncated_or_foreign_files_are_refused_cleanly(tmp_path: Path) -> None:
     src = Path(resolve_ctranslate2_model("tiny.en").path) / "model.bin"
     cut = tmp_path / "model.bin"
     cut.write_bytes(src.read_bytes()[:100_000])
-    with pytest.raises(ConversionError, match="truncated|not a CTranslate2"):
+    with pytest.raises(ConversionError, match=r"truncated|not a CTranslate2"):
         read_ct2_model(cut)
     cut.write_bytes(b"\x09\x00\x00\x00garbage")
     with pytest.raises(ConversionError, match="binary version 9"):
         read_ct2_model(cut)
-    with pytest.raises(ConversionError, match="no model.bin"):
+    with pytest.raises(ConversionError, match=r"no model.bin"):
         ct2_whisper_to_transformers(tmp_path / "missing", tmp_path / "out")
     assert not (tmp_path / "out").exists()

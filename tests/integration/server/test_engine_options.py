@@ -71,7 +71,7 @@ def test_values_are_converted_to_each_option_type_and_defaults_fill_the_rest() -
 def test_unknown_keys_and_bad_values_get_a_clear_error_per_engine() -> None:
     with pytest.raises(EngineOptionError, match=r"engine 'faster-whisper' has no option 'max_num_seqs' \(its options: batched\)"):
         create_engine("faster-whisper", EngineConfig(model="tiny.en", options={"max_num_seqs": "8"}))
-    with pytest.raises(EngineOptionError, match="max_num_seqs='many'.*not an integer"):
+    with pytest.raises(EngineOptionError, match=r"max_num_seqs='many'.*not an integer"):
         create_engine("vllm", EngineConfig(model="tiny.en", options={"max_num_seqs": "many"}))
     with pytest.raises(EngineOptionError, match="'maybe' is not a boolean"):
         create_engine("faster-whisper", EngineConfig(model="tiny.en", options={"batched": "maybe"}))

@@ -102,12 +102,12 @@ def test_models_list_and_retrieve(client: openai.OpenAI) -> None:
 
 
 @pytest.mark.parametrize(("kwargs", "error", "code", "param", "says"), [
-    (dict(model="whisper-1"), openai.NotFoundError, "model_not_found", "model", "serves tiny.en"),
-    (dict(model="tiny.en", temperature=0.4), openai.BadRequestError, "unsupported_temperature", "temperature",
+    ({"model": "whisper-1"}, openai.NotFoundError, "model_not_found", "model", "serves tiny.en"),
+    ({"model": "tiny.en", "temperature": 0.4}, openai.BadRequestError, "unsupported_temperature", "temperature",
      "send 0"),
-    (dict(model="tiny.en", language="zh"), openai.BadRequestError, "unsupported_language", "language", "supports: en"),
-    (dict(model="tiny.en", stream=True), openai.BadRequestError, "unsupported_stream", "stream", "stream=false"),
-    (dict(model="tiny.en", response_format="srt"), openai.BadRequestError, "invalid_request", "response_format",
+    ({"model": "tiny.en", "language": "zh"}, openai.BadRequestError, "unsupported_language", "language", "supports: en"),
+    ({"model": "tiny.en", "stream": True}, openai.BadRequestError, "unsupported_stream", "stream", "stream=false"),
+    ({"model": "tiny.en", "response_format": "srt"}, openai.BadRequestError, "invalid_request", "response_format",
      "'json', 'text' or 'verbose_json'"),
 ])
 def test_refusals_use_openai_error_shape(client: openai.OpenAI, speech_wav: bytes, kwargs: dict[str, object],
@@ -257,7 +257,7 @@ def test_docs_replacing_vllm_serve_run_as_written(tmp_path: Path) -> None:
     audio, rate = synth_speech(TEXT)
     (tmp_path / "speech.wav").write_bytes(wav_bytes(audio, rate))
     port = free_port()
-    args = shlex.split(serve)[2:] + ["--port", str(port)]  # "audio-reward serve" + the documented flags
+    args = [*shlex.split(serve)[2:], "--port", str(port)]  # "audio-reward serve" + the documented flags
     with running_server(**_flags_to_settings(args)) as server:
         done = subprocess.run([sys.executable, "-c", python.replace("127.0.0.1:8000", f"127.0.0.1:{port}")],
                               cwd=tmp_path, capture_output=True, text=True, timeout=120)

@@ -6,6 +6,8 @@ the talker's speaker slot. Skipped where qwen-tts is not installed
 (scripts/envs/tts.sh builds the environment).
 """
 
+# ruff: noqa: E402 - the imports below need qwen-tts, checked first (the module is skipped without it)
+
 from __future__ import annotations
 
 import importlib.util

@@ -19,6 +19,8 @@ The config is verl's ``ppo_trainer`` plus the recipe's ``reward.*`` and
 composes the full recipe against a verl-omni checkout).
 """
 
+# ruff: noqa: E402 - the imports below need verl, Ray, torch and TransferQueue, which pytest.importorskip checks first
+
 from __future__ import annotations
 
 import asyncio

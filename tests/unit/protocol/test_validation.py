@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from audio_reward.protocol import (
+    DEFAULT_LIMITS,
     Limits,
     ProtocolError,
     decode_batch_request,
@@ -41,7 +42,7 @@ def test_verl_omni_request_validates_and_decodes() -> None:
     assert np.array_equal(req.waveform, wave)
 
 
-def _code(obj: object, limits: Limits = Limits()) -> tuple[str, str]:
+def _code(obj: object, limits: Limits = DEFAULT_LIMITS) -> tuple[str, str]:
     with pytest.raises(ProtocolError) as err:
         decode_score_request(obj, limits)
     return err.value.code, str(err.value)
@@ -102,7 +103,7 @@ def test_audio_length_limit_is_configurable() -> None:
 def test_oversized_base64_is_refused_before_decoding() -> None:
     """Hours of audio are refused from the text length, not after allocating the samples."""
     text = "A" * (4 * 1_000_000)  # 3 MB of zeros: 750k f32 samples, 750 s at 1 kHz
-    code, msg = _code(dict(_base(), waveform_f32_base64=text, num_samples=750_000, sample_rate=1000))
+    code, _ = _code(dict(_base(), waveform_f32_base64=text, num_samples=750_000, sample_rate=1000))
     assert code == "audio_too_long"
 
 
