@@ -137,8 +137,13 @@ def build_cases(max_body_bytes: int, max_audio_seconds: float = 60.0, max_batch_
     add("top-level string", "json", b'"hello"', bad, "invalid_request")
     add("top-level null", "json", b"null", bad, "invalid_request")
     add("top-level number", "json", b"42", bad, "invalid_request")
-    add("invalid UTF-8 bytes", "json", _dumps(valid_request(prompt="PLACEHOLDER")).replace(b"PLACEHOLDER", b"\xff\xfe\xc3("),
-        bad, "malformed_json")
+    add(
+        "invalid UTF-8 bytes",
+        "json",
+        _dumps(valid_request(prompt="PLACEHOLDER")).replace(b"PLACEHOLDER", b"\xff\xfe\xc3("),
+        bad,
+        "malformed_json",
+    )
     # RFC 8259 asks for UTF-8, but Python's parser detects UTF-16/32: either a score or a clean refusal.
     add("UTF-16 body", "json", json.dumps(valid_request()).encode("utf-16"), bad | {200})
     add("NUL byte in body", "json", b"{\x00}", bad, "malformed_json")
@@ -166,13 +171,36 @@ def build_cases(max_body_bytes: int, max_audio_seconds: float = 60.0, max_batch_
     add("request_id 129 chars", "types", valid_request(request_id="r" * 129), bad)
 
     # -- huge numbers
-    add("sample_rate 1e30", "numbers", _dumps(valid_request(sample_rate=7)).replace(b'"sample_rate": 7', b'"sample_rate": 1000000000000000000000000000000'),
-        bad, "invalid_sample_rate")
-    add("num_samples 10^400", "numbers", _dumps(valid_request(num_samples=7)).replace(b'"num_samples": 7', b'"num_samples": 1' + b"0" * 400),
-        bad, "num_samples_mismatch")
-    add("metadata 1e999", "numbers", _dumps(valid_request(metadata={"x": 7})).replace(b'"x": 7', b'"x": 1e999'),
-        bad, "invalid_metadata")
-    add("exp_k 1e308", "numbers", valid_request(reward={"formula": "exp", "exp_k": 1e308}), bad, "invalid_reward_options")
+    add(
+        "sample_rate 1e30",
+        "numbers",
+        _dumps(valid_request(sample_rate=7)).replace(
+            b'"sample_rate": 7', b'"sample_rate": 1000000000000000000000000000000'
+        ),
+        bad,
+        "invalid_sample_rate",
+    )
+    add(
+        "num_samples 10^400",
+        "numbers",
+        _dumps(valid_request(num_samples=7)).replace(b'"num_samples": 7', b'"num_samples": 1' + b"0" * 400),
+        bad,
+        "num_samples_mismatch",
+    )
+    add(
+        "metadata 1e999",
+        "numbers",
+        _dumps(valid_request(metadata={"x": 7})).replace(b'"x": 7', b'"x": 1e999'),
+        bad,
+        "invalid_metadata",
+    )
+    add(
+        "exp_k 1e308",
+        "numbers",
+        valid_request(reward={"formula": "exp", "exp_k": 1e308}),
+        bad,
+        "invalid_reward_options",
+    )
     add("num_samples negative", "numbers", valid_request(num_samples=-1), bad)
 
     # -- NaN / Infinity literals
@@ -180,69 +208,181 @@ def build_cases(max_body_bytes: int, max_audio_seconds: float = 60.0, max_batch_
     add("metadata Infinity", "nonfinite", valid_request(metadata={"x": float("inf")}), bad, "invalid_metadata")
     add("metadata -Infinity", "nonfinite", valid_request(metadata={"x": float("-inf")}), bad, "invalid_metadata")
     add("reference_duration_s NaN", "nonfinite", valid_request(reference_duration_s=float("nan")), bad)
-    add("reward exp_k Infinity", "nonfinite", valid_request(reward={"exp_k": float("inf")}), bad, "invalid_reward_options")
-    add("NaN samples", "nonfinite", valid_request(waveform_f32_base64=encode_f32(np.full(800, np.nan, np.float32)), num_samples=800),
-        bad, "non_finite_audio")
-    add("Inf samples", "nonfinite", valid_request(waveform_f32_base64=encode_f32(np.full(800, np.inf, np.float32)), num_samples=800),
-        bad, "non_finite_audio")
+    add(
+        "reward exp_k Infinity",
+        "nonfinite",
+        valid_request(reward={"exp_k": float("inf")}),
+        bad,
+        "invalid_reward_options",
+    )
+    add(
+        "NaN samples",
+        "nonfinite",
+        valid_request(waveform_f32_base64=encode_f32(np.full(800, np.nan, np.float32)), num_samples=800),
+        bad,
+        "non_finite_audio",
+    )
+    add(
+        "Inf samples",
+        "nonfinite",
+        valid_request(waveform_f32_base64=encode_f32(np.full(800, np.inf, np.float32)), num_samples=800),
+        bad,
+        "non_finite_audio",
+    )
 
     # -- base64 and lengths
     add("truncated base64", "audio", valid_request(waveform_f32_base64=f32[:-3]), bad, "invalid_base64")
     add("base64 bad characters", "audio", valid_request(waveform_f32_base64="!!!!" + f32[4:]), bad, "invalid_base64")
-    add("base64 with newlines", "audio", valid_request(waveform_f32_base64=f32[:76] + "\n" + f32[76:]), bad, "invalid_base64")
-    add("url-safe base64 alphabet", "audio", valid_request(waveform_f32_base64=f32.replace("+", "-").replace("/", "_")),
-        bad, "invalid_base64")
-    add("partial float32 sample", "audio", valid_request(waveform_f32_base64=base64.b64encode(b"\0" * 6).decode(), num_samples=1),
-        bad, "invalid_audio_length")
+    add(
+        "base64 with newlines",
+        "audio",
+        valid_request(waveform_f32_base64=f32[:76] + "\n" + f32[76:]),
+        bad,
+        "invalid_base64",
+    )
+    add(
+        "url-safe base64 alphabet",
+        "audio",
+        valid_request(waveform_f32_base64=f32.replace("+", "-").replace("/", "_")),
+        bad,
+        "invalid_base64",
+    )
+    add(
+        "partial float32 sample",
+        "audio",
+        valid_request(waveform_f32_base64=base64.b64encode(b"\0" * 6).decode(), num_samples=1),
+        bad,
+        "invalid_audio_length",
+    )
     add("empty waveform", "audio", valid_request(waveform_f32_base64="", num_samples=0), bad, "empty_audio")
-    add("num_samples too large", "audio", valid_request(num_samples=int(wave.shape[0]) + 1), bad, "num_samples_mismatch")
+    add(
+        "num_samples too large", "audio", valid_request(num_samples=int(wave.shape[0]) + 1), bad, "num_samples_mismatch"
+    )
     add("num_samples too small", "audio", valid_request(num_samples=1), bad, "num_samples_mismatch")
     add("no audio encoding", "audio", valid_request(waveform_f32_base64=_DROP), bad, "invalid_audio_encoding")
-    add("two audio encodings", "audio", valid_request(waveform_pcm16_base64=encode_pcm16(wave)), bad, "invalid_audio_encoding")
-    add("audio file of garbage", "audio", valid_request(waveform_f32_base64=_DROP, num_samples=_DROP, sample_rate=_DROP,
-                                                        audio_file_base64=base64.b64encode(b"RIFF" + b"\x01" * 200).decode()),
-        bad, "invalid_audio_file")
-    add("audio file with sample_rate", "audio", valid_request(waveform_f32_base64=_DROP, num_samples=_DROP,
-                                                              audio_file_base64=_audio_file(wave, 16_000, "WAV", "FLOAT")),
-        bad, "invalid_sample_rate")
-    add("OGG file", "audio", valid_request(waveform_f32_base64=_DROP, num_samples=_DROP, sample_rate=_DROP,
-                                           audio_file_base64=_audio_file(wave, 16_000, "OGG", "VORBIS")),
-        bad, "invalid_audio_file")
+    add(
+        "two audio encodings",
+        "audio",
+        valid_request(waveform_pcm16_base64=encode_pcm16(wave)),
+        bad,
+        "invalid_audio_encoding",
+    )
+    add(
+        "audio file of garbage",
+        "audio",
+        valid_request(
+            waveform_f32_base64=_DROP,
+            num_samples=_DROP,
+            sample_rate=_DROP,
+            audio_file_base64=base64.b64encode(b"RIFF" + b"\x01" * 200).decode(),
+        ),
+        bad,
+        "invalid_audio_file",
+    )
+    add(
+        "audio file with sample_rate",
+        "audio",
+        valid_request(
+            waveform_f32_base64=_DROP, num_samples=_DROP, audio_file_base64=_audio_file(wave, 16_000, "WAV", "FLOAT")
+        ),
+        bad,
+        "invalid_sample_rate",
+    )
+    add(
+        "OGG file",
+        "audio",
+        valid_request(
+            waveform_f32_base64=_DROP,
+            num_samples=_DROP,
+            sample_rate=_DROP,
+            audio_file_base64=_audio_file(wave, 16_000, "OGG", "VORBIS"),
+        ),
+        bad,
+        "invalid_audio_file",
+    )
 
     # -- sample rates
     add("sample_rate 0 Hz", "rate", valid_request(sample_rate=0), bad, "invalid_sample_rate")
     add("sample_rate 10 MHz", "rate", valid_request(sample_rate=10_000_000), bad, "invalid_sample_rate")
     add("sample_rate negative", "rate", valid_request(sample_rate=-16_000), bad, "invalid_sample_rate")
     add("sample_rate 999 Hz", "rate", valid_request(sample_rate=999), bad, "invalid_sample_rate")
-    add("WAV file at 1 Hz", "rate", valid_request(waveform_f32_base64=_DROP, num_samples=_DROP, sample_rate=_DROP,
-                                                  audio_file_base64=_audio_file(wave[:10], 1, "WAV", "FLOAT")),
-        bad, "invalid_sample_rate")
+    add(
+        "WAV file at 1 Hz",
+        "rate",
+        valid_request(
+            waveform_f32_base64=_DROP,
+            num_samples=_DROP,
+            sample_rate=_DROP,
+            audio_file_base64=_audio_file(wave[:10], 1, "WAV", "FLOAT"),
+        ),
+        bad,
+        "invalid_sample_rate",
+    )
 
     # -- long audio: just over the duration limit, and hours of it within the body limit
     over = int((max_audio_seconds + 1) * 1_000)
-    add("audio just over the limit", "long", valid_request(waveform_pcm16_base64=encode_pcm16(np.zeros(over, np.float32)),
-                                                           waveform_f32_base64=_DROP, num_samples=over, sample_rate=1_000),
-        bad, "audio_too_long")
+    add(
+        "audio just over the limit",
+        "long",
+        valid_request(
+            waveform_pcm16_base64=encode_pcm16(np.zeros(over, np.float32)),
+            waveform_f32_base64=_DROP,
+            num_samples=over,
+            sample_rate=1_000,
+        ),
+        bad,
+        "audio_too_long",
+    )
     hour_samples = min(3_600 * 1_000, (max_body_bytes // 2) * 3 // 4 // 2)
-    add(f"{hour_samples / 1_000 / 60:.0f} minutes of audio", "long",
-        valid_request(waveform_pcm16_base64=base64.b64encode(bytes(2 * hour_samples)).decode(), waveform_f32_base64=_DROP,
-                      num_samples=hour_samples, sample_rate=1_000),
-        bad, "audio_too_long")
+    add(
+        f"{hour_samples / 1_000 / 60:.0f} minutes of audio",
+        "long",
+        valid_request(
+            waveform_pcm16_base64=base64.b64encode(bytes(2 * hour_samples)).decode(),
+            waveform_f32_base64=_DROP,
+            num_samples=hour_samples,
+            sample_rate=1_000,
+        ),
+        bad,
+        "audio_too_long",
+    )
     # libsndfile trusts the data it finds over the header's claim: 64 samples are scored or refused.
-    add("WAV header claiming 10 hours", "long", valid_request(
-        waveform_f32_base64=_DROP, num_samples=_DROP, sample_rate=_DROP,
-        audio_file_base64=base64.b64encode(_wav_header_claiming(10 * 3_600 * 16_000)).decode()), bad | {200})
-    add("1 hour of silence as a small FLAC", "long", valid_request(
-        waveform_f32_base64=_DROP, num_samples=_DROP, sample_rate=_DROP, audio_file_base64=_silent_flac(3_600, 8_000)),
-        bad, "audio_too_long")
+    add(
+        "WAV header claiming 10 hours",
+        "long",
+        valid_request(
+            waveform_f32_base64=_DROP,
+            num_samples=_DROP,
+            sample_rate=_DROP,
+            audio_file_base64=base64.b64encode(_wav_header_claiming(10 * 3_600 * 16_000)).decode(),
+        ),
+        bad | {200},
+    )
+    add(
+        "1 hour of silence as a small FLAC",
+        "long",
+        valid_request(
+            waveform_f32_base64=_DROP,
+            num_samples=_DROP,
+            sample_rate=_DROP,
+            audio_file_base64=_silent_flac(3_600, 8_000),
+        ),
+        bad,
+        "audio_too_long",
+    )
 
     # -- nesting and metadata
     add("nested metadata", "nesting", valid_request(metadata={"a": {"b": 1}}), bad, "invalid_metadata")
     deep = 100_000
     add("100k-deep arrays", "nesting", b"[" * deep + b"]" * deep, bad)
     add("100k-deep objects", "nesting", b'{"a":' * deep + b"1" + b"}" * deep, bad)
-    add("1k-deep metadata", "nesting", _dumps(valid_request(metadata={"x": 7})).replace(b'"x": 7', b'"x": ' + b"[" * 1000 + b"]" * 1000),
-        bad, "invalid_metadata")
+    add(
+        "1k-deep metadata",
+        "nesting",
+        _dumps(valid_request(metadata={"x": 7})).replace(b'"x": 7', b'"x": ' + b"[" * 1000 + b"]" * 1000),
+        bad,
+        "invalid_metadata",
+    )
     huge_meta = {f"k{i}": i for i in range(100_000)}
     huge_meta["zz"] = {"nested": True}
     add("100k metadata keys, one nested", "nesting", valid_request(metadata=huge_meta), bad, "metadata_too_large")
@@ -254,25 +394,55 @@ def build_cases(max_body_bytes: int, max_audio_seconds: float = 60.0, max_batch_
     add("lone surrogate in metadata", "unicode", _dumps(valid_request(metadata={"k\ud83d": "v\udc00"})), ok_or_bad)
     add("RTL prompt", "unicode", valid_request(prompt="\u202eשלום עולם مرحبا"), {200})
     add("zero-width prompt", "unicode", valid_request(prompt="hel\u200blo\u200d wor\ufeffld\u2060"), {200})
-    add("combining marks prompt", "unicode", valid_request(prompt="Z\u0351\u036b\u0343a\u0310\u0312l\u0363go" * 50), {200})
+    add(
+        "combining marks prompt",
+        "unicode",
+        valid_request(prompt="Z\u0351\u036b\u0343a\u0310\u0312l\u0363go" * 50),
+        {200},
+    )
     add("1 MB prompt", "unicode", valid_request(prompt="hello world " * 87_382), bad, "prompt_too_long")
     add("NUL in prompt", "unicode", valid_request(prompt="hello\u0000world"), {200} | bad)
 
     # -- transport: content type, encoding, framing, size
     body = _dumps(valid_request())
     add("text/plain content type", "transport", body, {200, 415}, headers={"Content-Type": "text/plain"})
-    add("form content type", "transport", b"protocol_version=1&prompt=x", {400, 415, 422},
-        headers={"Content-Type": "application/x-www-form-urlencoded"})
+    add(
+        "form content type",
+        "transport",
+        b"protocol_version=1&prompt=x",
+        {400, 415, 422},
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
     add("no content type", "transport", body, {200, 415}, headers={})
-    add("gzip body", "transport", gzip.compress(body), {200, 400, 415},
-        headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
-    add("deflate body", "transport", zlib.compress(body), {200, 400, 415},
-        headers={"Content-Type": "application/json", "Content-Encoding": "deflate"})
-    add("gzip bomb", "transport", gzip.compress(b" " * (4 * max_body_bytes)), {400, 413, 415},
-        headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
+    add(
+        "gzip body",
+        "transport",
+        gzip.compress(body),
+        {200, 400, 415},
+        headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+    )
+    add(
+        "deflate body",
+        "transport",
+        zlib.compress(body),
+        {200, 400, 415},
+        headers={"Content-Type": "application/json", "Content-Encoding": "deflate"},
+    )
+    add(
+        "gzip bomb",
+        "transport",
+        gzip.compress(b" " * (4 * max_body_bytes)),
+        {400, 413, 415},
+        headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+    )
     add("oversized body", "transport", b" " * (max_body_bytes + 1024), {413})
-    add("oversized chunked body", "transport", lambda: (b" " * 65_536 for _ in range(max_body_bytes // 65_536 + 2)), {413},
-        headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"})
+    add(
+        "oversized chunked body",
+        "transport",
+        lambda: (b" " * 65_536 for _ in range(max_body_bytes // 65_536 + 2)),
+        {413},
+        headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"},
+    )
     add("GET on the score endpoint", "transport", b"", {405}, method="GET", headers={})
     add("unknown path", "transport", body, {404}, path="/v1/nothing-here")
 
@@ -281,14 +451,37 @@ def build_cases(max_body_bytes: int, max_audio_seconds: float = 60.0, max_batch_
     add("batch without items", "batch", {"protocol_version": "1"}, bad, path="/v1/score/batch")
     add("batch empty items", "batch", {"protocol_version": "1", "items": []}, bad, path="/v1/score/batch")
     add("batch items not a list", "batch", {"protocol_version": "1", "items": item}, bad, path="/v1/score/batch")
-    add("batch too large", "batch", {"protocol_version": "1", "items": [item] * (max_batch_items + 1)}, bad,
-        "batch_too_large", path="/v1/score/batch")
-    add("batch unknown envelope field", "batch", {"protocol_version": "1", "items": [item], "priority": 9}, bad,
-        "unknown_field", path="/v1/score/batch")
-    add("batch version 9", "batch", {"protocol_version": "9", "items": [item]}, bad, "unsupported_protocol_version",
-        path="/v1/score/batch")
-    add("batch with one bad item", "batch", {"protocol_version": "1", "items": [item, {**item, "sample_rate": 0}]}, {200},
-        path="/v1/score/batch")
+    add(
+        "batch too large",
+        "batch",
+        {"protocol_version": "1", "items": [item] * (max_batch_items + 1)},
+        bad,
+        "batch_too_large",
+        path="/v1/score/batch",
+    )
+    add(
+        "batch unknown envelope field",
+        "batch",
+        {"protocol_version": "1", "items": [item], "priority": 9},
+        bad,
+        "unknown_field",
+        path="/v1/score/batch",
+    )
+    add(
+        "batch version 9",
+        "batch",
+        {"protocol_version": "9", "items": [item]},
+        bad,
+        "unsupported_protocol_version",
+        path="/v1/score/batch",
+    )
+    add(
+        "batch with one bad item",
+        "batch",
+        {"protocol_version": "1", "items": [item, {**item, "sample_rate": 0}]},
+        {200},
+        path="/v1/score/batch",
+    )
     return c
 
 
@@ -347,8 +540,14 @@ def check_answer(case: BadInput, status: int, body: bytes) -> tuple[str | None, 
 
 
 def run_battery(
-    host: str, port: int, cases: list[BadInput], *, timeout: float = 60.0, headers: Mapping[str, str] | None = None,
-    probe: bool = True, on_case: Callable[[Outcome], None] | None = None,
+    host: str,
+    port: int,
+    cases: list[BadInput],
+    *,
+    timeout: float = 60.0,
+    headers: Mapping[str, str] | None = None,
+    probe: bool = True,
+    on_case: Callable[[Outcome], None] | None = None,
 ) -> list[Outcome]:
     """Send every case, each followed (with ``probe``) by a valid request; return what happened to each.
 

@@ -179,9 +179,11 @@ def test_no_field_makes_the_server_read_a_file_or_fetch_a_url(tiny_server: Serve
                 failures.append(f"{name}: the answer holds file contents")
     assert not failures, "\n".join(failures)
     # Text fields that look like paths or URLs are only text: scored, never opened.
-    text_like = valid_request(prompt=f"file:///etc/passwd http://127.0.0.1:{listener.port}/x",
-                              metadata={"url": f"http://127.0.0.1:{listener.port}/", "path": "/etc/passwd"},
-                              request_id=f"http://127.0.0.1:{listener.port}/id")
+    text_like = valid_request(
+        prompt=f"file:///etc/passwd http://127.0.0.1:{listener.port}/x",
+        metadata={"url": f"http://127.0.0.1:{listener.port}/", "path": "/etc/passwd"},
+        request_id=f"http://127.0.0.1:{listener.port}/id",
+    )
     resp = httpx.post(tiny_server.url + "/v1/score", json=text_like, headers=auth_headers, timeout=60)
     assert resp.status_code in (200, 400) and "root:" not in resp.text
     time.sleep(0.5)
@@ -189,6 +191,7 @@ def test_no_field_makes_the_server_read_a_file_or_fetch_a_url(tiny_server: Serve
 
 
 # --------------------------------------------------------------------------- body limits before parsing
+
 
 def _raw(url: str) -> tuple[str, int]:
     parts = urlsplit(url)
@@ -223,8 +226,10 @@ def test_huge_content_length_is_refused_at_once(tiny_server: ServerHandle, with_
     key = f"Authorization: Bearer {API_KEY}\r\n" if with_key else ""
     with socket.create_connection((host, port), timeout=10) as sock:
         t0 = time.perf_counter()
-        sock.sendall(f"POST /v1/score HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n{key}"
-                     f"Content-Length: {2**30}\r\n\r\n{{}}".encode())
+        sock.sendall(
+            f"POST /v1/score HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n{key}"
+            f"Content-Length: {2**30}\r\n\r\n{{}}".encode()
+        )
         data = _read_response(sock, 10)
         elapsed = time.perf_counter() - t0
     status = int(data.split(b" ", 2)[1])
@@ -239,8 +244,10 @@ def test_chunked_body_growing_past_the_limit_is_cut_off(tiny_server: ServerHandl
     chunk = b" " * 65_536
     sent = 0
     with socket.create_connection((host, port), timeout=10) as sock:
-        sock.sendall(f"POST /v1/score HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-                     f"Authorization: Bearer {API_KEY}\r\nTransfer-Encoding: chunked\r\n\r\n".encode())
+        sock.sendall(
+            f"POST /v1/score HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            f"Authorization: Bearer {API_KEY}\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+        )
         answered = False
         # Keep sending up to 4x the limit; stop as soon as the server answers.
         while sent < 4 * BODY_LIMIT:
@@ -261,13 +268,18 @@ def test_chunked_body_growing_past_the_limit_is_cut_off(tiny_server: ServerHandl
     assert sent <= BODY_LIMIT + 8 * 2**20, f"sent {sent / 2**20:.0f} MiB before the 413"
 
 
-def test_body_limit_applies_to_declared_length_at_exactly_the_limit(tiny_server: ServerHandle,
-                                                                      auth_headers: dict[str, str]) -> None:
+def test_body_limit_applies_to_declared_length_at_exactly_the_limit(
+    tiny_server: ServerHandle, auth_headers: dict[str, str]
+) -> None:
     host, port = _raw(tiny_server.url)
     conn = http.client.HTTPConnection(host, port, timeout=30)
     try:
-        conn.request("POST", "/v1/score", body=b" " * (BODY_LIMIT + 1),
-                     headers={"Content-Type": "application/json", **auth_headers})
+        conn.request(
+            "POST",
+            "/v1/score",
+            body=b" " * (BODY_LIMIT + 1),
+            headers={"Content-Type": "application/json", **auth_headers},
+        )
         resp = conn.getresponse()
         assert resp.status == 413
         resp.read()
@@ -275,8 +287,9 @@ def test_body_limit_applies_to_declared_length_at_exactly_the_limit(tiny_server:
         conn.close()
     conn = http.client.HTTPConnection(host, port, timeout=30)
     try:
-        conn.request("POST", "/v1/score", body=b" " * BODY_LIMIT,
-                     headers={"Content-Type": "application/json", **auth_headers})
+        conn.request(
+            "POST", "/v1/score", body=b" " * BODY_LIMIT, headers={"Content-Type": "application/json", **auth_headers}
+        )
         resp = conn.getresponse()
         assert resp.status == 400  # at the limit the body is read, and is not JSON
         assert orjson.loads(resp.read())["error"]["code"] == "malformed_json"

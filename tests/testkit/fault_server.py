@@ -173,12 +173,21 @@ class FaultServer(LoopbackServer):
             results = []
             for rid, item in zip(rids, action.items, strict=True):
                 if isinstance(item, ItemError):
-                    results.append({"error": {"code": item.code, "message": f"injected {item.code}",
-                                              "retryable": item.retryable, "request_id": rid}})
+                    results.append(
+                        {
+                            "error": {
+                                "code": item.code,
+                                "message": f"injected {item.code}",
+                                "retryable": item.retryable,
+                                "request_id": rid,
+                            }
+                        }
+                    )
                 else:
                     results.append(self._score_body(rid, item.extra))
-            return web.Response(body=orjson.dumps({"protocol_version": "1", "results": results}),
-                                content_type="application/json")
+            return web.Response(
+                body=orjson.dumps({"protocol_version": "1", "results": results}), content_type="application/json"
+            )
         raise AssertionError(f"unknown action {action!r}")
 
     @staticmethod

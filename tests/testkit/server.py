@@ -148,8 +148,15 @@ def launch(settings: dict[str, Any], log_path: Path, *, instant: bool = False, d
 
 
 @contextlib.contextmanager
-def server_process(*, instant: bool = False, delay_ms: float = 0.0, env: dict[str, str] | None = None,
-                   python: str | None = None, root: Path = REPO_ROOT, **settings: Any) -> Iterator[ServerHandle]:
+def server_process(
+    *,
+    instant: bool = False,
+    delay_ms: float = 0.0,
+    env: dict[str, str] | None = None,
+    python: str | None = None,
+    root: Path = REPO_ROOT,
+    **settings: Any,
+) -> Iterator[ServerHandle]:
     """Start a scorer server on a free loopback port without waiting; stopped (SIGTERM, then SIGKILL) on exit.
 
     ``settings`` are named like :class:`ServerSettings` fields and become flags
@@ -177,8 +184,9 @@ def running_server(*, ready_timeout_s: float = 180.0, **options: Any) -> Iterato
 
 
 @contextlib.contextmanager
-def inprocess_server(engine: Any = None, *, ready: bool = True, ready_timeout_s: float = 120.0,
-                     **settings: Any) -> Iterator[tuple[str, Any]]:
+def inprocess_server(
+    engine: Any = None, *, ready: bool = True, ready_timeout_s: float = 120.0, **settings: Any
+) -> Iterator[tuple[str, Any]]:
     """The scorer app under ``uvicorn.Server`` in a thread; yields (base URL, FastAPI app).
 
     ``engine`` is an unloaded :class:`ASREngine` used instead of the one the

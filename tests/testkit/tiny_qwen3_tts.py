@@ -156,9 +156,15 @@ def build_tiny_qwen3_tts(seed: int = 0, model_type: str = "custom_voice") -> Tin
                            "enc_kernel_sizes": [5, 3, 3, 3, 1], "enc_dilations": [1, 2, 3, 4, 1],
                            "enc_attention_channels": 8, "enc_res2net_scale": 2, "enc_se_channels": 8}
     config = Qwen3TTSConfig(
-        talker_config=talker, speaker_encoder_config=speaker_encoder, tokenizer_type="qwen3_tts_tokenizer_12hz",
-        tts_model_size="tiny", tts_model_type=model_type, im_start_token_id=ids["<|im_start|>"], im_end_token_id=ids["<|im_end|>"],
-        tts_pad_token_id=ids["<tts_pad>"], tts_bos_token_id=ids["<tts_text_bos>"],
+        talker_config=talker,
+        speaker_encoder_config=speaker_encoder,
+        tokenizer_type="qwen3_tts_tokenizer_12hz",
+        tts_model_size="tiny",
+        tts_model_type=model_type,
+        im_start_token_id=ids["<|im_start|>"],
+        im_end_token_id=ids["<|im_end|>"],
+        tts_pad_token_id=ids["<tts_pad>"],
+        tts_bos_token_id=ids["<tts_text_bos>"],
         tts_eos_token_id=ids["<tts_text_eod>"],
     )
     torch.manual_seed(seed)
@@ -167,8 +173,7 @@ def build_tiny_qwen3_tts(seed: int = 0, model_type: str = "custom_voice") -> Tin
     return TinyQwen3TTS(model=model, processor=Qwen3TTSProcessor(tokenizer=tokenizer))
 
 
-GENERATION_CONFIG = {"do_sample": False, "subtalker_dosample": False, "max_new_tokens": 30,
-                     "repetition_penalty": 1.0}
+GENERATION_CONFIG = {"do_sample": False, "subtalker_dosample": False, "max_new_tokens": 30, "repetition_penalty": 1.0}
 """``generation_config.json`` of a saved tiny model: greedy, 2.4 s at most, so CPU synthesis stays quick."""
 
 
@@ -224,8 +229,13 @@ def talker_prompt(model: Any, input_id: torch.Tensor, speaker: str, language: st
     def codec_ids(ids: list[int]) -> torch.Tensor:
         return codec(torch.tensor([ids], dtype=input_id.dtype, device=input_id.device))
 
-    bos, eos, pad = text(torch.tensor([[cfg.tts_bos_token_id, cfg.tts_eos_token_id, cfg.tts_pad_token_id]],
-                                      dtype=input_id.dtype, device=input_id.device)).chunk(3, dim=1)
+    bos, eos, pad = text(
+        torch.tensor(
+            [[cfg.tts_bos_token_id, cfg.tts_eos_token_id, cfg.tts_pad_token_id]],
+            dtype=input_id.dtype,
+            device=input_id.device,
+        )
+    ).chunk(3, dim=1)
     language_id = None if language.lower() == "auto" else tcfg.codec_language_id[language.lower()]
     if language_id is None:
         tags = [tcfg.codec_nothink_id, tcfg.codec_think_bos_id, tcfg.codec_think_eos_id]
@@ -258,7 +268,9 @@ class Codec0Batch:
     targets: torch.Tensor  # (B, K): the generated codec-0 ids (EOS last when the utterance ended)
     mask: torch.Tensor  # (B, K): 1 where a target exists
 
-    def logprobs(self, temperature: float = 1.0, suppress_from: int | None = None, eos_id: int | None = None) -> torch.Tensor:
+    def logprobs(
+        self, temperature: float = 1.0, suppress_from: int | None = None, eos_id: int | None = None
+    ) -> torch.Tensor:
         """(B, K) log-probs of the targets, zero where masked.
 
         ``suppress_from``/``eos_id`` restrict the support as qwen-tts's sampler
@@ -275,8 +287,9 @@ class Codec0Batch:
         return logp.masked_fill(self.mask == 0, 0.0)
 
 
-def teacher_forced_codec0(model: Any, prompts: list[TalkerPrompt], codes: list[torch.Tensor],
-                          ended: list[bool]) -> Codec0Batch:
+def teacher_forced_codec0(
+    model: Any, prompts: list[TalkerPrompt], codes: list[torch.Tensor], ended: list[bool]
+) -> Codec0Batch:
     """One forward pass of the talker over prompt + generated frames, with gradients.
 
     ``codes[b]`` is utterance b's (T, G) frames as ``generate`` returns them

@@ -167,8 +167,10 @@ def test_eval_html_report_is_self_contained(fault_server: FaultServer, tone: np.
 
 
 def test_summary_follows_seed_tts_eval() -> None:
-    rows = [{"status": "ok", "score": s, "cer": c, "wer": w} for s, c, w in
-            [(1.0, 0.0, 0.0), (0.5, 0.5, 1.0), (0.9, 0.1, 0.2), (0.0, 1.5, 2.0)]]
+    rows = [
+        {"status": "ok", "score": s, "cer": c, "wer": w}
+        for s, c, w in [(1.0, 0.0, 0.0), (0.5, 0.5, 1.0), (0.9, 0.1, 0.2), (0.0, 1.5, 2.0)]
+    ]
     summary = summarize([*rows, {"status": "error", "id": "x", "error": {"type": "T", "message": "m"}}])
     assert summary["cer_percent"] == pytest.approx(100 * (0 + 0.5 + 0.1 + 1.5) / 4)  # mean of per-utterance values
     assert summary["wer_percent"] == pytest.approx(100 * 3.2 / 4)
@@ -176,8 +178,9 @@ def test_summary_follows_seed_tts_eval() -> None:
     assert summary["failures"] == [{"id": "x", "audio": None, "reason": "T", "message": "m"}]
 
 
-def test_score_command(fault_server: FaultServer, tone: np.ndarray, tmp_path: Path,
-                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_score_command(
+    fault_server: FaultServer, tone: np.ndarray, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     wav, flac = tmp_path / "a.wav", tmp_path / "b.flac"
     sf.write(wav, tone, 16000)
     sf.write(flac, np.stack([tone, tone], axis=1), 16000)
@@ -192,23 +195,59 @@ def test_score_command(fault_server: FaultServer, tone: np.ndarray, tmp_path: Pa
 
 def test_commands_default_to_a_local_scorer_and_print_their_settings(tmp_path: Path) -> None:
     env = {"PATH": "", "AUDIO_REWARD_URL": ""}
-    proc = subprocess.run([sys.executable, "-m", "audio_reward.cli", "eval", "m.jsonl", "--out", str(tmp_path)],
-                          capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "audio_reward.cli", "eval", "m.jsonl", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert proc.returncode == 2 and "audio-reward eval: urls = http://127.0.0.1:8000" in proc.stderr
     assert "manifest m.jsonl does not exist" in proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "audio_reward.cli", "eval", str(tmp_path / "none.jsonl"),
-                           "--out", str(tmp_path), "--url", "http://127.0.0.1:9"], capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "audio_reward.cli",
+            "eval",
+            str(tmp_path / "none.jsonl"),
+            "--out",
+            str(tmp_path),
+            "--url",
+            "http://127.0.0.1:9",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert proc.returncode == 2 and "does not exist" in proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "audio_reward.cli", "score", "--text", "hi", "x.wav", "--url", "ftp://x"],
-                          capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "audio_reward.cli", "score", "--text", "hi", "x.wav", "--url", "ftp://x"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert proc.returncode == 2 and "scorer URL must be http(s)" in proc.stderr
 
 
-def test_score_names_what_is_wrong_with_a_file(fault_server: FaultServer, tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_score_names_what_is_wrong_with_a_file(
+    fault_server: FaultServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "notes.wav").write_text("these are not samples")
-    assert main(["score", "--url", fault_server.url, "--text", "hi", str(tmp_path / "missing.wav"),
-                 str(tmp_path / "notes.wav"), str(tmp_path)]) == 1
+    assert (
+        main(
+            [
+                "score",
+                "--url",
+                fault_server.url,
+                "--text",
+                "hi",
+                str(tmp_path / "missing.wav"),
+                str(tmp_path / "notes.wav"),
+                str(tmp_path),
+            ]
+        )
+        == 1
+    )
     out = capsys.readouterr().out
     assert f"{tmp_path / 'missing.wav'} does not exist" in out
     assert f"{tmp_path / 'notes.wav'} is not an audio file soundfile can read" in out
@@ -217,8 +256,9 @@ def test_score_names_what_is_wrong_with_a_file(fault_server: FaultServer, tmp_pa
     assert sum(fault_server.http_requests.values()) == 0
 
 
-def test_eval_says_when_the_scorer_is_unreachable(tone: np.ndarray, tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_eval_says_when_the_scorer_is_unreachable(
+    tone: np.ndarray, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from tests.testkit.server import free_port
 
     manifest = write_manifest(tmp_path, tone, 1)

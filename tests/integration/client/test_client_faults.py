@@ -288,8 +288,12 @@ async def test_score_many_reports_failures_without_losing_the_rest(fault_server:
     async with AsyncScorerClient(fault_server.url, max_retries=2, **FAST) as client:
         results = await client.score_many([*good, bad_input], chunk_size=2)
         assert [type(r).__name__ for r in results] == (
-            ["ScorerUnavailableError"] * 2 + ["ScoreResult"] * 2 + ["ProtocolViolationError"] * 4
-            + ["ScoreResult"] + ["InvalidInputError"])
+            ["ScorerUnavailableError"] * 2
+            + ["ScoreResult"] * 2
+            + ["ProtocolViolationError"] * 4
+            + ["ScoreResult"]
+            + ["InvalidInputError"]
+        )
         assert [r.request_id for r in results[6:8]] == ["item-6", "item-7"]
         assert results[0].attempts == 3 and fault_server.received["item-0"] == 3
         assert fault_server.received["item-4"] == 1
@@ -299,11 +303,13 @@ async def test_score_many_reports_failures_without_losing_the_rest(fault_server:
 
 async def test_score_many_accepts_mappings_and_tuples(fault_server: FaultServer, tone: np.ndarray) -> None:
     async with AsyncScorerClient(fault_server.url, **FAST) as client:
-        results = await client.score_many([
-            {"waveform": tone, "sample_rate": 16000, "text": "a", "request_id": "m"},
-            (tone, 16000, "b"),
-            {"wave": tone},
-        ])
+        results = await client.score_many(
+            [
+                {"waveform": tone, "sample_rate": 16000, "text": "a", "request_id": "m"},
+                (tone, 16000, "b"),
+                {"wave": tone},
+            ]
+        )
     assert results[0].score == expected_score("m")
     assert isinstance(results[1], ScoreResult)
     assert isinstance(results[2], InvalidInputError)

@@ -85,7 +85,9 @@ async def test_their_client_scores_on_our_server(their_client: ModuleType, score
     finally:
         await _close_session(their_client)
     assert out["score"] > 0.8 and out["cer"] < 0.2  # their client checked every value is a finite scalar
-    assert out["protocol_version"] == "1" and out["normalized_reference"] == "the quick brown fox jumps over the lazy dog"
+    assert (
+        out["protocol_version"] == "1" and out["normalized_reference"] == "the quick brown fox jumps over the lazy dog"
+    )
 
 
 async def test_their_client_takes_our_refusals_as_final(their_client: ModuleType, scorer_url: str) -> None:

@@ -51,7 +51,9 @@ async def test_an_endpoint_url_is_used_exactly_as_given() -> None:
     waves = _waves(3)
     with VerlOmniProtocolServer() as server:
         async with AsyncScorerClient(server.url + "/score", **FAST) as client:
-            results = [await client.score(w, 24_000, f"text {i}", metadata={"id": f"s{i}"}) for i, w in enumerate(waves)]
+            results = [
+                await client.score(w, 24_000, f"text {i}", metadata={"id": f"s{i}"}) for i, w in enumerate(waves)
+            ]
     assert server.paths == {"POST /score": 3}  # before: every request went to /v1/score and got a 404
     assert [r.score for r in results] == [expected_score(w) for w in waves]
     assert [r.diagnostics["sample_id"] for r in results] == ["s0", "s1", "s2"]
@@ -105,8 +107,14 @@ async def test_its_400_is_final_and_keeps_the_servers_message() -> None:
 async def test_compute_score_is_a_drop_in_for_its_server_url() -> None:
     wave = _waves(1)[0]
     with VerlOmniProtocolServer(lambda n: "503" if n == 1 else None) as server:
-        out = await compute_score((wave, 24_000), "target text", {"id": "sample-1", "audio": wave},
-                                  server_url=server.url + "/score", max_retries=2, retry_backoff=0.0)
+        out = await compute_score(
+            (wave, 24_000),
+            "target text",
+            {"id": "sample-1", "audio": wave},
+            server_url=server.url + "/score",
+            max_retries=2,
+            retry_backoff=0.0,
+        )
         await close_cached_clients()
     assert out == {"score": expected_score(wave), "cer": 0.0, "asr_text": "target text", "sample_id": "sample-1"}
     assert server.paths == {"POST /score": 2}

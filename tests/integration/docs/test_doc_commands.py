@@ -80,7 +80,9 @@ def test_every_command_block_has_an_entry() -> None:
         for b in missing)
     assert not missing, f"{len(missing)} command block(s) of the docs have no test entry:\n{advice}"
     stale = sorted(set(ENTRIES) - {b.key for b in BLOCKS})
-    assert not stale, f"entries in tests/integration/docs/doc_commands.py for blocks no doc has any more (remove them): {stale}"
+    assert not stale, (
+        f"entries in tests/integration/docs/doc_commands.py for blocks no doc has any more (remove them): {stale}"
+    )
 
 
 @pytest.mark.parametrize("key", [k for k, e in ENTRIES.items() if isinstance(e, Covered)])
@@ -92,8 +94,9 @@ def test_named_equivalent_tests_exist(key: str) -> None:
         source = REPO_ROOT / path
         assert source.is_file(), f"{key}: {path} does not exist"
         if name:
-            assert re.search(rf"^(async )?def {re.escape(name)}\b", source.read_text(encoding="utf-8"), re.M), \
+            assert re.search(rf"^(async )?def {re.escape(name)}\b", source.read_text(encoding="utf-8"), re.M), (
                 f"{key}: {path} defines no {name}"
+            )
 
 
 def test_skips_say_why() -> None:
@@ -103,6 +106,7 @@ def test_skips_say_why() -> None:
 
 
 # ---------------------------------------------------------------- running blocks
+
 
 def _fixture(name: str, folder: Path, url: str | None) -> None:
     from tests.testkit.speech import synth_speech
@@ -123,8 +127,23 @@ def _fixture(name: str, folder: Path, url: str | None) -> None:
         if not (folder / "manifest.jsonl").exists():
             _fixture("manifest.jsonl", folder, url)
         assert url is not None
-        subprocess.run([sys.executable, "-m", "audio_reward.cli", "eval", "manifest.jsonl", "--out", name, "--url",
-                        url, "--no-progress"], cwd=folder, check=True, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "audio_reward.cli",
+                "eval",
+                "manifest.jsonl",
+                "--out",
+                name,
+                "--url",
+                url,
+                "--no-progress",
+            ],
+            cwd=folder,
+            check=True,
+            capture_output=True,
+        )
     else:
         raise AssertionError(f"unknown fixture {name!r}: add it to _fixture in {__file__}")
 
@@ -147,7 +166,15 @@ def test_run_block(key: str, tmp_path: Path, request: pytest.FixtureRequest) -> 
     bindir = str(Path(sys.executable).parent)
     env = {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
     env.pop("AUDIO_REWARD_URL", None)
-    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=entry.timeout_s)
-    assert proc.returncode == 0, f"{block.doc}:{block.line} exited {proc.returncode}\n{script}\n{proc.stdout}\n{proc.stderr}"
+    proc = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=entry.timeout_s,
+    )
+    assert proc.returncode == 0, (
+        f"{block.doc}:{block.line} exited {proc.returncode}\n{script}\n{proc.stdout}\n{proc.stderr}"
+    )
     assert proc.stdout.strip(), f"{block.doc}:{block.line} printed nothing"

@@ -54,8 +54,11 @@ def test_qwen3_asr_preset_serves_a_qwen3_asr_checkpoint(tiny_qwen3_asr: Path) ->
     with running_server(preset="qwen3-asr", model=str(tiny_qwen3_asr), max_wait_ms=5, ready_timeout_s=300) as server:
         info = httpx.get(f"{server.url}/v1/info", timeout=30).json()
         assert info["engine"]["extra"]["architecture"] == "qwen3_asr" and info["preset"] == "qwen3-asr"
-        r = httpx.post(f"{server.url}/v1/score/batch", json={"protocol_version": "1", "items": [_body(TEXT), _body("Hi.")]},
-                       timeout=120)
+        r = httpx.post(
+            f"{server.url}/v1/score/batch",
+            json={"protocol_version": "1", "items": [_body(TEXT), _body("Hi.")]},
+            timeout=120,
+        )
         assert r.status_code == 200, r.text
         for item in r.json()["results"]:
             assert 0.0 <= item["score"] <= 1.0 and isinstance(item["transcript"], str)

@@ -97,7 +97,9 @@ def test_faster_whisper_detects_from_the_encoder_output_it_decodes_from(
         engine._model.model = counter._model  # type: ignore[attr-defined]
         theirs = [engine._model.detect_language(a)[0] for a in clips]  # type: ignore[attr-defined]
         assert [t.language for t in detected] == theirs
-        forced = engine.transcribe_batch_sync([TranscriptionInput(a, lang) for a, lang in zip(clips, theirs, strict=True)])
+        forced = engine.transcribe_batch_sync(
+            [TranscriptionInput(a, lang) for a, lang in zip(clips, theirs, strict=True)]
+        )
         assert [t.text for t in detected] == [t.text for t in forced]
         assert [t.num_tokens for t in detected] == [t.num_tokens for t in forced]
     finally:
@@ -105,7 +107,8 @@ def test_faster_whisper_detects_from_the_encoder_output_it_decodes_from(
 
 
 def test_transformers_passes_the_detection_encoder_outputs_to_generate(
-        tiny_whisper: Path, sentences_16k: list[np.ndarray]) -> None:
+    tiny_whisper: Path, sentences_16k: list[np.ndarray]
+) -> None:
     import torch
 
     engine = create_engine("transformers", EngineConfig(model=str(tiny_whisper), max_batch_size=8))
@@ -133,7 +136,9 @@ def test_transformers_passes_the_detection_encoder_outputs_to_generate(
             ids = backend.model.detect_language(input_features=feats.input_features)
         theirs = [backend.id_to_lang[int(i)] for i in ids.view(-1).tolist()]
         assert [t.language for t in detected] == theirs
-        forced = engine.transcribe_batch_sync([TranscriptionInput(a, lang) for a, lang in zip(clips, theirs, strict=True)])
+        forced = engine.transcribe_batch_sync(
+            [TranscriptionInput(a, lang) for a, lang in zip(clips, theirs, strict=True)]
+        )
         assert [t.text for t in detected] == [t.text for t in forced]
         assert [t.num_tokens for t in detected] == [t.num_tokens for t in forced]
     finally:

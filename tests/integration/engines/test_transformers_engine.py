@@ -92,7 +92,9 @@ def test_tiny_random_qwen3_asr_end_to_end(tiny_qwen3_asr: Path) -> None:
         # Left padding and per-row caps make a row's result independent of its batch-mates.
         assert together == alone
         for item, out in zip(batch, together, strict=True):
-            cap = max_new_tokens_for(item.duration_s) + (QWEN3_ASR_LANGUAGE_PREFIX_TOKENS if item.language is None else 0)
+            cap = max_new_tokens_for(item.duration_s) + (
+                QWEN3_ASR_LANGUAGE_PREFIX_TOKENS if item.language is None else 0
+            )
             assert 0 < out.num_tokens <= cap
             assert isinstance(out.text, str)
         assert together[0].language == "en" and together[2].language == "zh"

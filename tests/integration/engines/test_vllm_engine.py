@@ -82,10 +82,16 @@ class TransformersBackedClient:
             ids = await asyncio.to_thread(self._run, prompt, params)
         self.in_flight -= 1
         tok = self.processor.tokenizer
-        text = tok.decode(ids, skip_special_tokens=params.skip_special_tokens) if hasattr(params, "skip_special_tokens") \
+        text = (
+            tok.decode(ids, skip_special_tokens=params.skip_special_tokens)
+            if hasattr(params, "skip_special_tokens")
             else tok.decode(ids)
-        yield SimpleNamespace(request_id=request_id, finished=True,
-                              outputs=[SimpleNamespace(text=text, token_ids=ids, finish_reason="stop")])
+        )
+        yield SimpleNamespace(
+            request_id=request_id,
+            finished=True,
+            outputs=[SimpleNamespace(text=text, token_ids=ids, finish_reason="stop")],
+        )
 
     def _run(self, prompt: Any, params: Any) -> list[int]:
         assert params.temperature == 0.0
@@ -113,7 +119,7 @@ class TransformersBackedClient:
             audio, rate = prompt["multi_modal_data"]["audio"]
             inputs = self.processor(text=[prompt["prompt"]], audio=[audio], sampling_rate=rate, return_tensors="pt")
             out = self.model.generate(**inputs, max_new_tokens=params.max_tokens, do_sample=False)
-            return out[0, inputs["input_ids"].shape[1]:].tolist()
+            return out[0, inputs["input_ids"].shape[1] :].tolist()
 
     def shutdown(self) -> None:
         self.shut_down = True
@@ -141,8 +147,10 @@ def test_whisper_prompts_follow_vllms_transcription_endpoint() -> None:
 def test_qwen3_asr_prompt_and_output_parsing() -> None:
     audio = np.zeros(16000, dtype=np.float32)
     forced = qwen3_asr_prompt(audio, "en")
-    assert forced["prompt"] == ("<|im_start|>user\n<|audio_start|><|audio_pad|><|audio_end|><|im_end|>\n"
-                                "<|im_start|>assistant\nlanguage English<asr_text>")
+    assert forced["prompt"] == (
+        "<|im_start|>user\n<|audio_start|><|audio_pad|><|audio_end|><|im_end|>\n"
+        "<|im_start|>assistant\nlanguage English<asr_text>"
+    )
     assert forced["multi_modal_data"]["audio"][1] == 16000
     assert qwen3_asr_prompt(audio, None)["prompt"].endswith("<|im_start|>assistant\n")
     with pytest.raises(ValueError, match="klingon"):
@@ -191,8 +199,10 @@ async def test_english_only_whisper_gets_no_language_token(sentences_16k: list[n
 async def test_tiny_random_qwen3_asr_through_the_boundary(tiny_qwen3_asr: Path) -> None:
     engine, client = make_engine(str(tiny_qwen3_asr))
     rng = np.random.default_rng(1)
-    batch = [TranscriptionInput((0.1 * rng.standard_normal(16000 * s)).astype(np.float32), lang)
-             for s, lang in ((1, "en"), (3, None))]
+    batch = [
+        TranscriptionInput((0.1 * rng.standard_normal(16000 * s)).astype(np.float32), lang)
+        for s, lang in ((1, "en"), (3, None))
+    ]
     out = await engine.transcribe(batch)
     assert client.max_in_flight == 2
     (p0, s0, _), (p1, s1, _) = client.calls

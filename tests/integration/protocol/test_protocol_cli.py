@@ -23,7 +23,11 @@ def test_valid_request_and_detected_kinds() -> None:
 
 
 def test_invalid_prints_every_error_with_its_path() -> None:
-    body = (EXAMPLES / "valid" / "verl_omni_v1.json").read_text().replace('"sample_rate": 16000', '"sample_rate": 0, "x": 1')
+    body = (
+        (EXAMPLES / "valid" / "verl_omni_v1.json")
+        .read_text()
+        .replace('"sample_rate": 16000', '"sample_rate": 0, "x": 1')
+    )
     out = run("-", stdin=body.encode())
     text = out.stdout.decode()
     assert out.returncode == 1

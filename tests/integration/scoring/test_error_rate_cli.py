@@ -35,7 +35,12 @@ def jsonl(*objects: object) -> bytes:
 
 GOOD = [
     {"id": "en-1", "reference": "Hello, world! It's a test.", "hypothesis": "hello word its a test"},
-    {"id": 2, "reference": "今天天气很好，我们去公园散步吧！", "hypothesis": "今天天氣很好我們去公園散步", "language": "zh"},
+    {
+        "id": 2,
+        "reference": "今天天气很好，我们去公园散步吧！",
+        "hypothesis": "今天天氣很好我們去公園散步",
+        "language": "zh",
+    },
     {"id": "en-3", "reference": "Don’t stop.", "hypothesis": "don't stop", "language": "en"},
 ]
 
@@ -49,8 +54,13 @@ def test_scores_every_line_like_the_server_and_exits_0(tmp_path: Path) -> None:
     assert [o["id"] for o in out] == ["en-1", 2, "en-3"]
     for line, o in zip(GOOD, out, strict=True):
         server = score_transcript(
-            line["reference"], line["hypothesis"], normalizer=get_normalizer("seed-tts-eval"),
-            policy=RewardPolicy(), language=line.get("language"), duration_s=1.0, reference_duration_s=None,
+            line["reference"],
+            line["hypothesis"],
+            normalizer=get_normalizer("seed-tts-eval"),
+            policy=RewardPolicy(),
+            language=line.get("language"),
+            duration_s=1.0,
+            reference_duration_s=None,
         ).diagnostics()
         assert (o["cer"], o["wer"]) == (server["cer"], server["wer"])
         assert o["normalized_reference"] == server["normalized_reference"]
@@ -102,8 +112,10 @@ def test_refused_lines_get_an_error_each_and_exit_1() -> None:
 
 
 def test_language_option_applies_to_lines_without_one() -> None:
-    data = jsonl({"id": 1, "reference": "ABC", "hypothesis": "abc"},
-                 {"id": 2, "reference": "ABC", "hypothesis": "abc", "language": "en"})
+    data = jsonl(
+        {"id": 1, "reference": "ABC", "hypothesis": "abc"},
+        {"id": 2, "reference": "ABC", "hypothesis": "abc", "language": "en"},
+    )
     out = lines(run("--normalizer", "seed-tts-eval", "--language", "zh", "-", stdin=data).stdout)
     # Chinese rules keep Latin case (3 substitutions); the line's own "en" lower-cases.
     assert (out[0]["cer"], out[0]["language"], out[0]["char_level"]) == (1.0, "zh", True)
@@ -112,8 +124,13 @@ def test_language_option_applies_to_lines_without_one() -> None:
 
 def test_whisper_en_mode_runs_openais_normaliser() -> None:
     pytest.importorskip("whisper.normalizers", reason="openai-whisper is not installed")
-    data = jsonl({"id": 1, "reference": "Mr. Smith paid $20.5 million, 'cause colour.",
-                  "hypothesis": "mister smith paid twenty point five million dollars because color"})
+    data = jsonl(
+        {
+            "id": 1,
+            "reference": "Mr. Smith paid $20.5 million, 'cause colour.",
+            "hypothesis": "mister smith paid twenty point five million dollars because color",
+        }
+    )
     proc = run("--normalizer", "whisper-en", "-", stdin=data)
     assert proc.returncode == 0, proc.stderr
     (o,) = lines(proc.stdout)

@@ -69,7 +69,9 @@ def test_values_are_converted_to_each_option_type_and_defaults_fill_the_rest() -
 
 
 def test_unknown_keys_and_bad_values_get_a_clear_error_per_engine() -> None:
-    with pytest.raises(EngineOptionError, match=r"engine 'faster-whisper' has no option 'max_num_seqs' \(its options: batched\)"):
+    with pytest.raises(
+        EngineOptionError, match=r"engine 'faster-whisper' has no option 'max_num_seqs' \(its options: batched\)"
+    ):
         create_engine("faster-whisper", EngineConfig(model="tiny.en", options={"max_num_seqs": "8"}))
     with pytest.raises(EngineOptionError, match=r"max_num_seqs='many'.*not an integer"):
         create_engine("vllm", EngineConfig(model="tiny.en", options={"max_num_seqs": "many"}))
@@ -78,7 +80,8 @@ def test_unknown_keys_and_bad_values_get_a_clear_error_per_engine() -> None:
     with pytest.raises(EngineOptionError, match="needs a value"):
         resolve_engine_options("x", {"n": EngineOption(int, 1, "n")}, {"n": "none"})
     assert create_engine("faster-whisper", EngineConfig(model="tiny.en", options={"batched": "1"})).options == {
-        "batched": True}
+        "batched": True
+    }
 
 
 def test_serve_refuses_an_unknown_option_before_loading(capsys: pytest.CaptureFixture[str]) -> None:
@@ -88,7 +91,10 @@ def test_serve_refuses_an_unknown_option_before_loading(capsys: pytest.CaptureFi
 
 
 class OptionedEngine(ThreadedEngine):
-    OPTIONS: ClassVar[Mapping[str, EngineOption]] = {"speed": EngineOption(float, 1.0, "how fast"), "mode": EngineOption(str, "plain", "which mode")}
+    OPTIONS: ClassVar[Mapping[str, EngineOption]] = {
+        "speed": EngineOption(float, 1.0, "how fast"),
+        "mode": EngineOption(str, "plain", "which mode"),
+    }
 
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__()
@@ -122,8 +128,20 @@ def test_the_documented_batched_command_serves_with_the_option() -> None:
     # docs/server.md: audio-reward serve --engine faster-whisper --engine-option batched=true
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    cmd = [sys.executable, "-m", "audio_reward.cli", "serve", "--engine", "faster-whisper",
-           "--engine-option", "batched=true", "--host", "127.0.0.1", "--port", str(port)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "audio_reward.cli",
+        "serve",
+        "--engine",
+        "faster-whisper",
+        "--engine-option",
+        "batched=true",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         log_path = Path(tmp) / "server.log"
         with open(log_path, "wb") as log:

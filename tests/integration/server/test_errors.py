@@ -71,7 +71,9 @@ def test_protocol_errors_are_400_with_code_and_path(scorer_url: str, payload: An
         payload = speech_body(language="zh")  # tiny.en transcribes English only
     content = payload if isinstance(payload, bytes) else httpx.Request("POST", "/", json=payload).content
     for path_ in ("/v1/score", "/score"):
-        r = httpx.post(f"{scorer_url}{path_}", content=content, headers={"Content-Type": "application/json"}, timeout=60)
+        r = httpx.post(
+            f"{scorer_url}{path_}", content=content, headers={"Content-Type": "application/json"}, timeout=60
+        )
         error = assert_error(r, 400, code)
         assert error["path"] == path
         assert error["request_id"] == r.headers["x-request-id"]
@@ -80,10 +82,14 @@ def test_protocol_errors_are_400_with_code_and_path(scorer_url: str, payload: An
 def test_language_is_checked_against_the_model_before_queueing(scorer_url: str) -> None:
     """A language the model cannot transcribe fails alone, never its batch-mates; spellings of English pass."""
     good = speech_body()
-    r = httpx.post(f"{scorer_url}/v1/score/batch", timeout=120, json={
-        "protocol_version": "1",
-        "items": [dict(good, language="en-US"), dict(good, language="zz"), dict(good, language="english")],
-    })
+    r = httpx.post(
+        f"{scorer_url}/v1/score/batch",
+        timeout=120,
+        json={
+            "protocol_version": "1",
+            "items": [dict(good, language="en-US"), dict(good, language="zz"), dict(good, language="english")],
+        },
+    )
     assert r.status_code == 200, r.text
     first, bad, last = r.json()["results"]
     assert first["score"] >= 0.9 and last["score"] >= 0.9
@@ -93,10 +99,14 @@ def test_language_is_checked_against_the_model_before_queueing(scorer_url: str) 
 
 def test_empty_body_and_bad_batch_envelope(scorer_url: str) -> None:
     assert_error(httpx.post(f"{scorer_url}/v1/score", content=b""), 400, "malformed_json")
-    assert_error(httpx.post(f"{scorer_url}/v1/score/batch", json={"protocol_version": "1", "items": []}),
-                 400, "invalid_request")
-    assert_error(httpx.post(f"{scorer_url}/v1/score/batch", json={"protocol_version": "9", "items": [{}]}),
-                 400, "unsupported_protocol_version")
+    assert_error(
+        httpx.post(f"{scorer_url}/v1/score/batch", json={"protocol_version": "1", "items": []}), 400, "invalid_request"
+    )
+    assert_error(
+        httpx.post(f"{scorer_url}/v1/score/batch", json={"protocol_version": "9", "items": [{}]}),
+        400,
+        "unsupported_protocol_version",
+    )
 
 
 def test_unknown_path_and_wrong_method_use_protocol_shape(scorer_url: str) -> None:
@@ -114,8 +124,9 @@ def test_client_request_id_header_is_kept(scorer_url: str) -> None:
 @pytest.fixture(scope="module")
 def guarded_url() -> Iterator[str]:
     """A server with an API key (from the environment) and small body and audio limits."""
-    with running_server(model="tiny.en", max_body_bytes=600_000, max_audio_seconds=5,
-                        env={"AUDIO_REWARD_API_KEY": API_KEY}) as server:
+    with running_server(
+        model="tiny.en", max_body_bytes=600_000, max_audio_seconds=5, env={"AUDIO_REWARD_API_KEY": API_KEY}
+    ) as server:
         yield server.url
 
 
@@ -162,7 +173,11 @@ def test_oversized_chunked_body_is_413_while_streaming(guarded_url: str) -> None
 
 def test_audio_over_the_servers_limit_is_400(guarded_url: str) -> None:
     audio = np.zeros(16_000 * 6, dtype=np.float32)
-    body = {"protocol_version": "1", "prompt": TEXT, "sample_rate": 16_000,
-            "waveform_pcm16_base64": base64.b64encode(audio.astype("<i2").tobytes()).decode()}
+    body = {
+        "protocol_version": "1",
+        "prompt": TEXT,
+        "sample_rate": 16_000,
+        "waveform_pcm16_base64": base64.b64encode(audio.astype("<i2").tobytes()).decode(),
+    }
     r = httpx.post(f"{guarded_url}/v1/score", json=body, headers={"X-API-Key": API_KEY})
     assert "limit is 5" in assert_error(r, 400, "audio_too_long")["message"]

@@ -101,17 +101,43 @@ def test_models_list_and_retrieve(client: openai.OpenAI) -> None:
     assert info.value.code == "model_not_found"
 
 
-@pytest.mark.parametrize(("kwargs", "error", "code", "param", "says"), [
-    ({"model": "whisper-1"}, openai.NotFoundError, "model_not_found", "model", "serves tiny.en"),
-    ({"model": "tiny.en", "temperature": 0.4}, openai.BadRequestError, "unsupported_temperature", "temperature",
-     "send 0"),
-    ({"model": "tiny.en", "language": "zh"}, openai.BadRequestError, "unsupported_language", "language", "supports: en"),
-    ({"model": "tiny.en", "stream": True}, openai.BadRequestError, "unsupported_stream", "stream", "stream=false"),
-    ({"model": "tiny.en", "response_format": "srt"}, openai.BadRequestError, "invalid_request", "response_format",
-     "'json', 'text' or 'verbose_json'"),
-])
-def test_refusals_use_openai_error_shape(client: openai.OpenAI, speech_wav: bytes, kwargs: dict[str, object],
-                                         error: type[openai.APIStatusError], code: str, param: str, says: str) -> None:
+@pytest.mark.parametrize(
+    ("kwargs", "error", "code", "param", "says"),
+    [
+        ({"model": "whisper-1"}, openai.NotFoundError, "model_not_found", "model", "serves tiny.en"),
+        (
+            {"model": "tiny.en", "temperature": 0.4},
+            openai.BadRequestError,
+            "unsupported_temperature",
+            "temperature",
+            "send 0",
+        ),
+        (
+            {"model": "tiny.en", "language": "zh"},
+            openai.BadRequestError,
+            "unsupported_language",
+            "language",
+            "supports: en",
+        ),
+        ({"model": "tiny.en", "stream": True}, openai.BadRequestError, "unsupported_stream", "stream", "stream=false"),
+        (
+            {"model": "tiny.en", "response_format": "srt"},
+            openai.BadRequestError,
+            "invalid_request",
+            "response_format",
+            "'json', 'text' or 'verbose_json'",
+        ),
+    ],
+)
+def test_refusals_use_openai_error_shape(
+    client: openai.OpenAI,
+    speech_wav: bytes,
+    kwargs: dict[str, object],
+    error: type[openai.APIStatusError],
+    code: str,
+    param: str,
+    says: str,
+) -> None:
     with pytest.raises(error) as info:
         client.audio.transcriptions.create(file=("speech.wav", speech_wav), **kwargs)  # type: ignore[call-overload]
     exc = info.value
@@ -137,8 +163,12 @@ def test_form_mistakes_are_named(scorer_url: str, speech_wav: bytes) -> None:
     url = f"{scorer_url}/v1/audio/transcriptions"
     no_model = httpx.post(url, files={"file": ("speech.wav", speech_wav)}, timeout=60)
     assert no_model.status_code == 400
-    assert no_model.json()["error"] == {"message": "the form field 'model' is required",
-                                        "type": "invalid_request_error", "param": "model", "code": "missing_field"}
+    assert no_model.json()["error"] == {
+        "message": "the form field 'model' is required",
+        "type": "invalid_request_error",
+        "param": "model",
+        "code": "missing_field",
+    }
     no_file = httpx.post(url, data={"model": "tiny.en"}, files={"other": ("x", b"x")}, timeout=60)
     assert no_file.status_code == 400 and no_file.json()["error"]["param"] == "file"
     as_json = httpx.post(url, json={"model": "tiny.en", "file": "speech.wav"}, timeout=60)
@@ -149,27 +179,37 @@ def test_form_mistakes_are_named(scorer_url: str, speech_wav: bytes) -> None:
 def test_unsupported_openai_fields_are_refused_by_name(client: openai.OpenAI, speech_wav: bytes) -> None:
     # A client asking for word timings or logprobs must learn it gets none, not a silent 200 without them.
     with pytest.raises(openai.BadRequestError) as info:
-        client.audio.transcriptions.create(model="tiny.en", file=("speech.wav", speech_wav),
-                                           response_format="verbose_json", timestamp_granularities=["word"])
+        client.audio.transcriptions.create(
+            model="tiny.en",
+            file=("speech.wav", speech_wav),
+            response_format="verbose_json",
+            timestamp_granularities=["word"],
+        )
     assert info.value.code == "unsupported_field" and info.value.param == "timestamp_granularities[]"
     assert "timings" in info.value.message
     with pytest.raises(openai.BadRequestError) as info:
-        client.audio.transcriptions.create(model="tiny.en", file=("speech.wav", speech_wav),
-                                           include=["logprobs"])  # type: ignore[list-item]
+        client.audio.transcriptions.create(model="tiny.en", file=("speech.wav", speech_wav), include=["logprobs"])  # type: ignore[list-item]
     assert info.value.code == "unsupported_field" and "logprobs" in info.value.message
 
 
 def test_broken_multipart_and_unknown_routes_answer_in_openai_shape(scorer_url: str, speech_wav: bytes) -> None:
     url = f"{scorer_url}/v1/audio/transcriptions"
-    two_files = httpx.post(url, data={"model": "tiny.en"},
-                           files=[("file", ("a.wav", speech_wav)), ("file", ("b.wav", speech_wav))], timeout=60)
+    two_files = httpx.post(
+        url,
+        data={"model": "tiny.en"},
+        files=[("file", ("a.wav", speech_wav)), ("file", ("b.wav", speech_wav))],
+        timeout=60,
+    )
     assert two_files.status_code == 400
     assert two_files.json()["error"]["code"] == "malformed_multipart"
-    garbage = httpx.post(url, content=b"garbage", headers={"content-type": "multipart/form-data; boundary=zzz"},
-                         timeout=60)
+    garbage = httpx.post(
+        url, content=b"garbage", headers={"content-type": "multipart/form-data; boundary=zzz"}, timeout=60
+    )
     assert garbage.status_code == 400 and garbage.json()["error"]["code"] == "malformed_multipart"
-    for response, status in ((httpx.get(url, timeout=60), 405),
-                             (httpx.post(f"{scorer_url}/v1/audio/translations", timeout=60), 404)):
+    for response, status in (
+        (httpx.get(url, timeout=60), 405),
+        (httpx.post(f"{scorer_url}/v1/audio/translations", timeout=60), 404),
+    ):
         assert response.status_code == status
         error = response.json()["error"]
         assert set(error) == {"message", "type", "param", "code"}
@@ -181,18 +221,22 @@ def _flac_bytes(seconds: float, rate: int, channels: int = 1, *, unknown_length:
     raw = bytearray(buf.getvalue())
     if unknown_length:  # STREAMINFO total_samples = 0, as streaming encoders write it
         raw[8 + 13] &= 0xF0
-        raw[8 + 14: 8 + 18] = b"\0\0\0\0"
+        raw[8 + 14 : 8 + 18] = b"\0\0\0\0"
     return bytes(raw)
 
 
 def test_uploads_are_bounded_before_decoding(client: openai.OpenAI) -> None:
     # A FLAC that declares no length is decoded as a stream, not refused for an absurd duration.
-    short = client.audio.transcriptions.create(model="tiny.en", response_format="verbose_json",
-                                               file=("stream.flac", _flac_bytes(5, 24_000, unknown_length=True)))
+    short = client.audio.transcriptions.create(
+        model="tiny.en",
+        response_format="verbose_json",
+        file=("stream.flac", _flac_bytes(5, 24_000, unknown_length=True)),
+    )
     assert short.duration == pytest.approx(5.0, abs=1e-3)
     with pytest.raises(openai.BadRequestError) as info:
-        client.audio.transcriptions.create(model="tiny.en",
-                                           file=("long.flac", _flac_bytes(600, 16_000, unknown_length=True)))
+        client.audio.transcriptions.create(
+            model="tiny.en", file=("long.flac", _flac_bytes(600, 16_000, unknown_length=True))
+        )
     assert info.value.code == "audio_too_long" and "no declared length" in info.value.message
     # 59 s of 192 kHz stereo is under the duration limit but 90 MB once decoded: refused from its header.
     with pytest.raises(openai.BadRequestError) as info:
@@ -213,8 +257,13 @@ def test_transcriptions_share_metrics_with_scoring(client: openai.OpenAI, scorer
 @pytest.fixture(scope="module")
 def guarded_url() -> Iterator[str]:
     """A server with an API key, a short audio limit, a small body limit and a served model name."""
-    with running_server(model="tiny.en", max_audio_seconds=2, max_body_bytes=200_000,
-                        served_model_name="openai/whisper-large-v3", env={"AUDIO_REWARD_API_KEY": API_KEY}) as server:
+    with running_server(
+        model="tiny.en",
+        max_audio_seconds=2,
+        max_body_bytes=200_000,
+        served_model_name="openai/whisper-large-v3",
+        env={"AUDIO_REWARD_API_KEY": API_KEY},
+    ) as server:
         yield server.url
 
 
@@ -233,12 +282,14 @@ def test_same_auth_and_limits_as_score(guarded_url: str) -> None:
         assert ok.text.strip()
         long_audio, long_rate = synth_speech(TEXT)  # about 3 s: over the 2 s limit
         with pytest.raises(openai.BadRequestError) as info:
-            good.audio.transcriptions.create(model="openai/whisper-large-v3",
-                                             file=("long.flac", wav_bytes(long_audio, long_rate, "FLAC")))
+            good.audio.transcriptions.create(
+                model="openai/whisper-large-v3", file=("long.flac", wav_bytes(long_audio, long_rate, "FLAC"))
+            )
         assert info.value.code == "audio_too_long" and "limit is 2 s" in info.value.message
         with pytest.raises(openai.APIStatusError) as too_big:
-            good.audio.transcriptions.create(model="openai/whisper-large-v3",
-                                             file=("big.wav", wav_bytes(long_audio, long_rate, subtype="FLOAT")))
+            good.audio.transcriptions.create(
+                model="openai/whisper-large-v3", file=("big.wav", wav_bytes(long_audio, long_rate, subtype="FLOAT"))
+            )
         assert too_big.value.status_code == 413 and too_big.value.code == "payload_too_large"
 
 
@@ -259,12 +310,22 @@ def test_docs_replacing_vllm_serve_run_as_written(tmp_path: Path) -> None:
     port = free_port()
     args = [*shlex.split(serve)[2:], "--port", str(port)]  # "audio-reward serve" + the documented flags
     with running_server(**_flags_to_settings(args)) as server:
-        done = subprocess.run([sys.executable, "-c", python.replace("127.0.0.1:8000", f"127.0.0.1:{port}")],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-c", python.replace("127.0.0.1:8000", f"127.0.0.1:{port}")],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == TEXT
-        shown = subprocess.run(shlex.split(curl.replace("localhost:8000", f"127.0.0.1:{port}")), cwd=tmp_path,
-                               capture_output=True, text=True, timeout=120)
+        shown = subprocess.run(
+            shlex.split(curl.replace("localhost:8000", f"127.0.0.1:{port}")),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert json.loads(shown.stdout)["text"] == TEXT
         assert server.url.endswith(str(port))
 

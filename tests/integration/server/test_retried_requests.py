@@ -54,7 +54,9 @@ def test_concurrent_copies_share_one_transcription(scorer_url: str) -> None:
     rid = uuid.uuid4().hex
     before = utterances_transcribed(scorer_url)
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        answers = list(pool.map(lambda _: httpx.post(f"{scorer_url}/v1/score", json=body(TEXT, rid), timeout=120), range(4)))
+        answers = list(
+            pool.map(lambda _: httpx.post(f"{scorer_url}/v1/score", json=body(TEXT, rid), timeout=120), range(4))
+        )
     assert {r.status_code for r in answers} == {200}
     assert len({r.text for r in answers}) == 1
     assert utterances_transcribed(scorer_url) == before + 1
@@ -64,8 +66,9 @@ def test_duplicates_inside_one_batch_are_scored_once(scorer_url: str) -> None:
     rid = uuid.uuid4().hex
     before = utterances_transcribed(scorer_url)
     items = [body(TEXT, rid), body(TEXT, rid), body(OTHER, uuid.uuid4().hex)]
-    results = httpx.post(f"{scorer_url}/v1/score/batch", json={"protocol_version": "1", "items": items},
-                         timeout=120).json()["results"]
+    results = httpx.post(
+        f"{scorer_url}/v1/score/batch", json={"protocol_version": "1", "items": items}, timeout=120
+    ).json()["results"]
     assert results[0] == results[1] and results[0]["score"] >= 0.9 and results[2]["score"] <= 0.4
     assert utterances_transcribed(scorer_url) == before + 2
 

@@ -92,8 +92,9 @@ def test_wav_file_encoding_and_request_id_echo(scorer_url: str) -> None:
 
 def test_reward_options_change_the_formula(scorer_url: str) -> None:
     plain = httpx.post(f"{scorer_url}/v1/score", json=request_body(TEXT, OTHER), timeout=60).json()
-    shaped = httpx.post(f"{scorer_url}/v1/score", json=request_body(TEXT, OTHER, reward={"formula": "exp", "exp_k": 5.0}),
-                        timeout=60).json()
+    shaped = httpx.post(
+        f"{scorer_url}/v1/score", json=request_body(TEXT, OTHER, reward={"formula": "exp", "exp_k": 5.0}), timeout=60
+    ).json()
     assert shaped["reward_formula"] == "exp"
     assert shaped["score"] == pytest.approx(math.exp(-5.0 * min(shaped["error_rate"], 1.0)), rel=1e-6)
     assert plain["reward_formula"] == "1-cer"
@@ -117,8 +118,11 @@ def test_batch_with_a_bad_item_in_the_middle(scorer_url: str) -> None:
 def batch_stats(url: str) -> tuple[float, float]:
     """(engine calls, utterances) from the batch-size histogram."""
     text = httpx.get(f"{url}/metrics").text
-    values = {line.split()[0]: float(line.split()[1]) for line in text.splitlines()
-              if line.startswith("audio_reward_batch_size_")}
+    values = {
+        line.split()[0]: float(line.split()[1])
+        for line in text.splitlines()
+        if line.startswith("audio_reward_batch_size_")
+    }
     return values["audio_reward_batch_size_count"], values["audio_reward_batch_size_sum"]
 
 
@@ -176,17 +180,27 @@ def test_health_and_metrics(scorer_url: str) -> None:
     assert 'audio_reward_requests_total{endpoint="/v1/score",status="400"}' in text
     assert 'audio_reward_items_total{outcome="malformed_json"}' in text
     assert 'audio_reward_items_total{outcome="ok"}' in text
-    for name in ("audio_reward_queue_depth", "audio_reward_batch_size_bucket", "audio_reward_audio_seconds_total",
-                 "audio_reward_engine_latency_seconds_bucket", "audio_reward_ready 1.0"):
+    for name in (
+        "audio_reward_queue_depth",
+        "audio_reward_batch_size_bucket",
+        "audio_reward_audio_seconds_total",
+        "audio_reward_engine_latency_seconds_bucket",
+        "audio_reward_ready 1.0",
+    ):
         assert name in text
-    seconds = next(float(line.split()[1]) for line in text.splitlines()
-                   if line.startswith("audio_reward_audio_seconds_total"))
+    seconds = next(
+        float(line.split()[1]) for line in text.splitlines() if line.startswith("audio_reward_audio_seconds_total")
+    )
     assert seconds > 2.0
 
 
 def test_openapi_documents_request_and_response_models(scorer_url: str) -> None:
     spec = httpx.get(f"{scorer_url}/openapi.json").json()
-    for path, model in (("/v1/score", "ScoreRequest"), ("/score", "ScoreRequest"), ("/v1/score/batch", "BatchScoreRequest")):
+    for path, model in (
+        ("/v1/score", "ScoreRequest"),
+        ("/score", "ScoreRequest"),
+        ("/v1/score/batch", "BatchScoreRequest"),
+    ):
         body = spec["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
         assert body == {"$ref": f"#/components/schemas/{model}"}
     schemas = spec["components"]["schemas"]

@@ -49,14 +49,20 @@ def paths(tmp_path: Path) -> dict[str, str]:
 
 def dry_run(recipe: str, env: dict[str, str], *overrides: str) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if k not in ("VERL_USE_EXTERNAL_MODULES",)}
-    return subprocess.run(["bash", str(RECIPES_DIR / recipe / "run.sh"), *overrides], capture_output=True, text=True, check=False,
-                          env={**base, **env, "AUDIO_REWARD_DRY_RUN": "1", "PYTHON_BIN": sys.executable}, timeout=120)
+    return subprocess.run(
+        ["bash", str(RECIPES_DIR / recipe / "run.sh"), *overrides],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**base, **env, "AUDIO_REWARD_DRY_RUN": "1", "PYTHON_BIN": sys.executable},
+        timeout=120,
+    )
 
 
 def split_listing(stdout: str) -> tuple[dict[str, str], list[str]]:
     lines = stdout.splitlines()
     sep = lines.index("--")
-    return dict(line.split("=", 1) for line in lines[:sep]), lines[sep + 1:]
+    return dict(line.split("=", 1) for line in lines[:sep]), lines[sep + 1 :]
 
 
 def overrides_of(command: list[str]) -> dict[str, str]:
@@ -74,8 +80,10 @@ def test_tts_dry_run_prints_env_then_verl_omni_command(paths: dict[str, str]) ->
     assert not any(w.startswith(("--config-path", "--config-name")) for w in command)
     assert command[-2:] == ["actor_rollout_ref.rollout.n=4", "trainer.total_training_steps=3"]  # the user's last
     o = overrides_of(command)
-    assert (o["actor_rollout_ref.rollout.load_format"], o["actor_rollout_ref.rollout.tensor_model_parallel_size"]) == \
-        ("safetensors", "1")
+    assert (o["actor_rollout_ref.rollout.load_format"], o["actor_rollout_ref.rollout.tensor_model_parallel_size"]) == (
+        "safetensors",
+        "1",
+    )
     assert o["actor_rollout_ref.rollout.engine_kwargs.vllm_omni.pipeline_name"] == "qwen3_tts_rl"
     assert o["actor_rollout_ref.model.override_config.tts_spk_embed_path"] == paths["SPK_EMBED_PATH"]
     assert o["reward.audio_reward.server_url"] == paths["AUDIO_REWARD_URL"]
@@ -88,7 +96,9 @@ def test_thinker_dry_run(paths: dict[str, str]) -> None:
     result = dry_run("omni_thinker_grpo", {k: paths[k] for k in ("MODEL_PATH", "TRAIN_FILE", "VAL_FILE")})
     assert result.returncode == 0, result.stderr
     env, command = split_listing(result.stdout)
-    assert "verl_omni" in env["VERL_USE_EXTERNAL_MODULES"].split(",") and env["OUTPUT_DIR"] == "outputs/omni_thinker_grpo"
+    assert (
+        "verl_omni" in env["VERL_USE_EXTERNAL_MODULES"].split(",") and env["OUTPUT_DIR"] == "outputs/omni_thinker_grpo"
+    )
     o = overrides_of(command)
     assert command[:2] == ["-m", "verl_omni.trainer.main_omni"]
     assert o["actor_rollout_ref.rollout.engine_kwargs.vllm_omni.pipeline_name"] == "qwen3_omni_moe"
@@ -153,17 +163,27 @@ def test_thinker_dry_run_composes_against_verl_omni(paths: dict[str, str]) -> No
 
 
 @needs_verl_omni
-def test_preflight_refuses_what_would_train_on_noise(paths: dict[str, str], monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture) -> None:
+def test_preflight_refuses_what_would_train_on_noise(
+    paths: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
     pytest.importorskip("verl")
     from audio_reward.cli import main as cli_main
 
     for key, value in paths.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("VERL_USE_EXTERNAL_MODULES", "verl_omni")
-    code = cli_main(["preflight", "qwen3_tts_grpo", "actor_rollout_ref.rollout.load_format=dummy",
-                     "actor_rollout_ref.rollout.tensor_model_parallel_size=2", "actor_rollout_ref.rollout.n=1",
-                     "trainer.v1.sampler.custom_sampler.path=null", "--skip-server", "--skip-data"])
+    code = cli_main(
+        [
+            "preflight",
+            "qwen3_tts_grpo",
+            "actor_rollout_ref.rollout.load_format=dummy",
+            "actor_rollout_ref.rollout.tensor_model_parallel_size=2",
+            "actor_rollout_ref.rollout.n=1",
+            "trainer.v1.sampler.custom_sampler.path=null",
+            "--skip-server",
+            "--skip-data",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 1
     assert "load_format=dummy: verl-omni syncs trained weights to stage 0 only" in out
@@ -180,8 +200,13 @@ def test_preflight_refuses_what_would_train_on_noise(paths: dict[str, str], monk
 
 
 @needs_verl_omni
-def test_tts_data_prep_and_preflight_pass(tmp_path: Path, paths: dict[str, str], scorer_url: str,
-                                          monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+def test_tts_data_prep_and_preflight_pass(
+    tmp_path: Path,
+    paths: dict[str, str],
+    scorer_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+) -> None:
     pytest.importorskip("verl")
     import pyarrow.parquet as pq
 
@@ -193,8 +218,13 @@ def test_tts_data_prep_and_preflight_pass(tmp_path: Path, paths: dict[str, str],
     val = pq.read_table(tmp_path / "d" / "val.parquet").to_pylist()
     assert len(val) == 2 and val[0]["extra_info"]["split"] == "val"
     assert val[0]["reward_model"]["ground_truth"] == val[0]["prompt"][0]["content"]
-    env = dict(paths, TRAIN_FILE=str(tmp_path / "d" / "train.parquet"), VAL_FILE=str(tmp_path / "d" / "val.parquet"),
-               AUDIO_REWARD_URL=scorer_url, VERL_USE_EXTERNAL_MODULES="verl_omni")
+    env = dict(
+        paths,
+        TRAIN_FILE=str(tmp_path / "d" / "train.parquet"),
+        VAL_FILE=str(tmp_path / "d" / "val.parquet"),
+        AUDIO_REWARD_URL=scorer_url,
+        VERL_USE_EXTERNAL_MODULES="verl_omni",
+    )
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     assert cli_main(["preflight", "qwen3_tts_grpo"]) == 0, capsys.readouterr().out
@@ -208,8 +238,16 @@ def test_thinker_data_prep_feeds_the_mcq_reward(tmp_path: Path) -> None:
     clip = tmp_path / "clips" / "a.wav"
     clip.parent.mkdir()
     sf.write(clip, np.zeros(1600, np.float32), 16000)
-    rows = [{"audio": "clips/a.wav", "question": "What makes the sound?", "options": ["A. a dog", "B. a car horn"],
-             "answer": "<answer>B</answer>", "id": f"q{i}"} for i in range(3)]
+    rows = [
+        {
+            "audio": "clips/a.wav",
+            "question": "What makes the sound?",
+            "options": ["A. a dog", "B. a car horn"],
+            "answer": "<answer>B</answer>",
+            "id": f"q{i}",
+        }
+        for i in range(3)
+    ]
     src = tmp_path / "avqa.jsonl"
     src.write_text("\n".join(json.dumps(r) for r in rows))
     assert thinker_data.main([str(src), "--out-dir", str(tmp_path / "d"), "--val-size", "1"]) == 0
@@ -221,17 +259,24 @@ def test_thinker_data_prep_feeds_the_mcq_reward(tmp_path: Path) -> None:
     assert row["audios"] == [str(clip.resolve())] and row["reward_model"]["ground_truth"] == "B"
     from audio_reward.trainer_plugin.mcq import compute_score
 
-    result = compute_score(row["data_source"], "It is a car horn. Answer: B", row["reward_model"]["ground_truth"],
-                           row["extra_info"])
+    result = compute_score(
+        row["data_source"], "It is a car horn. Answer: B", row["reward_model"]["ground_truth"], row["extra_info"]
+    )
     assert result["acc"] == 1.0
 
 
 def tts_config(**rollout: Any) -> dict[str, Any]:
     """The keys the rollout checks read, as a plain mapping (what a composed config holds)."""
-    base = {"name": "vllm_omni", "load_format": "safetensors", "tensor_model_parallel_size": 1, "n": 8,
-            "engine_kwargs": {"vllm_omni": {"pipeline_name": "qwen3_tts_rl", "pipeline_mode": "full"}}}
-    return {"actor_rollout_ref": {"rollout": {**base, **rollout},
-                                  "model": {"override_config": {"tts_language": "Auto"}}}}
+    base = {
+        "name": "vllm_omni",
+        "load_format": "safetensors",
+        "tensor_model_parallel_size": 1,
+        "n": 8,
+        "engine_kwargs": {"vllm_omni": {"pipeline_name": "qwen3_tts_rl", "pipeline_mode": "full"}},
+    }
+    return {
+        "actor_rollout_ref": {"rollout": {**base, **rollout}, "model": {"override_config": {"tts_language": "Auto"}}}
+    }
 
 
 def test_rollout_checks_without_verl_omni(paths: dict[str, str]) -> None:
@@ -244,13 +289,20 @@ def test_rollout_checks_without_verl_omni(paths: dict[str, str]) -> None:
     bad = tts_config(load_format="dummy", tensor_model_parallel_size=2)
     bad["actor_rollout_ref"]["model"]["override_config"]["tts_language"] = "English"
     messages = " | ".join(c.message for c in check_rollout(bad, {}))
-    for expected in ("VERL_USE_EXTERNAL_MODULES=verl_omni", "load_format=dummy", "tensor_model_parallel_size=2",
-                     "needs +actor_rollout_ref.model.override_config.tts_spk_embed_path", "tts_language=English"):
+    for expected in (
+        "VERL_USE_EXTERNAL_MODULES=verl_omni",
+        "load_format=dummy",
+        "tensor_model_parallel_size=2",
+        "needs +actor_rollout_ref.model.override_config.tts_spk_embed_path",
+        "tts_language=English",
+    ):
         assert expected in messages
-    thinker = {"actor_rollout_ref": {"rollout": {"name": "vllm_omni",
-                                                 "engine_kwargs": {"vllm_omni": {"pipeline_name": "qwen3_omni_moe"}}},
-                                     "model": {"lora_rank": 32, "exclude_modules": ".*visual.*",
-                                               "target_modules": "all-linear"}}}
+    thinker = {
+        "actor_rollout_ref": {
+            "rollout": {"name": "vllm_omni", "engine_kwargs": {"vllm_omni": {"pipeline_name": "qwen3_omni_moe"}}},
+            "model": {"lora_rank": 32, "exclude_modules": ".*visual.*", "target_modules": "all-linear"},
+        }
+    }
     messages = " | ".join(c.message for c in check_rollout(thinker, env))
     assert "talker, code2wav, code_predictor, audio_tower" in messages and "all-linear also matches" in messages
 
@@ -262,17 +314,34 @@ def test_run_check_fails_when_validation_wrote_no_audio(paths: dict[str, str]) -
     launch = plan("qwen3_tts_grpo", environ=paths)
     assert "no validation pass wrote artifacts" in check_run(launch)[0]
     logger = ValidationLogger(Path(paths["OUTPUT_DIR"]) / "validation_audio", max_wavs=0)
-    logger.log_sample("k0", waveform=np.zeros(160, np.float32), sample_rate=16000, text="hi", score=0.5,
-                      diagnostics={"cer": 0.5}, step=0)
+    logger.log_sample(
+        "k0",
+        waveform=np.zeros(160, np.float32),
+        sample_rate=16000,
+        text="hi",
+        score=0.5,
+        diagnostics={"cer": 0.5},
+        step=0,
+    )
     assert check_run(launch) == [f"validation pass {logger.root / 'step_000000'} wrote no audio (1 samples scored)"]
-    ValidationLogger(logger.root).log_sample("k1", waveform=np.zeros(160, np.float32), sample_rate=16000, text="hi",
-                                             score=0.5, diagnostics={"cer": 0.5}, step=20)
-    logger.log_sample("k1", waveform=np.zeros(160, np.float32), sample_rate=16000, text="hi", score=0.5,
-                      diagnostics={}, step=0)
+    ValidationLogger(logger.root).log_sample(
+        "k1",
+        waveform=np.zeros(160, np.float32),
+        sample_rate=16000,
+        text="hi",
+        score=0.5,
+        diagnostics={"cer": 0.5},
+        step=20,
+    )
+    logger.log_sample(
+        "k1", waveform=np.zeros(160, np.float32), sample_rate=16000, text="hi", score=0.5, diagnostics={}, step=0
+    )
     assert len(check_run(launch)) == 1  # step 0 still has none; step 20 has its WAV
     # a run with validation turned off is not checked
-    assert check_run(plan("qwen3_tts_grpo", ["trainer.val_before_train=false", "trainer.test_freq=-1"],
-                          environ=paths)) == []
+    assert (
+        check_run(plan("qwen3_tts_grpo", ["trainer.val_before_train=false", "trainer.test_freq=-1"], environ=paths))
+        == []
+    )
 
 
 @needs_verl_omni
@@ -296,13 +365,24 @@ fi
 exec {sys.executable} "$@"
 ''')
     fake.chmod(0o755)
-    env = dict(paths, TRAIN_FILE=str(tmp_path / "d" / "train.parquet"), VAL_FILE=str(tmp_path / "d" / "val.parquet"),
-               AUDIO_REWARD_URL=scorer_url, PYTHON_BIN=str(fake))
+    env = dict(
+        paths,
+        TRAIN_FILE=str(tmp_path / "d" / "train.parquet"),
+        VAL_FILE=str(tmp_path / "d" / "val.parquet"),
+        AUDIO_REWARD_URL=scorer_url,
+        PYTHON_BIN=str(fake),
+    )
     base = {k: v for k, v in os.environ.items() if k not in ("VERL_USE_EXTERNAL_MODULES", "AUDIO_REWARD_DRY_RUN")}
 
     def run(**extra: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["bash", str(RECIPES_DIR / "qwen3_tts_grpo" / "run.sh"), "trainer.total_training_steps=2"],
-                              capture_output=True, text=True, check=False, env={**base, **env, **extra}, timeout=300)
+        return subprocess.run(
+            ["bash", str(RECIPES_DIR / "qwen3_tts_grpo" / "run.sh"), "trainer.total_training_steps=2"],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**base, **env, **extra},
+            timeout=300,
+        )
 
     # The trainer "ran" but no validation audio appeared: the run ends with an error saying so.
     result = run()

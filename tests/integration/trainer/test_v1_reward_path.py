@@ -133,21 +133,39 @@ def recipe_env(tmp: Path, model_dir: Path, url: str) -> dict[str, str]:
     (tmp / "train.parquet").touch()
     (tmp / "val.parquet").touch()
     (tmp / "voice.json").write_text(json.dumps([0.1] * 8))
-    return {"MODEL_PATH": str(model_dir), "TRAIN_FILE": str(tmp / "train.parquet"), "VAL_FILE": str(tmp / "val.parquet"),
-            "SPK_EMBED_PATH": str(tmp / "voice.json"), "AUDIO_REWARD_URL": url, "OUTPUT_DIR": str(tmp / "run")}
+    return {
+        "MODEL_PATH": str(model_dir),
+        "TRAIN_FILE": str(tmp / "train.parquet"),
+        "VAL_FILE": str(tmp / "val.parquet"),
+        "SPK_EMBED_PATH": str(tmp / "voice.json"),
+        "AUDIO_REWARD_URL": url,
+        "OUTPUT_DIR": str(tmp / "run"),
+    }
 
 
 def v1_config(env: dict[str, str], model_dir: Path, extra: list[str] = ()) -> Any:
     """verl's ppo_trainer with the recipe's reward and sampler overrides, sized for this test."""
-    recipe = [o for o in plan("qwen3_tts_grpo", environ=env).overrides
-              if o.lstrip("+").startswith(("reward.", "trainer.v1.sampler."))]
+    recipe = [
+        o
+        for o in plan("qwen3_tts_grpo", environ=env).overrides
+        if o.lstrip("+").startswith(("reward.", "trainer.v1.sampler."))
+    ]
     config_dir = Path(verl.__file__).parent / "trainer" / "config"
     with initialize_config_dir(config_dir=str(config_dir), version_base=None):
-        return compose(config_name="ppo_trainer", overrides=[
-            *recipe, f"actor_rollout_ref.model.path={model_dir}", f"actor_rollout_ref.rollout.n={N}",
-            "actor_rollout_ref.rollout.name=vllm", "data.max_prompt_length=16", "data.max_response_length=16",
-            "reward.num_workers=2",
-            "++reward.audio_reward.max_retries=0", *extra])
+        return compose(
+            config_name="ppo_trainer",
+            overrides=[
+                *recipe,
+                f"actor_rollout_ref.model.path={model_dir}",
+                f"actor_rollout_ref.rollout.n={N}",
+                "actor_rollout_ref.rollout.name=vllm",
+                "data.max_prompt_length=16",
+                "data.max_response_length=16",
+                "reward.num_workers=2",
+                "++reward.audio_reward.max_retries=0",
+                *extra,
+            ],
+        )
 
 
 class V1Run:
@@ -157,36 +175,56 @@ class V1Run:
         self.config = config
         self.rewards = RewardLoopManager(config)
         worker_cls = AgentLoopWorkerTQ.__ray_actor_class__
-        self.worker = worker_cls(config, llm_client=rollout,
-                                 reward_loop_worker_handles=self.rewards.reward_loop_worker_handles)
+        self.worker = worker_cls(
+            config, llm_client=rollout, reward_loop_worker_handles=self.rewards.reward_loop_worker_handles
+        )
 
     def run(self, prompts: list[int], *, partition: str = "train", step: int = 1) -> list[str]:
         uids = [f"{partition}{step}p{k}" for k in prompts]
         validate = partition == "val"
         split = "val" if validate else "train"
-        tq.kv_batch_put(keys=uids, partition_id=partition,
-                        tags=[{"is_prompt": True, "status": "pending", "global_steps": step} for _ in uids])
+        tq.kv_batch_put(
+            keys=uids,
+            partition_id=partition,
+            tags=[{"is_prompt": True, "status": "pending", "global_steps": step} for _ in uids],
+        )
 
         async def go() -> None:
             trajectories = await get_trajectory_info(step, prompts, validate)
-            await asyncio.gather(*(
-                self.worker._run_prompt(
-                    {"uid": uid, "agent_name": "single_turn_agent", "raw_prompt": [{"role": "user", "content": f"w{k}"}],
-                     "data_source": "tts_cer", "reward_model": {"style": "model", "ground_truth": TEXTS[k]},
-                     "extra_info": {"index": str(k), "split": split, "text": TEXTS[k]}, "index": k,
-                     "global_steps": step},
-                    {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "logprobs": True},
-                    trajectory=trajectory)
-                for uid, k, trajectory in zip(uids, prompts, trajectories, strict=True)))
+            await asyncio.gather(
+                *(
+                    self.worker._run_prompt(
+                        {
+                            "uid": uid,
+                            "agent_name": "single_turn_agent",
+                            "raw_prompt": [{"role": "user", "content": f"w{k}"}],
+                            "data_source": "tts_cer",
+                            "reward_model": {"style": "model", "ground_truth": TEXTS[k]},
+                            "extra_info": {"index": str(k), "split": split, "text": TEXTS[k]},
+                            "index": k,
+                            "global_steps": step,
+                        },
+                        {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "logprobs": True},
+                        trajectory=trajectory,
+                    )
+                    for uid, k, trajectory in zip(uids, prompts, trajectories, strict=True)
+                )
+            )
 
         asyncio.run(go())
         return uids
 
     def sampler(self, cls: type = FailClosedReplayBuffer, refills: list[int] | None = None) -> Any:
         sampler = self.config.trainer.v1.sampler
-        return cls(trainer_mode="omni_sync", trainer_config={}, max_off_policy_threshold=None,
-                   max_off_policy_strategy="drop", sampler_kwargs=sampler.sampler_kwargs, poll_interval=0.05,
-                   refill_fn=(refills.append if refills is not None else None))
+        return cls(
+            trainer_mode="omni_sync",
+            trainer_config={},
+            max_off_policy_threshold=None,
+            max_off_policy_strategy="drop",
+            sampler_kwargs=sampler.sampler_kwargs,
+            poll_interval=0.05,
+            refill_fn=(refills.append if refills is not None else None),
+        )
 
     def close(self) -> None:
         for actor in self.rewards.reward_loop_workers:
@@ -198,7 +236,9 @@ class V1Run:
 
 def fetch(batch: Any) -> tuple[list[str], torch.Tensor, list[dict[str, Any]]]:
     """uids, per-sample rewards and reward_extra_info of a sampled batch."""
-    data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=["rm_scores", "extra_fields"])
+    data = tq.kv_batch_get(
+        keys=batch.keys, partition_id=batch.partition_id, select_fields=["rm_scores", "extra_fields"]
+    )
     scores = torch.stack([s.sum() for s in data["rm_scores"]])
     extra = [getattr(e, "data", e)["reward_extra_info"] for e in data["extra_fields"]]
     return [k.split("_")[0] for k in batch.keys], scores, extra
@@ -236,8 +276,9 @@ def test_rewards_stream_through_the_v1_agent_loop_into_grpo(make_run: Any, score
     # verl's own GRPO over the streamed rewards: each group's wrong utterance gets the negative advantage.
     rewards = torch.zeros(len(uids), 4)
     rewards[:, -1] = scores
-    adv, _ = core_algos.compute_grpo_outcome_advantage(token_level_rewards=rewards, response_mask=torch.ones(len(uids), 4),
-                                                       index=np.array(uids, dtype=object))
+    adv, _ = core_algos.compute_grpo_outcome_advantage(
+        token_level_rewards=rewards, response_mask=torch.ones(len(uids), 4), index=np.array(uids, dtype=object)
+    )
     assert (adv[torch.from_numpy(good), 0] > 0).all() and (adv[torch.from_numpy(bad), 0] < 0).all()
 
 
@@ -264,8 +305,11 @@ def test_raise_stops_the_run_naming_the_sample(make_run: Any, scorer_url: str) -
 
 
 def test_a_tolerated_failure_is_counted_then_the_next_stops(make_run: Any, scorer_url: str) -> None:
-    run, _ = make_run(scorer_url, {0: [NAN, TEXTS[0], TEXTS[0]], 1: [TEXTS[1], NAN, TEXTS[1]]},
-                      ["++trainer.v1.sampler.sampler_kwargs.max_failed_groups=1"])
+    run, _ = make_run(
+        scorer_url,
+        {0: [NAN, TEXTS[0], TEXTS[0]], 1: [TEXTS[1], NAN, TEXTS[1]]},
+        ["++trainer.v1.sampler.sampler_kwargs.max_failed_groups=1"],
+    )
     run.run([0])
     sampler = run.sampler()
     sampler._sync_metadata_from_transfer_queue()  # one failed group: tolerated
@@ -276,8 +320,11 @@ def test_a_tolerated_failure_is_counted_then_the_next_stops(make_run: Any, score
 
 
 def test_missing_audio_stops_even_under_mask(make_run: Any, scorer_url: str) -> None:
-    run, _ = make_run(scorer_url, {0: [TEXTS[0], None, TEXTS[0]]},
-                      ["reward.audio_reward.failure_policy=mask", "algorithm.adv_estimator=grpo_masked"])
+    run, _ = make_run(
+        scorer_url,
+        {0: [TEXTS[0], None, TEXTS[0]]},
+        ["reward.audio_reward.failure_policy=mask", "algorithm.adv_estimator=grpo_masked"],
+    )
     run.run([0])
     with pytest.raises(RewardFailureError, match=r"uid=train1p0: no audio: expected 'audio'"):
         run.sampler().sample(global_steps=1, partition_id="train", batch_size=1)
@@ -285,8 +332,11 @@ def test_missing_audio_stops_even_under_mask(make_run: Any, scorer_url: str) -> 
 
 def test_mask_masks_the_failed_sample_out_of_grpo(make_run: Any, scorer_url: str) -> None:
     register_with_verl()
-    run, _ = make_run(scorer_url, {0: [TEXTS[0], NAN, WRONG]},
-                      ["reward.audio_reward.failure_policy=mask", "algorithm.adv_estimator=grpo_masked"])
+    run, _ = make_run(
+        scorer_url,
+        {0: [TEXTS[0], NAN, WRONG]},
+        ["reward.audio_reward.failure_policy=mask", "algorithm.adv_estimator=grpo_masked"],
+    )
     run.run([0])
     batch, _ = run.sampler().sample(global_steps=1, partition_id="train", batch_size=1)
     uids, scores, extra = fetch(batch)
@@ -296,11 +346,13 @@ def test_mask_masks_the_failed_sample_out_of_grpo(make_run: Any, scorer_url: str
     rewards = torch.zeros(N, 4)
     rewards[:, -1] = scores
     mask = torch.ones(N, 4)
-    adv, _ = core_algos.get_adv_estimator_fn("grpo_masked")(token_level_rewards=rewards, response_mask=mask,
-                                                            index=np.array(uids, dtype=object), config=None)
+    adv, _ = core_algos.get_adv_estimator_fn("grpo_masked")(
+        token_level_rewards=rewards, response_mask=mask, index=np.array(uids, dtype=object), config=None
+    )
     ok = torch.from_numpy(~failed)
-    ref, _ = core_algos.compute_grpo_outcome_advantage(token_level_rewards=rewards[ok], response_mask=torch.ones(2, 4),
-                                                       index=np.array(uids, dtype=object)[~failed])
+    ref, _ = core_algos.compute_grpo_outcome_advantage(
+        token_level_rewards=rewards[ok], response_mask=torch.ones(2, 4), index=np.array(uids, dtype=object)[~failed]
+    )
     assert torch.allclose(adv[ok], ref) and torch.count_nonzero(adv[~ok]) == 0 and mask[~ok].sum() == 0
 
 
@@ -308,9 +360,15 @@ def test_validation_step_writes_the_recipe_artifacts(make_run: Any, scorer_url: 
     reference = tmp_path / "reference.wav"
     wave, rate = synth_speech("This is the voice of the run.")
     sf.write(reference, wave, rate)
-    run, out = make_run(scorer_url, {0: [TEXTS[0]], 1: [WRONG]},
-                        ["actor_rollout_ref.rollout.val_kwargs.n=1", f"+reward.audio_reward.reference_audio={reference}",
-                         "++reward.audio_reward.validation_max_wavs=4"])
+    run, out = make_run(
+        scorer_url,
+        {0: [TEXTS[0]], 1: [WRONG]},
+        [
+            "actor_rollout_ref.rollout.val_kwargs.n=1",
+            f"+reward.audio_reward.reference_audio={reference}",
+            "++reward.audio_reward.validation_max_wavs=4",
+        ],
+    )
     run.run([0, 1], partition="val", step=20)
     batch, _ = run.sampler().sample(global_steps=20, partition_id="val", batch_size=2)
     assert len(batch.keys) == 2
@@ -327,7 +385,10 @@ def test_validation_step_writes_the_recipe_artifacts(make_run: Any, scorer_url: 
 def test_mask_refuses_estimators_that_would_read_nan(tmp_path: Path, model_dir: Path, scorer_url: str) -> None:
     from audio_reward.trainer_plugin.reward_manager import AudioScoreRewardManager
 
-    config = v1_config(recipe_env(tmp_path, model_dir, scorer_url), model_dir,
-                       ["reward.audio_reward.failure_policy=mask", "algorithm.adv_estimator=grpo"])
+    config = v1_config(
+        recipe_env(tmp_path, model_dir, scorer_url),
+        model_dir,
+        ["reward.audio_reward.failure_policy=mask", "algorithm.adv_estimator=grpo"],
+    )
     with pytest.raises(ValueError, match="grpo_masked"):
         AudioScoreRewardManager(config, tokenizer=None)

@@ -99,15 +99,21 @@ def test_b_verl_omni_manager_with_our_compute_score(scorer_url: str, tmp_path: P
 
     def rollout(spoken: str) -> DataProto:
         wave, rate = synth_speech(spoken)
-        fields = {"audio": torch.from_numpy(wave).float(), "audio_sample_rate": int(rate),
-                  "qwen3_tts_talker_replay": {"text_ids": [1, 2, 3], "audio_codes": torch.zeros(4, 16, dtype=torch.long)}}
+        fields = {
+            "audio": torch.from_numpy(wave).float(),
+            "audio_sample_rate": int(rate),
+            "qwen3_tts_talker_replay": {"text_ids": [1, 2, 3], "audio_codes": torch.zeros(4, 16, dtype=torch.long)},
+        }
         return DataProto.from_dict(
             tensors={"responses": torch.ones(1, 4, dtype=torch.long)},
-            non_tensors={"data_source": np.array(["tts"], dtype=object),
-                         "reward_model": np.array([{"style": "model", "ground_truth": TEXT}], dtype=object),
-                         "extra_info": np.array([{"id": "row-7", "split": "train"}], dtype=object),
-                         "tool_extra_fields": np.array([fields], dtype=object),
-                         "global_steps": np.array([3])})
+            non_tensors={
+                "data_source": np.array(["tts"], dtype=object),
+                "reward_model": np.array([{"style": "model", "ground_truth": TEXT}], dtype=object),
+                "extra_info": np.array([{"id": "row-7", "split": "train"}], dtype=object),
+                "tool_extra_fields": np.array([fields], dtype=object),
+                "global_steps": np.array([3]),
+            },
+        )
 
     async def both() -> tuple[dict[str, Any], dict[str, Any]]:
         try:

@@ -21,7 +21,9 @@ from audio_reward.protocol import (
 
 def _awkward_floats() -> np.ndarray:
     rng = np.random.default_rng(0)
-    special = np.array([0.0, -0.0, 1e-45, -1e-45, np.finfo(np.float32).max, np.finfo(np.float32).tiny, 1.0, -1.0], np.float32)
+    special = np.array(
+        [0.0, -0.0, 1e-45, -1e-45, np.finfo(np.float32).max, np.finfo(np.float32).tiny, 1.0, -1.0], np.float32
+    )
     return np.concatenate([special, rng.standard_normal(10_000).astype(np.float32)])
 
 

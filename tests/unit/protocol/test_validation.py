@@ -61,7 +61,11 @@ def test_unsupported_version_lists_supported_ones() -> None:
     "patch, code, field",
     [
         ({"waveform_f32_base64": "####"}, "invalid_base64", "waveform_f32_base64"),
-        ({"waveform_f32_base64": base64.b64encode(b"123").decode(), "num_samples": 0}, "invalid_audio_length", "waveform_f32_base64"),
+        (
+            {"waveform_f32_base64": base64.b64encode(b"123").decode(), "num_samples": 0},
+            "invalid_audio_length",
+            "waveform_f32_base64",
+        ),
         ({"num_samples": 5}, "num_samples_mismatch", "num_samples"),
         ({"waveform_f32_base64": "", "num_samples": 0}, "empty_audio", "waveform_f32_base64"),
         ({"sample_rate": -16000}, "invalid_sample_rate", "sample_rate"),
@@ -128,7 +132,12 @@ def test_batch_keeps_order_and_isolates_item_errors() -> None:
         {"protocol_version": "1", "items": [good, dict(good, sample_rate=0), pcm, dict(pcm, protocol_version="9")]}
     )
     assert version == "1"
-    assert [type(i).__name__ for i in items] == ["DecodedScoreRequest", "ProtocolError", "DecodedScoreRequest", "ProtocolError"]
+    assert [type(i).__name__ for i in items] == [
+        "DecodedScoreRequest",
+        "ProtocolError",
+        "DecodedScoreRequest",
+        "ProtocolError",
+    ]
     assert items[1].code == "invalid_sample_rate" and items[1].issues[0].path == "$.items[1].sample_rate"
     assert items[3].code == "unsupported_protocol_version"
     assert items[2].encoding == "waveform_pcm16_base64"

@@ -11,12 +11,12 @@ from audio_reward.scoring import RewardPolicy, repeated_ngram_fraction, shape_re
 
 
 def _shape(policy: RewardPolicy, err: float, transcript: str = "a b c", duration: float = 2.0, expected: float = 2.0):
-    return shape_reward(policy, err, transcript_normalized=transcript, duration_s=duration, expected_duration_s=expected)
+    return shape_reward(
+        policy, err, transcript_normalized=transcript, duration_s=duration, expected_duration_s=expected
+    )
 
 
-@pytest.mark.parametrize(
-    ("err", "expected"), [(0.0, 1.0), (0.1, 0.9), (0.5, 0.5), (1.0, 0.0), (3.7, 0.0)]
-)
+@pytest.mark.parametrize(("err", "expected"), [(0.0, 1.0), (0.1, 0.9), (0.5, 0.5), (1.0, 0.0), (3.7, 0.0)])
 def test_one_minus_cer(err: float, expected: float) -> None:
     assert _shape(RewardPolicy(formula="1-cer"), err).score == pytest.approx(expected)
 
@@ -97,7 +97,9 @@ def test_repeat_penalty_scales_with_the_fraction() -> None:
 
 
 def test_penalties_add_up_and_clip_at_zero() -> None:
-    policy = RewardPolicy(duration_penalty=0.4, short_audio_penalty=0.4, min_duration_s=1.0, repeat_penalty=1.0, repeat_ngram_n=1)
+    policy = RewardPolicy(
+        duration_penalty=0.4, short_audio_penalty=0.4, min_duration_s=1.0, repeat_penalty=1.0, repeat_ngram_n=1
+    )
     r = _shape(policy, 0.0, transcript="x x x x", duration=0.1, expected=2.0)
     assert r.penalty_duration + r.penalty_short_audio + r.penalty_repeat > 1.0
     assert r.score == 0.0 and r.base == 1.0
@@ -108,7 +110,12 @@ def test_with_options_overrides_only_set_fields() -> None:
     assert base.with_options(None) is base
     assert base.with_options(RewardOptions()) == base
     updated = base.with_options(RewardOptions(formula="tanh", metric="wer", repeat_ngram_n=3, duration_ratio_max=3.0))
-    assert (updated.formula, updated.metric, updated.repeat_ngram_n, updated.duration_ratio_max) == ("tanh", "wer", 3, 3.0)
+    assert (updated.formula, updated.metric, updated.repeat_ngram_n, updated.duration_ratio_max) == (
+        "tanh",
+        "wer",
+        3,
+        3.0,
+    )
     assert updated.duration_penalty == 0.2 and updated.exp_k == 2.5
 
 

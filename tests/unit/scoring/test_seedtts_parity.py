@@ -161,8 +161,13 @@ def test_chinese_keeps_latin_case() -> None:
 
 def test_score_transcript_uses_the_same_rules() -> None:
     result = score_transcript(
-        "旭日东昇。", "旭日東昇", normalizer=SEED, policy=RewardPolicy(), language="zh",
-        duration_s=1.0, reference_duration_s=None,
+        "旭日东昇。",
+        "旭日東昇",
+        normalizer=SEED,
+        policy=RewardPolicy(),
+        language="zh",
+        duration_s=1.0,
+        reference_duration_s=None,
     )
     assert (result.rates.wer, result.rates.cer) == (benchmark_wer("旭日东昇。", "旭日東昇", "zh")["wer"],) * 2
 
