@@ -90,7 +90,8 @@ def as_score_item(item: Any) -> ScoreItem:
 def _sample_rate(value: Any) -> int:
     if hasattr(value, "item") and not isinstance(value, (int, float)):
         value = value.item()  # numpy / torch scalars
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or int(value) != value:
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not is_number or not math.isfinite(value) or int(value) != value:
         raise InvalidInputError(f"sample_rate must be an integer (Hz), got {value!r}")
     rate = int(value)
     if not MIN_SAMPLE_RATE <= rate <= MAX_SAMPLE_RATE:
@@ -163,7 +164,8 @@ def _prepare(item: ScoreItem, request_id: str) -> PreparedItem:
     if samples.size == 0:
         raise InvalidInputError("waveform is empty")
     if not np.isfinite(samples).all():
-        raise InvalidInputError(f"waveform holds {int(np.count_nonzero(~np.isfinite(samples)))} NaN or infinite samples")
+        bad = int(np.count_nonzero(~np.isfinite(samples)))
+        raise InvalidInputError(f"waveform holds {bad} NaN or infinite samples")
     body: dict[str, Any] = {
         "protocol_version": PROTOCOL_VERSION,
         "waveform_f32_base64": encode_f32(samples),
@@ -182,7 +184,8 @@ def _prepare(item: ScoreItem, request_id: str) -> PreparedItem:
         body["reference_duration_s"] = float(ref)
     if item.reward is not None:
         try:
-            options = item.reward if isinstance(item.reward, RewardOptions) else RewardOptions.model_validate(item.reward)
+            options = (item.reward if isinstance(item.reward, RewardOptions)
+                       else RewardOptions.model_validate(item.reward))
         except ValidationError as exc:
             raise InvalidInputError(f"reward options: {exc}") from None
         body["reward"] = options.model_dump(exclude_none=True)
@@ -214,7 +217,9 @@ def decode_body(raw: bytes, request_id: str | None = None) -> Any:
 def to_result(obj: Any, request_id: str) -> ScoreResult:
     """Check one flat result against the protocol and type it."""
     if not isinstance(obj, dict):
-        raise ProtocolViolationError(f"a score result must be a JSON object, got {type(obj).__name__}", request_id=request_id)
+        raise ProtocolViolationError(
+            f"a score result must be a JSON object, got {type(obj).__name__}", request_id=request_id
+        )
     score = obj.get("score")
     # pydantic would coerce "0.5" and true to floats; the wire requires a number.
     if isinstance(score, bool) or not isinstance(score, (int, float)):

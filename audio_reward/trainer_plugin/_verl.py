@@ -20,11 +20,15 @@ def _import(module: str, name: str) -> Any:
     try:
         mod = __import__(module, fromlist=[name])
     except ImportError as exc:
-        raise VerlUnavailableError(f"cannot import {module} ({exc}); the audio-reward verl plugin needs {REQUIREMENT}") from exc
+        raise VerlUnavailableError(
+            f"cannot import {module} ({exc}); the audio-reward verl plugin needs {REQUIREMENT}"
+        ) from exc
     try:
         return getattr(mod, name)
     except AttributeError:
-        raise VerlUnavailableError(f"{module} has no {name}; the audio-reward verl plugin needs {REQUIREMENT}") from None
+        raise VerlUnavailableError(
+            f"{module} has no {name}; the audio-reward verl plugin needs {REQUIREMENT}"
+        ) from None
 
 
 def reward_manager_base() -> type:

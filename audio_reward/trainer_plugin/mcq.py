@@ -42,14 +42,18 @@ _PHRASE_RE = re.compile(
     r"(?:\s+(?:option|choice))?)\s*[:\-=]?\s*)" + _LETTER
 )
 # "…, so B." / "Therefore (C)": a conclusion that ends its sentence
-_CONCLUSION_RE = re.compile(r"(?i:\b(?:so|thus|therefore|hence)\b,?\s+(?:it'?s\s+|it\s+is\s+)?)\(?([A-Z])\)?(?=\s*[.!]?\s*$)",
-                            re.MULTILINE)
+_CONCLUSION_RE = re.compile(
+    r"(?i:\b(?:so|thus|therefore|hence)\b,?\s+(?:it'?s\s+|it\s+is\s+)?)"
+    r"\(?([A-Z])\)?(?=\s*[.!]?\s*$)",
+    re.MULTILINE,
+)
 # Mentions a response rules out: "not (option) A", "rather than A", "A is wrong" …
 _NEGATED_RE = re.compile(
     r"(?i:\b(?:not|rather\s+than|instead\s+of|excluding|except|eliminat\w*|rul\w*\s+out)\s+(?:(?:option|choice|answer)\s+)?)"
     + _LETTER
     + r"|(?i:\b(?:option|choice)\s+)?" + _LETTER
-    + r"(?i:\s+(?:is|seems|sounds|looks|was)\s+(?:(?:clearly|definitely|also)\s+)?(?:wrong|incorrect|unlikely|not\b|ruled\s+out))"
+    + r"(?i:\s+(?:is|seems|sounds|looks|was)\s+(?:(?:clearly|definitely|also)\s+)?"
+    r"(?:wrong|incorrect|unlikely|not\b|ruled\s+out))"
 )
 _PAREN_RE = re.compile(r"\(([A-Z])\)")
 _BARE_RE = re.compile(r"^\s*\(?([A-Za-z])\)?\s*(?:[.):,]\s*(.*))?$", re.DOTALL)
@@ -83,7 +87,9 @@ def parse_options(options: Any) -> dict[str, str]:
     try:
         lines = list(options)
     except TypeError:
-        raise ValueError(f"options must be a mapping, JSON object or list of 'A. text' lines, got {type(options).__name__}") from None
+        raise ValueError(
+            f"options must be a mapping, JSON object or list of 'A. text' lines, got {type(options).__name__}"
+        ) from None
     parsed: dict[str, str] = {}
     for line in lines:
         match = _OPTION_LINE_RE.match(str(line))

@@ -164,9 +164,9 @@ def test_no_field_makes_the_server_read_a_file_or_fetch_a_url(tiny_server: Serve
                                                                 listener: _Listener) -> None:
     failures = []
     for name, payload in _file_and_url_payloads(listener.port):
+        item = {k: v for k, v in payload.items() if k != "protocol_version"}
         for path, body in (("/v1/score", payload),
-                           ("/v1/score/batch", {"protocol_version": "1",
-                                                "items": [{k: v for k, v in payload.items() if k != "protocol_version"}]})):
+                           ("/v1/score/batch", {"protocol_version": "1", "items": [item]})):
             resp = httpx.post(tiny_server.url + path, content=json.dumps(body), headers=auth_headers, timeout=60)
             if path == "/v1/score":
                 if resp.status_code != 400 or _error(resp).retryable:

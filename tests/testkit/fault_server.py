@@ -168,7 +168,8 @@ class FaultServer(LoopbackServer):
         if isinstance(action, Raw):
             return web.Response(body=action.body, status=action.status, content_type="application/json")
         if isinstance(action, Score):
-            return web.Response(body=orjson.dumps(self._score_body(rids[0], action.extra)), content_type="application/json")
+            body = orjson.dumps(self._score_body(rids[0], action.extra))
+            return web.Response(body=body, content_type="application/json")
         if isinstance(action, Batch):
             results = []
             for rid, item in zip(rids, action.items, strict=True):

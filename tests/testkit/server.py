@@ -134,8 +134,10 @@ def serve_command(settings: dict[str, Any], *, instant: bool = False, delay_ms: 
     return [interpreter, *entry, "--engine-delay-ms", str(delay_ms), *settings_to_flags(settings)]
 
 
-def launch(settings: dict[str, Any], log_path: Path, *, instant: bool = False, delay_ms: float = 0.0,
-           env: dict[str, str] | None = None, python: str | None = None, root: Path = REPO_ROOT) -> subprocess.Popen[bytes]:
+def launch(
+    settings: dict[str, Any], log_path: Path, *, instant: bool = False, delay_ms: float = 0.0,
+    env: dict[str, str] | None = None, python: str | None = None, root: Path = REPO_ROOT,
+) -> subprocess.Popen[bytes]:
     """Start a server process without waiting for it; its output is appended to ``log_path``.
 
     The server runs the code of the checkout at ``root`` (this one unless told), whatever is installed.

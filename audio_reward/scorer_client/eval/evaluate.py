@@ -211,7 +211,7 @@ async def run_eval(
     with (:class:`ScoringMismatchError`).
     """
     rows = read_manifest(manifest)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    await asyncio.to_thread(out_dir.mkdir, parents=True, exist_ok=True)
     path = out_dir / UTTERANCES
     done = {uid for uid, row in load_rows(path).items() if row.get("status") == "ok"}
     todo = [u for u in rows.good if u.id not in done]
@@ -262,7 +262,8 @@ async def run_eval(
     if plots:
         from .report import write_run_report
 
-        summary["plots"] = write_run_report(final, summary, out_dir, manifest.resolve().parent)
+        manifest_dir = (await asyncio.to_thread(manifest.resolve)).parent
+        summary["plots"] = write_run_report(final, summary, out_dir, manifest_dir)
     (out_dir / SUMMARY_JSON).write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out_dir / SUMMARY_MD).write_text(summary_markdown(summary), encoding="utf-8")
     return summary
@@ -300,7 +301,8 @@ def summarize(rows: list[dict[str, Any]], *, manifest: str = "") -> dict[str, An
     """
     ok = [r for r in rows if r.get("status") == "ok"]
     failed = [r for r in rows if r.get("status") != "ok"]
-    cer, wer, scores = _finite([r.get("cer") for r in ok]), _finite([r.get("wer") for r in ok]), _finite([r.get("score") for r in ok])
+    cer, wer = _finite([r.get("cer") for r in ok]), _finite([r.get("wer") for r in ok])
+    scores = _finite([r.get("score") for r in ok])
     ratio = _finite([r.get("duration_ratio") for r in ok])
     summary: dict[str, Any] = {
         "manifest": manifest,

