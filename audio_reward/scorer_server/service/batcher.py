@@ -145,6 +145,7 @@ class MicroBatcher:
         self._in_flight: set[asyncio.Task[None]] = set()
         self._arriving = 0
         self._wakeup = asyncio.Event()
+        self._drained = asyncio.Event()  # set whenever work leaves the batcher: close() waits on it
         self._worker: asyncio.Task[None] | None = None
         self._closed = False
         self._recent_batch_s = 1.0  # running estimate of one engine call, for Retry-After
@@ -219,6 +220,7 @@ class MicroBatcher:
         # Requests whose caller gave up (timeout, disconnect) are dropped, not transcribed.
         if any(p.future.done() for p in self._queue):
             self._queue = [p for p in self._queue if not p.future.done()]
+            self._drained.set()
 
     def _batch_full(self) -> bool:
         if len(self._queue) >= self.max_batch_size:
@@ -284,6 +286,7 @@ class MicroBatcher:
     def _batch_done(self, task: asyncio.Task[None]) -> None:
         self._in_flight.discard(task)
         self._wakeup.set()
+        self._drained.set()
 
     async def _run_batch(self, batch: list[_Pending]) -> None:
         started = time.monotonic()
@@ -315,9 +318,7 @@ class MicroBatcher:
         """Stop taking work, finish what is queued (up to ``timeout_s``), then stop the worker."""
         self._closed = True
         self._wakeup.set()
-        deadline = time.monotonic() + timeout_s
-        while not self.idle and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
+        await _until_idle(self, self._drained, timeout_s)
         tasks = [t for t in (self._worker, *self._in_flight) if t is not None]
         for task in tasks:
             task.cancel()
@@ -351,6 +352,7 @@ class SelfSchedulingDispatcher:
         self._on_batch = on_batch
         self._waiting: deque[_Pending] = deque()
         self._running: set[asyncio.Task[None]] = set()
+        self._drained = asyncio.Event()  # set whenever work leaves the dispatcher: close() waits on it
         self._closed = False
         self._recent_latency_s = 1.0  # running estimate of one request in the engine, for Retry-After
 
@@ -404,6 +406,7 @@ class SelfSchedulingDispatcher:
         while self._waiting and len(self._running) < self.max_in_flight:
             pending = self._waiting.popleft()
             if pending.future.done():
+                self._drained.set()
                 continue  # the caller gave up while it waited
             task = loop.create_task(self._run_one(pending), name="asr-request")
             self._running.add(task)
@@ -413,6 +416,7 @@ class SelfSchedulingDispatcher:
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._running.discard(task)
+        self._drained.set()
         if not self._closed or self._waiting:
             self._pump()
 
@@ -442,9 +446,7 @@ class SelfSchedulingDispatcher:
     async def close(self, timeout_s: float = 30.0) -> None:
         """Stop taking work, let what is queued and running finish (up to ``timeout_s``), then cancel the rest."""
         self._closed = True
-        deadline = time.monotonic() + timeout_s
-        while not self.idle and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
+        await _until_idle(self, self._drained, timeout_s)
         _stopped(self._waiting)
         self._waiting.clear()
         tasks = list(self._running)
@@ -453,6 +455,15 @@ class SelfSchedulingDispatcher:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+async def _until_idle(scheduler: Scheduler, drained: asyncio.Event, timeout_s: float) -> None:
+    """Wait until ``scheduler`` holds no work or ``timeout_s`` passes; ``drained`` is set as work leaves."""
+    deadline = time.monotonic() + timeout_s
+    while not scheduler.idle and (remaining := deadline - time.monotonic()) > 0:
+        drained.clear()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(drained.wait(), remaining)
 
 
 def scheduler_for(
