@@ -46,8 +46,7 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
   bash scripts/envs/seedtts.sh "$SEEDTTS_VENV" "$ROOT"
 fi
 
-export AUDIO_REWARD_SERVER_PYTHON="$VENV/bin/python"
-export AUDIO_REWARD_TTS_PYTHON="$TTS_VENV/bin/python"
+export AUDIO_REWARD_TEST_SERVER_PYTHON="$VENV/bin/python"
 
 log "tests: fast tier (tests/unit: one module in-process, seconds)"
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/unit "$@"

@@ -12,7 +12,7 @@ Support code (server launchers, speech and tones, the instant engine, fault
 servers, random checkpoints) lives in ``tests/testkit``; benchmarks import it too.
 
 ``scorer_url``: one real ``audio-reward serve`` (Whisper tiny.en, the embedded
-default) on loopback for the whole session, run by ``AUDIO_REWARD_SERVER_PYTHON``
+default) on loopback for the whole session, run by ``AUDIO_REWARD_TEST_SERVER_PYTHON``
 where the tests' own environment cannot hold the server (verl, the TTS model).
 """
 

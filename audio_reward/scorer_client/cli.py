@@ -52,9 +52,19 @@ def client_settings(args: argparse.Namespace) -> ClientSettings:
     return ClientSettings(**values)
 
 
-def describe(command: str, settings: ClientSettings) -> str:
-    """The settings a command runs with, one per line, as ``audio-reward serve`` prints its own."""
-    return "\n".join(f"audio-reward {command}: {line}" for line in settings.describe().splitlines())
+def command_settings(command: str, args: argparse.Namespace) -> ClientSettings | None:
+    """:func:`client_settings`, printed to stderr one per line as ``audio-reward serve`` prints its own.
+
+    Invalid settings print why and give None: the command exits 2.
+    """
+    try:
+        settings = client_settings(args)
+    except ValueError as exc:
+        print(f"audio-reward {command}: {exc}", file=sys.stderr)
+        return None
+    for line in settings.describe().splitlines():
+        print(f"audio-reward {command}: {line}", file=sys.stderr)
+    return settings
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -76,12 +86,9 @@ def _score(args: argparse.Namespace) -> int:
     from .sync_client import ScorerClient
     from .wire import ScoreItem, ScoreResult
 
-    try:
-        settings = client_settings(args)
-    except ValueError as exc:
-        print(f"audio-reward score: {exc}", file=sys.stderr)
+    settings = command_settings("score", args)
+    if settings is None:
         return 2
-    print(describe("score", settings), file=sys.stderr)
     outcomes: dict[str, ScoreResult | ScorerError | str] = {}
     items, names = [], []
     for name in args.files:

@@ -15,7 +15,7 @@ import argparse
 import sys
 
 from .config import ENV_PREFIX
-from .flags import add_server_flags, server_overrides
+from .flags import add_server_flags, settings_from_args
 from .scale_out import add_scale_out_flags
 
 
@@ -72,19 +72,13 @@ def serve(args: argparse.Namespace) -> int:
         return 2
 
     import uvicorn
-    from pydantic import ValidationError
 
     from .app import build_app
     from .http.server import uvicorn_config
-    from .logs import configure_logging
-    from .settings import ServerSettings
 
-    try:
-        settings = ServerSettings(**server_overrides(args))
-    except (ValidationError, ValueError) as exc:
-        print(f"audio-reward serve: invalid settings:\n{exc}", file=sys.stderr)
+    settings = settings_from_args("audio-reward serve", args)
+    if settings is None:
         return 2
-    configure_logging(settings.log_level, json_lines=settings.log_json)
     if args.ray:
         from .ray_serve import deploy_from_args
 

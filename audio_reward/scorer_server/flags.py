@@ -11,11 +11,15 @@ never shows in shell history or ``ps`` (``--api-key-file`` or
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
 from audio_reward.settings_flags import Flag, add_flags, flags_for, values_from_args
 
 from .config import ServerConfig, parse_engine_options
+
+if TYPE_CHECKING:
+    from .settings import ServerSettings
 
 NOT_FLAGS = ("api_key", "engine_options")
 
@@ -37,3 +41,22 @@ def server_overrides(args: argparse.Namespace) -> dict[str, Any]:
     if getattr(args, "engine_option", None):
         out["engine_options"] = parse_engine_options(args.engine_option)
     return out
+
+
+def settings_from_args(prog: str, args: argparse.Namespace) -> ServerSettings | None:
+    """The settings the command line gives, over the environment, with logging configured from them.
+
+    Invalid settings print why (prefixed with ``prog``) and give None: the command exits 2.
+    """
+    from pydantic import ValidationError
+
+    from .logs import configure_logging
+    from .settings import ServerSettings
+
+    try:
+        settings = ServerSettings(**server_overrides(args))
+    except (ValidationError, ValueError) as exc:
+        print(f"{prog}: invalid settings:\n{exc}", file=sys.stderr)
+        return None
+    configure_logging(settings.log_level, json_lines=settings.log_json)
+    return settings

@@ -37,7 +37,7 @@ from typing import Any
 
 from .config import ServerConfig
 from .engines.base import ASREngine
-from .flags import add_server_flags, server_overrides
+from .flags import add_server_flags, settings_from_args
 from .scale_out import ScaleOutConfig, add_scale_out_flags, scale_out_from_args
 
 __all__ = ["APP_NAME", "REPLICA_HEADER", "ScaleOutConfig", "ScorerReplica", "build_application", "main", "run"]
@@ -185,18 +185,10 @@ def deploy_from_args(settings: ServerConfig, args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from pydantic import ValidationError
-
-    from .logs import configure_logging
-    from .settings import ServerSettings
-
     args = _parser().parse_args(argv)
-    try:
-        settings = ServerSettings(**server_overrides(args))
-    except (ValidationError, ValueError) as exc:
-        print(f"audio-reward ray serve: invalid settings:\n{exc}", file=sys.stderr)
+    settings = settings_from_args("audio-reward ray serve", args)
+    if settings is None:
         return 2
-    configure_logging(settings.log_level, json_lines=settings.log_json)
     return deploy_from_args(settings, args)
 
 

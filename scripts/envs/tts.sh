@@ -9,7 +9,7 @@
 # it, so code run here must put a stand-in torchaudio package on sys.path (the
 # tiny Qwen3-TTS test does so itself when torchaudio cannot load):
 #
-#   AUDIO_REWARD_SERVER_PYTHON=/work/venv/bin/python \
+#   AUDIO_REWARD_TEST_SERVER_PYTHON=.venv/bin/python \
 #       "$VENV/bin/python" -m pytest -q tests/integration/trainer/test_tiny_qwen3_tts.py
 set -euo pipefail
 VENV="${1:-/work/venv-tts}"

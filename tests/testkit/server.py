@@ -96,12 +96,12 @@ def stop_process(proc: subprocess.Popen[bytes], grace_s: float = 15.0) -> int:
 
 
 def server_python() -> str:
-    """The interpreter that runs scorer servers: ``AUDIO_REWARD_SERVER_PYTHON``, else this one.
+    """The interpreter that runs scorer servers: ``AUDIO_REWARD_TEST_SERVER_PYTHON``, else this one.
 
     The trainer's environments (verl, the TTS model) cannot hold the server's
     dependencies, so their tests start the server from the main environment.
     """
-    return os.environ.get("AUDIO_REWARD_SERVER_PYTHON") or sys.executable
+    return os.environ.get("AUDIO_REWARD_TEST_SERVER_PYTHON") or sys.executable
 
 
 @dataclass

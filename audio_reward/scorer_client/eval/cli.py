@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from ...extras import install_command
-from ..cli import add_client_options, client_settings, describe
+from ..cli import add_client_options, command_settings
 
 EVAL_EXTRA = f"{install_command('eval')}  (from an audio-reward checkout; or: pip install matplotlib tqdm)"
 
@@ -92,12 +92,9 @@ def _eval(args: argparse.Namespace) -> int:
     from ..errors import ScorerError
     from .evaluate import ManifestError, ScoringMismatchError, run_eval
 
-    try:
-        settings = client_settings(args)
-    except ValueError as exc:
-        print(f"audio-reward eval: {exc}", file=sys.stderr)
+    settings = command_settings("eval", args)
+    if settings is None:
         return 2
-    print(describe("eval", settings), file=sys.stderr)
     bar = ProgressBar(not args.no_progress)
     try:
         summary = asyncio.run(run_eval(Path(args.manifest), Path(args.out), settings, language=args.language,

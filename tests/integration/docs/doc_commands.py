@@ -171,5 +171,5 @@ ENTRIES: dict[str, Entry] = {
     "--out-dir data/omni_avqa": Covered(
         "tests/integration/trainer/test_recipes.py::test_thinker_data_prep_feeds_the_mcq_reward"
     ),
-    "docs/training.md: scripts/envs/verl.sh /work/venv-verl": Covered(*INSTALL_TESTS),
+    "docs/training.md: scripts/envs/verl.sh .venv-verl": Covered(*INSTALL_TESTS),
 }

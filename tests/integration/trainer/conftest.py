@@ -2,7 +2,7 @@
 
 These tests run in the trainer's environments (verl, or the TTS model), which
 cannot hold the scorer server's dependencies: the session's ``scorer_url``
-server (tests/conftest.py) runs from ``AUDIO_REWARD_SERVER_PYTHON`` there.
+server (tests/conftest.py) runs from ``AUDIO_REWARD_TEST_SERVER_PYTHON`` there.
 """
 
 from __future__ import annotations

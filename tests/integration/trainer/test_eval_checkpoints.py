@@ -12,7 +12,7 @@ against the per-utterance rows.
 Runs in the TTS environment (``scripts/envs/tts.sh``); skipped where qwen-tts
 is not installed:
 
-    AUDIO_REWARD_SERVER_PYTHON=.venv/bin/python \\
+    AUDIO_REWARD_TEST_SERVER_PYTHON=.venv/bin/python \\
         .venv-tts/bin/python -m pytest -q tests/integration/trainer/test_eval_checkpoints.py
 """
 

@@ -8,9 +8,9 @@ as verl-omni's Qwen3-TTS recipe trains it (the code predictor frozen).
 
 Runs in the TTS environment (``scripts/envs/tts.sh``; qwen-tts pins
 transformers 4.57.3, so it cannot share verl's environment); skipped where
-qwen-tts is not installed.  The server runs from ``AUDIO_REWARD_SERVER_PYTHON``:
+qwen-tts is not installed.  The server runs from ``AUDIO_REWARD_TEST_SERVER_PYTHON``:
 
-    AUDIO_REWARD_SERVER_PYTHON=.venv/bin/python \\
+    AUDIO_REWARD_TEST_SERVER_PYTHON=.venv/bin/python \\
         .venv-tts/bin/python -m pytest -q tests/integration/trainer/test_tiny_qwen3_tts.py
 
 GRPO advantages are computed here with verl's formula
