@@ -64,6 +64,8 @@ ENTRIES: dict[str, Entry] = {
     'README.md: printf \'{"protocol_version":"1","prompt":"the quick brown fox","audio_file_base64":"%s"}\' '
     '"$(base64 -w0 speech.wav)" \\': Run(files=("speech.wav",), scorer=True),
     "README.md: python3 -m venv .venv": Covered(*INSTALL_TESTS),
+    "README.md: .venv/bin/python -m pytest tests/unit"
+    "                      # the fast tier: one module in-process, seconds": Covered(*INSTALL_TESTS),
     "README.md: audio-reward serve      # the scorer server (see docs/server.md for every setting)": Skip(
         "the list of subcommands, not a command to run; each one's own block is tested"
     ),
