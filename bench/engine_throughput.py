@@ -47,9 +47,9 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.testkit.server import free_port
 
-from tests.testkit.server import free_port  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 SENTENCES = (
     "The quick brown fox jumps over the lazy dog.",

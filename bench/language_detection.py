@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
+from bench.engine_throughput import SENTENCES as _ALL_SENTENCES
 
-from bench.engine_throughput import SENTENCES as _ALL_SENTENCES  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 SENTENCES = _ALL_SENTENCES[:4]
 

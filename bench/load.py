@@ -49,11 +49,11 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.testkit.instant_engine import SAMPLE_RATE, clip, prompt_of
+from tests.testkit.probes import RssSampler, items_ok
+from tests.testkit.server import ServerHandle, running_server
 
-from tests.testkit.instant_engine import SAMPLE_RATE, clip, prompt_of  # noqa: E402
-from tests.testkit.probes import RssSampler, items_ok  # noqa: E402
-from tests.testkit.server import ServerHandle, running_server  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 
 def scorer_server(

@@ -24,9 +24,9 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import urlsplit
 
-REPO = Path(__file__).resolve().parents[1]
+from bench import load
 
-from bench import load  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 START, END = "<!-- reliability-report:start -->", "<!-- reliability-report:end -->"
 FULL_ENV = {"AUDIO_REWARD_RELIABILITY_FULL": "1"}

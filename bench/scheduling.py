@@ -58,9 +58,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-
-from audio_reward.scorer_server.engines.base import (  # noqa: E402
+from audio_reward.scorer_server.engines.base import (
     ASREngine,
     EngineInfo,
     EngineOption,
@@ -69,8 +67,10 @@ from audio_reward.scorer_server.engines.base import (  # noqa: E402
     TranscriptionInput,
     resolve_engine_options,
 )
-from tests.testkit.server import free_port, settings_to_flags, stop_process, wait_ready  # noqa: E402
-from tests.testkit.speech import tone  # noqa: E402
+from tests.testkit.server import free_port, settings_to_flags, stop_process, wait_ready
+from tests.testkit.speech import tone
+
+REPO = Path(__file__).resolve().parents[1]
 
 SAMPLE_RATE = 16_000
 WATERMARK_SCALE = 1e-5

@@ -7,8 +7,8 @@ one as the default of every request; a request's ``reward`` object,
 policy's own field declarations, so a bound is written in one place.
 ``error_clip`` is the server's alone: requests cannot raise it.
 
-The policy lives in the protocol package, which needs only pydantic, so the
-client and the trainer import it without the scorer's dependencies.
+The policy lives in the protocol package, which needs only the base install,
+so the client and the trainer import it without the scorer's dependencies.
 """
 
 from __future__ import annotations

@@ -89,6 +89,7 @@ class ClientSettings(BaseSettings):
 
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX, extra="forbid", frozen=True, populate_by_name=True, validate_default=True,
+        env_ignore_empty=True,  # an exported but empty variable (KEY=) means unset, as in a shell
     )
 
     urls: Annotated[tuple[str, ...], NoDecode] = Field(

@@ -49,8 +49,12 @@ APP_NAME = "audio-reward"
 
 
 def shipped(settings: ServerConfig) -> dict[str, Any]:
-    """The validated settings as replicas receive them; the key file was read on the driver already."""
-    return settings.model_dump(exclude={"api_key_file"})
+    """The validated settings as replicas receive them; the key file was read on the driver already.
+
+    Only the fields the operator set travel (the rest are the same defaults on
+    both sides), so a replica still tells a chosen setting from a default.
+    """
+    return settings.model_dump(exclude={"api_key_file"}, exclude_unset=True)
 
 
 class ScorerReplica:

@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from ..protocol import SUPPORTED_VERSIONS
 from .settings import (
     CONFIG_BLOCK,
@@ -97,8 +95,7 @@ def check_server(config: Any, info_fn: Callable[[str], dict[str, Any]] | None = 
     try:
         urls = scorer_urls(config)
     except ValueError as exc:  # the plugin's settings cannot be built: no URL, or a bad value
-        reasons = exc.errors() if isinstance(exc, ValidationError) else [{"msg": str(exc)}]
-        return [Check("scorer", False, f"reward.{CONFIG_BLOCK}: " + "; ".join(str(r["msg"]) for r in reasons))]
+        return [Check("scorer", False, f"reward.{CONFIG_BLOCK}: {exc}")]
     if not urls:
         return [Check("scorer", False, f"no scorer URL: set reward.{CONFIG_BLOCK}.server_url (or AUDIO_REWARD_URL)")]
     if info_fn is None:
@@ -142,7 +139,8 @@ def check_reward_wiring(config: Any) -> list[Check]:
     estimator = str(_get(config, "algorithm.adv_estimator", ""))
     if uses_audio_manager(config):
         try:
-            settings = PluginSettings.from_config(config)
+            # A missing URL is the scorer check's to report; the rest of the block is checked here.
+            settings = PluginSettings.from_config(config, stand_in_url="http://scorer.invalid")
         except (ValueError, TypeError) as exc:
             return [Check("reward", False, f"reward.{CONFIG_BLOCK}: {exc}")]
         if fn_module:

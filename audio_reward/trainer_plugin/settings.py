@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from ..scorer_client.settings import URL_ENVS, ClientSettings, split_commas
@@ -29,6 +29,19 @@ CONFIG_BLOCK = "audio_reward"
 ENV_PREFIX = "AUDIO_REWARD_TRAINER_"
 URL_KEY = "server_url"
 """The block's name for the client's ``urls``."""
+
+
+def _unset(value: Any) -> bool:
+    return value is None or (isinstance(value, (str, tuple, list)) and not value)
+
+
+def _reason(error: Any) -> str:
+    """One pydantic error as a line: the validator's own message, else ``field: message``."""
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, ValueError):
+        return str(cause)
+    where = ".".join(str(part) for part in error.get("loc", ()))
+    return f"{where}: {error['msg']}" if where else str(error["msg"])
 
 
 class FailurePolicy(str, Enum):
@@ -68,7 +81,9 @@ class PluginSettings(BaseSettings):
     ``PluginSettings(server_url=url, timeout=5)`` works as the config block does.
     """
 
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True, validate_default=True)
+    # An exported but empty variable (KEY=) means unset, as in a shell.
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True, validate_default=True,
+                                      env_ignore_empty=True)
 
     client: ClientSettings = Field(description="The scorer connection: the client's settings.")
     failure_policy: FailurePolicy = Field(FailurePolicy.RAISE,
@@ -110,7 +125,8 @@ class PluginSettings(BaseSettings):
         for name in ClientSettings.model_fields:
             if name in data and name != "urls":
                 given[name] = data.pop(name)
-        given = {k: v for k, v in given.items() if v is not None and v != ()}
+        # An empty value in the block (server_url: "" from an unset shell variable) leaves the field to the environment.
+        given = {k: v for k, v in given.items() if not _unset(v)}
         if "urls" not in given and not any(os.environ.get(name) for name in URL_ENVS):
             raise ValueError(f"no scorer URL: set reward.{CONFIG_BLOCK}.{URL_KEY} (or {URL_ENVS[-1]})")
         data["client"] = ClientSettings(**given)
@@ -134,14 +150,25 @@ class PluginSettings(BaseSettings):
         return self.client.urls
 
     @classmethod
-    def from_config(cls, config: Any = None) -> PluginSettings:
-        """Build from a verl config (its ``reward.audio_reward`` block) over the environment."""
+    def from_config(cls, config: Any = None, *, stand_in_url: str | None = None) -> PluginSettings:
+        """Build from a verl config (its ``reward.audio_reward`` block) over the environment.
+
+        Raises ValueError with one line per problem.  ``stand_in_url`` is used
+        when neither the block nor the environment names a URL, so a pre-flight
+        check can still check the rest of the block.
+        """
         block = block_of(config)
         known = (set(cls.model_fields) - {"client"}) | (set(ClientSettings.model_fields) - {"urls"}) | {URL_KEY}
         unknown = set(block) - known
         if unknown:
             raise ValueError(f"unknown keys in reward.{CONFIG_BLOCK}: {sorted(unknown)}")
-        return cls(**{k: v for k, v in block.items() if v is not None})
+        values = {k: v for k, v in block.items() if v is not None}
+        if stand_in_url is not None and _unset(values.get(URL_KEY)) and not any(os.environ.get(n) for n in URL_ENVS):
+            values[URL_KEY] = stand_in_url
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            raise ValueError("; ".join(_reason(error) for error in exc.errors())) from None
 
     def describe(self) -> dict[str, Any]:
         """Plain values for the start-up log line, the API key masked."""

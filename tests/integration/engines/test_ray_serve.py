@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -86,6 +87,22 @@ def test_replicas_run_the_drivers_settings_not_their_nodes_environment(monkeypat
     replica = ScorerReplica(shipped(driver))
     assert replica.settings.max_queue == 7 and replica.settings.port == 9123
     assert replica.settings.reward.formula == "exp"
+    # A replica tells what the operator chose from a default (the batching note is a warning only then).
+    assert {"max_queue", "reward"} <= replica.settings.model_fields_set
+    assert "max_batch_size" not in replica.settings.model_fields_set
+
+
+def test_a_key_read_from_a_file_on_the_driver_reaches_the_replicas(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from audio_reward.scorer_server.ray_serve import ScorerReplica, shipped
+    from audio_reward.scorer_server.settings import ServerSettings
+
+    monkeypatch.delenv("AUDIO_REWARD_API_KEY", raising=False)
+    key_file = tmp_path / "key"
+    key_file.write_text("file-key\n")
+    replica = ScorerReplica(shipped(ServerSettings(api_key_file=key_file)))
+    assert replica.settings.api_key is not None and replica.settings.api_key.get_secret_value() == "file-key"
+    assert replica.settings.api_key_file is None
 
 
 def test_scale_out_flags_are_generated_from_the_config() -> None:

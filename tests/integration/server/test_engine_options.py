@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
-import tempfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import ClassVar
 
 import httpx
@@ -28,13 +24,7 @@ from audio_reward.scorer_server.engines import (
 )
 from audio_reward.scorer_server.flags import server_overrides
 from audio_reward.scorer_server.settings import ServerSettings
-from tests.testkit.server import (
-    REPO_ROOT,
-    free_port,
-    inprocess_server,
-    server_process,
-    wait_ready,
-)
+from tests.testkit.server import inprocess_server, running_server, server_process, wait_ready
 
 
 def parse(argv: list[str]) -> ServerSettings:
@@ -126,29 +116,5 @@ def test_start_up_prints_the_options_set_from_the_environment() -> None:
 
 def test_the_documented_batched_command_serves_with_the_option() -> None:
     # docs/server.md: audio-reward serve --engine faster-whisper --engine-option batched=true
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    cmd = [
-        sys.executable,
-        "-m",
-        "audio_reward.cli",
-        "serve",
-        "--engine",
-        "faster-whisper",
-        "--engine-option",
-        "batched=true",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-    ]
-    with tempfile.TemporaryDirectory() as tmp:
-        log_path = Path(tmp) / "server.log"
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
-            try:
-                wait_ready(url, 120, proc=proc, log_path=log_path)
-                assert httpx.get(f"{url}/v1/info").json()["engine"]["options"] == {"batched": True}
-            finally:
-                proc.terminate()
-                proc.wait(30)
+    with running_server(engine="faster-whisper", engine_option="batched=true") as server:
+        assert httpx.get(f"{server.url}/v1/info").json()["engine"]["options"] == {"batched": True}

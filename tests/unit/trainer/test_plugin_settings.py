@@ -55,3 +55,16 @@ def test_no_url_and_bad_values_are_refused(env: pytest.MonkeyPatch) -> None:
     for bad in ({"diagnostics": ["score"]}, {"failure_policy": "ignore"}, {"max_batch": 0}, {"timeout": -1}):
         with pytest.raises(ValueError):
             PluginSettings.from_config(block(server_url="http://a:1", **bad))
+
+
+def test_empty_values_are_unset(env: pytest.MonkeyPatch) -> None:
+    # A shell's `export AUDIO_REWARD_API_KEY=` or a launch script's server_url="$SCORER_URL" with the variable unset.
+    env.setenv("AUDIO_REWARD_URL", "http://shared:1")
+    env.setenv("AUDIO_REWARD_API_KEY", "")
+    env.setenv("AUDIO_REWARD_CLIENT_TIMEOUT", "")
+    env.setenv("AUDIO_REWARD_TRAINER_LANGUAGE", "")
+    for empty in ("", [], ()):
+        s = PluginSettings.from_config(block(server_url=empty))
+        assert s.client.urls == ("http://shared:1",)
+        assert s.client.api_key is None and s.client.timeout == ClientSettings("http://x:1").timeout
+        assert s.language is None

@@ -1,0 +1,37 @@
+"""Pre-flight checks of the reward block: one line per problem, each check reporting its own."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from audio_reward.trainer_plugin import preflight
+
+
+@pytest.fixture(autouse=True)
+def no_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [k for k in os.environ if k.startswith("AUDIO_REWARD_")]:
+        monkeypatch.delenv(name)
+
+
+def config(**block: object) -> dict[str, object]:
+    return {"reward": {"reward_manager": {"name": "audio_score"}, "audio_reward": block},
+            "algorithm": {"adv_estimator": "grpo"}}
+
+
+def test_a_missing_url_is_the_scorer_checks_and_the_rest_is_still_checked() -> None:
+    cfg = config(failure_policy="mask")
+    (wiring,) = preflight.check_reward_wiring(cfg)
+    assert not wiring.ok
+    assert wiring.message == "failure_policy=mask needs algorithm.adv_estimator in ['grpo_masked'], got grpo"
+    (scorer,) = preflight.check_server(cfg)
+    assert not scorer.ok
+    assert scorer.message == ("reward.audio_reward: no scorer URL: "
+                              "set reward.audio_reward.server_url (or AUDIO_REWARD_URL)")
+
+
+def test_a_bad_value_is_one_line_naming_the_key() -> None:
+    (wiring,) = preflight.check_reward_wiring(config(server_url="http://a:1", timeout="abc"))
+    assert not wiring.ok and "\n" not in wiring.message
+    assert wiring.message.startswith("reward.audio_reward: timeout: Input should be a valid number")
