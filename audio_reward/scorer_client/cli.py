@@ -10,7 +10,6 @@ fields by :mod:`audio_reward.settings_flags` (help from their descriptions); a f
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -41,13 +40,13 @@ def add_client_options(p: argparse.ArgumentParser) -> None:
 
 def client_settings(args: argparse.Namespace) -> ClientSettings:
     """The settings a command runs with: its flags over the environment over the defaults."""
-    from .settings import URL_ENVS, ClientSettings
+    from .settings import ClientSettings, url_in_environment
 
     values = values_from_args(args, _flags())
     urls = getattr(args, "urls", None)
     if urls:
         values["urls"] = urls
-    elif not any(os.environ.get(name) for name in URL_ENVS):
+    elif not url_in_environment():
         values["urls"] = [DEFAULT_URL]
     return ClientSettings(**values)
 

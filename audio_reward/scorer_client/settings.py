@@ -7,6 +7,7 @@ names users set for the server and its clients alike), the defaults below.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -69,6 +70,11 @@ def endpoint_of(url: str) -> ScorerEndpoint:
             base = url[: -len(path)]
             return ScorerEndpoint(url, base, url, base + BATCH_PATH)
     return ScorerEndpoint(url, url, url + SCORE_PATH, url + BATCH_PATH)
+
+
+def url_in_environment() -> bool:
+    """Whether a scorer URL variable (``AUDIO_REWARD_CLIENT_URLS`` or the shared one) is set and not empty."""
+    return any(os.environ.get(name) for name in URL_ENVS)
 
 
 def split_commas(value: Any) -> Any:

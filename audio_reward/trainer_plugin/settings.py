@@ -14,7 +14,6 @@ variables for the plugin's keys and from the client's own variables
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from enum import Enum
 from typing import Annotated, Any
@@ -22,7 +21,7 @@ from typing import Annotated, Any
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from ..scorer_client.settings import URL_ENVS, ClientSettings, split_commas
+from ..scorer_client.settings import URL_ENVS, ClientSettings, split_commas, url_in_environment
 
 CONFIG_BLOCK = "audio_reward"
 """Key of the plugin's block under ``reward`` in the verl config."""
@@ -127,7 +126,7 @@ class PluginSettings(BaseSettings):
                 given[name] = data.pop(name)
         # An empty value in the block (server_url: "" from an unset shell variable) leaves the field to the environment.
         given = {k: v for k, v in given.items() if not _unset(v)}
-        if "urls" not in given and not any(os.environ.get(name) for name in URL_ENVS):
+        if "urls" not in given and not url_in_environment():
             raise ValueError(f"no scorer URL: set reward.{CONFIG_BLOCK}.{URL_KEY} (or {URL_ENVS[-1]})")
         data["client"] = ClientSettings(**given)
         return data
@@ -163,7 +162,7 @@ class PluginSettings(BaseSettings):
         if unknown:
             raise ValueError(f"unknown keys in reward.{CONFIG_BLOCK}: {sorted(unknown)}")
         values = {k: v for k, v in block.items() if v is not None}
-        if stand_in_url is not None and _unset(values.get(URL_KEY)) and not any(os.environ.get(n) for n in URL_ENVS):
+        if stand_in_url is not None and _unset(values.get(URL_KEY)) and not url_in_environment():
             values[URL_KEY] = stand_in_url
         try:
             return cls(**values)
