@@ -96,15 +96,17 @@ def test_faster_whisper_detects_from_the_encoder_output_it_decodes_from(
         # Before: faster-whisper's own detector on the features, then the transcript with that language forced.
         engine._model.model = counter._model  # type: ignore[attr-defined]
         theirs = [engine._model.detect_language(a)[0] for a in clips]  # type: ignore[attr-defined]
-        assert [t.language for t in detected] == theirs
-        forced = engine.transcribe_batch_sync(
-            [TranscriptionInput(a, lang) for a, lang in zip(clips, theirs, strict=True)]
-        )
-        assert [t.text for t in detected] == [t.text for t in forced]
-        assert [t.num_tokens for t in detected] == [t.num_tokens for t in forced]
+        assert_same_as_forced(engine, clips, detected, theirs)
     finally:
         engine.close()
 
+
+def assert_same_as_forced(engine: Any, clips: list[np.ndarray], detected: list[Any], theirs: list[str]) -> None:
+    """Detected languages are the reference detector's, and transcripts equal those with that language forced."""
+    assert [t.language for t in detected] == theirs
+    forced = engine.transcribe_batch_sync([TranscriptionInput(a, lang) for a, lang in zip(clips, theirs, strict=True)])
+    assert [t.text for t in detected] == [t.text for t in forced]
+    assert [t.num_tokens for t in detected] == [t.num_tokens for t in forced]
 
 def test_transformers_passes_the_detection_encoder_outputs_to_generate(
     tiny_whisper: Path, sentences_16k: list[np.ndarray]
@@ -135,11 +137,6 @@ def test_transformers_passes_the_detection_encoder_outputs_to_generate(
         with torch.inference_mode():
             ids = backend.model.detect_language(input_features=feats.input_features)
         theirs = [backend.id_to_lang[int(i)] for i in ids.view(-1).tolist()]
-        assert [t.language for t in detected] == theirs
-        forced = engine.transcribe_batch_sync(
-            [TranscriptionInput(a, lang) for a, lang in zip(clips, theirs, strict=True)]
-        )
-        assert [t.text for t in detected] == [t.text for t in forced]
-        assert [t.num_tokens for t in detected] == [t.num_tokens for t in forced]
+        assert_same_as_forced(engine, clips, detected, theirs)
     finally:
         engine.close()
