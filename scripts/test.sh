@@ -23,6 +23,10 @@ PY=${PYTHON:-python3}
 log() { printf '\n== %s\n' "$*"; }
 
 if [ "${SKIP_INSTALL:-0}" != 1 ]; then
+  # A fresh install of the four environments takes about 7 GB. Each wheel goes into one environment once, so
+  # pip's cache would only double that; the free space is logged so that a full disk reads as such.
+  export PIP_NO_CACHE_DIR=1
+  log "disk: $(df -h "$ROOT" | awk 'NR==2 {print $4 " free on " $6}') (a fresh install needs about 7 GB)"
   if ! command -v espeak-ng >/dev/null 2>&1; then
     log "apt: espeak-ng (robotic test speech)"
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
@@ -34,6 +38,9 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
   # torch first and pinned: the CPU build on this disk; an unpinned torch pulls a CUDA build.
   "$VENV/bin/pip" install -q "torch==2.13.0"
   "$VENV/bin/pip" install -q -e ".[server,whisper-en,base-model,eval,transformers,ray,dev]"
+  # openai-whisper requires triton (1 GB) for its CUDA timing kernels only; the tests use its normalizer on the
+  # CPU, which never imports triton.
+  "$VENV/bin/pip" uninstall -q -y triton
   if [ -f scripts/envs/verl.sh ]; then
     log "trainer environment: $VERL_VENV"
     bash scripts/envs/verl.sh "$VERL_VENV"
