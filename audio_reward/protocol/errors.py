@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
 
 @dataclass(frozen=True)
 class Issue:
@@ -43,3 +46,16 @@ class ProtocolError(Exception):
     @property
     def message(self) -> str:
         return str(self)
+
+
+def validation_reasons(exc: ValidationError) -> list[str]:
+    """One line per problem in a pydantic error: a validator's own message as it is, else ``field: message``."""
+    return [_reason(error) for error in exc.errors(include_url=False)]
+
+
+def _reason(error: ErrorDetails) -> str:
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, ValueError):
+        return str(cause)
+    where = ".".join(str(part) for part in error.get("loc", ()))
+    return f"{where}: {error['msg']}" if where else str(error["msg"])

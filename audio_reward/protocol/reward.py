@@ -29,7 +29,9 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
-__all__ = ["Formula", "Metric", "RewardOptions", "RewardPolicy", "policy_error_message"]
+from .errors import validation_reasons
+
+__all__ = ["Formula", "Metric", "RewardOptions", "RewardPolicy"]
 
 Formula = Literal["1-cer", "exp", "tanh"]
 Metric = Literal["cer", "wer"]
@@ -101,16 +103,7 @@ class RewardPolicy(BaseModel):
         try:
             return RewardPolicy(**{**self.model_dump(), **overrides})
         except ValidationError as exc:
-            raise ValueError(policy_error_message(exc)) from None
-
-
-def policy_error_message(exc: ValidationError) -> str:
-    """The one-line explanation inside a :class:`RewardPolicy` validation error."""
-    for error in exc.errors():
-        cause = (error.get("ctx") or {}).get("error")
-        if isinstance(cause, ValueError):
-            return str(cause)
-    return str(exc)
+            raise ValueError("; ".join(validation_reasons(exc))) from None
 
 
 def _bounds(info: FieldInfo) -> dict[str, float]:

@@ -21,6 +21,7 @@ from typing import Annotated, Any
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from ..protocol.errors import validation_reasons
 from ..scorer_client.settings import URL_ENVS, ClientSettings, split_commas, url_in_environment
 
 CONFIG_BLOCK = "audio_reward"
@@ -32,15 +33,6 @@ URL_KEY = "server_url"
 
 def _unset(value: Any) -> bool:
     return value is None or (isinstance(value, (str, tuple, list)) and not value)
-
-
-def _reason(error: Any) -> str:
-    """One pydantic error as a line: the validator's own message, else ``field: message``."""
-    cause = (error.get("ctx") or {}).get("error")
-    if isinstance(cause, ValueError):
-        return str(cause)
-    where = ".".join(str(part) for part in error.get("loc", ()))
-    return f"{where}: {error['msg']}" if where else str(error["msg"])
 
 
 class FailurePolicy(str, Enum):
@@ -167,7 +159,7 @@ class PluginSettings(BaseSettings):
         try:
             return cls(**values)
         except ValidationError as exc:
-            raise ValueError("; ".join(_reason(error) for error in exc.errors())) from None
+            raise ValueError("; ".join(validation_reasons(exc))) from None
 
     def describe(self) -> dict[str, Any]:
         """Plain values for the start-up log line, the API key masked."""
