@@ -267,10 +267,12 @@ def test_huge_header_gets_431_and_healthz_keeps_answering() -> None:
         sender.start()
         answer = _read_all(sock)
         sender.join(10)
+        refused = read_metrics(server.url).get('audio_reward_requests_total{endpoint="unmatched",status="431"}')
     assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
     error = _error(answer.split(b"\r\n\r\n", 1)[1])
     assert error.code == "headers_too_large" and "max_header_bytes" in error.message
     assert not probe.failures and probe.worst_ms < 500  # /healthz stalled for seconds meanwhile
+    assert refused == 1
 
 
 def _read_all(sock: socket.socket, timeout: float = 10.0) -> bytes:
@@ -327,6 +329,8 @@ def test_slowloris_connections_are_closed_by_the_server() -> None:
                 s.close()
         assert all(a.startswith(b"HTTP/1.1 408 ") for a in answers), {a[:40] for a in answers}
         assert _error(answers[0].split(b"\r\n\r\n", 1)[1]).code == "header_timeout"
+        # Each refusal is counted; the idle connection asked nothing, so it is not.
+        assert read_metrics(server.url).get('audio_reward_requests_total{endpoint="unmatched",status="408"}') == n
 
         # A keep-alive connection left idle after its answer is closed too.
         host, port = _addr(server.url)

@@ -29,6 +29,8 @@ _VALID_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 _TIMED_PREFIXES = ("/score", "/v1/score", "/v1/audio/")
 CLIENT_CLOSED = "client_closed"
 """The status label of requests whose client left before they could be answered."""
+UNMATCHED = "unmatched"
+"""The endpoint label of requests that reached no route (or were refused before their path was read)."""
 
 
 def request_id_of(request: Request) -> str:
@@ -85,7 +87,7 @@ class RequestContextMiddleware:
             if in_flight:
                 self.metrics.in_flight.dec()
             route = scope.get("route")
-            endpoint = getattr(route, "path", None) or "unmatched"
+            endpoint = getattr(route, "path", None) or UNMATCHED
             self.metrics.requests.labels(endpoint, str(status)).inc()
             if endpoint.startswith(_TIMED_PREFIXES):
                 self.metrics.request_latency.labels(endpoint).observe(time.perf_counter() - t0)

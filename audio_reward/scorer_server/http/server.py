@@ -14,6 +14,9 @@ adds the two missing limits to uvicorn's own httptools protocol:
   of the previous answer); a partial head then gets ``408`` and the connection
   is closed, an idle connection is closed silently.
 
+Each refusal is counted in ``audio_reward_requests_total`` with the endpoint
+``unmatched``: no path was read, so there is no route to name.
+
 The body has its own deadline (``body_timeout_s``, in :mod:`.body`).
 """
 
@@ -25,10 +28,13 @@ from typing import Any, ClassVar
 
 import orjson
 import uvicorn
+from fastapi import FastAPI
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from ..config import ServerConfig
 from ..errors import error_body
+from ..service.metrics import ServerMetrics
+from .middleware import UNMATCHED
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +51,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     max_header_bytes: ClassVar[int] = 64 * 1024
     header_timeout_s: ClassVar[float] = 10.0
+    metrics: ClassVar[ServerMetrics | None] = None
+    """Where the refusals are counted; a class attribute because uvicorn builds the protocol per connection."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -55,9 +63,11 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._refused = False
 
     @classmethod
-    def configured(cls, max_header_bytes: int, header_timeout_s: float) -> type[GuardedHttpToolsProtocol]:
+    def configured(cls, max_header_bytes: int, header_timeout_s: float,
+                   metrics: ServerMetrics | None = None) -> type[GuardedHttpToolsProtocol]:
         """A subclass carrying these limits: uvicorn instantiates the protocol class itself."""
-        return type(cls.__name__, (cls,), {"max_header_bytes": max_header_bytes, "header_timeout_s": header_timeout_s})
+        return type(cls.__name__, (cls,), {"max_header_bytes": max_header_bytes, "header_timeout_s": header_timeout_s,
+                                           "metrics": metrics})
 
     # -- asyncio.Protocol ---------------------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -128,6 +138,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         client = f"{self.client[0]}:{self.client[1]}" if self.client else None
         log.info("refused a request before its headers were read",
                  extra={"status": status, "code": code, "client": client})
+        if self.metrics is not None:
+            self.metrics.requests.labels(UNMATCHED, str(status)).inc()
         body = orjson.dumps(error_body(code, message, retryable=status == 408))
         head = (
             b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
@@ -137,12 +149,14 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self.loop.call_later(_LINGER_S, self.transport.close)
 
 
-def uvicorn_config(app: Any, settings: ServerConfig, **overrides: Any) -> uvicorn.Config:
-    """The uvicorn configuration every scorer server runs with (the CLI and the tests alike)."""
+def uvicorn_config(app: FastAPI, settings: ServerConfig, **overrides: Any) -> uvicorn.Config:
+    """The uvicorn configuration every scorer server runs with (the CLI and the tests alike); ``app`` is
+    :func:`~audio_reward.scorer_server.app.build_app`'s, whose metrics count the refused request heads."""
     options: dict[str, Any] = {
         "host": settings.host,
         "port": settings.port,
-        "http": GuardedHttpToolsProtocol.configured(settings.max_header_bytes, settings.header_timeout_s),
+        "http": GuardedHttpToolsProtocol.configured(settings.max_header_bytes, settings.header_timeout_s,
+                                                    app.state.metrics),
         "timeout_keep_alive": settings.keep_alive_timeout_s,
         "limit_concurrency": settings.max_connections,
         "log_config": None,
