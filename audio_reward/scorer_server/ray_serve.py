@@ -20,6 +20,11 @@ The driver validates the settings once, environment included, and ships
 them to the replicas as a plain dump; a replica rebuilds them as a
 :class:`~.config.ServerConfig`, which reads no environment, so every
 replica runs the driver's settings whatever its node's variables say.
+
+Ray Serve's proxy, not the scorer's uvicorn, reads the requests: it takes
+the host, the port and ``keep_alive_timeout_s`` from the settings, and has no
+setting for the limits in :data:`PROXY_UNAPPLIED`, so an operator who sets
+one of those is warned at start-up that it does not apply.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import argparse
 import asyncio
 import json
 import logging
+import math
 import os
 import signal
 import sys
@@ -46,6 +52,8 @@ log = logging.getLogger(__name__)
 
 REPLICA_HEADER = "X-Scorer-Replica"
 APP_NAME = "audio-reward"
+PROXY_UNAPPLIED = ("max_header_bytes", "header_timeout_s", "max_connections")
+"""Limits of the scorer's own uvicorn (:mod:`.http.server`) that Ray Serve's proxy has no setting for."""
 
 
 def shipped(settings: ServerConfig) -> dict[str, Any]:
@@ -133,6 +141,17 @@ def build_application(settings: ServerConfig, scale: ScaleOutConfig) -> Any:
     return deployment.bind(shipped(settings))
 
 
+def proxy_options(settings: ServerConfig) -> dict[str, Any]:
+    """Ray Serve's ``http_options`` from the settings (its keep-alive timeout is whole seconds)."""
+    return {"host": settings.host, "port": settings.port,
+            "keep_alive_timeout_s": max(1, math.ceil(settings.keep_alive_timeout_s))}
+
+
+def unapplied_settings(settings: ServerConfig) -> list[str]:
+    """The settings the operator chose that Ray Serve's proxy cannot apply."""
+    return sorted(settings.model_fields_set & set(PROXY_UNAPPLIED))
+
+
 def run(settings: ServerConfig, scale: ScaleOutConfig, *, blocking: bool = True) -> str:
     """Start (or join) Ray, deploy the scorer on the settings' host and port and return its base URL."""
     import ray
@@ -141,7 +160,10 @@ def run(settings: ServerConfig, scale: ScaleOutConfig, *, blocking: bool = True)
     started_ray = not ray.is_initialized()
     if started_ray:
         ray.init(address=scale.address, log_to_driver=False)
-    serve.start(http_options={"host": settings.host, "port": settings.port})
+    unapplied = unapplied_settings(settings)
+    if unapplied:
+        log.warning("not applied under Ray Serve, whose proxy reads the requests: " + ", ".join(unapplied))
+    serve.start(http_options=proxy_options(settings))
     serve.run(build_application(settings, scale), name=APP_NAME, route_prefix="/", blocking=False)
     url = f"http://{settings.host}:{settings.port}"
     if blocking:

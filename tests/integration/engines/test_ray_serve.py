@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import concurrent.futures
+import http.client
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,22 +16,34 @@ pytest.importorskip("ray.serve")
 
 from audio_reward.protocol import encode_f32
 from audio_reward.scorer_server.ray_serve import REPLICA_HEADER, ScaleOutConfig
-from tests.testkit.server import running_server
+from tests.testkit.server import ServerHandle, running_server
 from tests.testkit.speech import synth_speech
 
 TEXT = "The quick brown fox jumps over the lazy dog."
 OTHER = "Seven purple elephants were painting the kitchen on a rainy Tuesday."
 
 
+KEEP_ALIVE_S = 2
+
+
 @pytest.fixture(scope="module")
-def ray_scorer_url() -> Iterator[str]:
-    """The real command line in a subprocess; SIGTERM at the end shuts the deployment and Ray down."""
+def ray_scorer() -> Iterator[ServerHandle]:
+    """The real command line in a subprocess; SIGTERM at the end shuts the deployment and Ray down.
+
+    ``max_header_bytes`` is one of the limits Ray Serve's proxy cannot apply; the keep-alive timeout
+    is one it takes from the settings (its own default is 90 s)."""
     with running_server(
         ray=True, model="tiny.en", cpu_threads=1, max_wait_ms=5.0,
         min_replicas=2, max_replicas=2, gpus_per_replica=0, cpus_per_replica=0.5, max_ongoing_requests=8,
+        keep_alive_timeout_s=KEEP_ALIVE_S, max_header_bytes=16384,
         env={"RAY_ADDRESS": ""}, ready_timeout_s=300,
     ) as server:
-        yield server.url
+        yield server
+
+
+@pytest.fixture(scope="module")
+def ray_scorer_url(ray_scorer: ServerHandle) -> str:
+    return ray_scorer.url
 
 
 def _body(text: str, prompt: str) -> dict[str, object]:
@@ -63,6 +77,32 @@ def test_every_endpoint_is_served_through_the_proxy(ray_scorer_url: str) -> None
     assert [r["score"] >= 0.9 for r in results] == [True, True]
     missing = httpx.get(f"{ray_scorer_url}/nope", timeout=30)
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+
+
+def test_the_proxy_closes_idle_connections_after_the_settings_keep_alive(ray_scorer_url: str) -> None:
+    host, port = ray_scorer_url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    conn.request("GET", "/healthz")
+    assert conn.getresponse().read() and conn.sock is not None
+    sock = conn.sock
+    sock.settimeout(KEEP_ALIVE_S + 8)
+    t0 = time.monotonic()
+    try:
+        assert sock.recv(1) == b""  # the proxy closed the idle connection
+    except ConnectionResetError:
+        pass
+    except TimeoutError:
+        pytest.fail(f"the idle connection was still open after {KEEP_ALIVE_S + 8} s")
+    finally:
+        conn.close()
+    assert KEEP_ALIVE_S - 0.5 < time.monotonic() - t0 < KEEP_ALIVE_S + 8
+
+
+def test_limits_the_proxy_cannot_apply_are_named_at_start_up(ray_scorer: ServerHandle) -> None:
+    log = ray_scorer.log_tail(200_000)
+    line = next((ln for ln in log.splitlines() if "not applied under Ray Serve" in ln), "")
+    assert "max_header_bytes" in line, log[-3000:]
+    assert "header_timeout_s" not in line and "max_connections" not in line  # left at their defaults
 
 
 def test_scale_config_maps_to_ray_options() -> None:
