@@ -6,7 +6,7 @@ Measures, each against a real ``audio-reward serve`` process on loopback:
 - the load run of ``bench/load.py`` (instant engine): answered once, throughput, p50/p99, peak RSS;
 - the bad-input battery against Whisper tiny.en, a valid request after every case: status codes;
 - the fault, security, fuzzing and schemathesis tests at their full counts
-  (``AUDIO_REWARD_RELIABILITY_FULL=1``), run by pytest: passed/failed and example counts.
+  (``AUDIO_REWARD_TEST_RELIABILITY_FULL=1``), run by pytest: passed/failed and example counts.
 The figures replace the section between the report markers of the doc.
 """
 
@@ -29,7 +29,7 @@ from bench import load
 REPO = Path(__file__).resolve().parents[1]
 
 START, END = "<!-- reliability-report:start -->", "<!-- reliability-report:end -->"
-FULL_ENV = {"AUDIO_REWARD_RELIABILITY_FULL": "1"}
+FULL_ENV = {"AUDIO_REWARD_TEST_RELIABILITY_FULL": "1"}
 
 
 def _budget() -> object:

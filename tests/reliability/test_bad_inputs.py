@@ -3,7 +3,7 @@
 Every case gets a 4xx in the protocol's error shape (or, where the input is
 valid after all, a correct score), never a 5xx; the server's memory stays
 bounded; a valid request right after succeeds. CI probes with a valid
-request after each group of cases; the full run (``AUDIO_REWARD_RELIABILITY_FULL=1``)
+request after each group of cases; the full run (``AUDIO_REWARD_TEST_RELIABILITY_FULL=1``)
 after every case.
 """
 

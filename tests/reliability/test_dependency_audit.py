@@ -3,7 +3,7 @@
 The offline part always runs: pip-audit reads the environment and lists
 what it would audit. The audit itself asks the vulnerability service (PyPI's
 JSON API) once per installed package, so it runs only when
-``AUDIO_REWARD_PIP_AUDIT=1`` is set; where the service cannot be reached the
+``AUDIO_REWARD_TEST_PIP_AUDIT=1`` is set; where the service cannot be reached the
 test is skipped with that reason, never failed for it.
 """
 
@@ -29,8 +29,8 @@ def test_pip_audit_reads_the_installed_environment() -> None:
     assert found and int(found.group(1)) > 20, proc.stderr[-2000:]
 
 
-@pytest.mark.skipif(os.environ.get("AUDIO_REWARD_PIP_AUDIT") != "1",
-                    reason="the audit queries the vulnerability service per package; set AUDIO_REWARD_PIP_AUDIT=1")
+@pytest.mark.skipif(os.environ.get("AUDIO_REWARD_TEST_PIP_AUDIT") != "1",
+                    reason="the audit queries the vulnerability service per package; set AUDIO_REWARD_TEST_PIP_AUDIT=1")
 def test_no_known_vulnerabilities_in_the_installed_environment() -> None:
     proc = subprocess.run([*PIP_AUDIT, "--format", "json"], capture_output=True, text=True, timeout=900)
     if proc.returncode != 0 and _UNREACHABLE.search(proc.stderr):

@@ -1,5 +1,5 @@
 """The load run of ``bench/load.py`` at CI size: every request answered exactly once,
-server memory bounded by its queue limit. ``AUDIO_REWARD_RELIABILITY_FULL=1`` runs
+server memory bounded by its queue limit. ``AUDIO_REWARD_TEST_RELIABILITY_FULL=1`` runs
 the full 10,000 requests at concurrency 256."""
 
 from __future__ import annotations

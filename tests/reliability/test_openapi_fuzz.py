@@ -4,7 +4,7 @@ Every documented operation gets generated requests (valid by the schema and
 mutated away from it): no answer may be a 5xx, and statuses, content types
 and bodies must be the documented ones. The server runs the instant engine
 of ``tests/testkit/instant_engine.py`` behind an API key, so generated requests that are valid
-get scored at once; ``AUDIO_REWARD_SCHEMATHESIS_EXAMPLES`` bounds examples
+get scored at once; ``AUDIO_REWARD_TEST_SCHEMATHESIS_EXAMPLES`` bounds examples
 per operation.
 """
 

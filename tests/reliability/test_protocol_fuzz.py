@@ -1,6 +1,6 @@
 """Property-based fuzzing of the protocol decoder.
 
-Three properties, each bounded by ``AUDIO_REWARD_FUZZ_EXAMPLES`` examples
+Three properties, each bounded by ``AUDIO_REWARD_TEST_FUZZ_EXAMPLES`` examples
 (default 200; the reliability report raises it):
 
 - arbitrary bytes and arbitrary JSON never make the decoder raise anything
