@@ -25,4 +25,4 @@ fi
 # The eval extra (matplotlib, tqdm), pyarrow and jsonschema: the checkpoint evaluation runs here and
 # writes eval_results.json from parquet data (tests/integration/trainer/test_eval_checkpoints.py).
 "$VENV/bin/pip" install "torch==2.13.0" "transformers==4.57.3" -e "$REPO[eval]" pyarrow "jsonschema>=4.20" \
-    "pytest>=8" "pytest-asyncio>=0.23" "pytest-timeout>=2.3"
+    "pytest>=8" "pytest-asyncio>=0.23" "pytest-timeout>=2.3" "httpx>=0.27"

@@ -61,6 +61,8 @@ def sha256_of(path: Path, chunk: int = 1 << 22) -> str:
 
 
 def cache_dir() -> Path:
+    """Where joined and converted weights are kept: ``AUDIO_REWARD_CACHE``, else ``$XDG_CACHE_HOME/audio-reward``
+    (``~/.cache/audio-reward``)."""
     root = os.environ.get("AUDIO_REWARD_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "audio-reward"
     )

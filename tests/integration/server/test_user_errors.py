@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import tomllib
 
 from audio_reward.protocol import encode_f32, encode_file
 from tests.testkit.server import REPO_ROOT
@@ -85,8 +86,7 @@ def base_only_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("base-venv")
     venv.EnvBuilder(with_pip=True).create(root)
     python = root / "bin" / "python"
-    base = ["pydantic>=2.6", "numpy>=1.24", "aiohttp>=3.9", "httpx>=0.27", "orjson>=3.9", "pybase64>=1.3",
-            "soundfile>=0.12", "puremagic>=1.20"]
+    base = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     subprocess.run([str(python), "-m", "pip", "install", "-q", *base], check=True, timeout=600)
     return python
 
