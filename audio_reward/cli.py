@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``audio-reward`` parser; with ``only``, just that command's module is imported (a fast ``--help``)."""
     parser = argparse.ArgumentParser(prog="audio-reward", description="Reward scoring for audio RL.")
     parser.add_argument("--version", action="version", version=f"audio-reward {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -42,6 +43,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``audio-reward`` command; its exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(command if command in COMMANDS else None)

@@ -41,6 +41,7 @@ class Flag:
 
     @property
     def dest(self) -> str:
+        """The argparse destination: the field's dotted path."""
         return ".".join(self.path)
 
 

@@ -11,6 +11,7 @@ EXIT_VALID, EXIT_INVALID, EXIT_UNREADABLE = 0, 1, 2
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``schema`` and ``validate`` commands to ``audio-reward``."""
     from .validation import MessageKind
 
     p = sub.add_parser("schema", help="write the JSON Schema files of every protocol message and of eval_results.json")

@@ -66,6 +66,7 @@ def encode_f32(waveform: Any) -> str:
 
 
 def decode_f32(text: str, *, field: str = "waveform_f32_base64") -> np.ndarray:
+    """Samples from base64 of little-endian float32; :class:`AudioDecodeError` naming ``field`` if malformed."""
     return frombuffer_f32(b64decode(text, field=field), field=field)
 
 
@@ -88,6 +89,7 @@ def encode_pcm16(waveform: Any) -> str:
 
 
 def decode_pcm16(text: str, *, field: str = "waveform_pcm16_base64") -> np.ndarray:
+    """Samples in [-1, 1) from base64 of little-endian int16; :class:`AudioDecodeError` naming ``field`` if bad."""
     return frombuffer_pcm16(b64decode(text, field=field), field=field)
 
 

@@ -22,6 +22,7 @@ class Issue:
     path: str = "$"
 
     def describe(self) -> str:
+        """The issue as one line: where, then what."""
         return f"{self.path}: {self.message}"
 
 
@@ -36,6 +37,7 @@ class ProtocolError(Exception):
 
     @classmethod
     def single(cls, code: str, message: str, path: str = "$") -> ProtocolError:
+        """An error with one issue."""
         return cls([Issue(code, message, path)])
 
     @property
@@ -45,6 +47,7 @@ class ProtocolError(Exception):
 
     @property
     def message(self) -> str:
+        """Every issue, one after the other: what the server puts in the error body."""
         return str(self)
 
 

@@ -148,6 +148,8 @@ class ScoreResponse(BaseModel):
 
 
 class ErrorDetail(BaseModel):
+    """What went wrong: a stable code, a message naming the field, and whether a retry can succeed."""
+
     model_config = ConfigDict(extra="allow")
 
     code: StrictStr

@@ -32,6 +32,7 @@ def generate_schemas() -> dict[str, str]:
 
 
 def write_schemas(directory: Path) -> list[Path]:
+    """Write every message's JSON Schema into ``directory`` (created if missing); the paths written."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in generate_schemas().items():

@@ -70,6 +70,7 @@ class DecodedScoreRequest:
 
     @property
     def duration_s(self) -> float:
+        """Seconds of audio at the declared sample rate."""
         return len(self.waveform) / self.sample_rate
 
 

@@ -15,4 +15,5 @@ def major_of(version: str) -> str:
 
 
 def is_supported(version: object) -> bool:
+    """Whether ``version`` is a string whose major version this package speaks."""
     return isinstance(version, str) and major_of(version) in SUPPORTED_VERSIONS

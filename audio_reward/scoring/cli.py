@@ -30,6 +30,7 @@ EXIT_SCORED, EXIT_REFUSED, EXIT_UNREADABLE = 0, 1, 2
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``error-rate`` command to ``audio-reward``."""
     p = sub.add_parser(
         "error-rate",
         help="CER/WER of existing transcripts (JSONL in, JSONL out), as the server computes them",

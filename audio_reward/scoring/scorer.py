@@ -35,6 +35,7 @@ class ScoreResult:
 
     @property
     def score(self) -> float:
+        """The reward, the number the trainer gets."""
         return self.reward.score
 
     def diagnostics(self) -> Diagnostics:
