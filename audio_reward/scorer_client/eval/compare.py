@@ -10,13 +10,10 @@ their scorers scored alike (same model, normaliser, reward policy: see
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from ... import __version__
 from ...protocol.reports import (
@@ -35,6 +32,7 @@ from .evaluate import (
     scoring_differences,
     scoring_identity,
 )
+from .stats import failed_rows, is_scored, mean, median, number, scored_values, timeouts
 
 EVAL_RESULTS = "eval_results.json"
 DELTAS = "deltas.jsonl"
@@ -78,35 +76,18 @@ class Run:
                    json.loads(info_path.read_text(encoding="utf-8")), root, path or str(directory))
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
-def _values(rows: Sequence[dict[str, Any]], key: str) -> list[float]:
-    return [v for v in (_number(r.get(key)) for r in rows if r.get("status") == "ok") if v is not None]
-
-
-def _mean(values: list[float]) -> float | None:
-    return float(np.mean(values)) if values else None
-
-
-def _median(values: list[float]) -> float | None:
-    return float(np.median(values)) if values else None
-
-
 def run_stats(run: Run) -> CheckpointStats:
     """Count, failures and mean/median CER, WER and duration ratio, mean reward, from the run's rows."""
-    failed = [r for r in run.rows if r.get("status") != "ok"]
-    cer, wer, ratio = _values(run.rows, "cer"), _values(run.rows, "wer"), _values(run.rows, "duration_ratio")
+    failed = failed_rows(run.rows)
+    cer, wer = scored_values(run.rows, "cer"), scored_values(run.rows, "wer")
+    ratio = scored_values(run.rows, "duration_ratio")
     return CheckpointStats(
         name=run.name, path=run.path, run_dir=str(run.directory), count=len(run.rows),
         scored=len(run.rows) - len(failed), failures=len(failed),
-        timeouts=sum(bool((r.get("error") or {}).get("timeout")) for r in failed),
-        mean_cer=_mean(cer), median_cer=_median(cer), mean_wer=_mean(wer), median_wer=_median(wer),
-        mean_duration_ratio=_mean(ratio), median_duration_ratio=_median(ratio),
-        mean_reward=_mean(_values(run.rows, "score")),
+        timeouts=timeouts(failed),
+        mean_cer=mean(cer), median_cer=median(cer), mean_wer=mean(wer), median_wer=median(wer),
+        mean_duration_ratio=mean(ratio), median_duration_ratio=median(ratio),
+        mean_reward=mean(scored_values(run.rows, "score")),
     )
 
 
@@ -125,12 +106,12 @@ def compare_pair(base: Run, other: Run) -> Comparison:
             continue
         values: dict[str, float | None] = {}
         for key in ("cer", "wer", "score", "duration_ratio"):
-            values[f"base_{key}"] = _number(b.get(key)) if b.get("status") == "ok" else None
-            values[key] = _number(row.get(key)) if row.get("status") == "ok" else None
+            values[f"base_{key}"] = number(b.get(key)) if is_scored(b) else None
+            values[key] = number(row.get(key)) if is_scored(row) else None
         deltas.append(UtteranceDelta(
             id=row["id"], text=str(row.get("text") or b.get("text") or ""),
-            base_status="ok" if b.get("status") == "ok" else "error",
-            status="ok" if row.get("status") == "ok" else "error",
+            base_status="ok" if is_scored(b) else "error",
+            status="ok" if is_scored(row) else "error",
             delta_cer=_delta(values["base_cer"], values["cer"]), delta_wer=_delta(values["base_wer"], values["wer"]),
             delta_score=_delta(values["base_score"], values["score"]), **values,
         ))
@@ -141,8 +122,8 @@ def compare_pair(base: Run, other: Run) -> Comparison:
         base=base.name, checkpoint=other.name, paired=len(deltas),
         improved=sum(d < 0 for d in d_cer), worse=sum(d > 0 for d in d_cer), unchanged=sum(d == 0 for d in d_cer),
         failed_either=sum(d.status != "ok" or d.base_status != "ok" for d in deltas),
-        mean_delta_cer=_mean(d_cer), median_delta_cer=_median(d_cer), mean_delta_wer=_mean(d_wer),
-        mean_delta_score=_mean(d_score),
+        mean_delta_cer=mean(d_cer), median_delta_cer=median(d_cer), mean_delta_wer=mean(d_wer),
+        mean_delta_score=mean(d_score),
         only_in_base=[r["id"] for r in base.rows if r["id"] not in other_ids],
         only_in_checkpoint=[r["id"] for r in other.rows if r["id"] not in base_rows],
         utterances=deltas,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from ..audio_file import AudioFileError, read_audio
 from ..errors import DeadlineExceededError, ScorerError
 from ..settings import ClientSettings
 from ..wire import ScoreItem, ScoreResult
+from .stats import failed_rows, mean, median, scored_values, timeouts
 
 UTTERANCES = "utterances.jsonl"
 SUMMARY_JSON = "summary.json"
@@ -284,14 +284,6 @@ def _load(utt: Utterance) -> tuple[np.ndarray, int] | _LoadFailure:
         return _LoadFailure("audio_unreadable", f"audio file {exc}")
 
 
-def _finite(values: list[Any]) -> list[float]:
-    return [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
-
-
-def _stat(values: list[float], fn: Callable[[Any], Any]) -> float | None:
-    return float(fn(np.asarray(values))) if values else None
-
-
 def summarize(rows: list[dict[str, Any]], *, manifest: str = "") -> dict[str, Any]:
     """Seed-TTS-eval figures: mean of per-utterance CER/WER ×100, plus the score distribution and failures.
 
@@ -299,24 +291,24 @@ def summarize(rows: list[dict[str, Any]], *, manifest: str = "") -> dict[str, An
     the total a progress bar showed.  ``timeouts`` counts the failures that
     were a 504 or no answer in time.
     """
-    ok = [r for r in rows if r.get("status") == "ok"]
-    failed = [r for r in rows if r.get("status") != "ok"]
-    cer, wer = _finite([r.get("cer") for r in ok]), _finite([r.get("wer") for r in ok])
-    scores = _finite([r.get("score") for r in ok])
-    ratio = _finite([r.get("duration_ratio") for r in ok])
+    failed = failed_rows(rows)
+    cer, wer = scored_values(rows, "cer"), scored_values(rows, "wer")
+    scores = scored_values(rows, "score")
+    ratio = scored_values(rows, "duration_ratio")
+    cer_mean, wer_mean, cer_median = mean(cer), mean(wer), median(cer)
     summary: dict[str, Any] = {
         "manifest": manifest,
         "utterances": len(rows),
-        "scored": len(ok),
+        "scored": len(rows) - len(failed),
         "failed": len(failed),
-        "timeouts": sum(bool((r.get("error") or {}).get("timeout")) for r in failed),
-        "cer_percent": round(100 * float(np.mean(cer)), 4) if cer else None,
-        "wer_percent": round(100 * float(np.mean(wer)), 4) if wer else None,
-        "cer_median_percent": round(100 * float(np.median(cer)), 4) if cer else None,
+        "timeouts": timeouts(failed),
+        "cer_percent": None if cer_mean is None else round(100 * cer_mean, 4),
+        "wer_percent": None if wer_mean is None else round(100 * wer_mean, 4),
+        "cer_median_percent": None if cer_median is None else round(100 * cer_median, 4),
         "cer_count": len(cer),
         "wer_count": len(wer),
-        "duration_ratio_mean": _stat(ratio, np.mean),
-        "duration_ratio_median": _stat(ratio, np.median),
+        "duration_ratio_mean": mean(ratio),
+        "duration_ratio_median": median(ratio),
         "score": _distribution(scores),
         "failures": [
             {"id": r.get("id"), "audio": r.get("audio"), "reason": (r.get("error") or {}).get("code")

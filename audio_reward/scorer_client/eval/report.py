@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from .stats import failed_rows, is_scored, number, scored_rows, scored_values
+
 CER_PLOT = "cer_histogram.png"
 DURATION_PLOT = "score_vs_duration.png"
 CER_BY_DURATION_PLOT = "cer_by_duration.png"
@@ -52,18 +54,8 @@ def _integer_counts(ax: Any) -> None:
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
-def _ok(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in rows if r.get("status") == "ok"]
-
-
 def _cer_percent(rows: Sequence[dict[str, Any]]) -> np.ndarray:
-    return np.asarray([100 * c for c in (_number(r.get("cer")) for r in _ok(rows)) if c is not None])
+    return np.asarray([100 * c for c in scored_values(rows, "cer")])
 
 
 def _cer_histogram(ax: Any, cer: np.ndarray, failed: int, *, color: str, label: str | None = None,
@@ -102,7 +94,7 @@ def _cer_histogram(ax: Any, cer: np.ndarray, failed: int, *, color: str, label: 
 def run_plots(rows: Sequence[dict[str, Any]], out_dir: Path) -> list[str]:
     """The CER histogram, score vs duration and CER by duration bucket of one run, as PNGs; returns the names."""
     plt = _pyplot()
-    ok, failed = _ok(rows), [r for r in rows if r.get("status") != "ok"]
+    ok, failed = scored_rows(rows), failed_rows(rows)
     written: list[str] = []
     cer = _cer_percent(rows)
 
@@ -115,9 +107,9 @@ def run_plots(rows: Sequence[dict[str, Any]], out_dir: Path) -> list[str]:
     plt.close(fig)
     written.append(CER_PLOT)
 
-    points = [(d, s) for d, s in ((_number(r.get("duration_s")), _number(r.get("score"))) for r in ok)
+    points = [(d, s) for d, s in ((number(r.get("duration_s")), number(r.get("score"))) for r in ok)
               if d is not None and s is not None]
-    lost = [d for d in (_number(r.get("duration_s")) for r in failed) if d is not None]
+    lost = [d for d in (number(r.get("duration_s")) for r in failed) if d is not None]
     fig, ax = plt.subplots(figsize=(7, 4.2))
     if points:
         ax.scatter([p[0] for p in points], [p[1] for p in points], s=28, alpha=0.75, color=COLORS[0],
@@ -139,7 +131,7 @@ def run_plots(rows: Sequence[dict[str, Any]], out_dir: Path) -> list[str]:
     plt.close(fig)
     written.append(DURATION_PLOT)
 
-    pairs = [(d, 100 * c) for d, c in ((_number(r.get("duration_s")), _number(r.get("cer"))) for r in ok)
+    pairs = [(d, 100 * c) for d, c in ((number(r.get("duration_s")), number(r.get("cer"))) for r in ok)
              if d is not None and c is not None]
     fig, ax = plt.subplots(figsize=(7, 4.2))
     labels, means, counts = [], [], []
@@ -184,8 +176,8 @@ def compare_plot(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], out_path:
             b = base.get(r["id"])
             if b is None:
                 continue
-            x = _number(b.get("cer")) if b.get("status") == "ok" else None
-            y = _number(r.get("cer")) if r.get("status") == "ok" else None
+            x = number(b.get("cer")) if is_scored(b) else None
+            y = number(r.get("cer")) if is_scored(r) else None
             if x is not None and y is not None:
                 xs.append(min(100 * x, 100))
                 ys.append(min(100 * y, 100))
@@ -212,9 +204,9 @@ def compare_plot(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], out_path:
         ax.set_title(f"{name} vs {base_name} (n={len(xs) + len(fx)} paired)")
         ax.legend(loc="upper left", fontsize=7)
     dist = axes[0][-1]
-    any_failed = any(r.get("status") != "ok" for _, rows in runs for r in rows)
+    any_failed = any(not is_scored(r) for _, rows in runs for r in rows)
     for slot, ((name, rows), color) in enumerate(zip(runs, COLORS * 4, strict=False)):
-        failed = sum(r.get("status") != "ok" for r in rows)
+        failed = len(failed_rows(rows))
         _cer_histogram(dist, _cer_percent(rows), failed, color=color, label=name, step=True, slot=slot,
                        slots=len(runs), failed_band=any_failed)
     dist.set_title("CER distribution (n=" + ", ".join(f"{name} {len(rows)}" for name, rows in runs) + ")")
@@ -242,16 +234,16 @@ def _audio_cell(row: dict[str, Any], audio_root: Path | None) -> str:
 
 
 def _fmt(value: Any, percent: bool = False) -> str:
-    number = _number(value)
-    if number is None:
+    figure = number(value)
+    if figure is None:
         return "" if value is None else html.escape(str(value))
-    return f"{100 * number:.1f} %" if percent else f"{number:.3f}"
+    return f"{100 * figure:.1f} %" if percent else f"{figure:.3f}"
 
 
 def worst_rows(rows: Sequence[dict[str, Any]], limit: int = WORST_ROWS) -> list[dict[str, Any]]:
     """The scored utterances with the highest CER (then lowest score), worst first."""
-    ok = [r for r in _ok(rows) if _number(r.get("cer")) is not None]
-    return sorted(ok, key=lambda r: (-float(r["cer"]), _number(r.get("score")) or 0.0))[:limit]
+    ok = [r for r in scored_rows(rows) if number(r.get("cer")) is not None]
+    return sorted(ok, key=lambda r: (-float(r["cer"]), number(r.get("score")) or 0.0))[:limit]
 
 
 _STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
@@ -288,7 +280,7 @@ def _utterance_table(rows: Sequence[dict[str, Any]], audio_root: Path | None) ->
 
 
 def _failure_table(rows: Sequence[dict[str, Any]]) -> str:
-    failed = [r for r in rows if r.get("status") != "ok"]
+    failed = failed_rows(rows)
     if not failed:
         return "<p>None.</p>"
     body = "".join(

@@ -1,0 +1,60 @@
+"""Figures of eval rows, shared by the run summary, run comparisons and the HTML report.
+
+A row counts as scored when its ``status`` is ``"ok"``; every other row is a
+failure.  Only finite numbers (not booleans, NaN or infinities) enter a mean
+or a median, so one broken row cannot poison a run's figures.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+Row = dict[str, Any]
+
+
+def number(value: Any) -> float | None:
+    """``value`` as a float when it is a finite int or float (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def is_scored(row: Row) -> bool:
+    """Whether the row is a scored utterance (``status`` ``"ok"``) rather than a failure."""
+    return row.get("status") == "ok"
+
+
+def scored_rows(rows: Sequence[Row]) -> list[Row]:
+    """The scored rows, in order."""
+    return [r for r in rows if is_scored(r)]
+
+
+def failed_rows(rows: Sequence[Row]) -> list[Row]:
+    """The rows that failed, in order."""
+    return [r for r in rows if not is_scored(r)]
+
+
+def scored_values(rows: Sequence[Row], key: str) -> list[float]:
+    """The finite values of ``key`` over the scored rows, in order."""
+    return [v for v in (number(r.get(key)) for r in rows if is_scored(r)) if v is not None]
+
+
+def timeouts(failed: Sequence[Row]) -> int:
+    """How many of the failed rows were a 504 or no answer in time."""
+    return sum(bool((r.get("error") or {}).get("timeout")) for r in failed)
+
+
+def mean(values: Sequence[float]) -> float | None:
+    """The mean, or None without values."""
+    # numpy's pairwise sum, not statistics.fmean's exact one: reports keep the figures they always had
+    return float(np.mean(values)) if values else None
+
+
+def median(values: Sequence[float]) -> float | None:
+    """The median (the mean of the middle two for an even count), or None without values."""
+    return float(statistics.median(values)) if values else None
