@@ -16,9 +16,9 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from ..environment import API_KEY_ENV, URL_ENV, masked
+
 ENV_PREFIX = "AUDIO_REWARD_CLIENT_"
-URL_ENV = "AUDIO_REWARD_URL"
-API_KEY_ENV = "AUDIO_REWARD_API_KEY"
 URL_ENVS = (f"{ENV_PREFIX}URLS", URL_ENV)
 """The variables that name the scorer URL(s), the first found wins."""
 
@@ -153,7 +153,7 @@ class ClientSettings(BaseSettings):
         lines = []
         for name in type(self).model_fields:
             value = getattr(self, name)
-            if name == "api_key" and value:
-                value = "***"
+            if name == "api_key":
+                value = masked(value)
             lines.append(f"{name} = {', '.join(value) if name == 'urls' else value}")
         return "\n".join(lines)

@@ -23,14 +23,13 @@ from pydantic import (
     model_validator,
 )
 
+from audio_reward.environment import masked
 from audio_reward.protocol import Limits, RewardPolicy
 
 from .presets import get_preset
 
 ENV_PREFIX = "AUDIO_REWARD_SERVER_"
 """Every server setting's variable starts with this (``AUDIO_REWARD_SERVER_MAX_QUEUE``)."""
-API_KEY_ENV = "AUDIO_REWARD_API_KEY"
-"""The key's shared name: the client reads the same variable."""
 
 _LIMITS = Limits()  # the protocol package owns the request-size defaults
 
@@ -186,5 +185,5 @@ class ServerConfig(BaseModel):
     def describe(self) -> dict[str, Any]:
         """Every setting as printed at start-up; the key shows only whether it is set."""
         out = self.model_dump(mode="json", exclude={"api_key"})
-        out["api_key"] = "**********" if self.api_key else None
+        out["api_key"] = masked(self.api_key)
         return out

@@ -19,7 +19,8 @@ from typing import Annotated, Any
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from .config import API_KEY_ENV, ENV_PREFIX, ServerConfig, parse_engine_options
+from ..environment import API_KEY_ENV
+from .config import ENV_PREFIX, ServerConfig, parse_engine_options
 
 __all__ = ["API_KEY_ENV", "ENV_PREFIX", "ServerConfig", "ServerSettings", "parse_engine_options"]
 

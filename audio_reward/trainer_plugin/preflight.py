@@ -25,9 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from ..protocol import SUPPORTED_VERSIONS
+from ..scorer_client.settings import endpoint_of
 from .settings import (
     CONFIG_BLOCK,
     MASKING_ESTIMATORS,
+    NO_URL,
     FailurePolicy,
     PluginSettings,
     block_of,
@@ -78,14 +80,27 @@ def _scorer_fn(config: Any) -> str | None:
 
 
 def scorer_urls(config: Any) -> list[str]:
-    """The scorer base URL(s) the config's reward will call (empty when it calls none)."""
+    """The scorer URL(s) the config's reward will call (empty when it calls none).
+
+    Raises ValueError, naming the config key, when the plugin's settings cannot
+    be built or verl-omni's ``server_url`` is not a URL.
+    """
     if uses_audio_manager(config):
-        return list(PluginSettings.from_config(config).server_url)
+        try:
+            return list(PluginSettings.from_config(config).server_url)
+        except ValueError as exc:  # no URL, or a bad value
+            raise ValueError(f"reward.{CONFIG_BLOCK}: {exc}") from None
     fn = _scorer_fn(config)
-    url = str(_get(config, "reward.custom_reward_function.reward_kwargs.server_url", "") or "")
-    if fn == VERL_OMNI_HTTP_FN and url.rstrip("/").endswith("/score"):
-        url = url.rstrip("/")[: -len("/score")]  # verl-omni's client posts to the full /score URL
-    return [url] if fn and url else []
+    key = "reward.custom_reward_function.reward_kwargs.server_url"
+    url = str(_get(config, key, "") or "")
+    if not (fn and url):
+        return []
+    if fn != VERL_OMNI_HTTP_FN:
+        return [url]
+    try:
+        return [endpoint_of(url).base]  # verl-omni's client posts to the full /score URL given
+    except ValueError as exc:
+        raise ValueError(f"{key}: {exc}") from None
 
 
 def check_server(config: Any, info_fn: Callable[[str], dict[str, Any]] | None = None) -> list[Check]:
@@ -94,10 +109,10 @@ def check_server(config: Any, info_fn: Callable[[str], dict[str, Any]] | None = 
         return [Check("scorer", True, "the reward does not call a scorer server")]
     try:
         urls = scorer_urls(config)
-    except ValueError as exc:  # the plugin's settings cannot be built: no URL, or a bad value
-        return [Check("scorer", False, f"reward.{CONFIG_BLOCK}: {exc}")]
+    except ValueError as exc:
+        return [Check("scorer", False, str(exc))]
     if not urls:
-        return [Check("scorer", False, f"no scorer URL: set reward.{CONFIG_BLOCK}.server_url (or AUDIO_REWARD_URL)")]
+        return [Check("scorer", False, NO_URL)]
     if info_fn is None:
         from ..scorer_client import ScorerClient
 

@@ -21,14 +21,17 @@ from typing import Annotated, Any
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from ..environment import URL_ENV, masked
 from ..protocol.errors import validation_reasons
-from ..scorer_client.settings import URL_ENVS, ClientSettings, split_commas, url_in_environment
+from ..scorer_client.settings import ClientSettings, split_commas, url_in_environment
 
 CONFIG_BLOCK = "audio_reward"
 """Key of the plugin's block under ``reward`` in the verl config."""
 ENV_PREFIX = "AUDIO_REWARD_TRAINER_"
 URL_KEY = "server_url"
 """The block's name for the client's ``urls``."""
+NO_URL = f"no scorer URL: set reward.{CONFIG_BLOCK}.{URL_KEY} (or {URL_ENV})"
+"""The one line a config that names no scorer URL fails with (settings and pre-flight check alike)."""
 
 
 def _unset(value: Any) -> bool:
@@ -119,7 +122,7 @@ class PluginSettings(BaseSettings):
         # An empty value in the block (server_url: "" from an unset shell variable) leaves the field to the environment.
         given = {k: v for k, v in given.items() if not _unset(v)}
         if "urls" not in given and not url_in_environment():
-            raise ValueError(f"no scorer URL: set reward.{CONFIG_BLOCK}.{URL_KEY} (or {URL_ENVS[-1]})")
+            raise ValueError(NO_URL)
         data["client"] = ClientSettings(**given)
         return data
 
@@ -165,8 +168,7 @@ class PluginSettings(BaseSettings):
         """Plain values for the start-up log line, the API key masked."""
         out = self.model_dump(mode="json", exclude={"client"})
         client = self.client.model_dump(mode="json")
-        if client.get("api_key"):
-            client["api_key"] = "***"
+        client["api_key"] = masked(client.get("api_key"))
         out["client"] = client
         return out
 

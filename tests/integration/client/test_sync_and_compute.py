@@ -162,7 +162,7 @@ def test_settings_from_env_and_url_forms(monkeypatch: pytest.MonkeyPatch) -> Non
     s = ClientSettings(deadline=9.0)
     assert s.urls == ("http://a:1/score", "http://b:2/v1/score") and s.max_retries == 7 and s.timeout == 3.5 \
         and s.deadline == 9.0
-    assert "api_key = ***" in s.describe() and "k\n" not in s.describe()
+    assert "api_key = **********" in s.describe() and "k\n" not in s.describe()
     assert ClientSettings("http://h/prefix/").urls == ("http://h/prefix",)
     for bad in ("ftp://x", "localhost:8000", "http://h/score?x=1", ""):
         with pytest.raises(ValueError):

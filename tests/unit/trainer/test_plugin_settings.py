@@ -43,7 +43,7 @@ def test_each_part_reads_its_own_variables(env: pytest.MonkeyPatch) -> None:
     s = PluginSettings.from_config(block(failure_log="/tmp/f.jsonl"))
     assert s.language == "zh" and s.diagnostics == ("cer", "wer") and s.failure_log == "/tmp/f.jsonl"
     assert s.server_url == ("http://shared:1",) and s.client.api_key == "shared-key" and s.client.max_retries == 9
-    assert s.describe()["client"]["api_key"] == "***"
+    assert s.describe()["client"]["api_key"] == "**********"
     # The config block wins over the environment.
     assert PluginSettings.from_config(block(language="fr", max_retries=1)).language == "fr"
     assert PluginSettings.from_config(block(max_retries=1)).client.max_retries == 1

@@ -35,3 +35,27 @@ def test_a_bad_value_is_one_line_naming_the_key() -> None:
     (wiring,) = preflight.check_reward_wiring(config(server_url="http://a:1", timeout="abc"))
     assert not wiring.ok and "\n" not in wiring.message
     assert wiring.message.startswith("reward.audio_reward: timeout: Input should be a valid number")
+
+
+def verl_omni_config(server_url: str) -> dict[str, object]:
+    return {"reward": {"custom_reward_function": {
+        "path": "pkg://verl_omni.utils.reward_score.audio_http_scorer_client",
+        "reward_kwargs": {"server_url": server_url}}}}
+
+
+@pytest.mark.parametrize("url", ["http://a:1/score", "http://a:1/score/", "http://a:1/v1/score", "http://a:1"])
+def test_verl_omni_s_scorer_is_asked_for_info_at_its_root(url: str) -> None:
+    asked: list[str] = []
+
+    def info(base: str) -> dict[str, object]:
+        asked.append(base)
+        return {"protocol_version": "1.0", "engine": {"model_id": "m"}}
+
+    (scorer,) = preflight.check_server(verl_omni_config(url), info_fn=info)
+    assert scorer.ok and asked == ["http://a:1"]
+
+
+def test_verl_omni_s_bad_url_names_its_key() -> None:
+    (scorer,) = preflight.check_server(verl_omni_config("ftp://a/score"))
+    assert not scorer.ok
+    assert scorer.message.startswith("reward.custom_reward_function.reward_kwargs.server_url: scorer URL must be")
