@@ -8,21 +8,23 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
+from ..protocol.errors import validation_reasons
 from .async_client import AsyncScorerClient
 from .errors import InvalidInputError
+from .settings import ClientSettings
 from .wire import sanitize_metadata
 
 logger = logging.getLogger(__name__)
 
-_Key = tuple[int, str, float, int, float, "str | None"]
-_clients: dict[_Key, tuple[asyncio.AbstractEventLoop, AsyncScorerClient]] = {}
+_clients: dict[tuple[int, ClientSettings], tuple[asyncio.AbstractEventLoop, AsyncScorerClient]] = {}
 _lock = threading.Lock()
 
 
-def _cached_client(server_url: str, timeout: float, max_retries: int, retry_backoff: float,
-                   api_key: str | None) -> AsyncScorerClient:
+def _cached_client(settings: ClientSettings) -> AsyncScorerClient:
     loop = asyncio.get_running_loop()
-    key: _Key = (id(loop), server_url, float(timeout), int(max_retries), float(retry_backoff), api_key)
+    key = (id(loop), settings)  # the settings are frozen, so equal settings share a client
     with _lock:
         # Forget clients of loops that have ended (asyncio.run in a test or a script); a
         # loop id may be reused by a new loop, so the loop object itself is compared too.
@@ -31,9 +33,7 @@ def _cached_client(server_url: str, timeout: float, max_retries: int, retry_back
         entry = _clients.get(key)
         if entry is not None and entry[0] is loop and not entry[1].closed:
             return entry[1]
-        client = AsyncScorerClient(
-            server_url, timeout=timeout, max_retries=max_retries, backoff=retry_backoff, api_key=api_key,
-        )
+        client = AsyncScorerClient(settings=settings)
         _clients[key] = (loop, client)
         return client
 
@@ -48,9 +48,15 @@ async def close_cached_clients() -> None:
         await client.aclose()
 
 
-def _check_number(name: str, value: Any, *, integer: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
-        raise ValueError(f"{name} must be {'an integer' if integer else 'a finite number'}, got {value!r}")
+def _settings(server_url: str, timeout: float, max_retries: int, retry_backoff: float,
+              api_key: str | None) -> ClientSettings:
+    try:
+        return ClientSettings(server_url, timeout=timeout, max_retries=max_retries, backoff=retry_backoff,
+                              api_key=api_key or None)
+    except ValidationError as exc:
+        # The client calls it backoff; name the argument the caller passed.
+        reasons = [f"retry_{r}" if r.startswith("backoff") else r for r in validation_reasons(exc)]
+        raise ValueError("compute_score: " + "; ".join(reasons)) from None
 
 
 async def compute_score(
@@ -80,12 +86,11 @@ async def compute_score(
     One client (one connection pool) is kept per event loop and setting, so
     thousands of calls share connections.  ``api_key`` defaults to
     ``AUDIO_REWARD_CLIENT_API_KEY``, else ``AUDIO_REWARD_API_KEY`` (see
-    :class:`~audio_reward.scorer_client.settings.ClientSettings`).  Failures raise
+    :class:`~audio_reward.scorer_client.settings.ClientSettings`, which also
+    bounds the numbers: a bad one raises ValueError naming it).  Failures raise
     :class:`~audio_reward.scorer_client.errors.ScorerError` subclasses.
     """
-    _check_number("timeout", timeout)
-    _check_number("max_retries", max_retries, integer=True)
-    _check_number("retry_backoff", retry_backoff)
+    settings = _settings(server_url, timeout, max_retries, retry_backoff, api_key)
     info = dict(extra_info or {})
     if solution_audio is None and "audio" in info and "audio_sample_rate" in info:
         solution_audio = (info["audio"], info["audio_sample_rate"])
@@ -94,7 +99,7 @@ async def compute_score(
     waveform, sample_rate = solution_audio
     language = info.get("language") if isinstance(info.get("language"), str) else None
     metadata = sanitize_metadata({k: v for k, v in info.items() if k not in ("audio", "audio_sample_rate")})
-    client = _cached_client(server_url, timeout, max_retries, retry_backoff, api_key or None)
+    client = _cached_client(settings)
     result = await client.score(
         waveform, sample_rate, "" if ground_truth is None else str(ground_truth),
         language=language, metadata=metadata,

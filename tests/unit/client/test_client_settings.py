@@ -1,12 +1,15 @@
-"""ClientSettings over the environment: its own AUDIO_REWARD_CLIENT_* names and the shared ones."""
+"""ClientSettings over the environment (its own and the shared names), and compute_score's use of it."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+from typing import Any
 
 import pytest
 
-from audio_reward.scorer_client import ClientSettings
+from audio_reward.scorer_client import ClientSettings, compute_score
+from audio_reward.scorer_client import compute as compute_module
 
 
 @pytest.fixture
@@ -28,3 +31,28 @@ def test_the_shared_key_is_read_and_the_clients_own_name_wins(env: pytest.Monkey
     assert ClientSettings("http://x:1").api_key == "shared"
     env.setenv("AUDIO_REWARD_CLIENT_API_KEY", "own")
     assert ClientSettings("http://x:1").api_key == "own"
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"timeout": 0}, "compute_score: timeout: Input should be greater than 0"),
+    ({"max_retries": True}, "compute_score: max_retries must be a number, got True"),
+    ({"retry_backoff": -1.0}, "compute_score: retry_backoff: Input should be greater than or equal to 0"),
+])
+def test_compute_score_refuses_bad_settings_in_one_line_naming_its_argument(
+        env: pytest.MonkeyPatch, kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        asyncio.run(compute_score(([0.0] * 160, 16000), "t", server_url="http://x:1", **kwargs))
+    assert str(info.value) == message
+
+
+def test_compute_score_keeps_one_client_per_loop_and_settings(env: pytest.MonkeyPatch) -> None:
+    async def clients() -> tuple[object, object, object]:
+        same = ClientSettings("http://x:1", timeout=3)
+        first = compute_module._cached_client(same)
+        again = compute_module._cached_client(ClientSettings("http://x:1/", timeout=3.0))
+        other = compute_module._cached_client(ClientSettings("http://x:1", timeout=4))
+        await compute_module.close_cached_clients()
+        return first, again, other
+
+    first, again, other = asyncio.run(clients())
+    assert first is again and other is not first
