@@ -108,7 +108,7 @@ class AudioRewardScorer:
             text=sample.text,
             language=sample.language or self.settings.language,
             metadata=sample.metadata,
-            reward=self.settings.reward or None,
+            reward=self.settings.reward,
         )
         try:
             result = await self._coalescer.submit(item)

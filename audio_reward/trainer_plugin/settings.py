@@ -18,10 +18,11 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Annotated, Any
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_serializer, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from ..environment import URL_ENV, masked
+from ..protocol import RewardOptions
 from ..protocol.errors import validation_reasons
 from ..scorer_client.settings import ClientSettings, split_commas, url_in_environment
 
@@ -91,7 +92,8 @@ class PluginSettings(BaseSettings):
     diagnostics: Annotated[tuple[str, ...], NoDecode] = Field(
         ("cer", "wer", "duration_s", "duration_ratio"),
         description="Numeric diagnostics copied into reward_extra_info (env: comma separated).")
-    reward: dict[str, Any] = Field(default_factory=dict, description="Per-request reward options (docs/protocol.md).")
+    reward: RewardOptions | None = Field(
+        None, description="Per-request reward options (docs/protocol.md); unset ones take the server's policy.")
     validation_dir: str | None = Field(None, description="Where validation audio and reports go.")
     validation_max_wavs: int = Field(4, ge=0, description="Validation WAVs kept per step.")
     validation_splits: Annotated[tuple[str, ...], NoDecode] = Field(
@@ -125,6 +127,17 @@ class PluginSettings(BaseSettings):
             raise ValueError(NO_URL)
         data["client"] = ClientSettings(**given)
         return data
+
+    @field_validator("reward", mode="before")
+    @classmethod
+    def _empty_reward_is_unset(cls, value: Any) -> Any:
+        # reward: {} in a config sends no options, as leaving the key out does.
+        return None if isinstance(value, Mapping) and not value else value
+
+    @field_serializer("reward")
+    def _reward_as_sent(self, value: RewardOptions | None) -> dict[str, Any] | None:
+        # Only the options set, as they go on the wire.
+        return None if value is None else value.model_dump(mode="json", exclude_none=True)
 
     @field_validator("diagnostics", "validation_splits", mode="before")
     @classmethod

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 
+import numpy as np
 import pytest
 
-from audio_reward.scorer_client import ClientSettings
+from audio_reward.scorer_client import ClientSettings, ScoreItem
+from audio_reward.scorer_client.wire import prepare
+from audio_reward.trainer_plugin.preflight import check_reward_wiring
 from audio_reward.trainer_plugin.settings import FailurePolicy, PluginSettings
 
 
@@ -68,3 +72,30 @@ def test_empty_values_are_unset(env: pytest.MonkeyPatch) -> None:
         assert s.client.urls == ("http://shared:1",)
         assert s.client.api_key is None and s.client.timeout == ClientSettings("http://x:1").timeout
         assert s.language is None
+
+
+def test_reward_options_are_checked_when_the_settings_are_built(env: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValueError) as info:
+        PluginSettings.from_config(block(server_url="http://a:1", reward={"formula": "exp", "exp_k": -1}))
+    assert str(info.value) == "reward.exp_k: Input should be greater than 0"
+    with pytest.raises(ValueError, match=r"^reward\.bogus: Extra inputs are not permitted$"):
+        PluginSettings.from_config(block(server_url="http://a:1", reward={"bogus": 1}))
+    (check,) = check_reward_wiring({"reward": {"reward_manager": {"name": "audio_score"},
+                                               "audio_reward": {"reward": {"exp_k": "x"}}}})
+    assert not check.ok and "\n" not in check.message
+    assert check.message.startswith("reward.audio_reward: reward.exp_k: Input should be a valid number")
+
+
+def test_only_the_reward_options_set_are_sent(env: pytest.MonkeyPatch) -> None:
+    s = PluginSettings.from_config(block(server_url="http://a:1", reward={"formula": "exp", "exp_k": 2}))
+    body = json.loads(prepare(ScoreItem(np.zeros(160, np.float32), 16000, "t", reward=s.reward)).body)
+    assert body["reward"] == {"formula": "exp", "exp_k": 2.0}
+    assert s.describe()["reward"] == {"formula": "exp", "exp_k": 2.0}
+    env.setenv("AUDIO_REWARD_TRAINER_REWARD", '{"formula": "tanh"}')
+    assert PluginSettings.from_config(block(server_url="http://a:1")).describe()["reward"] == {"formula": "tanh"}
+    env.delenv("AUDIO_REWARD_TRAINER_REWARD")
+    for unset in (None, {}):
+        s = PluginSettings.from_config(block(server_url="http://a:1", reward=unset))
+        assert s.reward is None
+        assert "reward" not in json.loads(prepare(ScoreItem(np.zeros(160, np.float32), 16000, "t",
+                                                            reward=s.reward)).body)
