@@ -4,7 +4,9 @@ Only argparse and pydantic are imported here; the client and its dependencies lo
 command runs.  The connection flags are generated from :class:`~.settings.ClientSettings`'
 fields by :mod:`audio_reward.settings_flags` (help from their descriptions); a flag left out falls back to the
 ``AUDIO_REWARD_CLIENT_*`` variables, then the shared ``AUDIO_REWARD_URL`` /
-``AUDIO_REWARD_API_KEY``, then the defaults.
+``AUDIO_REWARD_API_KEY``, then the defaults.  :func:`add_client_options` and
+:func:`client_settings` are the pair any command that talks to a scorer uses
+(``score``, ``eval``, the Qwen3-TTS recipe's checkpoint evaluation).
 """
 
 from __future__ import annotations

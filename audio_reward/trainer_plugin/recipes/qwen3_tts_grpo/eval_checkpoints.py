@@ -237,7 +237,7 @@ def parse_checkpoints(specs: Sequence[str]) -> list[Checkpoint]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ....scorer_client.cli import DEFAULT_URL, client_settings
+    from ....scorer_client.cli import add_client_options, client_settings
     from ....scorer_client.eval.cli import EVAL_EXTRA, ProgressBar, missing_eval_extras
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -251,14 +251,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="the run's speaker embedding JSON (SPK_EMBED_PATH / tts_spk_embed_path)")
     parser.add_argument("--tts-language", default=DEFAULT_LANGUAGE,
                         help=f"the run's tts_language (default {DEFAULT_LANGUAGE}, what verl-omni trains with)")
-    parser.add_argument("--url", action="append", dest="urls", metavar="URL",
-                        help="scorer base URL (default $AUDIO_REWARD_CLIENT_URLS or $AUDIO_REWARD_URL, "
-                             f"else {DEFAULT_URL})")
     parser.add_argument("--out", required=True, type=Path, help="output folder (reused to resume)")
     parser.add_argument("--limit", type=int, default=None, help="first N validation rows only")
     parser.add_argument("--device", default="cuda:0", help="torch device for synthesis (default cuda:0)")
     parser.add_argument("--max-new-tokens", type=int, default=None,
                         help="codec frames per utterance at most (default: the model's generation_config)")
+    add_client_options(parser)
     args = parser.parse_args(argv)
 
     def fail(lines: Sequence[str]) -> int:
