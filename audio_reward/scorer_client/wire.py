@@ -87,9 +87,17 @@ def as_score_item(item: Any) -> ScoreItem:
     )
 
 
-def _sample_rate(value: Any) -> int:
+def check_sample_rate(value: Any) -> int:
+    """The sample rate as an int (Hz) from an int, a whole float or a one-element array or tensor.
+
+    Raises :class:`InvalidInputError` unless it is a whole number from
+    ``MIN_SAMPLE_RATE`` to ``MAX_SAMPLE_RATE``, what the server accepts.
+    """
     if hasattr(value, "item") and not isinstance(value, (int, float)):
-        value = value.item()  # numpy / torch scalars
+        try:
+            value = value.item()  # numpy / torch scalars and one-element arrays
+        except (ValueError, RuntimeError):
+            raise InvalidInputError(f"sample_rate must be one number, got shape {tuple(value.shape)}") from None
     is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if not is_number or not math.isfinite(value) or int(value) != value:
         raise InvalidInputError(f"sample_rate must be an integer (Hz), got {value!r}")
@@ -97,6 +105,24 @@ def _sample_rate(value: Any) -> int:
     if not MIN_SAMPLE_RATE <= rate <= MAX_SAMPLE_RATE:
         raise InvalidInputError(f"sample_rate must be from {MIN_SAMPLE_RATE} to {MAX_SAMPLE_RATE} Hz, got {rate}")
     return rate
+
+
+def check_waveform(waveform: Any, name: str = "waveform") -> np.ndarray:
+    """Mono float32 samples from a numpy array, CPU torch tensor or list, as the server will read them.
+
+    Raises :class:`InvalidInputError`, naming the input ``name``, when it is
+    not mono numbers, is empty, or holds NaN or infinite samples.
+    """
+    try:
+        samples = as_float32_mono(waveform)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{name} is not mono numeric samples: {exc}") from None
+    if samples.size == 0:
+        raise InvalidInputError(f"{name} is empty")
+    if not np.isfinite(samples).all():
+        bad = int(np.count_nonzero(~np.isfinite(samples)))
+        raise InvalidInputError(f"{name} holds {bad} NaN or infinite samples")
+    return samples
 
 
 def _metadata(metadata: Mapping[str, Any] | None) -> dict[str, Scalar]:
@@ -156,16 +182,8 @@ def prepare(item: ScoreItem) -> PreparedItem:
 def _prepare(item: ScoreItem, request_id: str) -> PreparedItem:
     if not isinstance(item.text, str):
         raise InvalidInputError(f"text must be a string, got {type(item.text).__name__}")
-    rate = _sample_rate(item.sample_rate)
-    try:
-        samples = as_float32_mono(item.waveform)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"waveform: {exc}") from None
-    if samples.size == 0:
-        raise InvalidInputError("waveform is empty")
-    if not np.isfinite(samples).all():
-        bad = int(np.count_nonzero(~np.isfinite(samples)))
-        raise InvalidInputError(f"waveform holds {bad} NaN or infinite samples")
+    rate = check_sample_rate(item.sample_rate)
+    samples = check_waveform(item.waveform)
     body: dict[str, Any] = {
         "protocol_version": PROTOCOL_VERSION,
         "waveform_f32_base64": encode_f32(samples),

@@ -9,15 +9,15 @@ in all of them, in that order, and validates what it finds.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..protocol import as_float32_mono
 from ..scorer_client import sanitize_metadata
+from ..scorer_client.errors import InvalidInputError
+from ..scorer_client.wire import check_sample_rate, check_waveform
 
 
 class SampleError(ValueError):
@@ -70,30 +70,17 @@ def as_waveform(audio: Any) -> np.ndarray:
     while getattr(audio, "ndim", 1) > 1 and audio.shape[0] == 1:
         audio = audio[0]
     try:
-        wave = as_float32_mono(audio)
-    except (TypeError, ValueError) as exc:
-        raise SampleError(f"audio is not mono numeric samples: {exc}") from exc
-    if wave.size == 0:
-        raise SampleError("audio is empty")
-    if not np.isfinite(wave).all():
-        raise SampleError("audio contains NaN or infinity")
-    return wave
+        return check_waveform(audio, "audio")
+    except InvalidInputError as exc:
+        raise SampleError(str(exc)) from exc
 
 
 def as_sample_rate(value: Any) -> int:
-    """A positive integer sample rate from an int, float, 0-d/1-element array or tensor."""
-    if hasattr(value, "detach"):
-        value = value.detach().cpu().numpy()
-    if isinstance(value, np.ndarray):
-        if value.size != 1:
-            raise SampleError(f"sample rate must be one number, got shape {value.shape}")
-        value = value.reshape(()).item()
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise SampleError(f"sample rate must be a number, got {type(value).__name__}")
-    rate = float(value)
-    if not math.isfinite(rate) or rate <= 0 or rate != int(rate):
-        raise SampleError(f"sample rate must be a positive integer, got {value!r}")
-    return int(rate)
+    """A sample rate the scorer accepts, in Hz, from an int, float, 0-d/1-element array or tensor."""
+    try:
+        return check_sample_rate(value)
+    except InvalidInputError as exc:
+        raise SampleError(str(exc)) from exc
 
 
 def target_text(non_tensor: Mapping[str, Any], extra_info: Mapping[str, Any], text_key: str | None = None) -> str:

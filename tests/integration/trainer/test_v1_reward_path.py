@@ -300,7 +300,7 @@ def test_raise_stops_the_run_naming_the_sample(make_run: Any, scorer_url: str) -
     message = str(err.value)
     assert "1 GRPO group(s) failed (max_failed_groups=0)" in message
     assert "uid=train1p0: scoring sample index=0 uid=train1p0 (target text 'The quick brown fox" in message
-    assert "audio contains NaN or infinity" in message
+    assert "audio holds 1 NaN or infinite samples" in message
     assert json.loads((out / "reward_failures.jsonl").read_text().splitlines()[0])["uid"] == "train1p0"
 
 
