@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_server_flags(parser)
     parser.add_argument("--ray", action="store_true",
-                        help="scale out on Ray Serve: one replica per GPU behind one URL (needs audio-reward[ray])")
+                        help="scale out on Ray Serve: one replica per GPU behind one URL (needs the 'ray' extra)")
     add_scale_out_flags(parser.add_argument_group("Ray Serve (with --ray)"))
     parser.set_defaults(func=serve)
 

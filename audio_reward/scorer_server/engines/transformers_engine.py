@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
+from audio_reward.extras import install_command
+
 from .base import (
     ENGINE_SAMPLE_RATE,
     EngineInfo,
@@ -253,7 +255,7 @@ class _Qwen3ASRBackend:
 
             raise UnsupportedModelError(
                 f"Qwen3-ASR needs transformers>=5.24 (installed: {transformers.__version__}): "
-                "pip install 'audio-reward[transformers]'"
+                f"run {install_command('transformers')} in your audio-reward checkout"
             ) from None
         self.device, self.dtype = device, dtype
         self.processor = AutoProcessor.from_pretrained(path)

@@ -39,6 +39,8 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from audio_reward.extras import missing_extra_message
+
 from .base import (
     ENGINE_SAMPLE_RATE,
     ASREngine,
@@ -252,8 +254,8 @@ class VLLMEngine(ASREngine):
         try:
             import vllm
             from vllm import AsyncEngineArgs
-        except ImportError:
-            raise ImportError("the vLLM engine needs vLLM: pip install 'audio-reward[vllm]' (GPU machines)") from None
+        except ModuleNotFoundError as exc:
+            raise ImportError(missing_extra_message("vllm", "the vLLM engine (GPU machines)", exc)) from None
         try:
             from vllm.v1.engine import async_llm
 
