@@ -124,9 +124,10 @@ class ScoringPipeline:
             policy = self.policy.with_options(req.reward)
         except ValueError as exc:
             raise BadRequestError("invalid_reward_options", str(exc), path="$.reward") from None
+        # The prompt first: the normalizer's refusal of a language names its rules, the model's only the model.
         language = language_code(req.language or self.default_language)
         self._check_prompt(req.prompt, language)
-        self._check_supported(language, req.language)  # 400 before queueing when the model does not transcribe it
+        self.resolve_language(req.language)  # 400 before queueing when the model does not transcribe it
         audio = resample_16k(req.waveform, req.sample_rate)
         key = None
         if req.request_id is not None and self.recent.enabled:
