@@ -2,7 +2,8 @@
 
 :func:`build_app` builds every part of the service from the settings (the
 engine, the metrics, the recent answers, the normalizer and reward policy,
-the scoring pipeline and the transcription service), keeps them on
+the scoring pipeline, the transcription service and the ``/v1/info``
+description), keeps them on
 ``app.state`` and includes the routers, which take them with ``Depends``
 (:mod:`.http.deps`).  The engine loads in the background after the server
 starts listening, so ``/healthz`` answers at once and ``/readyz`` says 503
@@ -37,6 +38,7 @@ from .http.middleware import RequestContextMiddleware
 from .openai_protocol import TranscriptionUploadDoc
 from .service.batcher import scheduler_for
 from .service.dedup import RecentResults
+from .service.info import ServerInfo
 from .service.metrics import ServerMetrics
 from .service.pipeline import ScoringPipeline
 from .service.readiness import Readiness
@@ -134,6 +136,11 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
     return app.openapi_schema
 
 
+def _endpoints(app: FastAPI) -> tuple[str, ...]:
+    """The API's concrete paths, in the order the routers declare them (templated ones are left out)."""
+    return tuple(path for path in app.openapi()["paths"] if "{" not in path)
+
+
 def build_app(settings: ServerConfig, engine: ASREngine | None = None, *, engine_preloaded: bool = False) -> FastAPI:
     """The scorer app with every part built.  ``engine`` replaces the one the settings name.
 
@@ -180,4 +187,5 @@ def build_app(settings: ServerConfig, engine: ASREngine | None = None, *, engine
     for module in (score, openai, info, health, metrics):
         app.include_router(module.router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    app.state.server_info = ServerInfo(settings, pipeline, readiness, _endpoints(app))
     return app
