@@ -93,7 +93,7 @@ async def _load_engine(app: FastAPI) -> None:
         on_batch=server_metrics.observe_batch,
     )
     batcher.start()
-    readiness.batcher = batcher
+    readiness.started_scheduler = batcher
     readiness.ready = True
     server_metrics.ready.set(1)
     engine_info = engine.info
@@ -117,8 +117,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.metrics.ready.set(0)
         if not loader.done():
             loader.cancel()
-        if readiness.batcher is not None:
-            await readiness.batcher.close(timeout_s=app.state.settings.shutdown_grace_s)
+        if readiness.started_scheduler is not None:
+            await readiness.started_scheduler.close(timeout_s=app.state.settings.shutdown_grace_s)
         await asyncio.to_thread(app.state.engine.close)
 
 

@@ -31,7 +31,7 @@ class ServerInfo:
         """The body as JSON-ready values; the engine's and scheduler's parts change once it has loaded."""
         s, pipeline, readiness = self.settings, self.pipeline, self.readiness
         engine = pipeline.engine.info
-        batcher = readiness.batcher
+        scheduler = readiness.started_scheduler
         return {
             "server_version": __version__,
             "protocol_version": PROTOCOL_VERSION,
@@ -65,9 +65,9 @@ class ServerInfo:
             "batching": {
                 "engine_batches": pipeline.engine.prefers_batches,
                 "engine_schedules_itself": pipeline.engine.schedules_itself,
-                "max_batch_size": batcher.max_batch_size if batcher else s.max_batch_size,
-                "max_wait_ms": batcher.max_wait_s * 1000 if batcher else s.max_wait_ms,
-                **(batcher.describe() if batcher else {}),
+                "max_batch_size": scheduler.max_batch_size if scheduler else s.max_batch_size,
+                "max_wait_ms": scheduler.max_wait_s * 1000 if scheduler else s.max_wait_ms,
+                **(scheduler.describe() if scheduler else {}),
                 "max_batch_size_setting": s.max_batch_size,
                 "note": readiness.batching_note,
             },

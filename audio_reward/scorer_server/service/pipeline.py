@@ -190,7 +190,7 @@ class ScoringPipeline:
     # -- engine ---------------------------------------------------------------------------
     def _arriving(self) -> contextlib.AbstractContextManager[None]:
         """Tells the scheduler a request is being decoded, so an idle engine may wait for it to join a batch."""
-        batcher = self.readiness.batcher
+        batcher = self.readiness.started_scheduler
         return batcher.arriving() if batcher is not None else contextlib.nullcontext()
 
     def _submit(self, inputs: list[TranscriptionInput]) -> list[asyncio.Future[Transcription]]:
