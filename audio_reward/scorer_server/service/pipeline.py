@@ -55,8 +55,7 @@ from ..errors import (
     ShuttingDownError,
     server_error_body,
 )
-from .batcher import BatcherClosedError
-from .batcher import QueueFullError as BatcherQueueFull
+from .batcher import BatcherClosedError, SchedulerFullError
 from .dedup import Key, RecentResults, request_key
 from .metrics import ServerMetrics
 from .offload import Offload
@@ -198,7 +197,7 @@ class ScoringPipeline:
         batcher = self.readiness.scheduler()
         try:
             futures = batcher.submit_many(inputs)
-        except BatcherQueueFull as exc:
+        except SchedulerFullError as exc:
             raise QueueFullError(str(exc), retry_after_s=exc.retry_after_s) from None
         except BatcherClosedError as exc:
             raise ShuttingDownError(str(exc), retry_after_s=5) from None

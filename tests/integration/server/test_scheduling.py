@@ -23,7 +23,7 @@ from audio_reward.scorer_server.engines import (
 )
 from audio_reward.scorer_server.service.batcher import (
     MicroBatcher,
-    QueueFullError,
+    SchedulerFullError,
     SelfSchedulingDispatcher,
     scheduler_for,
 )
@@ -136,7 +136,7 @@ async def test_self_scheduling_queue_refuses_past_max_queue_with_a_retry_hint() 
     engine = ContinuousEngine(capacity=1, seconds_per_audio_s=0.2)
     dispatcher = SelfSchedulingDispatcher(engine, max_in_flight=1, max_queue=2)
     futures = dispatcher.submit_many([clip(1.0) for _ in range(3)])  # one runs, two wait
-    with pytest.raises(QueueFullError) as info:
+    with pytest.raises(SchedulerFullError) as info:
         dispatcher.submit_many([clip(1.0)])
     assert info.value.retry_after_s >= 1
     await asyncio.gather(*futures)
