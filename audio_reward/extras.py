@@ -6,16 +6,25 @@ the command is the editable install with the extra.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 def install_command(extra: str) -> str:
-    """The command that installs ``extra``, run in an audio-reward checkout."""
+    """The command that installs ``extra`` (or several, comma-separated), run in an audio-reward checkout."""
     return f"pip install -e '.[{extra}]'"
 
 
-def missing_extra_message(extra: str, what: str, exc: ModuleNotFoundError | None = None) -> str:
-    """``<what> needs the <extra> extra (no module 'x'): run pip install ... in your audio-reward checkout``."""
+def missing_extra_message(extras: str | Sequence[str], what: str, exc: ModuleNotFoundError | None = None) -> str:
+    """``<what> needs the <extra> extra (no module 'x'): run pip install ... in your audio-reward checkout``.
+
+    Several extras are named together (``the 'server' and 'base-model' extras``) with one command for all.
+    """
+    names = [extras] if isinstance(extras, str) else list(extras)
+    quoted = " and ".join(f"'{name}'" for name in names)
+    plural = "s" if len(names) > 1 else ""
     missing = f" (no module named {exc.name!r})" if exc is not None and exc.name else ""
-    return f"{what} needs the '{extra}' extra{missing}: run {install_command(extra)} in your audio-reward checkout"
+    return (f"{what} needs the {quoted} extra{plural}{missing}: "
+            f"run {install_command(','.join(names))} in your audio-reward checkout")
 
 
 def is_missing_dependency(exc: ModuleNotFoundError) -> bool:

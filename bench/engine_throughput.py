@@ -75,7 +75,7 @@ def _stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
 def prepare(assets: Path) -> None:
     import soxr
 
-    from audio_reward.scorer_server.engines.transformers_engine import (
+    from audio_reward.scorer_server.engines.checkpoints import (
         resolve_transformers_checkpoint,
     )
     from tests.testkit.speech import synth_speech

@@ -2,7 +2,8 @@
 
 :func:`build_app` builds every part of the service from the settings (the
 engine, the metrics, the recent answers, the normalizer and reward policy,
-the scoring pipeline and the transcription service), keeps them on
+the scoring pipeline, the transcription service and the ``/v1/info``
+description), keeps them on
 ``app.state`` and includes the routers, which take them with ``Depends``
 (:mod:`.http.deps`).  The engine loads in the background after the server
 starts listening, so ``/healthz`` answers at once and ``/readyz`` says 503
@@ -37,6 +38,7 @@ from .http.middleware import RequestContextMiddleware
 from .openai_protocol import TranscriptionUploadDoc
 from .service.batcher import scheduler_for
 from .service.dedup import RecentResults
+from .service.info import ServerInfo
 from .service.metrics import ServerMetrics
 from .service.pipeline import ScoringPipeline
 from .service.readiness import Readiness
@@ -91,7 +93,7 @@ async def _load_engine(app: FastAPI) -> None:
         on_batch=server_metrics.observe_batch,
     )
     batcher.start()
-    readiness.batcher = batcher
+    readiness.started_scheduler = batcher
     readiness.ready = True
     server_metrics.ready.set(1)
     engine_info = engine.info
@@ -115,8 +117,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.metrics.ready.set(0)
         if not loader.done():
             loader.cancel()
-        if readiness.batcher is not None:
-            await readiness.batcher.close(timeout_s=app.state.settings.shutdown_grace_s)
+        if readiness.started_scheduler is not None:
+            await readiness.started_scheduler.close(timeout_s=app.state.settings.shutdown_grace_s)
         await asyncio.to_thread(app.state.engine.close)
 
 
@@ -132,6 +134,11 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         add_request_examples(schema)
         app.openapi_schema = schema
     return app.openapi_schema
+
+
+def _endpoints(app: FastAPI) -> tuple[str, ...]:
+    """The API's concrete paths, in the order the routers declare them (templated ones are left out)."""
+    return tuple(path for path in app.openapi()["paths"] if "{" not in path)
 
 
 def build_app(settings: ServerConfig, engine: ASREngine | None = None, *, engine_preloaded: bool = False) -> FastAPI:
@@ -180,4 +187,5 @@ def build_app(settings: ServerConfig, engine: ASREngine | None = None, *, engine
     for module in (score, openai, info, health, metrics):
         app.include_router(module.router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    app.state.server_info = ServerInfo(settings, pipeline, readiness, _endpoints(app))
     return app

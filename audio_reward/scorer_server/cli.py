@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from .config import ENV_PREFIX
-from .flags import add_server_flags, settings_from_args
+from .flags import InvalidSettingsError, add_server_flags, settings_from_args
 from .scale_out import add_scale_out_flags
+
+if TYPE_CHECKING:
+    from .settings import ServerSettings
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,15 +30,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_server_flags(parser)
     parser.add_argument("--ray", action="store_true",
-                        help="scale out on Ray Serve: one replica per GPU behind one URL (needs audio-reward[ray])")
+                        help="scale out on Ray Serve: one replica per GPU behind one URL (needs the 'ray' extra)")
     add_scale_out_flags(parser.add_argument_group("Ray Serve (with --ray)"))
     parser.set_defaults(func=serve)
 
 
-def _missing_extras(args: argparse.Namespace) -> tuple[list[str], ModuleNotFoundError | None]:
+def _missing_extras(settings: ServerSettings) -> tuple[list[str], ModuleNotFoundError | None]:
     """The extras ``serve`` needs that are not installed: the server's, then the model's."""
-    import os
-
     from audio_reward.extras import is_missing_dependency
 
     from .engines.model_store import PACKAGED_EXTRAS, missing_packaged_model
@@ -44,7 +45,6 @@ def _missing_extras(args: argparse.Namespace) -> tuple[list[str], ModuleNotFound
     error: ModuleNotFoundError | None = None
     try:
         import fastapi  # noqa: F401
-        import pydantic_settings  # noqa: F401
         import uvicorn  # noqa: F401
 
         from .app import build_app  # noqa: F401
@@ -52,7 +52,7 @@ def _missing_extras(args: argparse.Namespace) -> tuple[list[str], ModuleNotFound
         if not is_missing_dependency(exc):
             raise
         missing, error = ["server"], exc
-    model = args.model or os.environ.get(f"{ENV_PREFIX}MODEL") or "tiny.en"
+    model = settings.model
     if missing_packaged_model(model) and PACKAGED_EXTRAS[model][0] not in missing:
         missing.append(PACKAGED_EXTRAS[model][0])
     return missing, error
@@ -61,14 +61,16 @@ def _missing_extras(args: argparse.Namespace) -> tuple[list[str], ModuleNotFound
 def serve(args: argparse.Namespace) -> int:
     import json
 
-    from audio_reward.extras import install_command
+    from audio_reward.extras import missing_extra_message
 
-    missing, error = _missing_extras(args)
+    try:
+        settings = settings_from_args(args)
+    except InvalidSettingsError as exc:
+        print(f"audio-reward serve: {exc}", file=sys.stderr)
+        return 2
+    missing, error = _missing_extras(settings)
     if missing:  # one line before anything starts, not a traceback from an import or the background load
-        names = " and ".join(f"'{m}'" for m in missing)
-        why = f" (no module named {error.name!r})" if error is not None else ""
-        print(f"audio-reward serve: needs the {names} extra{'s' if len(missing) > 1 else ''}{why}: "
-              f"run {install_command(','.join(missing))} in your audio-reward checkout", file=sys.stderr)
+        print(missing_extra_message(missing, "audio-reward serve:", error), file=sys.stderr)
         return 2
 
     import uvicorn
@@ -76,9 +78,6 @@ def serve(args: argparse.Namespace) -> int:
     from .app import build_app
     from .http.server import uvicorn_config
 
-    settings = settings_from_args("audio-reward serve", args)
-    if settings is None:
-        return 2
     if args.ray:
         from .ray_serve import deploy_from_args
 

@@ -1,10 +1,10 @@
 """The scorer server's configuration as a plain typed model: every field, its bounds and help.
 
 :class:`ServerConfig` reads no environment: it is what a Ray Serve replica
-receives from its driver (already validated there) and what the command
-line's flags are generated from, so ``audio-reward serve`` can build its
-parser (and say which extra is missing) where pydantic-settings is not
-installed.  :class:`~.settings.ServerSettings` adds the environment on top.
+receives from its driver (already validated there, so a replica never reads
+its own machine's environment) and what the command line's flags are
+generated from.  :class:`~.settings.ServerSettings` adds the environment on
+top.
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ never shows in shell history or ``ps`` (``--api-key-file`` or
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING, Any
 
 from audio_reward.settings_flags import Flag, add_flags, flags_for, values_from_args
@@ -43,10 +42,17 @@ def server_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def settings_from_args(prog: str, args: argparse.Namespace) -> ServerSettings | None:
+class InvalidSettingsError(ValueError):
+    """The command line and environment give settings that do not validate; the message says why.
+
+    Commands print it after their name and exit 2.
+    """
+
+
+def settings_from_args(args: argparse.Namespace) -> ServerSettings:
     """The settings the command line gives, over the environment, with logging configured from them.
 
-    Invalid settings print why (prefixed with ``prog``) and give None: the command exits 2.
+    Raises :class:`InvalidSettingsError` (``invalid settings:`` and the reasons) when they do not validate.
     """
     from pydantic import ValidationError
 
@@ -56,7 +62,6 @@ def settings_from_args(prog: str, args: argparse.Namespace) -> ServerSettings | 
     try:
         settings = ServerSettings(**server_overrides(args))
     except (ValidationError, ValueError) as exc:
-        print(f"{prog}: invalid settings:\n{exc}", file=sys.stderr)
-        return None
+        raise InvalidSettingsError(f"invalid settings:\n{exc}") from exc
     configure_logging(settings.log_level, json_lines=settings.log_json)
     return settings

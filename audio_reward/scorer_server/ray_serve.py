@@ -43,7 +43,7 @@ from typing import Any
 
 from .config import ServerConfig
 from .engines.base import ASREngine
-from .flags import add_server_flags, settings_from_args
+from .flags import InvalidSettingsError, add_server_flags, settings_from_args
 from .scale_out import ScaleOutConfig, add_scale_out_flags, scale_out_from_args
 
 __all__ = ["APP_NAME", "REPLICA_HEADER", "ScaleOutConfig", "ScorerReplica", "build_application", "main", "run"]
@@ -212,8 +212,10 @@ def deploy_from_args(settings: ServerConfig, args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    settings = settings_from_args("audio-reward ray serve", args)
-    if settings is None:
+    try:
+        settings = settings_from_args(args)
+    except InvalidSettingsError as exc:
+        print(f"audio-reward ray serve: {exc}", file=sys.stderr)
         return 2
     return deploy_from_args(settings, args)
 

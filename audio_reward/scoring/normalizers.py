@@ -28,6 +28,8 @@ from typing import Literal
 import zhconv
 from zhon.hanzi import punctuation as _ZHON_PUNCTUATION
 
+from audio_reward.extras import install_command
+
 from .errors import UnsupportedLanguageError
 from .metrics import split_words
 
@@ -250,7 +252,7 @@ class WhisperEnglishNormalizer(Normalizer):
         except ImportError as exc:
             raise ImportError(
                 "the whisper-en normalizer runs OpenAI's own code from the openai-whisper package: "
-                "pip install 'audio-reward[whisper-en]'"
+                f"run {install_command('whisper-en')} in your audio-reward checkout"
             ) from exc
 
         # openai-whisper ships no type information; both normalizers map a string to a string.

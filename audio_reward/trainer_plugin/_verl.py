@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-REQUIREMENT = "verl>=0.9 with the reward-loop API (pip install 'audio-reward[verl]')"
+from audio_reward.extras import install_command
+
+REQUIREMENT = f"verl>=0.9 with the reward-loop API ({install_command('verl')} in an audio-reward checkout)"
 
 
 class VerlUnavailableError(ImportError):

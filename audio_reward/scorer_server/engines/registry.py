@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from audio_reward.extras import is_missing_dependency, missing_extra_message
+
 from .base import ASREngine, resolve_engine_options
 
 
@@ -32,6 +34,14 @@ ENGINES: dict[str, str] = {
 }
 
 
+# name -> the pyproject extra that installs its backend, named in the hint when the backend is missing.
+ENGINE_EXTRAS: dict[str, str] = {
+    "faster-whisper": "server",
+    "transformers": "transformers",
+    "vllm": "vllm",
+}
+
+
 class UnknownEngineError(ValueError):
     pass
 
@@ -40,7 +50,9 @@ def create_engine(name: str, config: EngineConfig) -> ASREngine:
     """Build (not load) the engine called ``name``.
 
     Raises :class:`~.base.EngineOptionError` (a ValueError) when ``config.options``
-    holds a key the engine does not take or a value of the wrong type.
+    holds a key the engine does not take or a value of the wrong type, and an
+    ImportError naming the engine's extra (:data:`ENGINE_EXTRAS`) when a
+    third-party module its module imports is not installed.
     """
     try:
         target = ENGINES[name]
@@ -49,8 +61,11 @@ def create_engine(name: str, config: EngineConfig) -> ASREngine:
     module_name, _, attr = target.partition(":")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ImportError(f"engine {name!r} needs an optional dependency that is not installed: {exc}") from exc
+    except ModuleNotFoundError as exc:
+        extra = ENGINE_EXTRAS.get(name)
+        if extra is None or not is_missing_dependency(exc):
+            raise
+        raise ImportError(missing_extra_message(extra, f"engine {name!r}", exc)) from exc
     factory: Callable[[EngineConfig], ASREngine] = getattr(module, attr)
     resolve_engine_options(name, getattr(factory, "OPTIONS", {}), config.options)  # fail before building
     return factory(config)

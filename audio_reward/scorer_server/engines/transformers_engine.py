@@ -15,17 +15,16 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
+from audio_reward.extras import install_command
+
+from . import qwen3_asr
 from .base import (
     ENGINE_SAMPLE_RATE,
     EngineInfo,
@@ -36,8 +35,7 @@ from .base import (
     max_new_tokens_for,
     resolve_engine_options,
 )
-from .convert import ct2_whisper_to_transformers, is_current_conversion
-from .model_store import PACKAGED_MODELS, ModelNotAvailableError, cache_dir, resolve_ctranslate2_model
+from .checkpoints import UnsupportedModelError, checkpoint_architecture, resolve_transformers_checkpoint
 from .registry import EngineConfig
 
 if TYPE_CHECKING:
@@ -46,47 +44,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 WHISPER_WINDOW_S = 30.0
-# A detected-language reply ("language English<asr_text>") costs a few tokens before the text.
-QWEN3_ASR_LANGUAGE_PREFIX_TOKENS = 8
 
 _DTYPES = {
     "float16": "float16", "fp16": "float16", "half": "float16",
     "bfloat16": "bfloat16", "bf16": "bfloat16",
     "float32": "float32", "fp32": "float32", "float": "float32",
 }
-
-
-class UnsupportedModelError(ValueError):
-    """The checkpoint is neither Whisper nor Qwen3-ASR, or this transformers cannot run it."""
-
-
-@dataclass(frozen=True)
-class ResolvedCheckpoint:
-    """Where the transformers weights live and what identifies them."""
-
-    model_id: str
-    path: str
-    weights_sha256: str | None
-
-
-def resolve_transformers_checkpoint(name: str) -> ResolvedCheckpoint:
-    """A transformers checkpoint for ``name``, converting CTranslate2 Whisper models on first use."""
-    path = Path(name).expanduser()
-    if name in PACKAGED_MODELS or (path.is_dir() and (path / "model.bin").exists()):
-        ct2 = resolve_ctranslate2_model(name)
-        key = ct2.sha256 or hashlib.sha256(Path(ct2.path).resolve().as_posix().encode()).hexdigest()
-        target = cache_dir() / "transformers" / f"{Path(ct2.model_id).name}-{key[:16]}"
-        if not is_current_conversion(target):
-            log.info("converting CTranslate2 Whisper for transformers", extra={"model": name, "target": str(target)})
-            ct2_whisper_to_transformers(ct2.path, target)
-        return ResolvedCheckpoint(ct2.model_id, str(target), ct2.sha256)
-    if path.is_dir():
-        if not (path / "config.json").exists():
-            raise ModelNotAvailableError(f"{path} has no config.json: not a transformers checkpoint")
-        return ResolvedCheckpoint(str(path), str(path.resolve()), None)
-    if path.suffix or name.startswith(("/", ".", "~")):
-        raise ModelNotAvailableError(f"model folder {name!r} does not exist")
-    return ResolvedCheckpoint(name, name, None)
 
 
 def resolve_device(device: str) -> str:
@@ -253,7 +216,7 @@ class _Qwen3ASRBackend:
 
             raise UnsupportedModelError(
                 f"Qwen3-ASR needs transformers>=5.24 (installed: {transformers.__version__}): "
-                "pip install 'audio-reward[transformers]'"
+                f"run {install_command('transformers')} in your audio-reward checkout"
             ) from None
         self.device, self.dtype = device, dtype
         self.processor = AutoProcessor.from_pretrained(path)
@@ -262,10 +225,7 @@ class _Qwen3ASRBackend:
         self.model = model.to(device).eval()  # type: ignore[arg-type]
         # Decoder-only: prompts are left-padded so every row's reply starts at the same column.
         self.processor.tokenizer.padding_side = "left"
-        from transformers.models.qwen3_asr import processing_qwen3_asr
-
-        table = getattr(processing_qwen3_asr, "LANGUAGE_CODE_TO_NAME", None)
-        self.languages = frozenset(table) if table else None
+        self.languages = frozenset(qwen3_asr.language_table()) or None
 
     def prepare(self, batch: Sequence[TranscriptionInput]) -> Any:
         """The chat prompts and log-Mel features of ``batch`` (CPU work)."""
@@ -280,7 +240,7 @@ class _Qwen3ASRBackend:
         inputs = prepared.to(self.device)
         inputs["input_features"] = inputs["input_features"].to(self.dtype)
         caps = [
-            max_new_tokens_for(item.duration_s) + (QWEN3_ASR_LANGUAGE_PREFIX_TOKENS if item.language is None else 0)
+            max_new_tokens_for(item.duration_s) + (qwen3_asr.LANGUAGE_PREFIX_TOKENS if item.language is None else 0)
             for item in batch
         ]
         with torch.inference_mode():
@@ -301,36 +261,11 @@ class _Qwen3ASRBackend:
             results.append(
                 Transcription(
                     text=parsed["transcription"].strip(),
-                    language=forced or qwen3_asr_language_code(parsed.get("language")),
+                    language=forced or qwen3_asr.language_code(parsed.get("language")),
                     num_tokens=len(tokens),
                 )
             )
         return results
-
-
-def qwen3_asr_language_code(name: str | None) -> str | None:
-    """``English`` -> ``en`` (Qwen3-ASR names languages in full); unknown names pass through."""
-    if not name:
-        return None
-    from transformers.models.qwen3_asr import processing_qwen3_asr
-
-    table = getattr(processing_qwen3_asr, "LANGUAGE_CODE_TO_NAME", {})
-    by_name = {v.lower(): k for k, v in table.items()}
-    return by_name.get(name.strip().lower(), name.strip())
-
-
-def checkpoint_architecture(path: str) -> str:
-    """``whisper`` or ``qwen3_asr`` from the checkpoint's config."""
-    local = Path(path) / "config.json"
-    if local.exists():
-        model_type = json.loads(local.read_text(encoding="utf-8")).get("model_type")
-    else:
-        from transformers import AutoConfig
-
-        model_type = AutoConfig.from_pretrained(path).model_type
-    if model_type not in ("whisper", "qwen3_asr"):
-        raise UnsupportedModelError(f"{path}: model_type {model_type!r} is not Whisper or Qwen3-ASR")
-    return str(model_type)
 
 
 class TransformersEngine(ThreadedEngine):

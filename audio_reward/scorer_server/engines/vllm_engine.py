@@ -39,6 +39,9 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from audio_reward.extras import missing_extra_message
+
+from . import qwen3_asr
 from .base import (
     ENGINE_SAMPLE_RATE,
     ASREngine,
@@ -49,13 +52,8 @@ from .base import (
     max_new_tokens_for,
     resolve_engine_options,
 )
+from .checkpoints import checkpoint_architecture, resolve_transformers_checkpoint
 from .registry import EngineConfig
-from .transformers_engine import (
-    QWEN3_ASR_LANGUAGE_PREFIX_TOKENS,
-    checkpoint_architecture,
-    qwen3_asr_language_code,
-    resolve_transformers_checkpoint,
-)
 
 log = logging.getLogger(__name__)
 
@@ -106,29 +104,10 @@ def whisper_prompt(audio: np.ndarray, decoder_prompt: str) -> dict[str, Any]:
     }
 
 
-def qwen3_asr_language_name(code: str) -> str:
-    """``en`` -> ``English``, as Qwen3-ASR's prompt spells languages; full names pass through."""
-    names: Mapping[str, str]
-    try:
-        from transformers.models.qwen3_asr import processing_qwen3_asr
-
-        names = processing_qwen3_asr.LANGUAGE_CODE_TO_NAME
-    except ImportError:  # older transformers: vLLM's table (ISO 639-1 -> English name) has the same names
-        from vllm.model_executor.models import whisper_utils
-
-        names = whisper_utils.ISO639_1_SUPPORTED_LANGS
-    name = names.get(code.lower())
-    if name is None:
-        if code.lower() in {v.lower() for v in names.values()}:
-            return code[:1].upper() + code[1:].lower()
-        raise ValueError(f"Qwen3-ASR does not support language {code!r}")
-    return str(name)
-
-
 def qwen3_asr_prompt(audio: np.ndarray, language: str | None) -> dict[str, Any]:
     text = f"<|im_start|>user\n{QWEN3_ASR_AUDIO_PLACEHOLDER}<|im_end|>\n<|im_start|>assistant\n"
     if language is not None:
-        text += f"language {qwen3_asr_language_name(language)}{QWEN3_ASR_TEXT_TAG}"
+        text += f"language {qwen3_asr.language_name(language)}{QWEN3_ASR_TEXT_TAG}"
     return {"prompt": text, "multi_modal_data": {"audio": (audio, ENGINE_SAMPLE_RATE)}}
 
 
@@ -200,7 +179,7 @@ class VLLMEngine(ASREngine):
     def languages(self) -> frozenset[str] | None:
         traits = self._traits
         if traits is None or traits.architecture != "whisper":
-            return None  # Qwen3-ASR: an unknown language fails in qwen3_asr_language_name
+            return None  # Qwen3-ASR: an unknown language fails in qwen3_asr.language_name
         return frozenset(traits.language_token_ids.values()) if traits.multilingual else frozenset({"en"})
 
     def prepare(self) -> str:
@@ -252,8 +231,8 @@ class VLLMEngine(ASREngine):
         try:
             import vllm
             from vllm import AsyncEngineArgs
-        except ImportError:
-            raise ImportError("the vLLM engine needs vLLM: pip install 'audio-reward[vllm]' (GPU machines)") from None
+        except ModuleNotFoundError as exc:
+            raise ImportError(missing_extra_message("vllm", "the vLLM engine (GPU machines)", exc)) from None
         try:
             from vllm.v1.engine import async_llm
 
@@ -303,7 +282,7 @@ class VLLMEngine(ASREngine):
             completion = out.outputs[0]
             return Transcription(completion.text.strip(), language, len(completion.token_ids))
         if item.language is None:
-            cap += QWEN3_ASR_LANGUAGE_PREFIX_TOKENS
+            cap += qwen3_asr.LANGUAGE_PREFIX_TOKENS
         out = await self._final(
             qwen3_asr_prompt(item.audio, item.language),
             # <asr_text> must survive detokenization to split the detected language from the text.
@@ -311,7 +290,7 @@ class VLLMEngine(ASREngine):
         )
         completion = out.outputs[0]
         text, detected = parse_qwen3_asr_output(_strip_chat_specials(completion.text))
-        return Transcription(text, item.language or qwen3_asr_language_code(detected), len(completion.token_ids))
+        return Transcription(text, item.language or qwen3_asr.language_code(detected), len(completion.token_ids))
 
     async def transcribe(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
         if self._client is None or self._traits is None:

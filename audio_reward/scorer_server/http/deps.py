@@ -8,6 +8,7 @@ from fastapi import Request
 
 from ..config import ServerConfig
 from ..engines.base import ASREngine
+from ..service.info import ServerInfo
 from ..service.metrics import ServerMetrics
 from ..service.pipeline import ScoringPipeline
 from ..service.readiness import Readiness
@@ -32,6 +33,10 @@ def get_metrics(request: Request) -> ServerMetrics:
 
 def get_pipeline(request: Request) -> ScoringPipeline:
     return cast(ScoringPipeline, request.app.state.pipeline)
+
+
+def get_server_info(request: Request) -> ServerInfo:
+    return cast(ServerInfo, request.app.state.server_info)
 
 
 def get_transcriptions(request: Request) -> TranscriptionService:

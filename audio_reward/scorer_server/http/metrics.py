@@ -17,5 +17,5 @@ router = APIRouter(tags=["observability"])
 @router.get("/metrics", response_class=Response, summary="Prometheus metrics")
 async def metrics(metrics: Annotated[ServerMetrics, Depends(get_metrics)],
                   readiness: Annotated[Readiness, Depends(get_readiness)]) -> Response:
-    metrics.queue_depth.set(readiness.batcher.queued if readiness.batcher else 0)
+    metrics.queue_depth.set(readiness.started_scheduler.queued if readiness.started_scheduler else 0)
     return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)

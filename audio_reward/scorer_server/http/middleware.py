@@ -66,8 +66,8 @@ class RequestContextMiddleware:
                 message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
             await send(message)
 
-        in_flight = scope.get("path", "").startswith(_TIMED_PREFIXES)
-        if in_flight:
+        timed = scope.get("path", "").startswith(_TIMED_PREFIXES)
+        if timed:
             self.metrics.in_flight.inc()
         try:
             await self.app(scope, receive, send_wrapper)
@@ -84,7 +84,7 @@ class RequestContextMiddleware:
                     retryable=True, request_id=request_id,
                 ), request_id)
         finally:
-            if in_flight:
+            if timed:
                 self.metrics.in_flight.dec()
             route = scope.get("route")
             endpoint = getattr(route, "path", None) or UNMATCHED

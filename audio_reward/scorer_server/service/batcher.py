@@ -30,7 +30,7 @@ whose caller gave up (timeout, disconnect) is dropped from the queue, or
 cancelled inside the engine (vLLM aborts it).
 
 Both refuse new work beyond ``max_queue`` waiting utterances
-(:class:`QueueFullError`, the server's 429 with ``Retry-After``).
+(:class:`SchedulerFullError`, the server's 429 with ``Retry-After``).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class BatcherError(Exception):
     """Base of the batcher's refusals."""
 
 
-class QueueFullError(BatcherError):
+class SchedulerFullError(BatcherError):
     """The queue holds ``max_queue`` utterances; retry after ``retry_after_s``."""
 
     def __init__(self, queued: int, limit: int, retry_after_s: float) -> None:
@@ -197,7 +197,7 @@ class MicroBatcher:
             raise BatcherClosedError("the server is shutting down")
         queued = len(self._queue)
         if queued and queued + len(items) > self.max_queue:
-            raise QueueFullError(queued, self.max_queue, self.retry_after_s())
+            raise SchedulerFullError(queued, self.max_queue, self.retry_after_s())
         loop = asyncio.get_running_loop()
         futures: list[asyncio.Future[Transcription]] = []
         for item in items:
@@ -391,7 +391,7 @@ class SelfSchedulingDispatcher:
             raise BatcherClosedError("the server is shutting down")
         queued = len(self._waiting)
         if queued and queued + len(items) > self.max_queue:
-            raise QueueFullError(queued, self.max_queue, self.retry_after_s())
+            raise SchedulerFullError(queued, self.max_queue, self.retry_after_s())
         loop = asyncio.get_running_loop()
         futures: list[asyncio.Future[Transcription]] = []
         for item in items:

@@ -55,7 +55,7 @@ class ServerMetrics:
             "audio_reward_requests", "HTTP requests by endpoint and status code.", ("endpoint", "status"), registry=r
         )
         self.request_latency = Histogram(
-            "audio_reward_request_latency_seconds", "Wall time of scoring requests.", ("endpoint",),
+            "audio_reward_request_latency_seconds", "Wall time of scoring and transcription requests.", ("endpoint",),
             buckets=_LATENCY_BUCKETS, registry=r,
         )
         self.queue_depth = Gauge("audio_reward_queue_depth", "Utterances waiting for the engine.", registry=r)

@@ -55,8 +55,7 @@ from ..errors import (
     ShuttingDownError,
     server_error_body,
 )
-from .batcher import BatcherClosedError
-from .batcher import QueueFullError as BatcherQueueFull
+from .batcher import BatcherClosedError, SchedulerFullError
 from .dedup import Key, RecentResults, request_key
 from .metrics import ServerMetrics
 from .offload import Offload
@@ -124,9 +123,10 @@ class ScoringPipeline:
             policy = self.policy.with_options(req.reward)
         except ValueError as exc:
             raise BadRequestError("invalid_reward_options", str(exc), path="$.reward") from None
+        # The prompt first: the normalizer's refusal of a language names its rules, the model's only the model.
         language = language_code(req.language or self.default_language)
         self._check_prompt(req.prompt, language)
-        self._check_supported(language, req.language)  # 400 before queueing when the model does not transcribe it
+        self.resolve_language(req.language)  # 400 before queueing when the model does not transcribe it
         audio = resample_16k(req.waveform, req.sample_rate)
         key = None
         if req.request_id is not None and self.recent.enabled:
@@ -189,7 +189,7 @@ class ScoringPipeline:
     # -- engine ---------------------------------------------------------------------------
     def _arriving(self) -> contextlib.AbstractContextManager[None]:
         """Tells the scheduler a request is being decoded, so an idle engine may wait for it to join a batch."""
-        batcher = self.readiness.batcher
+        batcher = self.readiness.started_scheduler
         return batcher.arriving() if batcher is not None else contextlib.nullcontext()
 
     def _submit(self, inputs: list[TranscriptionInput]) -> list[asyncio.Future[Transcription]]:
@@ -197,7 +197,7 @@ class ScoringPipeline:
         batcher = self.readiness.scheduler()
         try:
             futures = batcher.submit_many(inputs)
-        except BatcherQueueFull as exc:
+        except SchedulerFullError as exc:
             raise QueueFullError(str(exc), retry_after_s=exc.retry_after_s) from None
         except BatcherClosedError as exc:
             raise ShuttingDownError(str(exc), retry_after_s=5) from None

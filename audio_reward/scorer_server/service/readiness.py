@@ -19,7 +19,7 @@ class Readiness:
     """
 
     ready: bool = False
-    batcher: Scheduler | None = None
+    started_scheduler: Scheduler | None = None
     """The micro-batcher, or the straight-through dispatcher of a self-scheduling engine."""
     load_error: str | None = None
     """The exception type that stopped the engine loading (the message stays in the log)."""
@@ -31,9 +31,9 @@ class Readiness:
 
     def scheduler(self) -> Scheduler:
         """The scheduler to submit to; 503 with ``Retry-After`` while loading or after a failed load."""
-        if self.batcher is None or not self.ready:
+        if self.started_scheduler is None or not self.ready:
             if self.load_error:
                 raise NotReadyError(f"the ASR model failed to load ({self.load_error}); see the server log",
                                     retry_after_s=30)
             raise NotReadyError("the ASR model is still loading", retry_after_s=5)
-        return self.batcher
+        return self.started_scheduler

@@ -28,7 +28,7 @@ from audio_reward.scorer_server.engines import (
 
 @pytest.fixture(scope="module")
 def tiny_whisper(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from audio_reward.scorer_server.engines.transformers_engine import (
+    from audio_reward.scorer_server.engines.checkpoints import (
         resolve_transformers_checkpoint,
     )
     from tests.testkit.random_checkpoints import build_random_whisper

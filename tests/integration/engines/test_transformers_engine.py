@@ -16,9 +16,7 @@ from audio_reward.scorer_server.engines import (
     create_engine,
     max_new_tokens_for,
 )
-from audio_reward.scorer_server.engines.transformers_engine import (
-    QWEN3_ASR_LANGUAGE_PREFIX_TOKENS,
-)
+from audio_reward.scorer_server.engines.qwen3_asr import LANGUAGE_PREFIX_TOKENS
 from audio_reward.scoring import get_normalizer
 from tests.testkit.speech import SENTENCES
 
@@ -93,7 +91,7 @@ def test_tiny_random_qwen3_asr_end_to_end(tiny_qwen3_asr: Path) -> None:
         assert together == alone
         for item, out in zip(batch, together, strict=True):
             cap = max_new_tokens_for(item.duration_s) + (
-                QWEN3_ASR_LANGUAGE_PREFIX_TOKENS if item.language is None else 0
+                LANGUAGE_PREFIX_TOKENS if item.language is None else 0
             )
             assert 0 < out.num_tokens <= cap
             assert isinstance(out.text, str)

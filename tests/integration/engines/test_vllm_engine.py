@@ -34,7 +34,7 @@ from audio_reward.scorer_server.engines import (  # noqa: E402
     TranscriptionInput,
     max_new_tokens_for,
 )
-from audio_reward.scorer_server.engines.transformers_engine import (  # noqa: E402
+from audio_reward.scorer_server.engines.checkpoints import (  # noqa: E402
     resolve_transformers_checkpoint,
 )
 from audio_reward.scorer_server.engines.vllm_engine import (  # noqa: E402
@@ -126,7 +126,7 @@ class TransformersBackedClient:
 
 
 def make_engine(model: str, **config: Any) -> tuple[VLLMEngine, TransformersBackedClient]:
-    from audio_reward.scorer_server.engines.transformers_engine import (
+    from audio_reward.scorer_server.engines.checkpoints import (
         checkpoint_architecture,
     )
 

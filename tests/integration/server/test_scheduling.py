@@ -23,7 +23,7 @@ from audio_reward.scorer_server.engines import (
 )
 from audio_reward.scorer_server.service.batcher import (
     MicroBatcher,
-    QueueFullError,
+    SchedulerFullError,
     SelfSchedulingDispatcher,
     scheduler_for,
 )
@@ -136,7 +136,7 @@ async def test_self_scheduling_queue_refuses_past_max_queue_with_a_retry_hint() 
     engine = ContinuousEngine(capacity=1, seconds_per_audio_s=0.2)
     dispatcher = SelfSchedulingDispatcher(engine, max_in_flight=1, max_queue=2)
     futures = dispatcher.submit_many([clip(1.0) for _ in range(3)])  # one runs, two wait
-    with pytest.raises(QueueFullError) as info:
+    with pytest.raises(SchedulerFullError) as info:
         dispatcher.submit_many([clip(1.0)])
     assert info.value.retry_after_s >= 1
     await asyncio.gather(*futures)
@@ -150,7 +150,7 @@ def test_self_scheduling_engine_through_the_server_keeps_429_and_the_timeout() -
     with inprocess_server(engine, max_queue=1, request_timeout_s=1.0) as (url, app):
         assert httpx.get(f"{url}/v1/info").json()["batching"]["scheduler"] == "engine"
 
-        scheduler = app.state.readiness.batcher
+        scheduler = app.state.readiness.started_scheduler
 
         async def eventually(condition: Any) -> None:
             # The server runs on its own loop in another thread: its state is watched, not awaited.

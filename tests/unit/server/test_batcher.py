@@ -19,7 +19,7 @@ from audio_reward.scorer_server.service.batcher import (
     BatcherClosedError,
     BatchStats,
     MicroBatcher,
-    QueueFullError,
+    SchedulerFullError,
 )
 
 
@@ -93,7 +93,7 @@ async def test_full_queue_and_closed_batcher_refuse_work() -> None:
     futures = batcher.submit_many([utterance(1)])
     await engine.holding()
     futures += batcher.submit_many([utterance(2), utterance(3)])
-    with pytest.raises(QueueFullError) as info:
+    with pytest.raises(SchedulerFullError) as info:
         batcher.submit_many([utterance(4)])
     assert info.value.retry_after_s >= 1
     engine.gate.set()

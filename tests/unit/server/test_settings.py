@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from audio_reward.scorer_server import cli
+from audio_reward.scorer_server.engines import model_store
 from audio_reward.scorer_server.flags import server_flags, server_overrides
 from audio_reward.scorer_server.presets import PRESETS
 from audio_reward.scorer_server.settings import ServerSettings
@@ -120,3 +122,16 @@ def test_api_key_from_env_or_file_is_masked(tmp_path: Path, monkeypatch: pytest.
 def test_reward_policy_follows_settings() -> None:
     policy = parse(["--reward-formula", "tanh", "--reward-repeat-penalty", "0.5"]).reward
     assert policy.formula == "tanh" and policy.repeat_penalty == 0.5
+
+
+def test_the_extras_check_looks_at_the_model_the_settings_resolve(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The packaged-model check follows --preset and AUDIO_REWARD_SERVER_PRESET, not only --model.
+    monkeypatch.delenv("AUDIO_REWARD_SERVER_MODEL", raising=False)
+    for name, (extra, _) in list(model_store.PACKAGED_EXTRAS.items()):
+        monkeypatch.setitem(model_store.PACKAGED_EXTRAS, name, (extra, ("module_that_is_not_installed",)))
+    packaged = dataclasses.replace(PRESETS["fast-en"], name="packaged-base", engine="faster-whisper", model="base",
+                                   engine_models={})
+    monkeypatch.setitem(PRESETS, packaged.name, packaged)
+    assert cli._missing_extras(parse(["--preset", "packaged-base"]))[0] == ["base-model"]
+    monkeypatch.setenv("AUDIO_REWARD_SERVER_PRESET", "qwen3-asr")  # a hub model: no packaged extra, not tiny.en's
+    assert cli._missing_extras(parse([]))[0] == []

@@ -1,0 +1,67 @@
+"""Transformers-format checkpoints, as the transformers and vLLM engines load them.
+
+A packaged CTranslate2 name (``tiny.en``, ``base``) or a CTranslate2 folder is
+converted once, exactly, into a transformers checkpoint in the cache
+(:mod:`.convert`); a transformers folder or hub id is used as it is.  Its
+``model_type`` says which decoding the engine runs: Whisper or Qwen3-ASR.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from .convert import ct2_whisper_to_transformers, is_current_conversion
+from .model_store import PACKAGED_MODELS, ModelNotAvailableError, cache_dir, resolve_ctranslate2_model
+
+log = logging.getLogger(__name__)
+
+
+class UnsupportedModelError(ValueError):
+    """The checkpoint is neither Whisper nor Qwen3-ASR, or this transformers cannot run it."""
+
+
+@dataclass(frozen=True)
+class ResolvedCheckpoint:
+    """Where the transformers weights live and what identifies them."""
+
+    model_id: str
+    path: str
+    weights_sha256: str | None
+
+
+def resolve_transformers_checkpoint(name: str) -> ResolvedCheckpoint:
+    """A transformers checkpoint for ``name``, converting CTranslate2 Whisper models on first use."""
+    path = Path(name).expanduser()
+    if name in PACKAGED_MODELS or (path.is_dir() and (path / "model.bin").exists()):
+        ct2 = resolve_ctranslate2_model(name)
+        key = ct2.sha256 or hashlib.sha256(Path(ct2.path).resolve().as_posix().encode()).hexdigest()
+        target = cache_dir() / "transformers" / f"{Path(ct2.model_id).name}-{key[:16]}"
+        if not is_current_conversion(target):
+            log.info("converting CTranslate2 Whisper for transformers", extra={"model": name, "target": str(target)})
+            ct2_whisper_to_transformers(ct2.path, target)
+        return ResolvedCheckpoint(ct2.model_id, str(target), ct2.sha256)
+    if path.is_dir():
+        if not (path / "config.json").exists():
+            raise ModelNotAvailableError(f"{path} has no config.json: not a transformers checkpoint")
+        return ResolvedCheckpoint(str(path), str(path.resolve()), None)
+    if path.suffix or name.startswith(("/", ".", "~")):
+        raise ModelNotAvailableError(f"model folder {name!r} does not exist")
+    return ResolvedCheckpoint(name, name, None)
+
+
+def checkpoint_architecture(path: str) -> str:
+    """``whisper`` or ``qwen3_asr`` from the checkpoint's config."""
+    local = Path(path) / "config.json"
+    if local.exists():
+        model_type = json.loads(local.read_text(encoding="utf-8")).get("model_type")
+    else:
+        from transformers import AutoConfig
+
+        model_type = AutoConfig.from_pretrained(path).model_type
+    if model_type not in ("whisper", "qwen3_asr"):
+        raise UnsupportedModelError(f"{path}: model_type {model_type!r} is not Whisper or Qwen3-ASR")
+    return str(model_type)

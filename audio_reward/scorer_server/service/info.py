@@ -1,0 +1,76 @@
+"""What the server scores with (``GET /v1/info``), so results can be reproduced."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from audio_reward import __version__
+from audio_reward.protocol import PROTOCOL_VERSION, SUPPORTED_VERSIONS
+
+from ..config import ServerConfig
+from .pipeline import ScoringPipeline
+from .readiness import Readiness
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """The ``/v1/info`` body: versions, engine, scoring, limits and batching, read at each request.
+
+    ``endpoints`` are the app's routes (its concrete paths), so the list a client reads to
+    find the batch endpoint is the one the server serves.
+    """
+
+    settings: ServerConfig
+    pipeline: ScoringPipeline
+    readiness: Readiness
+    endpoints: tuple[str, ...]
+
+    def describe(self) -> dict[str, Any]:
+        """The body as JSON-ready values; the engine's and scheduler's parts change once it has loaded."""
+        s, pipeline, readiness = self.settings, self.pipeline, self.readiness
+        engine = pipeline.engine.info
+        scheduler = readiness.started_scheduler
+        return {
+            "server_version": __version__,
+            "protocol_version": PROTOCOL_VERSION,
+            "supported_protocol_versions": list(SUPPORTED_VERSIONS),
+            "ready": readiness.ready,
+            "uptime_s": round(time.time() - readiness.started_at, 3),
+            "engine": {
+                "name": engine.engine,
+                "model_id": engine.model_id,
+                "weights_sha256": engine.weights_sha256,
+                "device": engine.device,
+                "compute_type": engine.compute_type,
+                "beam_size": s.beam_size,
+                "extra": dict(engine.extra),
+                "options": dict(pipeline.engine.options),
+            },
+            "preset": s.preset,
+            "normalizer": pipeline.normalizer.name,
+            "default_language": s.language,
+            "reward": pipeline.policy.model_dump(),
+            "limits": {
+                "max_audio_seconds": s.max_audio_seconds,
+                "max_body_bytes": s.max_body_bytes,
+                "max_batch_items": s.max_batch_items,
+                "max_prompt_chars": s.max_prompt_chars,
+                "max_audio_bytes": s.max_audio_bytes,
+                "max_batch_audio_bytes": s.max_batch_audio_bytes,
+                "max_queue": s.max_queue,
+                "request_timeout_s": s.request_timeout_s,
+            },
+            "batching": {
+                "engine_batches": pipeline.engine.prefers_batches,
+                "engine_schedules_itself": pipeline.engine.schedules_itself,
+                "max_batch_size": scheduler.max_batch_size if scheduler else s.max_batch_size,
+                "max_wait_ms": scheduler.max_wait_s * 1000 if scheduler else s.max_wait_ms,
+                **(scheduler.describe() if scheduler else {}),
+                "max_batch_size_setting": s.max_batch_size,
+                "note": readiness.batching_note,
+            },
+            "auth": s.api_key is not None,
+            "endpoints": list(self.endpoints),
+        }
