@@ -39,8 +39,8 @@ from .openai_protocol import TranscriptionUploadDoc
 from .service.batcher import scheduler_for
 from .service.dedup import RecentResults
 from .service.info import ServerInfo
-from .service.metrics import ServerMetrics
 from .service.pipeline import ScoringPipeline
+from .service.prometheus import ServerMetrics
 from .service.readiness import Readiness
 from .service.transcription import TranscriptionService
 

@@ -9,19 +9,19 @@ from .errors import EmptyReferenceError, ScoringError, UnsupportedLanguageError
 from .metrics import ErrorRates, error_rates, split_words
 from .normalizers import NORMALIZERS, Normalizer, get_normalizer, is_chinese, language_code
 from .rewards import RewardBreakdown, RewardPolicy, repeated_ngram_fraction, shape_reward
-from .scorer import Comparison, Diagnostics, ScoreResult, compare_texts, normalize_reference, score_transcript
+from .scorer import Diagnostics, TextComparison, TranscriptScore, compare_texts, normalize_reference, score_transcript
 
 __all__ = [
     "NORMALIZERS",
-    "Comparison",
     "Diagnostics",
     "EmptyReferenceError",
     "ErrorRates",
     "Normalizer",
     "RewardBreakdown",
     "RewardPolicy",
-    "ScoreResult",
     "ScoringError",
+    "TextComparison",
+    "TranscriptScore",
     "UnsupportedLanguageError",
     "compare_texts",
     "error_rates",

@@ -11,13 +11,15 @@ from .metrics import ErrorRates, error_rates
 from .normalizers import Normalizer, is_chinese, language_code
 from .rewards import RewardBreakdown, RewardPolicy, shape_reward
 
-__all__ = ["Comparison", "Diagnostics", "ScoreResult", "compare_texts", "normalize_reference", "score_transcript"]
+__all__ = [
+    "Diagnostics", "TextComparison", "TranscriptScore", "compare_texts", "normalize_reference", "score_transcript",
+]
 
 Diagnostics = dict[str, str | int | float | bool | None]
 
 
 @dataclass(frozen=True)
-class ScoreResult:
+class TranscriptScore:
     """Everything known about one scored utterance."""
 
     transcript: str
@@ -111,7 +113,7 @@ def _excerpt(text: str, limit: int = 40) -> str:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class TextComparison:
     """Both texts normalized under one set of rules, and their error rates."""
 
     normalized_reference: str
@@ -123,7 +125,7 @@ class Comparison:
 
 def compare_texts(
     reference: str, hypothesis: str, *, normalizer: Normalizer, language: str | None, field: str = "reference"
-) -> Comparison:
+) -> TextComparison:
     """Normalize ``reference`` and ``hypothesis`` (the ASR output) and measure CER/WER.
 
     The reference decides the rules as in :func:`normalize_reference` (whose
@@ -136,7 +138,7 @@ def compare_texts(
     )
     normalized_hypothesis = normalizer.normalize(hypothesis, code, chinese=char_level, side="hypothesis")
     rates = error_rates(normalized_reference, normalized_hypothesis, char_level_language=char_level)
-    return Comparison(normalized_reference, normalized_hypothesis, code, char_level, rates)
+    return TextComparison(normalized_reference, normalized_hypothesis, code, char_level, rates)
 
 
 def score_transcript(
@@ -148,7 +150,7 @@ def score_transcript(
     language: str | None,
     duration_s: float,
     reference_duration_s: float | None,
-) -> ScoreResult:
+) -> TranscriptScore:
     """Score ``transcript`` (the ASR output) against ``reference`` (the target text).
 
     ``language`` (code or Whisper name, or None) decides the rules for both texts;
@@ -181,7 +183,7 @@ def score_transcript(
         duration_s=duration_s,
         expected_duration_s=expected,
     )
-    return ScoreResult(
+    return TranscriptScore(
         transcript=transcript,
         normalized_reference=compared.normalized_reference,
         normalized_transcript=compared.normalized_hypothesis,

@@ -24,6 +24,7 @@ import logging
 from typing import Any
 
 from ._verl import reward_manager_base
+from .remote_scorer import AudioRewardScorer, record_failure
 from .samples import (
     MissingFieldError,
     SampleError,
@@ -32,7 +33,6 @@ from .samples import (
     sample_label,
     target_text,
 )
-from .scoring import AudioRewardScorer, record_failure
 from .settings import MASKING_ESTIMATORS, FailurePolicy, PluginSettings
 from .validation_log import ValidationLogger
 

@@ -9,8 +9,8 @@ from fastapi import Request
 from ..config import ServerConfig
 from ..engines.base import ASREngine
 from ..service.info import ServerInfo
-from ..service.metrics import ServerMetrics
 from ..service.pipeline import ScoringPipeline
+from ..service.prometheus import ServerMetrics
 from ..service.readiness import Readiness
 from ..service.transcription import TranscriptionService
 

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from ..service.metrics import ServerMetrics
+from ..service.prometheus import ServerMetrics
 from ..service.readiness import Readiness
 from .deps import get_metrics, get_readiness
 

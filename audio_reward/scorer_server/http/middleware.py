@@ -20,7 +20,7 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import error_body
-from ..service.metrics import ServerMetrics
+from ..service.prometheus import ServerMetrics
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from ..config import ServerConfig
 from ..errors import error_body
-from ..service.metrics import ServerMetrics
+from ..service.prometheus import ServerMetrics
 from .middleware import UNMATCHED
 
 log = logging.getLogger(__name__)

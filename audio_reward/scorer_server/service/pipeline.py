@@ -57,15 +57,15 @@ from ..errors import (
 )
 from .batcher import BatcherClosedError, SchedulerFullError
 from .dedup import Key, RecentResults, request_key
-from .metrics import ServerMetrics
 from .offload import Offload
+from .prometheus import ServerMetrics
 from .readiness import Readiness
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class PreparedItem:
+class PreparedRequest:
     """A decoded request with its audio at 16 kHz, its language code and its reward policy resolved."""
 
     request: DecodedScoreRequest
@@ -118,7 +118,7 @@ class ScoringPipeline:
         self.offload = offload or Offload()
 
     # -- preparation (worker thread) -----------------------------------------------------
-    def _prepare(self, req: DecodedScoreRequest, request_id: str) -> PreparedItem:
+    def _prepare(self, req: DecodedScoreRequest, request_id: str) -> PreparedRequest:
         try:
             policy = self.policy.with_options(req.reward)
         except ValueError as exc:
@@ -132,7 +132,7 @@ class ScoringPipeline:
         if req.request_id is not None and self.recent.enabled:
             key = request_key(req.request_id, req.prompt, language, req.sample_rate, req.reward,
                               req.reference_duration_s, waveform=req.waveform)
-        return PreparedItem(req, audio, policy, req.request_id or request_id, language, key)
+        return PreparedRequest(req, audio, policy, req.request_id or request_id, language, key)
 
     def resolve_language(self, requested: str | None, *, path: str = "$.language") -> str | None:
         """The language code to decode with (the request's, else the server default); 400 if the model lacks it."""
@@ -163,19 +163,19 @@ class ScoringPipeline:
         except ScoringError as exc:
             raise BadRequestError(exc.code, exc.message, path=f"$.{exc.field}") from None
 
-    def _prepare_one(self, body: bytes, request_id: str) -> PreparedItem:
+    def _prepare_one(self, body: bytes, request_id: str) -> PreparedRequest:
         try:
             req = decode_score_request(parse_json(body), self.limits)
         except ProtocolError as exc:
             raise BadRequestError.from_protocol(exc) from None
         return self._prepare(req, request_id)
 
-    def _prepare_batch(self, body: bytes, request_id: str) -> list[PreparedItem | ServerError]:
+    def _prepare_batch(self, body: bytes, request_id: str) -> list[PreparedRequest | ServerError]:
         try:
             _, decoded = decode_batch_request(parse_json(body), self.limits)
         except ProtocolError as exc:
             raise BadRequestError.from_protocol(exc) from None
-        items: list[PreparedItem | ServerError] = []
+        items: list[PreparedRequest | ServerError] = []
         for i, item in enumerate(decoded):
             if isinstance(item, ProtocolError):
                 items.append(BadRequestError.from_protocol(item))
@@ -227,7 +227,7 @@ class ScoringPipeline:
         log.error("transcription failed", extra={"request_id": request_id, "error": repr(exc)})
         return EngineError(f"the ASR engine failed on this request's batch (request id {request_id})")
 
-    async def _transcribe_once(self, items: list[PreparedItem]) -> list[tuple[Transcription | ServerError, bool]]:
+    async def _transcribe_once(self, items: list[PreparedRequest]) -> list[tuple[Transcription | ServerError, bool]]:
         """Each item's transcript or error, and whether it was joined from an earlier request with its id."""
 
         async def produce(positions: list[int]) -> list[Transcription | ServerError]:
@@ -252,7 +252,7 @@ class ScoringPipeline:
         return outcomes
 
     # -- scoring --------------------------------------------------------------------------
-    def _result(self, item: PreparedItem, transcription: Transcription) -> dict[str, Any]:
+    def _result(self, item: PreparedRequest, transcription: Transcription) -> dict[str, Any]:
         req = item.request
         result = score_transcript(
             req.prompt,
@@ -273,7 +273,7 @@ class ScoringPipeline:
         )
         return out
 
-    def _results(self, pairs: list[tuple[PreparedItem, Transcription]]) -> list[dict[str, Any]]:
+    def _results(self, pairs: list[tuple[PreparedRequest, Transcription]]) -> list[dict[str, Any]]:
         """Score transcripts against their prompts; runs in a worker thread."""
         return [self._result(item, transcription) for item, transcription in pairs]
 
@@ -287,7 +287,7 @@ class ScoringPipeline:
         else:
             self.metrics.observe_result(outcome)
 
-    async def _score_items(self, items: list[PreparedItem]) -> list[dict[str, Any] | ServerError]:
+    async def _score_items(self, items: list[PreparedRequest]) -> list[dict[str, Any] | ServerError]:
         """Each item's flat result or error, in order.
 
         An item whose id and content match a recent or in-flight request is
@@ -328,7 +328,7 @@ class ScoringPipeline:
         """A batch body → ``{"protocol_version", "results"}``; item failures stay in their slot."""
         with self._arriving():
             prepared = await run_in_threadpool(self._prepare_batch, body, request_id)
-        valid = [p for p in prepared if isinstance(p, PreparedItem)]
+        valid = [p for p in prepared if isinstance(p, PreparedRequest)]
         outcomes = iter(await self._score_items(valid) if valid else [])
         results: list[dict[str, Any]] = []
         for i, entry in enumerate(prepared):

@@ -36,8 +36,8 @@ from ..openai_protocol import (
     TranscriptionResponse,
     TranscriptionVerboseResponse,
 )
-from .metrics import ServerMetrics
 from .pipeline import ScoringPipeline, resample_16k
+from .prometheus import ServerMetrics
 
 READABLE_FORMATS = "WAV, FLAC, MP3, OGG, M4A, WebM or another format FFmpeg decodes"
 

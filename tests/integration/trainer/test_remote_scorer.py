@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from audio_reward.trainer_plugin.coalescer import Coalescer
+from audio_reward.trainer_plugin.remote_scorer import AudioRewardScorer, ScoringFailedError
 from audio_reward.trainer_plugin.samples import AudioSample
-from audio_reward.trainer_plugin.scoring import AudioRewardScorer, ScoringFailedError
 from audio_reward.trainer_plugin.settings import PluginSettings
 from tests.testkit.speech import synth_speech
 
