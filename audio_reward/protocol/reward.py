@@ -14,7 +14,7 @@ so the client and the trainer import it without the scorer's dependencies.
 from __future__ import annotations
 
 import typing
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import annotated_types
 from pydantic import (
@@ -155,7 +155,22 @@ def _optional(name: str, info: FieldInfo) -> tuple[Any, Any]:
 
 
 if TYPE_CHECKING:
-    RewardOptions: TypeAlias = BaseModel
+    # What type checkers see: the runtime model below, field by field (bounds aside);
+    # tests/unit/protocol/test_reward_options_typing.py keeps the two the same.
+    class RewardOptions(BaseModel):
+        """Per-request reward shaping; every unset field takes the server's default."""
+
+        formula: Formula | None = None
+        metric: Metric | None = None
+        exp_k: float | None = None
+        empty_transcript_penalty: float | None = None
+        duration_ratio_min: float | None = None
+        duration_ratio_max: float | None = None
+        duration_penalty: float | None = None
+        min_duration_s: float | None = None
+        short_audio_penalty: float | None = None
+        repeat_ngram_n: int | None = None
+        repeat_penalty: float | None = None
 else:
     RewardOptions = create_model(
         "RewardOptions",
@@ -168,4 +183,4 @@ else:
 """Per-request reward shaping: :class:`RewardPolicy`'s fields, all optional, without the server-only ones.
 
 Built from the policy's own declarations (type and bounds), so the two never disagree;
-type checkers see it as a plain model."""
+type checkers see the same fields, all optional, from the declaration above."""
