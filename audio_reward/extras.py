@@ -14,6 +14,11 @@ def install_command(extra: str) -> str:
     return f"pip install -e '.[{extra}]'"
 
 
+def install_hint(extra: str) -> str:
+    """``run pip install -e '.[<extra>]' in your audio-reward checkout``: the tail of every install hint."""
+    return f"run {install_command(extra)} in your audio-reward checkout"
+
+
 def missing_extra_message(extras: str | Sequence[str], what: str, exc: ModuleNotFoundError | None = None) -> str:
     """``<what> needs the <extra> extra (no module 'x'): run pip install ... in your audio-reward checkout``.
 
@@ -23,8 +28,7 @@ def missing_extra_message(extras: str | Sequence[str], what: str, exc: ModuleNot
     quoted = " and ".join(f"'{name}'" for name in names)
     plural = "s" if len(names) > 1 else ""
     missing = f" (no module named {exc.name!r})" if exc is not None and exc.name else ""
-    return (f"{what} needs the {quoted} extra{plural}{missing}: "
-            f"run {install_command(','.join(names))} in your audio-reward checkout")
+    return f"{what} needs the {quoted} extra{plural}{missing}: {install_hint(','.join(names))}"
 
 
 def is_missing_dependency(exc: ModuleNotFoundError) -> bool:

@@ -11,6 +11,6 @@ Where each piece lives, from the command line to the reward:
   ``metrics``) with their middleware, error handlers, auth, body reading and uvicorn set-up.
 - ``service/``: what the routers call: ``pipeline`` (decode → resample → submit → score),
   ``dedup`` (retried requests answered once), ``batcher`` (the engine's scheduler),
-  ``offload``, ``metrics``, ``readiness``, ``transcription`` (the OpenAI-compatible API).
+  ``offload``, ``prometheus``, ``readiness``, ``info``, ``transcription`` (the OpenAI-compatible API).
 - ``engines/``: the ASR engines behind one interface; ``errors``: the error tree.
 """

@@ -23,6 +23,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
 
 from audio_reward import __version__
 from audio_reward.protocol import BatchScoreRequest, ScoreRequest
@@ -136,9 +137,13 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
     return app.openapi_schema
 
 
-def _endpoints(app: FastAPI) -> tuple[str, ...]:
-    """The API's concrete paths, in the order the routers declare them (templated ones are left out)."""
-    return tuple(path for path in app.openapi()["paths"] if "{" not in path)
+_ROUTERS = (score.router, openai.router, info.router, health.router, metrics.router)
+
+
+def _endpoints() -> tuple[str, ...]:
+    """The API's concrete paths, in the order the routers declare them (templated and undocumented ones left out)."""
+    return tuple(dict.fromkeys(route.path for router in _ROUTERS for route in router.routes
+                               if isinstance(route, APIRoute) and route.include_in_schema and "{" not in route.path))
 
 
 def build_app(settings: ServerConfig, engine: ASREngine | None = None, *, engine_preloaded: bool = False) -> FastAPI:
@@ -163,8 +168,7 @@ def build_app(settings: ServerConfig, engine: ASREngine | None = None, *, engine
         request_timeout_s=settings.request_timeout_s,
     )
     transcriptions = TranscriptionService(
-        pipeline=pipeline, engine=engine, metrics=server_metrics, model=settings.model,
-        served_model_name=settings.served_model_name, started_at=readiness.started_at,
+        pipeline=pipeline, model=settings.model, served_model_name=settings.served_model_name,
         max_audio_seconds=settings.max_audio_seconds, max_audio_bytes=settings.max_audio_bytes,
     )
     app = offline_docs_app(
@@ -184,8 +188,8 @@ def build_app(settings: ServerConfig, engine: ASREngine | None = None, *, engine
     app.state.transcriptions = transcriptions
     app.add_middleware(RequestContextMiddleware, metrics=server_metrics)
     install_error_handlers(app)
-    for module in (score, openai, info, health, metrics):
-        app.include_router(module.router)
+    for router in _ROUTERS:
+        app.include_router(router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
-    app.state.server_info = ServerInfo(settings, pipeline, readiness, _endpoints(app))
+    app.state.server_info = ServerInfo(settings, pipeline, _endpoints())
     return app

@@ -28,7 +28,7 @@ from typing import Literal
 import zhconv
 from zhon.hanzi import punctuation as _ZHON_PUNCTUATION
 
-from audio_reward.extras import install_command
+from audio_reward.extras import install_hint
 
 from .errors import UnsupportedLanguageError
 from .metrics import split_words
@@ -252,7 +252,7 @@ class WhisperEnglishNormalizer(Normalizer):
         except ImportError as exc:
             raise ImportError(
                 "the whisper-en normalizer runs OpenAI's own code from the openai-whisper package: "
-                f"run {install_command('whisper-en')} in your audio-reward checkout"
+                + install_hint("whisper-en")
             ) from exc
 
         # openai-whisper ships no type information; both normalizers map a string to a string.

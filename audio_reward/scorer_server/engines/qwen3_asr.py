@@ -53,5 +53,10 @@ def language_code(name: str | None) -> str | None:
     """``English`` -> ``en`` (Qwen3-ASR names languages in full); unknown names pass through."""
     if not name:
         return None
-    by_name = {v.lower(): k for k, v in language_table().items()}
-    return by_name.get(name.strip().lower(), name.strip())
+    return _codes_by_name().get(name.strip().lower(), name.strip())
+
+
+@cache
+def _codes_by_name() -> Mapping[str, str]:
+    # Built once: a detected language is looked up for every auto-language transcript.
+    return {v.lower(): k for k, v in language_table().items()}

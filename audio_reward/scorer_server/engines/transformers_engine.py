@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
-from audio_reward.extras import install_command
+from audio_reward.extras import install_hint
 
 from . import qwen3_asr
 from .base import (
@@ -216,7 +216,7 @@ class _Qwen3ASRBackend:
 
             raise UnsupportedModelError(
                 f"Qwen3-ASR needs transformers>=5.24 (installed: {transformers.__version__}): "
-                f"run {install_command('transformers')} in your audio-reward checkout"
+                + install_hint("transformers")
             ) from None
         self.device, self.dtype = device, dtype
         self.processor = AutoProcessor.from_pretrained(path)

@@ -4,7 +4,8 @@
 - :mod:`.dedup`: recent answers by request id, so a retried request is transcribed once.
 - :mod:`.batcher`: the engine's scheduler (micro-batches, or straight through).
 - :mod:`.offload`: scoring CPU work off the event loop, one thread hop per engine batch.
-- :mod:`.metrics`: the Prometheus metrics of one server.
+- :mod:`.prometheus`: the Prometheus metrics of one server.
 - :mod:`.readiness`: whether the engine is loaded, and its scheduler once it is.
+- :mod:`.info`: the ``/v1/info`` body.
 - :mod:`.transcription`: the OpenAI-compatible transcription API on the same scheduler.
 """

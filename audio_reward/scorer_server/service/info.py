@@ -11,7 +11,6 @@ from audio_reward.protocol import PROTOCOL_VERSION, SUPPORTED_VERSIONS
 
 from ..config import ServerConfig
 from .pipeline import ScoringPipeline
-from .readiness import Readiness
 
 
 @dataclass(frozen=True)
@@ -24,12 +23,12 @@ class ServerInfo:
 
     settings: ServerConfig
     pipeline: ScoringPipeline
-    readiness: Readiness
     endpoints: tuple[str, ...]
 
     def describe(self) -> dict[str, Any]:
         """The body as JSON-ready values; the engine's and scheduler's parts change once it has loaded."""
-        s, pipeline, readiness = self.settings, self.pipeline, self.readiness
+        s, pipeline = self.settings, self.pipeline
+        readiness = pipeline.readiness
         engine = pipeline.engine.info
         scheduler = readiness.started_scheduler
         return {

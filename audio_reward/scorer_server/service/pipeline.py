@@ -126,7 +126,7 @@ class ScoringPipeline:
         # The prompt first: the normalizer's refusal of a language names its rules, the model's only the model.
         language = language_code(req.language or self.default_language)
         self._check_prompt(req.prompt, language)
-        self.resolve_language(req.language)  # 400 before queueing when the model does not transcribe it
+        self._check_supported(language, req.language)  # 400 before queueing when the model does not transcribe it
         audio = resample_16k(req.waveform, req.sample_rate)
         key = None
         if req.request_id is not None and self.recent.enabled:

@@ -26,7 +26,7 @@ from audio_reward.protocol.codecs import (
     read_file_header,
 )
 
-from ..engines.base import ENGINE_SAMPLE_RATE, ASREngine
+from ..engines.base import ENGINE_SAMPLE_RATE
 from ..errors import BadRequestError, NotFoundError
 from ..openai_protocol import (
     DurationUsage,
@@ -37,7 +37,6 @@ from ..openai_protocol import (
     TranscriptionVerboseResponse,
 )
 from .pipeline import ScoringPipeline, resample_16k
-from .prometheus import ServerMetrics
 
 READABLE_FORMATS = "WAV, FLAC, MP3, OGG, M4A, WebM or another format FFmpeg decodes"
 
@@ -135,15 +134,11 @@ def decode_upload(raw: bytes, filename: str | None, max_seconds: float, max_byte
 class TranscriptionService:
     """Transcribes uploads with the server's engine through the pipeline's scheduler; built once per app."""
 
-    def __init__(self, *, pipeline: ScoringPipeline, engine: ASREngine, metrics: ServerMetrics,
-                 model: str, served_model_name: str | None, started_at: float,
+    def __init__(self, *, pipeline: ScoringPipeline, model: str, served_model_name: str | None,
                  max_audio_seconds: float, max_audio_bytes: int) -> None:
         self.pipeline = pipeline
-        self.engine = engine
-        self.metrics = metrics
         self.model = model
         self.served_model_name = served_model_name
-        self.started_at = started_at
         self.max_audio_seconds = max_audio_seconds
         self.max_audio_bytes = max_audio_bytes
 
@@ -151,17 +146,17 @@ class TranscriptionService:
         """The ids a request may name: ``served_model_name`` when set, else the loaded model's id and the setting."""
         if self.served_model_name:
             return [self.served_model_name]
-        return list(dict.fromkeys([self.engine.info.model_id, self.model]))
+        return list(dict.fromkeys([self.pipeline.engine.info.model_id, self.model]))
 
     def models(self) -> ModelList:
         """``GET /v1/models``."""
-        created = int(self.started_at)
+        created = int(self.pipeline.readiness.started_at)
         return ModelList(data=[ModelCard(id=name, created=created) for name in self.model_names()])
 
     def model_card(self, model_id: str) -> ModelCard:
         """``GET /v1/models/{id}``; 404 for a model not served here."""
         self._check_model(model_id)
-        return ModelCard(id=model_id, created=int(self.started_at))
+        return ModelCard(id=model_id, created=int(self.pipeline.readiness.started_at))
 
     def _check_model(self, model_id: str) -> None:
         names = self.model_names()
@@ -192,7 +187,7 @@ class TranscriptionService:
         language = self.pipeline.resolve_language(form.language, path="language")
         audio = await run_in_threadpool(decode_upload, raw, filename, self.max_audio_seconds, self.max_audio_bytes)
         transcription = await self.pipeline.transcribe(audio, language, request_id)
-        self.metrics.transcriptions.labels("ok").inc()
+        self.pipeline.metrics.transcriptions.labels("ok").inc()
         return TranscriptionResult(
             text=transcription.text,
             language=transcription.language or language or "",
