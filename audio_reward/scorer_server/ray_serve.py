@@ -200,8 +200,20 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def deploy_from_args(settings: ServerConfig, args: argparse.Namespace) -> int:
-    """Deploy validated ``settings`` with the scale-out flags in ``args`` and block until stopped."""
-    scale = scale_out_from_args(args)
+    """Deploy validated ``settings`` with the scale-out flags in ``args`` and block until stopped.
+
+    Exit status 2, with one line on stderr, when the scale-out flags do not validate.
+    """
+    from pydantic import ValidationError
+
+    from audio_reward.protocol.errors import validation_reasons
+
+    try:
+        scale = scale_out_from_args(args)
+    except ValidationError as exc:
+        print("audio-reward ray serve: invalid scale-out settings: " + "; ".join(validation_reasons(exc)),
+              file=sys.stderr)
+        return 2
     print("audio-reward ray serve: " + json.dumps({"settings": settings.describe(), "scale": scale.model_dump()},
                                                   sort_keys=True), flush=True)
     print(f"audio-reward ray serve: deploying at http://{settings.host}:{settings.port}; ready when /readyz "

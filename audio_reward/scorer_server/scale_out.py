@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from audio_reward.settings_flags import Flag, add_flags, flags_for, values_from_args
 
@@ -36,10 +36,14 @@ class ScaleOutConfig(BaseModel):
     extra_actor_options: dict[str, Any] = Field(default_factory=dict,
                                                 description="More ray_actor_options (Python only).")
 
-    def deployment_options(self) -> dict[str, Any]:
-        """Keyword arguments for ``serve.deployment(...).options``."""
+    @model_validator(mode="after")
+    def _replica_range(self) -> ScaleOutConfig:
         if not 0 < self.min_replicas <= self.max_replicas:
             raise ValueError("need 0 < min_replicas <= max_replicas")
+        return self
+
+    def deployment_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``serve.deployment(...).options``."""
         actor: dict[str, Any] = {"num_cpus": self.cpus_per_replica, **self.extra_actor_options}
         if self.gpus_per_replica:
             actor["num_gpus"] = self.gpus_per_replica

@@ -145,6 +145,16 @@ def test_a_key_read_from_a_file_on_the_driver_reaches_the_replicas(tmp_path: Pat
     assert replica.settings.api_key_file is None
 
 
+def test_bad_scale_out_flags_get_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    from audio_reward.scorer_server.ray_serve import main
+
+    assert main(["--min-replicas", "3", "--max-replicas", "2"]) == 2
+    assert capsys.readouterr().err == ("audio-reward ray serve: invalid scale-out settings: "
+                                       "need 0 < min_replicas <= max_replicas\n")
+    assert main(["--gpus-per-replica", "-1"]) == 2
+    assert "gpus_per_replica: Input should be greater than or equal to 0" in capsys.readouterr().err
+
+
 def test_scale_out_flags_are_generated_from_the_config() -> None:
     import argparse
 
