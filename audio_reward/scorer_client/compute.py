@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import os
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -50,6 +52,26 @@ async def close_cached_clients() -> None:
 
 def _settings(server_url: str, timeout: float, max_retries: int, retry_backoff: float,
               api_key: str | None) -> ClientSettings:
+    """The settings of one call; built once per arguments and ``AUDIO_REWARD_*`` environment.
+
+    verl calls ``compute_score`` once per sample, and building the settings (the
+    environment read, every validator) costs about half a millisecond.
+    """
+    args = (server_url, timeout, max_retries, retry_backoff, api_key)
+    environment = tuple(sorted((k, v) for k, v in os.environ.items() if k.upper().startswith("AUDIO_REWARD_")))
+    try:
+        return _settings_for(args, environment)
+    except TypeError:  # an unhashable argument: built (and refused, if bad) without the cache
+        return _build_settings(*args)
+
+
+@functools.lru_cache(maxsize=64)
+def _settings_for(args: tuple[Any, ...], environment: tuple[tuple[str, str], ...]) -> ClientSettings:
+    return _build_settings(*args)
+
+
+def _build_settings(server_url: str, timeout: float, max_retries: int, retry_backoff: float,
+                    api_key: str | None) -> ClientSettings:
     try:
         return ClientSettings(server_url, timeout=timeout, max_retries=max_retries, backoff=retry_backoff,
                               api_key=api_key or None)

@@ -73,8 +73,11 @@ def endpoint_of(url: str) -> ScorerEndpoint:
 
 
 def url_in_environment() -> bool:
-    """Whether a scorer URL variable (``AUDIO_REWARD_CLIENT_URLS`` or the shared one) is set and not empty."""
-    return any(os.environ.get(name) for name in URL_ENVS)
+    """Whether a scorer URL variable (``AUDIO_REWARD_CLIENT_URLS`` or the shared one) is set and not empty.
+
+    Names match in any case, as :class:`ClientSettings` reads them.
+    """
+    return any(value for name, value in os.environ.items() if name.upper() in URL_ENVS)
 
 
 def split_commas(value: Any) -> Any:

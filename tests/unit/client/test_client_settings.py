@@ -10,6 +10,7 @@ import pytest
 
 from audio_reward.scorer_client import ClientSettings, compute_score
 from audio_reward.scorer_client import compute as compute_module
+from audio_reward.scorer_client.settings import url_in_environment
 
 
 @pytest.fixture
@@ -56,3 +57,19 @@ def test_compute_score_keeps_one_client_per_loop_and_settings(env: pytest.Monkey
 
     first, again, other = asyncio.run(clients())
     assert first is again and other is not first
+
+
+def test_a_url_variable_counts_in_any_case_as_the_settings_read_it(env: pytest.MonkeyPatch) -> None:
+    assert not url_in_environment()
+    env.setenv("audio_reward_url", "http://x:1")
+    assert url_in_environment() and ClientSettings().urls == ("http://x:1",)
+
+
+def test_compute_score_builds_its_settings_once_per_arguments_and_environment(env: pytest.MonkeyPatch) -> None:
+    first = compute_module._settings("http://x:1", 3.0, 2, 0.5, None)
+    assert compute_module._settings("http://x:1", 3.0, 2, 0.5, None) is first
+    env.setenv("AUDIO_REWARD_CLIENT_DEADLINE", "30")  # the environment is part of what the settings are
+    changed = compute_module._settings("http://x:1", 3.0, 2, 0.5, None)
+    assert changed is not first and changed.deadline == 30.0
+    with pytest.raises(ValueError, match="compute_score: timeout"):
+        compute_module._settings("http://x:1", [3.0], 2, 0.5, None)  # type: ignore[arg-type]  # unhashable, refused
