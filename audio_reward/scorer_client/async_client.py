@@ -31,6 +31,7 @@ from .transport import (
     Success,
     TransportError,
     classify,
+    for_request,
 )
 from .wire import (
     PreparedItem,
@@ -77,14 +78,18 @@ def batch_outcomes(answer: Answer, items: Sequence[PreparedItem]) -> list[Outcom
     item's fault, carrying that item's request id; a 200 is read item by
     item (:func:`take_batch_answer`).
     """
-    if isinstance(answer, Response) and answer.status == 200:
-        return take_batch_answer(answer.body, items)
-    outcomes: list[Outcome[ScoreResult]] = []
-    for item in items:
-        outcome = classify(answer, item.request_id)
-        assert not isinstance(outcome, Success), "only a 200 is a success"
-        outcomes.append(outcome)
-    return outcomes
+    outcome = classify(answer)
+    if isinstance(outcome, Success):
+        return take_batch_answer(outcome.value, items)
+    return [_for_item(outcome, item.request_id) for item in items]
+
+
+def _for_item(outcome: Retry | Fatal, request_id: str) -> Retry | Fatal:
+    """A whole-batch outcome as one item's: its error carries the item's request id."""
+    if isinstance(outcome, Fatal):
+        return Fatal(for_request(outcome.error, request_id))
+    cause = outcome.cause
+    return Retry(for_request(cause, request_id) if isinstance(cause, ScorerError) else cause, outcome.retry_after)
 
 
 def take_batch_answer(raw: bytes, items: Sequence[PreparedItem]) -> list[Outcome[ScoreResult]]:
@@ -100,7 +105,7 @@ def take_batch_answer(raw: bytes, items: Sequence[PreparedItem]) -> list[Outcome
             got = len(results) if isinstance(results, list) else "no"
             raise ProtocolViolationError(f"a batch of {len(items)} items was answered with {got} results")
     except ProtocolViolationError as exc:
-        return [Fatal(ProtocolViolationError(exc.message, request_id=item.request_id)) for item in items]
+        return [Fatal(for_request(exc, item.request_id)) for item in items]
     outcomes: list[Outcome[ScoreResult]] = []
     for item, result in zip(items, results, strict=False):
         rid = item.request_id
