@@ -170,9 +170,7 @@ def manager_class() -> type:
 
 def __getattr__(name: str) -> Any:
     # verl loads the manager by name (pkg://...reward_manager + AudioScoreRewardManager), so the name
-    # resolves here, and pickling by reference finds the same class.
+    # resolves here, and pickling by reference finds the same class (manager_class builds it once).
     if name == "AudioScoreRewardManager":
-        cls = manager_class()
-        globals()[name] = cls
-        return cls
+        return manager_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -31,6 +31,8 @@ CONFIG_BLOCK = "audio_reward"
 ENV_PREFIX = "AUDIO_REWARD_TRAINER_"
 URL_KEY = "server_url"
 """The block's name for the client's ``urls``."""
+_CLIENT_KEYS = frozenset(ClientSettings.model_fields) - {"urls"}
+"""Client fields a block may set by their own name (its URLs go under ``server_url``)."""
 NO_URL = f"no scorer URL: set reward.{CONFIG_BLOCK}.{URL_KEY} (or {URL_ENV})"
 """The one line a config that names no scorer URL fails with (settings and pre-flight check alike)."""
 
@@ -118,9 +120,8 @@ class PluginSettings(BaseSettings):
         given = dict(data.pop("client", None) or {})
         if URL_KEY in data:
             given["urls"] = data.pop(URL_KEY)
-        for name in ClientSettings.model_fields:
-            if name in data and name != "urls":
-                given[name] = data.pop(name)
+        for name in _CLIENT_KEYS & set(data):
+            given[name] = data.pop(name)
         # An empty value in the block (server_url: "" from an unset shell variable) leaves the field to the environment.
         given = {k: v for k, v in given.items() if not _unset(v)}
         if "urls" not in given and not url_in_environment():
@@ -165,7 +166,7 @@ class PluginSettings(BaseSettings):
         check can still check the rest of the block.
         """
         block = block_of(config)
-        known = (set(cls.model_fields) - {"client"}) | (set(ClientSettings.model_fields) - {"urls"}) | {URL_KEY}
+        known = (set(cls.model_fields) - {"client"}) | _CLIENT_KEYS | {URL_KEY}
         unknown = set(block) - known
         if unknown:
             raise ValueError(f"unknown keys in reward.{CONFIG_BLOCK}: {sorted(unknown)}")
