@@ -174,7 +174,6 @@ class AsyncScorerClient:
         if settings.api_key:
             self._headers["Authorization"] = f"Bearer {settings.api_key}"
         self._retry = RetryLoop(settings, self._transport, self._headers)
-        self._endpoints = settings.endpoints
         self._loop: asyncio.AbstractEventLoop | None = None
         # Per URL: whether its server has the batch endpoint (None: not known, try it); asked once.
         self._batch_support: dict[str, bool | None] = {}
@@ -428,4 +427,4 @@ class AsyncScorerClient:
         return answer.status == 200
 
     def _base(self, url: str | None) -> str:
-        return self._endpoints[0].base if url is None else endpoint_of(url).base
+        return self._retry.endpoints[0].base if url is None else endpoint_of(url).base
