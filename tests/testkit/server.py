@@ -17,6 +17,7 @@ tests that need a deliberately slow or failing engine.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import signal
@@ -29,9 +30,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
+
+if TYPE_CHECKING:
+    from audio_reward.scorer_server.settings import ServerSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -223,3 +227,14 @@ def inprocess_server(
     finally:
         server.should_exit = True
         thread.join(30)
+
+
+def parse_serve_args(argv: list[str]) -> ServerSettings:
+    """The settings ``audio-reward serve ARGV`` would run with (flags over the environment), without serving."""
+    from audio_reward.scorer_server import cli
+    from audio_reward.scorer_server.flags import server_overrides
+    from audio_reward.scorer_server.settings import ServerSettings
+
+    parser = argparse.ArgumentParser()
+    cli.register(parser.add_subparsers())
+    return ServerSettings(**server_overrides(parser.parse_args(["serve", *argv])))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
@@ -10,7 +9,6 @@ import httpx
 import pytest
 
 from audio_reward.cli import main as cli_main
-from audio_reward.scorer_server import cli
 from audio_reward.scorer_server.engines import (
     EngineConfig,
     EngineInfo,
@@ -22,30 +20,23 @@ from audio_reward.scorer_server.engines import (
     create_engine,
     resolve_engine_options,
 )
-from audio_reward.scorer_server.flags import server_overrides
-from audio_reward.scorer_server.settings import ServerSettings
-from tests.testkit.server import inprocess_server, running_server, server_process, wait_ready
-
-
-def parse(argv: list[str]) -> ServerSettings:
-    parser = argparse.ArgumentParser()
-    cli.register(parser.add_subparsers())
-    return ServerSettings(**server_overrides(parser.parse_args(["serve", *argv])))
+from tests.testkit.server import inprocess_server, parse_serve_args, running_server
 
 
 def test_repeated_flags_fill_the_options_and_env_sets_them_too(monkeypatch: pytest.MonkeyPatch) -> None:
-    s = parse(["--engine-option", "max_num_seqs=128", "--engine-option", "enforce_eager = true"])
+    s = parse_serve_args(["--engine-option", "max_num_seqs=128", "--engine-option", "enforce_eager = true"])
     assert s.engine_options == {"max_num_seqs": "128", "enforce_eager": "true"}
     monkeypatch.setenv("AUDIO_REWARD_SERVER_ENGINE_OPTIONS", "max_num_seqs=64,gpu_memory_utilization=0.5")
-    assert parse([]).engine_options == {"max_num_seqs": "64", "gpu_memory_utilization": "0.5"}
+    assert parse_serve_args([]).engine_options == {"max_num_seqs": "64", "gpu_memory_utilization": "0.5"}
     monkeypatch.setenv("AUDIO_REWARD_SERVER_ENGINE_OPTIONS", '{"max_num_seqs": 32}')
-    assert parse([]).engine_options == {"max_num_seqs": 32}
-    assert parse(["--engine-option", "batched=false"]).engine_options == {"batched": "false"}  # the flag wins
+    assert parse_serve_args([]).engine_options == {"max_num_seqs": 32}
+    # The flag wins.
+    assert parse_serve_args(["--engine-option", "batched=false"]).engine_options == {"batched": "false"}
 
 
 def test_a_flag_without_an_equals_sign_is_refused() -> None:
     with pytest.raises(ValueError, match="not KEY=VALUE"):
-        parse(["--engine-option", "max_num_seqs"])
+        parse_serve_args(["--engine-option", "max_num_seqs"])
 
 
 def test_values_are_converted_to_each_option_type_and_defaults_fill_the_rest() -> None:
@@ -106,8 +97,7 @@ def test_info_reports_the_resolved_options() -> None:
 
 
 def test_start_up_prints_the_options_set_from_the_environment() -> None:
-    with server_process(env={"AUDIO_REWARD_SERVER_ENGINE_OPTIONS": "batched=false"}) as server:
-        wait_ready(server.url, 120, proc=server.proc, log_path=server.log_path)
+    with running_server(ready_timeout_s=120, env={"AUDIO_REWARD_SERVER_ENGINE_OPTIONS": "batched=false"}) as server:
         assert httpx.get(f"{server.url}/v1/info").json()["engine"]["options"] == {"batched": False}
         log = server.log_path.read_text()
     assert 'audio-reward serve engine options: {"batched": false}' in log

@@ -10,7 +10,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from audio_reward.protocol import encode_f32
-from tests.testkit.server import server_process, wait_ready
+from tests.testkit.server import running_server
 from tests.testkit.speech import synth_speech
 
 TEXT = "The quick brown fox jumps over the lazy dog."
@@ -61,8 +61,7 @@ def test_metrics_have_process_build_in_flight_and_histograms(scorer_url: str) ->
     assert seconds[("audio_reward_batch_audio_seconds_sum", None)] >= len(audio) / rate * 0.99
 
 def test_info_and_start_up_log_explain_the_effective_batch_size() -> None:
-    with server_process(model="tiny.en", max_batch_size=8, log_level="info") as server:
-        wait_ready(server.url, 120, proc=server.proc, log_path=server.log_path)
+    with running_server(ready_timeout_s=120, model="tiny.en", max_batch_size=8, log_level="info") as server:
         batching = httpx.get(f"{server.url}/v1/info", timeout=10).json()["batching"]
         log = server.log_path.read_text()
     assert batching["max_batch_size"] == 1 and batching["max_batch_size_setting"] == 8

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 from pathlib import Path
 
@@ -12,15 +11,10 @@ from pydantic.fields import FieldInfo
 
 from audio_reward.scorer_server import cli
 from audio_reward.scorer_server.engines import model_store
-from audio_reward.scorer_server.flags import server_flags, server_overrides
+from audio_reward.scorer_server.flags import server_flags
 from audio_reward.scorer_server.presets import PRESETS
 from audio_reward.scorer_server.settings import ServerSettings
-
-
-def parse(argv: list[str]) -> ServerSettings:
-    parser = argparse.ArgumentParser()
-    cli.register(parser.add_subparsers())
-    return ServerSettings(**server_overrides(parser.parse_args(["serve", *argv])))
+from tests.testkit.server import parse_serve_args
 
 
 def _fields(model: type, prefix: str = "") -> dict[str, FieldInfo]:
@@ -69,7 +63,7 @@ def test_every_setting_has_a_flag_and_the_flag_sets_it(tmp_path: Path) -> None:
             continue  # never a flag: --api-key-file or the environment give it
         words, expected = (["--api-key-file", str(key_file)], key_file) if path == "api_key_file" \
             else _sample(path, info)
-        value: object = parse(words)
+        value: object = parse_serve_args(words)
         for part in path.split("."):
             value = getattr(value, part)
         assert value == expected, (path, words, value)
@@ -85,42 +79,42 @@ def test_defaults_are_the_offline_embedded_model() -> None:
 def test_flags_override_env_which_overrides_preset(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AUDIO_REWARD_SERVER_MAX_BATCH_SIZE", "4")
     monkeypatch.setenv("AUDIO_REWARD_SERVER_NORMALIZER", "seed-tts-eval")
-    s = parse(["--preset", "fast-en", "--model", "base", "--max-wait-ms", "2.5"])
+    s = parse_serve_args(["--preset", "fast-en", "--model", "base", "--max-wait-ms", "2.5"])
     preset = PRESETS["fast-en"]
     assert s.model == "base"                       # flag beats preset
     assert s.normalizer == "seed-tts-eval"         # env beats preset
     assert s.engine == preset.engine and s.language == preset.language  # preset beats defaults
     assert s.max_batch_size == 4 and s.max_wait_ms == 2.5
-    assert parse(["--max-batch-size", "8"]).max_batch_size == 8  # flag beats env
+    assert parse_serve_args(["--max-batch-size", "8"]).max_batch_size == 8  # flag beats env
 
 
 def test_invalid_values_are_rejected() -> None:
     with pytest.raises(ValidationError):
-        parse(["--max-batch-size", "0"])
+        parse_serve_args(["--max-batch-size", "0"])
     with pytest.raises(ValidationError):
-        parse(["--reward-formula", "square"])
+        parse_serve_args(["--reward-formula", "square"])
     with pytest.raises(ValidationError, match="invalid reward policy"):
-        parse(["--reward-duration-ratio-min", "3", "--reward-duration-ratio-max", "2"])
+        parse_serve_args(["--reward-duration-ratio-min", "3", "--reward-duration-ratio-max", "2"])
     with pytest.raises(ValueError, match="unknown preset"):
-        parse(["--preset", "nope"])
+        parse_serve_args(["--preset", "nope"])
 
 
 def test_api_key_from_env_or_file_is_masked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     key_file = tmp_path / "key"
     key_file.write_text("from-file-key\n")
-    s = parse(["--api-key-file", str(key_file)])
+    s = parse_serve_args(["--api-key-file", str(key_file)])
     assert s.api_key is not None and s.api_key.get_secret_value() == "from-file-key"
     assert s.describe()["api_key"] == "**********" and "from-file-key" not in repr(s.describe())
     monkeypatch.setenv("AUDIO_REWARD_API_KEY", "from-env-key")
-    assert parse([]).api_key.get_secret_value() == "from-env-key"  # type: ignore[union-attr]
+    assert parse_serve_args([]).api_key.get_secret_value() == "from-env-key"  # type: ignore[union-attr]
     empty = tmp_path / "empty"
     empty.write_text("")
     with pytest.raises(ValidationError, match="API key"):
-        parse(["--api-key-file", str(empty)])
+        parse_serve_args(["--api-key-file", str(empty)])
 
 
 def test_reward_policy_follows_settings() -> None:
-    policy = parse(["--reward-formula", "tanh", "--reward-repeat-penalty", "0.5"]).reward
+    policy = parse_serve_args(["--reward-formula", "tanh", "--reward-repeat-penalty", "0.5"]).reward
     assert policy.formula == "tanh" and policy.repeat_penalty == 0.5
 
 
@@ -132,6 +126,6 @@ def test_the_extras_check_looks_at_the_model_the_settings_resolve(monkeypatch: p
     packaged = dataclasses.replace(PRESETS["fast-en"], name="packaged-base", engine="faster-whisper", model="base",
                                    engine_models={})
     monkeypatch.setitem(PRESETS, packaged.name, packaged)
-    assert cli._missing_extras(parse(["--preset", "packaged-base"]))[0] == ["base-model"]
+    assert cli._missing_extras(parse_serve_args(["--preset", "packaged-base"]))[0] == ["base-model"]
     monkeypatch.setenv("AUDIO_REWARD_SERVER_PRESET", "qwen3-asr")  # a hub model: no packaged extra, not tiny.en's
-    assert cli._missing_extras(parse([]))[0] == []
+    assert cli._missing_extras(parse_serve_args([]))[0] == []
