@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from tests.testkit.instant_engine import SAMPLE_RATE, clip, prompt_of
-from tests.testkit.probes import RssSampler, items_ok
+from tests.testkit.probes import RssSampler, items_ok, rss_bound_bytes
 from tests.testkit.server import ServerHandle, running_server
 
 REPO = Path(__file__).resolve().parents[1]
@@ -108,12 +108,6 @@ class LoadReport:
             f"server RSS baseline {self.rss_baseline_mib:.0f} MiB, peak {self.rss_peak_mib:.0f} MiB, "
             f"bound {self.rss_bound_mib:.0f} MiB: {'within' if self.memory_bounded else 'EXCEEDED'}",
         ]
-
-
-def rss_bound_bytes(baseline: int, max_queue: int, body_bytes: int) -> int:
-    """What a server may grow to: its idle size, plus a fixed allowance, plus per queued request
-    its body and the copies decoding makes (JSON text, raw bytes, float32, 16 kHz audio) several times over."""
-    return baseline + 96 * 2**20 + max_queue * 16 * body_bytes
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -25,6 +25,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from bench import load
+from tests.testkit.probes import RssSampler
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -63,7 +64,7 @@ def battery_rows() -> tuple[list[str], int, int, int, float, float]:
     with load.scorer_server("tiny.en", env={"AUDIO_REWARD_API_KEY": API_KEY}, max_body_bytes=BODY_LIMIT,
                             max_wait_ms=5) as handle:
         parts = urlsplit(handle.url)
-        with load.RssSampler(handle.pid) as rss:
+        with RssSampler(handle.pid) as rss:
             outcomes = run_battery(parts.hostname or "127.0.0.1", parts.port or 80, cases, headers=headers)
     by_group: dict[str, Counter[str]] = {}
     for o in outcomes:

@@ -30,9 +30,8 @@ from audio_reward.scorer_client import (
     ScorerUnavailableError,
     TransientServerError,
 )
-from bench import load
 from tests.testkit.instant_engine import SAMPLE_RATE, clip, prompt_of
-from tests.testkit.probes import RssSampler, items_ok, read_metrics
+from tests.testkit.probes import RssSampler, items_ok, read_metrics, rss_bound_bytes
 from tests.testkit.server import free_port, launch, running_server, wait_ready
 
 from .budget import KILL_ITEMS
@@ -220,7 +219,7 @@ def test_slow_engine_gives_429_with_retry_after_and_a_bounded_queue() -> None:
             if status in (429, 503):
                 assert int(headers["Retry-After"]) >= 1
         assert depths and max(depths) <= max_queue, max(depths)
-        bound = load.rss_bound_bytes(rss.baseline, max_queue + concurrency, len(bodies[0]))
+        bound = rss_bound_bytes(rss.baseline, max_queue + concurrency, len(bodies[0]))
         assert rss.peak <= bound, f"RSS peak {rss.peak / 2**20:.0f} MiB over bound {bound / 2**20:.0f} MiB"
         # Overload costs time, not items: the client honours Retry-After and every item gets scored.
         items = list(range(1000, 1040))

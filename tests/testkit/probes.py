@@ -61,3 +61,9 @@ def read_metrics(url: str, api_key: str | None = None) -> dict[str, float]:
 def items_ok(url: str, api_key: str | None = None) -> int:
     """Items the server scored successfully so far."""
     return int(read_metrics(url, api_key).get('audio_reward_items_total{outcome="ok"}', 0))
+
+
+def rss_bound_bytes(baseline: int, max_queue: int, body_bytes: int) -> int:
+    """What a server may grow to: its idle size, plus a fixed allowance, plus per queued request
+    its body and the copies decoding makes (JSON text, raw bytes, float32, 16 kHz audio) several times over."""
+    return baseline + 96 * 2**20 + max_queue * 16 * body_bytes
