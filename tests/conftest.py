@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.testkit.server import running_server
+from tests.testkit.server import free_port, running_server
 
 TESTS = Path(__file__).resolve().parent
 TIERS = ("unit", "integration", "reliability")
@@ -41,3 +41,9 @@ def scorer_url() -> Iterator[str]:
     """Base URL of a ready scorer server running tiny.en on CPU."""
     with running_server(model="tiny.en", max_wait_ms=5) as server:
         yield server.url
+
+
+@pytest.fixture
+def dead_url() -> str:
+    """A loopback URL where nothing listens (connection refused at once); a fresh port per test."""
+    return f"http://127.0.0.1:{free_port()}"

@@ -115,14 +115,8 @@ async def test_retries_exhausted_raise_unavailable_with_last_cause(fault_server:
     assert info.value.last_cause.status == 503 and info.value.last_cause.code == "overloaded"
 
 
-async def test_connection_refused_is_unavailable() -> None:
-    import socket
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    async with AsyncScorerClient(f"http://127.0.0.1:{port}", max_retries=1, **FAST) as client:
+async def test_connection_refused_is_unavailable(dead_url: str) -> None:
+    async with AsyncScorerClient(dead_url, max_retries=1, **FAST) as client:
         with pytest.raises(ScorerUnavailableError) as info:
             await client.score([0.0, 0.1, 0.2], 16000, "x")
     assert info.value.attempts == 2
@@ -202,19 +196,13 @@ async def test_waveforms_as_list_numpy_and_torch(fault_server: FaultServer, tone
         assert from_torch.score == expected_score("torch")
 
 
-async def test_urls_round_robin_and_skip_a_dead_one(tone: np.ndarray) -> None:
-    import socket
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    sock.close()
+async def test_urls_round_robin_and_skip_a_dead_one(tone: np.ndarray, dead_url: str) -> None:
     with FaultServer() as a, FaultServer() as b:
         async with AsyncScorerClient([a.url, b.url + "/score"], **FAST) as client:
             for _ in range(10):
                 await client.score(tone, 16000, "x")
         assert a.http_requests["single"] == 5 and b.http_requests["single"] == 5
-        async with AsyncScorerClient([dead, a.url], max_retries=1, **FAST) as client:
+        async with AsyncScorerClient([dead_url, a.url], max_retries=1, **FAST) as client:
             results = [await client.score(tone, 16000, "x") for _ in range(6)]
         assert len(results) == 6
 
