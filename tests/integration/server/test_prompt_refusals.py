@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from audio_reward.protocol import encode_f32, validate_message
+from tests.testkit.probes import read_metrics
 from tests.testkit.server import inprocess_server
 from tests.testkit.speech import synth_speech
 
@@ -30,10 +31,7 @@ def _body(prompt: str, **extra: object) -> dict[str, object]:
 
 
 def _engine_calls(url: str) -> float:
-    for line in httpx.get(f"{url}/metrics").text.splitlines():
-        if line.startswith("audio_reward_batch_size_count"):
-            return float(line.split()[1])
-    raise AssertionError("no batch-size histogram in /metrics")
+    return read_metrics(url)["audio_reward_batch_size_count{}"]
 
 
 @pytest.mark.parametrize("prompt", ["", "   ", "\t\n", "\u3000\u00a0"])

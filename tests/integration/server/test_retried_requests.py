@@ -12,6 +12,7 @@ import pytest
 from audio_reward.protocol import encode_f32
 from audio_reward.scorer_server.errors import EngineError
 from audio_reward.scorer_server.service.dedup import RecentResults, request_key
+from tests.testkit.probes import read_metrics
 from tests.testkit.server import running_server
 from tests.testkit.speech import synth_speech
 
@@ -26,8 +27,7 @@ def body(prompt: str, request_id: str) -> dict[str, object]:
 
 
 def utterances_transcribed(url: str) -> float:
-    text = httpx.get(f"{url}/metrics").text
-    return next(float(line.split()[1]) for line in text.splitlines() if line.startswith("audio_reward_batch_size_sum"))
+    return read_metrics(url)["audio_reward_batch_size_sum{}"]
 
 
 def test_retry_is_answered_without_transcribing_again(scorer_url: str) -> None:

@@ -20,6 +20,7 @@ from audio_reward.protocol import (
 from audio_reward.scorer_server.engines import EngineConfig
 from audio_reward.scorer_server.engines.faster_whisper_engine import FasterWhisperEngine
 from audio_reward.scorer_server.engines.model_store import PINNED_SHA256
+from tests.testkit.probes import read_metrics
 from tests.testkit.server import inprocess_server
 from tests.testkit.speech import espeak_speech, synth_speech
 
@@ -117,13 +118,8 @@ def test_batch_with_a_bad_item_in_the_middle(scorer_url: str) -> None:
 
 def batch_stats(url: str) -> tuple[float, float]:
     """(engine calls, utterances) from the batch-size histogram."""
-    text = httpx.get(f"{url}/metrics").text
-    values = {
-        line.split()[0]: float(line.split()[1])
-        for line in text.splitlines()
-        if line.startswith("audio_reward_batch_size_")
-    }
-    return values["audio_reward_batch_size_count"], values["audio_reward_batch_size_sum"]
+    values = read_metrics(url)
+    return values["audio_reward_batch_size_count{}"], values["audio_reward_batch_size_sum{}"]
 
 
 def post_concurrently(url: str, bodies: list[dict[str, object]]) -> list[dict[str, object]]:
