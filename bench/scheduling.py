@@ -67,14 +67,12 @@ from audio_reward.scorer_server.engines.base import (
     TranscriptionInput,
     resolve_engine_options,
 )
+from tests.testkit.instant_engine import SAMPLE_RATE, index_of, prompt_of, watermark
 from tests.testkit.server import free_port, settings_to_flags, stop_process, wait_ready
 from tests.testkit.speech import tone
 
 REPO = Path(__file__).resolve().parents[1]
 
-SAMPLE_RATE = 16_000
-WATERMARK_SCALE = 1e-5
-"""Request ``i`` is written as ``i * 1e-5`` in its clip's first sample (exact in float32 below 10^6)."""
 MIN_CLIP_S, MAX_CLIP_S = 1.0, 20.0
 CONCURRENCY = (1, 8, 32, 128, 256)
 
@@ -92,7 +90,7 @@ TARGETS = {
 
 
 def transcript_of(item: TranscriptionInput) -> Transcription:
-    return Transcription(f"item {round(float(item.audio[0]) / WATERMARK_SCALE)}")
+    return Transcription(prompt_of(index_of(item.audio)))
 
 
 def batch_cost_s(options: dict[str, Any], n: int, audio_s: float) -> float:
@@ -254,11 +252,10 @@ class Clips:
         index = self._next
         self._next += 1
         seconds = float(self._rng.uniform(MIN_CLIP_S, MAX_CLIP_S))
-        audio = self._tone[: int(seconds * SAMPLE_RATE)].copy()
-        audio[0] = np.float32(index * WATERMARK_SCALE)
+        audio = watermark(self._tone[: int(seconds * SAMPLE_RATE)].copy(), index)
         body = orjson.dumps({"protocol_version": "1", "waveform_f32_base64": encode_f32(audio),
                              "num_samples": int(audio.shape[0]), "sample_rate": SAMPLE_RATE,
-                             "prompt": f"item {index}"})
+                             "prompt": prompt_of(index)})
         return body, audio.shape[0] / SAMPLE_RATE
 
 

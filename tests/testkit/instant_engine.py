@@ -39,12 +39,22 @@ WATERMARK_SCALE = 1e-5
 
 def clip(index: int, seconds: float = 0.1) -> np.ndarray:
     """A short tone whose first sample carries ``index`` for :class:`InstantEngine`."""
-    audio = tone(seconds, rate=SAMPLE_RATE)
+    return watermark(tone(seconds, rate=SAMPLE_RATE), index)
+
+
+def watermark(audio: np.ndarray, index: int) -> np.ndarray:
+    """``audio`` with ``index`` written in its first sample (in place), as the instant engines read it."""
     audio[0] = np.float32(index * WATERMARK_SCALE)
     return audio
 
 
+def index_of(audio: np.ndarray) -> int:
+    """The index :func:`watermark` wrote into ``audio``."""
+    return round(float(audio[0]) / WATERMARK_SCALE)
+
+
 def prompt_of(index: int) -> str:
+    """What the instant engines answer for clip ``index``, and so the prompt that scores 1."""
     return f"item {index}"
 
 
@@ -67,7 +77,7 @@ class InstantEngine(ASREngine):
         self.batches += 1
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
-        numbers = [round(float(item.audio[0]) / WATERMARK_SCALE) for item in batch]
+        numbers = [index_of(item.audio) for item in batch]
         if min(numbers) < 0:
             raise RuntimeError(f"poison clip in engine call {self.batches}")
         return [Transcription(prompt_of(n)) for n in numbers]
