@@ -73,18 +73,14 @@ def _stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
 
 
 def prepare(assets: Path) -> None:
-    import soxr
 
     from audio_reward.scorer_server.engines.checkpoints import (
         resolve_transformers_checkpoint,
     )
-    from tests.testkit.speech import synth_speech
+    from tests.testkit.speech import speech_16k
 
     assets.mkdir(parents=True, exist_ok=True)
-    clips = []
-    for text in SENTENCES:
-        audio, rate = synth_speech(text)
-        clips.append(soxr.resample(audio, rate, 16_000).astype(np.float32))
+    clips = [speech_16k(text) for text in SENTENCES]
     np.savez(assets / "speech.npz", *clips)
     base = Path(resolve_transformers_checkpoint("base").path)
     tok = assets / "whisper-tokenizer"

@@ -31,15 +31,9 @@ SENTENCES = _ALL_SENTENCES[:4]
 
 
 def speech() -> list[np.ndarray]:
-    import soxr
+    from tests.testkit.speech import speech_16k
 
-    from tests.testkit.speech import synth_speech
-
-    out = []
-    for text in SENTENCES:
-        audio, rate = synth_speech(text)
-        out.append(soxr.resample(audio, rate, 16_000).astype(np.float32))
-    return out
+    return [speech_16k(text) for text in SENTENCES]
 
 
 def measure(engine_name: str, model: str, clips: list[np.ndarray], repeats: int, batch: int,

