@@ -125,12 +125,8 @@ def build_random_qwen3_asr(out_dir: str | Path, size: Size = "tiny", seed: int =
         feature_extractor=Qwen3ASRFeatureExtractor(feature_size=128), tokenizer=tokenizer,
         chat_template=QWEN3_ASR_CHAT_TEMPLATE,
     )
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    processor.save_pretrained(out)
-    (out / "random_init.json").write_text(json.dumps({"architecture": "qwen3_asr", "size": size, "seed": seed,
-                                                      "never_stop": never_stop}))
-    return out
+    return _save(out, model, processor, {"architecture": "qwen3_asr", "size": size, "seed": seed,
+                                         "never_stop": never_stop})
 
 
 def build_random_whisper(out_dir: str | Path, size: Size = "tiny", seed: int = 0,
@@ -140,7 +136,7 @@ def build_random_whisper(out_dir: str | Path, size: Size = "tiny", seed: int = 0
 
     The tokenizer and generation settings come from ``tokenizer_from``, a
     transformers Whisper folder (for example one made by
-    :func:`.convert.ct2_whisper_to_transformers` from the packaged ``base``);
+    :func:`audio_reward.scorer_server.engines.convert.ct2_whisper_to_transformers` from the packaged ``base``);
     the vocabulary is the same across multilingual Whisper sizes up to one
     extra language token in large-v3, which only shifts ids past it.
     """
@@ -173,10 +169,14 @@ def build_random_whisper(out_dir: str | Path, size: Size = "tiny", seed: int = 0
         _silence_tokens(model.get_decoder().embed_tokens, [int(config.eos_token_id)])
     processor = WhisperProcessor.from_pretrained(src)
     processor.feature_extractor = type(processor.feature_extractor)(feature_size=config.num_mel_bins)
-    out = Path(out_dir)
+    return _save(Path(out_dir), model, processor, {"architecture": "whisper", "size": size, "seed": seed,
+                                                   "never_stop": never_stop})
+
+
+def _save(out: Path, model: Any, processor: Any, marker: dict[str, Any]) -> Path:
+    """Write the checkpoint, with ``random_init.json`` recording how its random weights were made."""
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     processor.save_pretrained(out)
-    (out / "random_init.json").write_text(json.dumps({"architecture": "whisper", "size": size, "seed": seed,
-                                                      "never_stop": never_stop}))
+    (out / "random_init.json").write_text(json.dumps(marker))
     return out
