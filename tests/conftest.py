@@ -7,6 +7,8 @@ Tiers, by folder (each test gets the folder's marker, so ``-m unit`` works too):
 - ``tests/integration``: real parts together: a real uvicorn server on
   loopback, real ASR weights, real verl classes, the peer's own code, the CLIs.
 - ``tests/reliability``: faults, load, fuzzing and hostile clients against real servers.
+- ``tests/environments``: the documented environments, each built fresh from its install line by
+  ``scripts/test_environments.sh``, running the commands the docs list for it (skipped otherwise).
 
 Support code (server launchers, speech and tones, the instant engine, fault
 servers, random checkpoints) lives in ``tests/testkit``; benchmarks import it too.
@@ -26,7 +28,7 @@ import pytest
 from tests.testkit.server import free_port, running_server
 
 TESTS = Path(__file__).resolve().parent
-TIERS = ("unit", "integration", "reliability")
+TIERS = ("unit", "integration", "reliability", "environments")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

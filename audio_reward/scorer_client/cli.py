@@ -38,6 +38,7 @@ def add_client_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--url", action="append", dest="urls", metavar="URL",
                    help=f"scorer base URL; repeat for several servers (default: ${URL_ENVS[-1]}, else {DEFAULT_URL})")
     add_flags(g, _flags())
+    p.add_argument("-v", "--verbose", action="store_true", help="print every setting on stderr before starting")
 
 
 def client_settings(args: argparse.Namespace) -> ClientSettings:
@@ -54,7 +55,7 @@ def client_settings(args: argparse.Namespace) -> ClientSettings:
 
 
 def command_settings(command: str, args: argparse.Namespace) -> ClientSettings | None:
-    """:func:`client_settings`, printed to stderr one per line as ``audio-reward serve`` prints its own.
+    """:func:`client_settings`; with ``-v`` printed to stderr one per line, as ``audio-reward serve -v`` prints its own.
 
     Invalid settings print why and give None: the command exits 2.
     """
@@ -63,8 +64,9 @@ def command_settings(command: str, args: argparse.Namespace) -> ClientSettings |
     except ValueError as exc:
         print(f"audio-reward {command}: {exc}", file=sys.stderr)
         return None
-    for line in settings.describe().splitlines():
-        print(f"audio-reward {command}: {line}", file=sys.stderr)
+    if getattr(args, "verbose", False):
+        for line in settings.describe().splitlines():
+            print(f"audio-reward {command}: {line}", file=sys.stderr)
     return settings
 
 

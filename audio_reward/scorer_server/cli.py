@@ -29,6 +29,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Run the scorer server (speech → ASR → CER/WER → reward). See docs/server.md.",
     )
     add_server_flags(parser)
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="print every setting and the engine's options at start-up")
     parser.add_argument("--ray", action="store_true",
                         help="scale out on Ray Serve: one replica per GPU behind one URL (needs the 'ray' extra)")
     add_scale_out_flags(parser.add_argument_group("Ray Serve (with --ray)"))
@@ -82,14 +84,16 @@ def serve(args: argparse.Namespace) -> int:
         from .ray_serve import deploy_from_args
 
         return deploy_from_args(settings, args)
-    print("audio-reward serve settings: " + json.dumps(settings.describe(), sort_keys=True), flush=True)
+    if args.verbose:
+        print("audio-reward serve settings: " + json.dumps(settings.describe(), sort_keys=True), flush=True)
     try:
         app = build_app(settings)
     except (ImportError, ValueError) as exc:
         print(f"audio-reward serve: {exc}", file=sys.stderr)
         return 2
-    print("audio-reward serve engine options: " + json.dumps(dict(app.state.engine.options), sort_keys=True),
-          flush=True)
+    if args.verbose:
+        print("audio-reward serve engine options: " + json.dumps(dict(app.state.engine.options), sort_keys=True),
+              flush=True)
     config = uvicorn_config(app, settings)
     server = uvicorn.Server(config)
     readiness = app.state.readiness

@@ -25,6 +25,7 @@ from pydantic import (
 
 from audio_reward.environment import masked
 from audio_reward.protocol import Limits, RewardPolicy
+from audio_reward.scoring.normalizers import DEFAULT_NORMALIZER
 
 from .presets import get_preset
 
@@ -133,7 +134,7 @@ class ServerConfig(BaseModel):
     api_key_file: Path | None = Field(None, description="File holding the API key (first line).")
 
     # scoring
-    normalizer: str = Field("basic", description="Text normalizer applied to both texts before CER/WER.")
+    normalizer: str = Field(DEFAULT_NORMALIZER, description="Text normalizer applied to both texts before CER/WER.")
     language: str | None = Field(None, description="Default language when a request names none.")
     reward: RewardPolicy = Field(RewardPolicy(),  # frozen: one shared default is safe
                                  description="Reward policy every request starts from (docs/scoring.md).")

@@ -7,11 +7,12 @@ Pure functions with no model or server state; the server calls
 from .duration import estimate_speech_duration
 from .errors import EmptyReferenceError, ScoringError, UnsupportedLanguageError
 from .metrics import ErrorRates, error_rates, split_words
-from .normalizers import NORMALIZERS, Normalizer, get_normalizer, is_chinese, language_code
+from .normalizers import DEFAULT_NORMALIZER, NORMALIZERS, Normalizer, get_normalizer, is_chinese, language_code
 from .rewards import RewardBreakdown, RewardPolicy, repeated_ngram_fraction, shape_reward
 from .scorer import Diagnostics, TextComparison, TranscriptScore, compare_texts, normalize_reference, score_transcript
 
 __all__ = [
+    "DEFAULT_NORMALIZER",
     "NORMALIZERS",
     "Diagnostics",
     "EmptyReferenceError",

@@ -21,7 +21,7 @@ from typing import IO, Any
 import orjson
 
 from .errors import ScoringError
-from .normalizers import NORMALIZERS, Normalizer, get_normalizer, language_code
+from .normalizers import DEFAULT_NORMALIZER, NORMALIZERS, Normalizer, get_normalizer, language_code
 from .scorer import compare_texts
 
 __all__ = ["register", "score_line", "score_lines"]
@@ -40,7 +40,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "scored, 1 when some were refused, 2 when the input cannot be read or an option is invalid."
         ),
     )
-    p.add_argument("--normalizer", required=True, choices=NORMALIZERS, help="text rules, as the server's --normalizer")
+    p.add_argument("--normalizer", default=DEFAULT_NORMALIZER, choices=NORMALIZERS,
+                   help=f"text rules, as the server's --normalizer (default: {DEFAULT_NORMALIZER}, as the server's)")
     p.add_argument(
         "--language",
         help="language of the lines that name none (code or Whisper name); without it, each reference decides "

