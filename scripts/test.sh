@@ -67,6 +67,9 @@ log "lint: ruff check, mypy"
 log "tests: main environment (tests/integration, tests/reliability)"
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/integration tests/reliability "$@"
 
+log "tests: documented environments (each README install line in a fresh venv, the docs' commands in it)"
+VENV="$VENV" PYTHON="$PY" bash scripts/test_environments.sh "$@"
+
 if [ -x "$VERL_VENV/bin/python" ]; then
   log "tests: trainer plugin with verl"
   "$VERL_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/unit/trainer tests/integration/trainer "$@"

@@ -34,6 +34,7 @@ ENVIRONMENTS: tuple[Environment, ...] = (
 BY_NAME = {e.name: e for e in ENVIRONMENTS}
 
 EXTRA_ONLY_ELSEWHERE: dict[str, str] = {
+    "eval": "the eval environment (here it adds to the server; the eval command needs no server)",
     "base-model": "the main environment of scripts/test.sh (tests/integration/engines)",
     "whisper-en": "the main environment of scripts/test.sh (tests/unit/scoring/test_whisper_parity.py)",
     "transformers": "the main environment of scripts/test.sh (tests/integration/engines)",
@@ -41,7 +42,7 @@ EXTRA_ONLY_ELSEWHERE: dict[str, str] = {
     "verl": "the trainer environment, scripts/envs/verl.sh",
     "vllm": "GPU machines (docs/scaling.md)",
 }
-"""Extras that add to a documented environment and are tested in another environment of the test run."""
+"""Extras a doc may add to a documented environment's line, and where the test run tests each."""
 
 
 @dataclass(frozen=True)

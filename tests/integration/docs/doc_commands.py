@@ -53,7 +53,9 @@ class Skip:
 Entry = Run | Covered | Skip
 
 SERVE_TESTS = ("tests/testkit/server.py::running_server", "tests/conftest.py::scorer_url")
-INSTALL_TESTS = ("scripts/test.sh",)  # builds every environment from the checkout, as the docs say
+# scripts/test.sh builds every environment from the checkout, as the docs say; scripts/test_environments.sh builds
+# each install line of the README in a fresh venv and runs the commands the docs list for it.
+INSTALL_TESTS = ("scripts/test.sh", "scripts/test_environments.sh", "tests/integration/docs/test_install_lines.py")
 
 ENTRIES: dict[str, Entry] = {
     # README.md
@@ -68,8 +70,10 @@ ENTRIES: dict[str, Entry] = {
     "README.md: python3 -m venv .venv": Covered(*INSTALL_TESTS),
     "README.md: .venv/bin/python -m pytest tests/unit"
     "                      # the fast tier: one module in-process, seconds": Covered(*INSTALL_TESTS),
-    "README.md: audio-reward serve      # the scorer server (see docs/server.md for every setting)": Skip(
-        "the list of subcommands, not a command to run; each one's own block is tested"
+    "README.md: audio-reward serve                                    # server: the scorer server (docs/server.md has"
+    " every setting)": Covered(
+        "tests/environments/test_documented_environments.py::test_command",
+        "tests/environments/environments.py",
     ),
     # docs/client.md
     "docs/client.md: ScorerError": Skip("not a command: the error class tree"),

@@ -160,3 +160,13 @@ def test_unreadable_input_or_bad_options_exit_2(args: list[str], message: str) -
 def test_empty_input_exits_0_with_no_output() -> None:
     proc = run("--normalizer", "basic", "-", stdin=b"\n\n")
     assert (proc.returncode, proc.stdout) == (0, b"")
+
+
+def test_without_normalizer_it_scores_as_the_server_does_by_default() -> None:
+    from audio_reward.scorer_server.settings import ServerSettings
+
+    default = ServerSettings.model_fields["normalizer"].default
+    data = jsonl(*GOOD)
+    implicit, explicit = run("-", stdin=data), run("--normalizer", default, "-", stdin=data)
+    assert implicit.returncode == 0 and implicit.stdout == explicit.stdout
+    assert {o["normalizer"] for o in lines(implicit.stdout)} == {"basic"}

@@ -1,0 +1,49 @@
+"""Every install line in README.md and docs/ names a tested environment.
+
+An install line (``pip install -e .``, ``pip install -e '.[server,eval]'``) must be one of the documented
+environments that ``scripts/test_environments.sh`` builds fresh (``tests/environments/environments.py``), or one
+of them plus extras that another environment of the test run covers (``EXTRA_ONLY_ELSEWHERE``, each saying where).
+A new line with a new combination fails here until it is added to one of the two.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.environments.environments import ENVIRONMENTS, EXTRA_ONLY_ELSEWHERE
+from tests.testkit.server import REPO_ROOT
+
+# `uv pip install -e ...` lines (docs/training.md, section 1) install verl-omni's own checkout, not this one.
+INSTALL = re.compile(r"(?<!uv )pip install (?:[^`|#\n]*?\s)?-e\s+(?:'\.\[([^\]]*)\]'|\"\.\[([^\]]*)\]\"|\.\[([^\]]*)\]|\.(?=[\s`)]|$))")
+DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
+
+
+def install_lines() -> list[tuple[str, frozenset[str]]]:
+    found = []
+    for path in DOCS:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for match in INSTALL.finditer(line):
+                extras = next((g for g in match.groups() if g is not None), "")
+                found.append((f"{path.relative_to(REPO_ROOT)}:{number}", frozenset(filter(None, extras.split(",")))))
+    return found
+
+
+LINES = install_lines()
+
+
+def test_the_docs_have_install_lines() -> None:
+    assert {extras for _, extras in LINES} >= {e for e in (frozenset(env.extras) for env in ENVIRONMENTS)}
+
+
+@pytest.mark.parametrize(("where", "extras"), LINES, ids=[w for w, _ in LINES])
+def test_an_install_line_is_a_tested_environment(where: str, extras: frozenset[str]) -> None:
+    tested = [frozenset(env.extras) for env in ENVIRONMENTS]
+    base = max((t for t in tested if t <= extras), key=len)
+    extra = extras - base
+    assert extra <= set(EXTRA_ONLY_ELSEWHERE), (
+        f"{where}: pip install -e '.[{','.join(sorted(extras))}]' is no documented environment "
+        f"({', '.join(e.install_spec for e in ENVIRONMENTS)}) plus extras tested elsewhere "
+        f"({', '.join(EXTRA_ONLY_ELSEWHERE)}): add it to tests/environments/environments.py"
+    )
