@@ -16,7 +16,10 @@ from tests.environments.environments import ENVIRONMENTS, EXTRA_ONLY_ELSEWHERE
 from tests.testkit.server import REPO_ROOT
 
 # `uv pip install -e ...` lines (docs/training.md, section 1) install verl-omni's own checkout, not this one.
-INSTALL = re.compile(r"(?<!uv )pip install (?:[^`|#\n]*?\s)?-e\s+(?:'\.\[([^\]]*)\]'|\"\.\[([^\]]*)\]\"|\.\[([^\]]*)\]|\.(?=[\s`)]|$))")
+INSTALL = re.compile(
+    r"(?<!uv )pip install (?:[^`|#\n]*?\s)?-e\s+"
+    r"(?:'\.\[([^\]]*)\]'|\"\.\[([^\]]*)\]\"|\.\[([^\]]*)\]|\.(?=[\s`)]|$))"
+)
 DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 
 
@@ -34,7 +37,7 @@ LINES = install_lines()
 
 
 def test_the_docs_have_install_lines() -> None:
-    assert {extras for _, extras in LINES} >= {e for e in (frozenset(env.extras) for env in ENVIRONMENTS)}
+    assert {extras for _, extras in LINES} >= {frozenset(env.extras) for env in ENVIRONMENTS}
 
 
 @pytest.mark.parametrize(("where", "extras"), LINES, ids=[w for w, _ in LINES])
