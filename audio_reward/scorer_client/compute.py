@@ -7,7 +7,7 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -21,10 +21,21 @@ from .wire import sanitize_metadata
 logger = logging.getLogger(__name__)
 
 _clients: dict[tuple[int, ClientSettings], tuple[asyncio.AbstractEventLoop, AsyncScorerClient]] = {}
+_closers: dict[int, tuple[asyncio.AbstractEventLoop, AsyncGenerator[None, None]]] = {}
 _lock = threading.Lock()
 
 
-def _cached_client(settings: ClientSettings) -> AsyncScorerClient:
+async def _close_at_loop_shutdown() -> AsyncGenerator[None, None]:
+    # An async generator left suspended is closed by the loop's shutdown_asyncgens(), which
+    # asyncio.run() and asyncio.Runner call before closing the loop: its finally closes the
+    # loop's cached clients while the loop still runs, so no session is left open at exit.
+    try:
+        yield
+    finally:
+        await close_cached_clients()
+
+
+async def _cached_client(settings: ClientSettings) -> AsyncScorerClient:
     loop = asyncio.get_running_loop()
     key = (id(loop), settings)  # the settings are frozen, so equal settings share a client
     with _lock:
@@ -32,16 +43,30 @@ def _cached_client(settings: ClientSettings) -> AsyncScorerClient:
         # loop id may be reused by a new loop, so the loop object itself is compared too.
         for stale in [k for k, (lp, _) in _clients.items() if lp.is_closed()]:
             del _clients[stale]
+        for stale_loop in [k for k, (lp, _) in _closers.items() if lp.is_closed()]:
+            del _closers[stale_loop]
         entry = _clients.get(key)
         if entry is not None and entry[0] is loop and not entry[1].closed:
             return entry[1]
         client = AsyncScorerClient(settings=settings)
         _clients[key] = (loop, client)
-        return client
+        closer = _closers.get(id(loop))
+        start_closer = closer is None or closer[0] is not loop
+        if start_closer:
+            # Held here: the loop keeps only a weak reference to the generators it will close.
+            _closers[id(loop)] = (loop, _close_at_loop_shutdown())
+        gen = _closers[id(loop)][1]
+    if start_closer:
+        await gen.__anext__()  # started, so the loop tracks it
+    return client
 
 
 async def close_cached_clients() -> None:
-    """Close the clients :func:`compute_score` opened on the running event loop."""
+    """Close the clients :func:`compute_score` opened on the running event loop.
+
+    ``asyncio.run`` (and any loop shut down with ``loop.shutdown_asyncgens()``)
+    calls it by itself before the loop closes; call it to close them sooner.
+    """
     loop = asyncio.get_running_loop()
     with _lock:
         mine = [k for k, (lp, _) in _clients.items() if lp is loop]
@@ -121,7 +146,7 @@ async def compute_score(
     waveform, sample_rate = solution_audio
     language = info.get("language") if isinstance(info.get("language"), str) else None
     metadata = sanitize_metadata({k: v for k, v in info.items() if k not in ("audio", "audio_sample_rate")})
-    client = _cached_client(settings)
+    client = await _cached_client(settings)
     result = await client.score(
         waveform, sample_rate, "" if ground_truth is None else str(ground_truth),
         language=language, metadata=metadata,

@@ -19,7 +19,7 @@ fi
 "$VENV/bin/pip" install --upgrade pip
 "$VENV/bin/pip" install "torch==2.13.0"
 "$VENV/bin/pip" install "torch==2.13.0" "verl[verl-core]==0.9.1"
-"$VENV/bin/pip" install "torch==2.13.0" -e "$REPO[dev,verl]"
+"$VENV/bin/pip" install "torch==2.13.0" -e "$REPO[dev,verl,recipes]"
 "$VENV/bin/python" - <<'PY'
 import verl, torch, transformers
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase  # noqa: F401

@@ -152,4 +152,8 @@ def _compare(args: argparse.Namespace) -> int:
         return 2
     print(results_markdown(results), end="")
     print(f"results: {Path(args.out) / EVAL_RESULTS}  {Path(args.out) / 'report.html'}")
+    problems = [p for run in runs for p in run.audio.problems]
+    if problems:
+        print(f"audio-reward eval --compare: {len(problems)} recording(s) not shown in report.html (each is named "
+              f"there), e.g. {problems[0]}", file=sys.stderr)
     return 0

@@ -32,7 +32,8 @@ from .evaluate import (
     scoring_differences,
     scoring_identity,
 )
-from .stats import failed_rows, is_scored, mean, median, number, scored_values, timeouts
+from .recordings import RunAudio
+from .stats import failed_rows, is_scored, mean, median, number, percentage_points, scored_values, timeouts
 
 EVAL_RESULTS = "eval_results.json"
 DELTAS = "deltas.jsonl"
@@ -50,7 +51,8 @@ class Run:
     directory: Path
     rows: list[dict[str, Any]]
     info: dict[str, Any]
-    audio_root: Path | None
+    audio: RunAudio
+    """Where the run's recordings are, each checked against the hash recorded when it was scored."""
     path: str = ""
 
     @classmethod
@@ -70,10 +72,9 @@ class Run:
         missing = [i for i in ids if i not in latest]
         if missing:
             raise RunError(f"{directory}: {len(missing)} id(s) of summary.json have no row, e.g. {missing[0]!r}")
-        manifest = summary.get("manifest")
-        root = Path(manifest).resolve().parent if manifest else None
-        return cls(name or directory.name, directory, [latest[i] for i in ids],
-                   json.loads(info_path.read_text(encoding="utf-8")), root, path or str(directory))
+        name = name or directory.name
+        return cls(name, directory, [latest[i] for i in ids], json.loads(info_path.read_text(encoding="utf-8")),
+                   RunAudio.of_run(name, directory, summary), path or str(directory))
 
 
 def run_stats(run: Run) -> CheckpointStats:
@@ -164,7 +165,7 @@ def compare_runs(runs: Sequence[Run], out_dir: Path, *, held_out: HeldOut | None
 
         dumped = results.model_dump()
         results.plots = [DELTAS, *write_compare_report(dumped, [(r.name, r.rows) for r in runs], out_dir,
-                                                       {r.name: r.audio_root for r in runs})]
+                                                       {r.name: r.audio for r in runs})]
     else:
         results.plots = [DELTAS]
     (out_dir / EVAL_RESULTS).write_text(results.model_dump_json(indent=2) + "\n", encoding="utf-8")
@@ -187,5 +188,5 @@ def results_markdown(results: EvalResults) -> str:
     for comp in results.comparisons:
         lines += ["", f"{comp.checkpoint} vs {comp.base}: {comp.paired} paired, {comp.improved} better, "
                       f"{comp.worse} worse, {comp.unchanged} equal, {comp.failed_either} failed on a side; "
-                      f"mean CER change {pct(comp.mean_delta_cer)}"]
+                      f"mean CER change {percentage_points(comp.mean_delta_cer)}"]
     return "\n".join(lines) + "\n"

@@ -23,6 +23,7 @@ from ..audio_file import AudioFileError, read_audio
 from ..errors import DeadlineExceededError, ScorerError
 from ..settings import ClientSettings
 from ..wire import ScoreItem, ScoreResult
+from .recordings import HASH_KEY, RunAudio, audio_location, file_sha256
 from .stats import failed_rows, mean, median, scored_values, timeouts
 
 UTTERANCES = "utterances.jsonl"
@@ -140,14 +141,15 @@ def _error_fields(outcome: ScorerError) -> dict[str, Any]:
     return error
 
 
-def _row(utt: Utterance, outcome: ScoreResult | ScorerError, duration_s: float | None) -> dict[str, Any]:
-    row: dict[str, Any] = {"id": utt.id, "audio": utt.audio, "text": utt.text, "language": utt.language}
+def _row(utt: Utterance, outcome: ScoreResult | ScorerError, audio: _Loaded) -> dict[str, Any]:
+    row: dict[str, Any] = {"id": utt.id, "audio": utt.audio, HASH_KEY: audio.sha256, "text": utt.text,
+                           "language": utt.language}
     if isinstance(outcome, ScoreResult):
         row.update(status="ok", score=outcome.score, request_id=outcome.request_id)
         row.update({k: v for k, v in outcome.diagnostics.items() if k not in row})
     else:
         row.update(status="error", error=_error_fields(outcome), request_id=outcome.request_id)
-    row["duration_s"] = duration_s
+    row["duration_s"] = audio.samples.shape[0] / audio.rate
     return row
 
 
@@ -211,12 +213,13 @@ async def run_eval(
     with (:class:`ScoringMismatchError`).
     """
     rows = read_manifest(manifest)
-    await asyncio.to_thread(out_dir.mkdir, parents=True, exist_ok=True)
     path = out_dir / UTTERANCES
-    done = {uid for uid, row in load_rows(path).items() if row.get("status") == "ok"}
-    todo = [u for u in rows.good if u.id not in done]
     async with AsyncScorerClient(settings=settings) as client:
         info = await scorer_info(client)
+        # The folder is made once the scorer has answered: an unreachable scorer leaves no empty --out behind.
+        await asyncio.to_thread(out_dir.mkdir, parents=True, exist_ok=True)
+        done = {uid for uid, row in load_rows(path).items() if row.get("status") == "ok"}
+        todo = [u for u in rows.good if u.id not in done]
         saved = out_dir / SCORER_JSON
         if saved.is_file() and done:
             diff = scoring_differences(json.loads(saved.read_text(encoding="utf-8")), info)
@@ -245,10 +248,9 @@ async def run_eval(
                     if isinstance(audio, _LoadFailure):
                         write(_failure(utt.id, utt.audio, audio.code, audio.message, "AudioFileError"))
                         continue
-                    samples, rate = audio
-                    item = ScoreItem(samples, rate, utt.text, language=utt.language or language)
+                    item = ScoreItem(audio.samples, audio.rate, utt.text, language=utt.language or language)
                     outcome = (await client.score_many([item]))[0]
-                    write(_row(utt, outcome, samples.shape[0] / rate))
+                    write(_row(utt, outcome, audio))
 
             workers = max(1, min(len(todo), settings.concurrency * settings.chunk_size))
             await asyncio.gather(*(worker() for _ in range(workers)))
@@ -256,14 +258,15 @@ async def run_eval(
     latest = load_rows(path)
     wanted = [u.id for u in rows.good] + [b["id"] for b in rows.bad]
     final = [latest[uid] for uid in dict.fromkeys(wanted) if uid in latest]
-    summary = summarize(final, manifest=str(manifest))
+    manifest_path = await asyncio.to_thread(manifest.resolve)
+    summary = summarize(final, manifest=str(manifest_path))
+    summary.update(audio_location(manifest_path.parent, out_dir))
     summary["ids"] = [r["id"] for r in final]
     summary["scorer"] = scoring_identity(info)
     if plots:
         from .report import write_run_report
 
-        manifest_dir = (await asyncio.to_thread(manifest.resolve)).parent
-        summary["plots"] = write_run_report(final, summary, out_dir, manifest_dir)
+        summary["plots"] = write_run_report(final, summary, out_dir, RunAudio("this run", (manifest_path.parent,)))
     (out_dir / SUMMARY_JSON).write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out_dir / SUMMARY_MD).write_text(summary_markdown(summary), encoding="utf-8")
     return summary
@@ -275,13 +278,24 @@ class _LoadFailure:
     message: str
 
 
-def _load(utt: Utterance) -> tuple[np.ndarray, int] | _LoadFailure:
+@dataclass(frozen=True)
+class _Loaded:
+    samples: np.ndarray
+    rate: int
+    sha256: str
+    """Of the file as scored: a report shows the file only while it still has this content."""
+
+
+def _load(utt: Utterance) -> _Loaded | _LoadFailure:
     if not utt.path.exists():
         return _LoadFailure("audio_not_found", f"audio file {utt.path} does not exist")
     try:
-        return read_audio(utt.path)
+        samples, rate = read_audio(utt.path)
+        return _Loaded(samples, rate, file_sha256(utt.path))
     except AudioFileError as exc:
         return _LoadFailure("audio_unreadable", f"audio file {exc}")
+    except OSError as exc:
+        return _LoadFailure("audio_unreadable", f"audio file {utt.path} cannot be read: {exc.strerror or exc}")
 
 
 def summarize(rows: list[dict[str, Any]], *, manifest: str = "") -> dict[str, Any]:

@@ -12,13 +12,15 @@ import base64
 import html
 import itertools
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .stats import failed_rows, is_scored, number, scored_rows, scored_values
+from .recordings import RunAudio
+from .stats import failed_rows, is_scored, number, percentage_points, scored_rows, scored_values
 
 CER_PLOT = "cer_histogram.png"
 DURATION_PLOT = "score_vs_duration.png"
@@ -34,8 +36,14 @@ MAX_EMBEDDED_AUDIO_BYTES = 8 << 20
 """Audio above this is linked rather than embedded, so a report of long utterances stays openable."""
 FAILED_COLOR = "#c62828"
 FAILED_AT = 116
-"""Where the before/after scatter draws an utterance that failed on a side (beyond the 0–100 % CER axis)."""
+"""Where the plots draw failures, beyond the 0–100 % CER axis: far enough from 100 that the "100" and "failed"
+tick labels of a compare panel stay apart."""
+FAILED_BAND = 5
+"""Half the width of the failure band around :data:`FAILED_AT`."""
 COLORS = ("#1f5fbf", "#e07b00", "#2e7d32", "#7b1fa2", "#00838f", "#6d4c41")
+PERCENT_TICKS = (0, 20, 40, 60, 80, 100)
+TITLE_CHARS = 44
+"""Titles and axis labels of a compare panel wrap at this many characters, so long run names stay in their panel."""
 
 
 def _pyplot() -> Any:
@@ -78,12 +86,12 @@ def _cer_histogram(ax: Any, cer: np.ndarray, failed: int, *, color: str, label: 
         ax.axvline(mean, color=color if step else COLORS[1], linestyle="--", linewidth=1.5,
                    label=f"{name}mean {mean:.2f} %")
     if failed:
-        width = 10 / slots
-        ax.bar(103 + slot * width, failed, width=width, align="edge", color=FAILED_COLOR, edgecolor=color,
-               linewidth=2 if step else 0.6, label=f"{name}failed {failed}")
+        width = 2 * FAILED_BAND / slots
+        ax.bar(FAILED_AT - FAILED_BAND + slot * width, failed, width=width, align="edge", color=FAILED_COLOR,
+               edgecolor=color, linewidth=2 if step else 0.6, label=f"{name}failed {failed}")
     if failed_band if failed_band is not None else failed:
-        ax.set_xlim(0, 115)
-        ax.set_xticks([0, 20, 40, 60, 80, 100, 108], ["0", "20", "40", "60", "80", "100", "failed"])
+        ax.set_xlim(0, FAILED_AT + FAILED_BAND + 1)
+        ax.set_xticks([*PERCENT_TICKS, FAILED_AT], [*map(str, PERCENT_TICKS), "failed"])
     else:
         ax.set_xlim(0, 100)
     _integer_counts(ax)
@@ -160,11 +168,24 @@ def run_plots(rows: Sequence[dict[str, Any]], out_dir: Path) -> list[str]:
     return written
 
 
+def _wrapped(text: str) -> str:
+    return textwrap.fill(text, TITLE_CHARS, break_on_hyphens=False)
+
+
 def compare_plot(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], out_path: Path) -> None:
+    """Write :func:`compare_figure` as a PNG."""
+    plt = _pyplot()
+    fig = compare_figure(runs)
+    fig.savefig(out_path)
+    plt.close(fig)
+
+
+def compare_figure(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> Any:
     """Per-utterance CER of each later run against the first (scatter, diagonal) and every run's CER distribution.
 
     Utterances paired by id; one failed on either side is drawn on the
     red "failed" band right of 100 %, so a failure never hides as a good score.
+    Returns the laid-out matplotlib figure.
     """
     plt = _pyplot()
     (base_name, base_rows), others = runs[0], runs[1:]
@@ -191,17 +212,17 @@ def compare_plot(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], out_path:
                    label=f"better {better}, worse {worse}, equal {len(xs) - better - worse}")
         if fx:
             ax.scatter(fx, fy, s=45, marker="x", color=FAILED_COLOR, label=f"failed on a side ({len(fx)})")
-        ax.axvspan(FAILED_AT - 6, FAILED_AT + 6, color=FAILED_COLOR, alpha=0.07)
-        ax.axhspan(FAILED_AT - 6, FAILED_AT + 6, color=FAILED_COLOR, alpha=0.07)
-        ax.set_xlim(-3, FAILED_AT + 6)
-        ax.set_ylim(-3, FAILED_AT + 6)
-        ticks, labels = [0, 20, 40, 60, 80, 100, FAILED_AT], ["0", "20", "40", "60", "80", "100", "failed"]
-        ax.set_xticks(ticks, labels)
-        ax.set_yticks(ticks, labels)
+        ax.axvspan(FAILED_AT - FAILED_BAND - 1, FAILED_AT + FAILED_BAND + 1, color=FAILED_COLOR, alpha=0.07)
+        ax.axhspan(FAILED_AT - FAILED_BAND - 1, FAILED_AT + FAILED_BAND + 1, color=FAILED_COLOR, alpha=0.07)
+        ax.set_xlim(-3, FAILED_AT + FAILED_BAND + 1)
+        ax.set_ylim(-3, FAILED_AT + FAILED_BAND + 1)
+        ticks, labels = [*PERCENT_TICKS, FAILED_AT], [*map(str, PERCENT_TICKS)]
+        ax.set_xticks(ticks, [*labels, "failed"])
+        ax.set_yticks(ticks, [*labels, "failed"])
         ax.set_aspect("equal")
-        ax.set_xlabel(f"CER {base_name} (%, clipped at 100)")
-        ax.set_ylabel(f"CER {name} (%)")
-        ax.set_title(f"{name} vs {base_name} (n={len(xs) + len(fx)} paired)")
+        ax.set_xlabel(_wrapped(f"CER {base_name} (%, clipped at 100)"))
+        ax.set_ylabel(_wrapped(f"CER {name} (%)"))
+        ax.set_title(_wrapped(f"{name} vs {base_name} (n={len(xs) + len(fx)} paired)"), fontsize=11)
         ax.legend(loc="upper left", fontsize=7)
     dist = axes[0][-1]
     any_failed = any(not is_scored(r) for _, rows in runs for r in rows)
@@ -209,28 +230,29 @@ def compare_plot(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], out_path:
         failed = len(failed_rows(rows))
         _cer_histogram(dist, _cer_percent(rows), failed, color=color, label=name, step=True, slot=slot,
                        slots=len(runs), failed_band=any_failed)
-    dist.set_title("CER distribution (n=" + ", ".join(f"{name} {len(rows)}" for name, rows in runs) + ")")
+    dist.set_title(_wrapped("CER distribution (n=" + ", ".join(f"{name} {len(rows)}" for name, rows in runs) + ")"),
+                   fontsize=11)
     dist.legend(loc="upper right", fontsize=7)
     fig.tight_layout()
-    fig.savefig(out_path)
-    plt.close(fig)
+    return fig
 
 
 def _data_uri(path: Path, mime: str) -> str:
     return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
 
 
-def _audio_cell(row: dict[str, Any], audio_root: Path | None) -> str:
-    audio = row.get("audio")
-    if audio_root is None or not isinstance(audio, str):
-        return ""
-    path = (audio_root / audio).resolve()
-    mime = AUDIO_TYPES.get(path.suffix.lower())
-    if mime is None or not path.is_file():
-        return html.escape(audio)
-    if path.stat().st_size > MAX_EMBEDDED_AUDIO_BYTES:
-        return f'<a href="{html.escape(path.as_uri())}">{html.escape(audio)}</a> (too large to embed)'
-    return f'<audio controls preload="none" src="{_data_uri(path, mime)}"></audio>'
+def _audio_cell(row: dict[str, Any], audio: RunAudio) -> str:
+    found = audio.recording(row)
+    if isinstance(found, str):
+        return f'<span class=failed>{html.escape(found)}</span>' if found else ""
+    mime = AUDIO_TYPES.get(found.suffix.lower())
+    name = html.escape(str(row.get("audio")))
+    if mime is None:
+        return name
+    if found.stat().st_size > MAX_EMBEDDED_AUDIO_BYTES:
+        return f'<a href="{html.escape(found.as_uri())}">{name}</a> (too large to embed)'
+    # "metadata": the player shows the clip's length before it is played.
+    return f'<audio controls preload="metadata" src="{_data_uri(found, mime)}"></audio>'
 
 
 def _fmt(value: Any, percent: bool = False) -> str:
@@ -238,6 +260,33 @@ def _fmt(value: Any, percent: bool = False) -> str:
     if figure is None:
         return "" if value is None else html.escape(str(value))
     return f"{100 * figure:.1f} %" if percent else f"{figure:.3f}"
+
+
+def as_text(value: Any) -> str:
+    """A setting's value as a reader writes it: ``not set`` for None, ``yes``/``no``, lists comma-separated."""
+    if value is None:
+        return "not set"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(as_text(v) for v in value) if value else "none"
+    return str(value)
+
+
+def flat_settings(settings: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    """Nested settings as sorted ``(dotted.key, text)`` rows: ``{"reward": {"formula": "exp"}}`` → ``reward.formula``.
+
+    Values are :func:`as_text`; the rows read as a table of settings, not as Python reprs.
+    """
+    rows: list[tuple[str, str]] = []
+    for key, value in sorted(settings.items()):
+        if isinstance(value, dict) and value:
+            rows += flat_settings(value, f"{prefix}{key}.")
+        else:
+            rows.append((f"{prefix}{key}", as_text(value)))
+    return rows
 
 
 def worst_rows(rows: Sequence[dict[str, Any]], limit: int = WORST_ROWS) -> list[dict[str, Any]]:
@@ -267,14 +316,14 @@ def _images(out_dir: Path, names: Sequence[str]) -> list[str]:
     return [f'<p><img alt="{html.escape(n)}" src="{_data_uri(out_dir / n, "image/png")}"></p>' for n in names]
 
 
-def _utterance_table(rows: Sequence[dict[str, Any]], audio_root: Path | None) -> str:
+def _utterance_table(rows: Sequence[dict[str, Any]], audio: RunAudio) -> str:
     head = ("<tr><th>id</th><th>CER</th><th>WER</th><th>score</th><th>duration (s)</th><th>text</th>"
             "<th>transcript</th><th>audio</th></tr>")
     body = "".join(
         f"<tr><td>{html.escape(str(r.get('id')))}</td><td class=num>{_fmt(r.get('cer'), True)}</td>"
         f"<td class=num>{_fmt(r.get('wer'), True)}</td><td class=num>{_fmt(r.get('score'))}</td>"
         f"<td class=num>{_fmt(r.get('duration_s'))}</td><td>{html.escape(str(r.get('text') or ''))}</td>"
-        f"<td>{html.escape(str(r.get('transcript') or ''))}</td><td>{_audio_cell(r, audio_root)}</td></tr>"
+        f"<td>{html.escape(str(r.get('transcript') or ''))}</td><td>{_audio_cell(r, audio)}</td></tr>"
         for r in rows)
     return f"<table>{head}{body}</table>"
 
@@ -291,8 +340,19 @@ def _failure_table(rows: Sequence[dict[str, Any]]) -> str:
     return f"<table><tr><th>id</th><th>reason</th><th>message</th></tr>{body}</table>"
 
 
+def _not_shown(audio: Sequence[RunAudio]) -> list[str]:
+    """A section naming every recording a table could not show as its run's own (empty when there is none)."""
+    problems = [p for a in audio for p in a.problems]
+    if not problems:
+        return []
+    items = "".join(f"<li>{html.escape(p)}</li>" for p in problems)
+    return [f"<h2 class=failed>Recordings not shown ({len(problems)})</h2>",
+            "<p>These files are missing or are not the files the run scored (their content hash differs), so no "
+            f"other file is played in their place.</p><ul class=failed>{items}</ul>"]
+
+
 def write_run_report(rows: Sequence[dict[str, Any]], summary: dict[str, Any], out_dir: Path,
-                     audio_root: Path | None = None) -> list[str]:
+                     audio: RunAudio) -> list[str]:
     """Write the run's plots and ``report.html``; returns the file names written."""
     plots = run_plots(rows, out_dir)
     dist = summary.get("score") or {}
@@ -306,16 +366,16 @@ def write_run_report(rows: Sequence[dict[str, Any]], summary: dict[str, Any], ou
              ("duration ratio mean / median", _pair(summary.get("duration_ratio_mean"),
                                                      summary.get("duration_ratio_median")))]
     scorer = summary.get("scorer") or {}
-    body = ["<h1>Evaluation report</h1>", _table(facts), "<h2>Scorer</h2>", _table(sorted(scorer.items())),
-            "<h2>Plots</h2>", *_images(out_dir, plots),
-            f"<h2>Worst {WORST_ROWS} utterances by CER</h2>", _utterance_table(worst_rows(rows), audio_root),
-            "<h2>Failures</h2>", _failure_table(rows)]
+    worst = _utterance_table(worst_rows(rows), audio)
+    body = ["<h1>Evaluation report</h1>", _table(facts), *_not_shown([audio]), "<h2>Scorer</h2>",
+            _table(flat_settings(scorer)), "<h2>Plots</h2>", *_images(out_dir, plots),
+            f"<h2>Worst {WORST_ROWS} utterances by CER</h2>", worst, "<h2>Failures</h2>", _failure_table(rows)]
     (out_dir / REPORT_HTML).write_text(_page("Evaluation report", body), encoding="utf-8")
     return [*plots, REPORT_HTML]
 
 
 def write_compare_report(results: dict[str, Any], runs: Sequence[tuple[str, Sequence[dict[str, Any]]]],
-                         out_dir: Path, audio_roots: dict[str, Path | None]) -> list[str]:
+                         out_dir: Path, audio: dict[str, RunAudio]) -> list[str]:
     """Write the before/after plot and ``report.html`` of a comparison; returns the file names written."""
     compare_plot(runs, out_dir / COMPARE_PLOT)
     head = "".join(f"<th>{html.escape(h)}</th>" for h in (
@@ -334,7 +394,7 @@ def write_compare_report(results: dict[str, Any], runs: Sequence[tuple[str, Sequ
         body.append(f"<h2>{html.escape(comp['checkpoint'])} vs {html.escape(comp['base'])}</h2>")
         body.append(_table([("paired utterances", comp["paired"]), ("better (lower CER)", comp["improved"]),
                             ("worse", comp["worse"]), ("equal", comp["unchanged"]),
-                            ("mean CER change", _fmt(comp["mean_delta_cer"], True)),
+                            ("mean CER change (percentage points)", percentage_points(comp["mean_delta_cer"])),
                             ("only in base", len(comp["only_in_base"])),
                             ("only in checkpoint", len(comp["only_in_checkpoint"]))]))
         worst = sorted((d for d in comp["utterances"] if d["delta_cer"] is not None),
@@ -343,17 +403,18 @@ def write_compare_report(results: dict[str, Any], runs: Sequence[tuple[str, Sequ
         base_rows = {r["id"]: r for r in by_name[comp["base"]]}
         cells = "".join(
             f"<tr><td>{html.escape(d['id'])}</td><td class=num>{_fmt(d['base_cer'], True)}</td>"
-            f"<td class=num>{_fmt(d['cer'], True)}</td><td class=num>{_fmt(d['delta_cer'], True)}</td>"
+            f"<td class=num>{_fmt(d['cer'], True)}</td><td class=num>{percentage_points(d['delta_cer'], 1)}</td>"
             f"<td>{html.escape(d['text'])}</td>"
             f"<td>{html.escape(str(base_rows[d['id']].get('transcript') or ''))}<br>"
-            f"{_audio_cell(base_rows[d['id']], audio_roots.get(comp['base']))}</td>"
+            f"{_audio_cell(base_rows[d['id']], audio[comp['base']])}</td>"
             f"<td>{html.escape(str(rows[d['id']].get('transcript') or ''))}<br>"
-            f"{_audio_cell(rows[d['id']], audio_roots.get(comp['checkpoint']))}</td></tr>" for d in worst)
+            f"{_audio_cell(rows[d['id']], audio[comp['checkpoint']])}</td></tr>" for d in worst)
         body.append(f"<h3>Largest CER increases</h3><table><tr><th>id</th><th>CER {html.escape(comp['base'])}</th>"
-                    f"<th>CER {html.escape(comp['checkpoint'])}</th><th>change</th><th>text</th>"
+                    f"<th>CER {html.escape(comp['checkpoint'])}</th><th>CER change</th><th>text</th>"
                     f"<th>{html.escape(comp['base'])}: transcript, audio</th>"
                     f"<th>{html.escape(comp['checkpoint'])}: transcript, audio</th></tr>{cells}</table>")
-    body += ["<h2>Scorer</h2>", _table(sorted((results.get("scoring") or {}).items()))]
+    body[2:2] = _not_shown(list(audio.values()))  # after the table of runs, where it is seen first
+    body += ["<h2>Scorer</h2>", _table(flat_settings(results.get("scoring") or {}))]
     (out_dir / REPORT_HTML).write_text(_page("Before / after", body), encoding="utf-8")
     return [COMPARE_PLOT, REPORT_HTML]
 

@@ -58,3 +58,9 @@ def mean(values: Sequence[float]) -> float | None:
 def median(values: Sequence[float]) -> float | None:
     """The median (the mean of the middle two for an even count), or None without values."""
     return float(statistics.median(values)) if values else None
+
+
+def percentage_points(value: float | None, digits: int = 2) -> str:
+    """A change of a rate, signed, in percentage points: 0.007 → ``+0.70 pp`` (not "0.7 %", a relative change)."""
+    figure = number(value)
+    return "n/a" if figure is None else f"{100 * figure:+.{digits}f} pp"

@@ -5,10 +5,46 @@
 # Usage: _launch.sh RECIPE [HYDRA_OVERRIDES...]
 # AUDIO_REWARD_DRY_RUN=1 prints the plan (NAME=value lines, "--", one command word per line)
 # and exits without running anything else.
+#
+# The Python that runs all of it: PYTHON_BIN when set, else the interpreter of the `audio-reward`
+# command found on PATH (the environment audio-reward is installed in), else python3.
 set -euo pipefail
 RECIPE="$1"
 shift
-PYTHON_BIN="${PYTHON_BIN:-python3}"
+
+find_python() {
+    if [[ -n "${PYTHON_BIN:-}" ]]; then
+        PYTHON_BIN_FROM="PYTHON_BIN"
+        return
+    fi
+    local command_path first interpreter
+    if command_path="$(command -v audio-reward)"; then
+        # pip writes the environment's interpreter into the command's first line.
+        IFS= read -r first < "$command_path" || true
+        interpreter="${first#\#!}"
+        interpreter="${interpreter%% *}"
+        if [[ "$first" == "#!"* && -x "$interpreter" && "$(basename "$interpreter")" == python* ]]; then
+            PYTHON_BIN="$interpreter"
+        elif [[ -x "$(dirname "$command_path")/python" ]]; then
+            PYTHON_BIN="$(dirname "$command_path")/python"
+        fi
+        if [[ -n "${PYTHON_BIN:-}" ]]; then
+            PYTHON_BIN_FROM="the audio-reward command at $command_path"
+            return
+        fi
+    fi
+    PYTHON_BIN=python3
+    PYTHON_BIN_FROM="the first python3 on PATH: PYTHON_BIN is not set and no audio-reward command is on PATH"
+}
+
+find_python
+if ! import_error="$("$PYTHON_BIN" -c 'import audio_reward.trainer_plugin.recipes.launch' 2>&1)"; then
+    reason="$(printf '%s\n' "$import_error" | tail -n 1)"
+    echo "run.sh: tried $(command -v "$PYTHON_BIN" || echo "$PYTHON_BIN") ($PYTHON_BIN_FROM), which cannot" \
+         "import audio_reward (${reason:-no output}); set PYTHON_BIN=/path/to/venv/bin/python, the python of" \
+         "the environment audio-reward is installed in" >&2
+    exit 2
+fi
 PLAN="$("$PYTHON_BIN" -m audio_reward.trainer_plugin.recipes.launch "$RECIPE" "$@")"
 if [[ "${AUDIO_REWARD_DRY_RUN:-0}" == 1 ]]; then
     printf '%s\n' "$PLAN"

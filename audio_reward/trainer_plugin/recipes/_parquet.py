@@ -1,18 +1,26 @@
-"""Shared I/O of the recipes' data preparation: read a text list or JSONL, write verl parquet."""
+"""Shared I/O of the recipes' data preparation: read a text list or JSONL, split it, write verl parquet."""
 
 from __future__ import annotations
 
 import json
 import random
+import sys
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from ...extras import is_missing_dependency, missing_extra_message
+
+EXTRA = "recipes"
+"""The extra that brings pyarrow, which writes the parquet files (verl's environments have it already)."""
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
     """``.jsonl``: one JSON object per line; anything else: one text per non-empty line (``{"text": ...}``)."""
     path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path} does not exist" if not path.exists() else f"{path} is not a file")
     records: list[dict[str, Any]] = []
     with open(path, encoding="utf-8") as fh:
         for lineno, raw in enumerate(fh, 1):
@@ -73,6 +81,46 @@ def split_records(records: list[dict[str, Any]], val_size: int, seed: int) -> tu
         else:
             train.extend(group)
     return train, val
+
+
+def split_for_training(records: list[dict[str, Any]], val_size: int, seed: int) -> tuple[list, list]:
+    """:func:`split_records`, refusing a ``--val-size`` that leaves fewer training rows than validation rows."""
+    if val_size < 0:
+        raise ValueError(f"--val-size must be 0 or more, got {val_size}")
+    most = len(records) // 2
+    if val_size > most:
+        raise ValueError(f"--val-size {val_size} would leave fewer training rows than validation rows: the input "
+                         f"holds {len(records)} records; give --val-size {most} or less")
+    train, val = split_records(records, val_size, seed)
+    if len(train) < len(val):
+        raise ValueError(f"--val-size {val_size} would leave {len(train)} training rows and {len(val)} validation "
+                         "rows (repeated sentences stay on one side); give a smaller --val-size")
+    return train, val
+
+
+def prepare(make_rows: Callable[[], tuple[list[dict[str, Any]], list[dict[str, Any]]]], out_dir: Path) -> int:
+    """Build the train and validation rows, write both parquet files and say so; the exit status.
+
+    A missing pyarrow, a bad input or a bad ``--val-size`` is one line on
+    stderr and exit status 2, before anything is written.
+    """
+    try:
+        import pyarrow.parquet  # noqa: F401
+    except ModuleNotFoundError as exc:
+        if not is_missing_dependency(exc):
+            raise
+        print(missing_extra_message(EXTRA, "prepare_data (it writes parquet with pyarrow)", exc), file=sys.stderr)
+        return 2
+    try:
+        train, val = make_rows()
+    except ValueError as exc:
+        print(f"prepare_data: {exc}", file=sys.stderr)
+        return 2
+    n_train = write_parquet(train, out_dir / "train.parquet")
+    n_val = write_parquet(val, out_dir / "val.parquet")
+    print(f"wrote {n_train} train rows to {out_dir / 'train.parquet'} and {n_val} validation rows to "
+          f"{out_dir / 'val.parquet'}")
+    return 0
 
 
 def check_unique_ids(records: Sequence[dict[str, Any]]) -> None:

@@ -268,13 +268,19 @@ def test_score_names_what_is_wrong_with_a_file(
 
 
 def test_eval_says_when_the_scorer_is_unreachable(
-    tone: np.ndarray, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tone: np.ndarray, tmp_path: Path, dead_url: str, fault_server: FaultServer
 ) -> None:
-    from tests.testkit.server import free_port
-
     manifest = write_manifest(tmp_path, tone, 1)
-    url = f"http://127.0.0.1:{free_port()}"
-    assert main(["eval", str(manifest), "--out", str(tmp_path / "out"), "--url", url, "--no-progress"]) == 2
-    err = capsys.readouterr().err
-    assert f"cannot reach the scorer at {url}" in err
-    assert not (tmp_path / "out" / "utterances.jsonl").exists()
+    out = tmp_path / "runs" / "out"
+    proc = subprocess.run([sys.executable, "-m", "audio_reward.cli", "eval", str(manifest), "--out", str(out),
+                           "--url", dead_url, "--no-progress"], capture_output=True, text=True, timeout=120)
+    # The exit status docs/client.md gives an unreachable scorer, one line saying so, and no folder left behind.
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    said = [line for line in proc.stderr.splitlines() if "cannot reach" in line]
+    assert len(said) == 1 and said[0].startswith(f"audio-reward eval: cannot reach the scorer at {dead_url}: ")
+    assert not out.exists() and not out.parent.exists()
+    # A run already there keeps what it has when its scorer is unreachable on resume.
+    assert main(["eval", str(manifest), "--out", str(out), "--url", fault_server.url, "--no-progress"]) == 1
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert main(["eval", str(manifest), "--out", str(out), "--url", dead_url, "--no-progress"]) == 2
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before

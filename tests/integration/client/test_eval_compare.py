@@ -9,10 +9,16 @@ from the two runs' rows.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import html
+import itertools
 import json
+import os
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import numpy as np
@@ -22,6 +28,7 @@ import soundfile as sf
 from audio_reward.cli import main
 from audio_reward.protocol.schema import SCHEMA_DIR
 from audio_reward.scorer_client.eval.evaluate import load_rows
+from audio_reward.scorer_client.eval.report import compare_figure
 from tests.testkit.speech import espeak_available, espeak_speech, synth_speech
 
 pytestmark = pytest.mark.skipif(not espeak_available(), reason="espeak-ng is not installed (apt-get install espeak-ng)")
@@ -45,10 +52,18 @@ def _manifest(root: Path, synth, extra_missing: bool) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(scorer_url: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """Two runs made as a user makes them: in each audio folder, ``eval manifest.jsonl --out ../run_X``.
+
+    Both manifests are called ``manifest.jsonl`` and name the same files (``u0.wav``…), so
+    recordings found through the working folder instead of each run's own would be the other run's.
+    """
     root = tmp_path_factory.mktemp("compare")
     for name, synth, missing in (("a", synth_speech, False), ("b", espeak_speech, True)):
-        manifest = _manifest(root / f"{name}_audio", synth, missing)
-        main(["eval", str(manifest), "--out", str(root / f"run_{name}"), "--url", scorer_url, "--no-progress"])
+        _manifest(root / f"{name}_audio", synth, missing)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.chdir(root / f"{name}_audio")
+            assert main(["eval", "manifest.jsonl", "--out", f"../run_{name}", "--url", scorer_url,
+                         "--no-progress"]) == (0 if name == "a" else 1)
     return root, root / "run_a", root / "run_b"
 
 
@@ -115,3 +130,101 @@ def test_compare_names_a_folder_that_is_not_a_run(runs: tuple[Path, Path, Path],
     _, a, _ = runs
     assert main(["eval", "--compare", str(a), str(tmp_path), "--out", str(tmp_path / "o")]) == 2
     assert "is not a finished `audio-reward eval` run: summary.json is missing" in capsys.readouterr().err
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _played(page: str) -> dict[str, list[str]]:
+    """The SHA-256 of every recording a report embeds in an utterance row, by id, in column order."""
+    return {uid: [hashlib.sha256(base64.b64decode(b)).hexdigest()
+                  for b in re.findall(r'src="data:audio/wav;base64,([^"]+)"', cells)]
+            for uid, cells in re.findall(r"<tr><td>(u\d+)</td>(.*?)</tr>", page, flags=re.S)}
+
+
+@pytest.mark.parametrize("where", ["a_audio", "elsewhere"])
+def test_compare_from_another_folder_plays_each_runs_own_recordings(
+        runs: tuple[Path, Path, Path], where: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # From a_audio, audio looked up through the working folder would be run A's in both columns;
+    # from an unrelated folder, there would be none.
+    root, a, b = runs
+    cwd = root / where
+    cwd.mkdir(exist_ok=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(cwd)
+        assert main(["eval", "--compare", os.path.relpath(a, cwd), os.path.relpath(b, cwd), "--out", "cmp"]) == 0
+    page = (cwd / "cmp" / "report.html").read_text()
+    played = _played(page)
+    assert sorted(played) == [f"u{i}" for i in range(len(TEXTS))]
+    for uid, hashes in played.items():
+        assert hashes == [_sha256(root / "a_audio" / f"{uid}.wav"), _sha256(root / "b_audio" / f"{uid}.wav")], uid
+    assert "not shown" not in page and "not shown" not in capsys.readouterr().err
+
+
+def test_compare_names_a_missing_or_changed_recording(runs: tuple[Path, Path, Path], scorer_url: str,
+                                                      tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root, a, _ = runs
+    audio, run_c = tmp_path / "c_audio", tmp_path / "run_c"
+    shutil.copytree(root / "b_audio", audio)
+    assert main(["eval", str(audio / "manifest.jsonl"), "--out", str(run_c), "--url", scorer_url,
+                 "--no-progress"]) == 1
+    (audio / "u0.wav").unlink()  # moved away after scoring
+    shutil.copy(root / "a_audio" / "u1.wav", audio / "u1.wav")  # run A's recording under run C's file name
+    capsys.readouterr()
+    assert main(["eval", "--compare", str(a), str(run_c), "--out", str(tmp_path / "cmp")]) == 0
+    page = html.unescape((tmp_path / "cmp" / "report.html").read_text())
+    played = _played(page)
+    own_a = {uid: _sha256(root / "a_audio" / f"{uid}.wav") for uid in played}
+    assert played["u0"] == [own_a["u0"]] and played["u1"] == [own_a["u1"]]  # nothing in run C's column
+    for uid in ("u2", "u3", "u4"):
+        assert played[uid] == [own_a[uid], _sha256(audio / f"{uid}.wav")]
+    assert f"run_c: u0.wav not shown: not found in {audio}" in page
+    assert f"run_c: u1.wav not shown: {audio / 'u1.wav'} is not the file the run scored" in page
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "2 recording(s) not shown in report.html" in err
+
+
+def _overlapping_labels(fig: Any) -> list[tuple[str, str]]:
+    """Pairs of x tick labels, x-axis labels and titles whose drawn boxes overlap, or that leave the figure."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    texts = [t for ax in fig.axes for t in [*ax.get_xticklabels(), ax.xaxis.label, ax.title]
+             if t.get_visible() and t.get_text()]
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts]
+    clash = [(x, y) for (x, bx), (y, by) in itertools.combinations(boxes, 2) if bx.overlaps(by)]
+    outside = [(x, "outside the figure") for x, bx in boxes
+               if bx.x0 < fig.bbox.x0 or bx.x1 > fig.bbox.x1 or bx.y0 < fig.bbox.y0 or bx.y1 > fig.bbox.y1]
+    return clash + outside
+
+
+@pytest.mark.parametrize("names", [("run_a", "run_b"), ("step500/eval", "step1000/eval"),
+                                   ("base", "global_step_1000_lr1e-6_kl0.01_seed3")])
+def test_compare_plot_labels_do_not_overlap(runs: tuple[Path, Path, Path], names: tuple[str, str]) -> None:
+    import matplotlib.pyplot as plt
+
+    _, a, b = runs
+    fig = compare_figure([(names[0], _ordered_rows(a)), (names[1], _ordered_rows(b))])
+    try:
+        assert _overlapping_labels(fig) == []
+    finally:
+        plt.close(fig)
+
+
+def test_reports_read_as_text(runs: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    root, a, b = runs
+    out = root / "cmp_text"
+    assert main(["eval", "--compare", str(a), str(b), "--out", str(out)]) == 0
+    # A change of CER is said in percentage points, signed: "+12.34 pp", not "12.34 %".
+    assert re.search(r"mean CER change \+\d+\.\d\d pp", capsys.readouterr().out)
+    compare_page, run_page = (out / "report.html").read_text(), (a / "report.html").read_text()
+    assert "mean CER change (percentage points)</th><td>+" in compare_page
+    assert re.search(r"<td class=num>[+-]\d+\.\d pp</td>", compare_page)
+    for page in (compare_page, run_page):
+        scorer = page.split("<h2>Scorer</h2>")[1].split("</table>")[0]
+        values = re.findall(r"<td>(.*?)</td>", scorer)
+        assert values and not [v for v in values if v in ("None", "True", "False") or v.startswith(("{", "["))]
+        assert "<th>reward.formula</th><td>1-cer</td>" in scorer and "<th>preset</th><td>not set</td>" in scorer
+        # The players know each clip's length before it is played.
+        players = re.findall(r"<audio[^>]*>", page)
+        assert players and all('preload="metadata"' in p for p in players)

@@ -5,10 +5,15 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
+import re
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
+import soundfile as sf
 
 from audio_reward.scorer_client import (
     AsyncScorerClient,
@@ -29,6 +34,8 @@ from tests.testkit.fault_server import (
     always_score,
     expected_score,
 )
+from tests.testkit.server import REPO_ROOT
+from tests.testkit.speech import synth_speech
 
 
 def test_sync_client_shared_by_threads(fault_server: FaultServer, tone: np.ndarray) -> None:
@@ -186,3 +193,31 @@ def test_settings_own_prefix_wins_and_server_variables_are_not_read(monkeypatch:
     assert s.timeout == 120.0 and s.max_retries == 0
     # Arguments win over the environment.
     assert ClientSettings("http://arg:3", api_key="arg-key").api_key == "arg-key"
+
+
+def test_compute_score_example_of_the_docs_runs_and_closes_its_connections(scorer_url: str, tmp_path: Path) -> None:
+    """docs/client.md's compute_score example, run as a script: a score, and no unclosed session at exit."""
+    doc = (REPO_ROOT / "docs" / "client.md").read_text(encoding="utf-8")
+    (example,) = [b for b in re.findall(r"```python\n(.*?)```", doc, flags=re.S) if "compute_score(" in b]
+    assert "http://scorer:8000/score" in example
+    (tmp_path / "example.py").write_text(example.replace("http://scorer:8000", scorer_url))
+    audio, rate = synth_speech("Hello world.")
+    sf.write(tmp_path / "hello.wav", audio, rate)
+    proc = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    score, cer, *transcript = proc.stdout.split()
+    assert 0.0 <= float(score) <= 1.0 and float(cer) >= 0.0 and "hello" in " ".join(transcript).lower()
+    assert "Unclosed" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+async def test_cached_clients_close_when_their_loop_shuts_down(fault_server: FaultServer, tone: np.ndarray) -> None:
+    clients: list[AsyncScorerClient] = []
+
+    async def score_once() -> None:
+        await compute_score((tone, 16000), "t", server_url=fault_server.url)
+        clients.extend(client for loop, client in compute_module._clients.values()
+                       if loop is asyncio.get_running_loop())
+
+    # asyncio.run shuts its loop down with shutdown_asyncgens(): the cached client is closed then.
+    await asyncio.to_thread(asyncio.run, score_once())
+    assert len(clients) == 1 and clients[0].closed

@@ -400,3 +400,96 @@ exec {sys.executable} "$@"
     assert (Path(paths["OUTPUT_DIR"]) / "train.log").is_file()
     # With a validation step that wrote audio the run passes.
     assert run(FAKE_VALIDATION="1").returncode == 0
+
+
+def _prepare(tool: Any, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", tool.__name__, *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=120)
+
+
+def _inputs(root: Path, n: int) -> dict[Any, Path]:
+    """``n`` sentences for the TTS tool and ``n`` questions (with their clip) for the thinker's."""
+    root.mkdir(parents=True, exist_ok=True)
+    sentences = root / "sentences.txt"
+    sentences.write_text("\n".join(f"Sentence number {i} is spoken aloud." for i in range(n)) + "\n")
+    sf.write(root / "a.wav", np.zeros(1600, np.float32), 16000)
+    questions = root / "avqa.jsonl"
+    questions.write_text("\n".join(json.dumps({"audio": "a.wav", "question": f"Question {i}?", "id": f"q{i}",
+                                               "options": ["A. yes", "B. no"], "answer": "A"}) for i in range(n)))
+    return {tts_data: sentences, thinker_data: questions}
+
+
+@pytest.mark.parametrize("tool", [tts_data, thinker_data], ids=["qwen3_tts", "omni_thinker"])
+def test_prepare_data_names_the_extra_it_needs(tmp_path: Path, tool: Any) -> None:
+    blocker = tmp_path / "blocked" / "pyarrow"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'pyarrow'\", name='pyarrow')\n")
+    src = _inputs(tmp_path / "in", 4)[tool]
+    path = os.pathsep.join([str(blocker.parent), os.environ.get("PYTHONPATH", "")])
+    proc = _prepare(tool, str(src), "--out-dir", str(tmp_path / "d"), env={"PYTHONPATH": path})
+    assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stderr
+    assert "needs the 'recipes' extra (no module named 'pyarrow')" in proc.stderr
+    assert "pip install -e '.[recipes]'" in proc.stderr and not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("tool", [tts_data, thinker_data], ids=["qwen3_tts", "omni_thinker"])
+def test_prepare_data_keeps_training_the_larger_split(tmp_path: Path, tool: Any) -> None:
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    src, out = _inputs(tmp_path / "in", 4)[tool], tmp_path / "d"
+    # 4 records and --val-size 100: one line, nothing written (it used to write 1 training row and 3 validation).
+    proc = _prepare(tool, str(src), "--out-dir", str(out), "--val-size", "100")
+    assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stderr
+    assert ("prepare_data: --val-size 100 would leave fewer training rows than validation rows: the input holds "
+            "4 records; give --val-size 2 or less") in proc.stderr
+    assert not out.exists()
+    proc = _prepare(tool, str(src), "--out-dir", str(out), "--val-size", "-1")
+    assert proc.returncode == 2 and "--val-size must be 0 or more" in proc.stderr and not out.exists()
+    proc = _prepare(tool, str(src), "--out-dir", str(out), "--val-size", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("wrote 2 train rows to ") and " and 2 validation rows to " in proc.stdout
+    assert [len(pq.read_table(out / f).to_pylist()) for f in ("train.parquet", "val.parquet")] == [2, 2]
+
+
+def _bare_python(tmp_path: Path) -> Path:
+    """A folder whose ``python3`` is the base interpreter, outside every environment that holds audio-reward."""
+    bare = tmp_path / "bare-bin"
+    bare.mkdir()
+    (bare / "python3").symlink_to(Path(sys.base_prefix) / "bin" / "python3")
+    probe = subprocess.run([str(bare / "python3"), "-c", "import audio_reward.trainer_plugin.recipes.launch"],
+                           capture_output=True, check=False)
+    if probe.returncode == 0:
+        pytest.skip(f"the base interpreter {sys.base_prefix} can run audio-reward itself")
+    return bare
+
+
+def _dry_run_on_path(paths: dict[str, str], *folders: Path) -> subprocess.CompletedProcess:
+    """run.sh's dry run with PATH made of ``folders`` and the system's, and no PYTHON_BIN."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHON_BIN", "VIRTUAL_ENV", "VERL_USE_EXTERNAL_MODULES")}
+    env.update(paths, AUDIO_REWARD_DRY_RUN="1", PATH=os.pathsep.join([*map(str, folders), "/usr/bin", "/bin"]))
+    return subprocess.run(["bash", str(RECIPES_DIR / "qwen3_tts_grpo" / "run.sh")], capture_output=True, text=True,
+                          check=False, env=env, timeout=120)
+
+
+def test_run_sh_says_in_one_line_which_python_it_tried(paths: dict[str, str], tmp_path: Path) -> None:
+    bare = _bare_python(tmp_path)
+    result = _dry_run_on_path(paths, bare)
+    assert result.returncode == 2 and result.stdout == "" and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"run.sh: tried {bare / 'python3'} (the first python3 on PATH: PYTHON_BIN is "
+                                    "not set and no audio-reward command is on PATH), which cannot import audio_reward")
+    assert "No module named" in result.stderr and "set PYTHON_BIN=/path/to/venv/bin/python" in result.stderr
+
+
+def test_run_sh_runs_on_the_python_of_the_audio_reward_command(paths: dict[str, str], tmp_path: Path) -> None:
+    # The environment's bin/ is on PATH after another python3, as when a venv is not activated first.
+    bare = _bare_python(tmp_path)
+    tools = tmp_path / "env-bin"
+    tools.mkdir()
+    command = tools / "audio-reward"  # what pip writes for the console script
+    command.write_text(f"#!{sys.executable}\nimport sys\nfrom audio_reward.cli import main\nsys.exit(main())\n")
+    command.chmod(0o755)
+    result = _dry_run_on_path(paths, bare, tools)
+    assert result.returncode == 0, result.stderr
+    env, launch = split_listing(result.stdout)
+    assert env["OUTPUT_DIR"] == paths["OUTPUT_DIR"] and launch[:2] == list(ENTRY_POINT)

@@ -49,9 +49,9 @@ def test_compute_score_refuses_bad_settings_in_one_line_naming_its_argument(
 def test_compute_score_keeps_one_client_per_loop_and_settings(env: pytest.MonkeyPatch) -> None:
     async def clients() -> tuple[object, object, object]:
         same = ClientSettings("http://x:1", timeout=3)
-        first = compute_module._cached_client(same)
-        again = compute_module._cached_client(ClientSettings("http://x:1/", timeout=3.0))
-        other = compute_module._cached_client(ClientSettings("http://x:1", timeout=4))
+        first = await compute_module._cached_client(same)
+        again = await compute_module._cached_client(ClientSettings("http://x:1/", timeout=3.0))
+        other = await compute_module._cached_client(ClientSettings("http://x:1", timeout=4))
         await compute_module.close_cached_clients()
         return first, again, other
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ...mcq import ground_truth_letter, parse_options
-from .._parquet import read_records, split_records, write_parquet
+from .._parquet import prepare, read_records, split_for_training
 
 DATA_SOURCE = "avqa"
 SYSTEM_PROMPT = (
@@ -68,16 +68,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("input", help="AVQA-style .jsonl")
     parser.add_argument("--out-dir", required=True, help="folder for train.parquet and val.parquet")
-    parser.add_argument("--val-size", type=int, default=200)
+    parser.add_argument("--val-size", type=int, default=200,
+                        help="validation rows (default 200); at most half of the input, so training keeps the most")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     base = Path(args.input).resolve().parent
-    train, val = split_records(read_records(args.input), args.val_size, args.seed)
-    out = Path(args.out_dir)
-    n_train = write_parquet((to_row(r, i, "train", base) for i, r in enumerate(train)), out / "train.parquet")
-    n_val = write_parquet((to_row(r, i, "val", base) for i, r in enumerate(val)), out / "val.parquet")
-    print(f"wrote {n_train} train rows to {out / 'train.parquet'} and {n_val} validation rows to {out / 'val.parquet'}")
-    return 0
+
+    def rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        train, val = split_for_training(read_records(args.input), args.val_size, args.seed)
+        return ([to_row(r, i, "train", base) for i, r in enumerate(train)],
+                [to_row(r, i, "val", base) for i, r in enumerate(val)])
+
+    return prepare(rows, Path(args.out_dir))
 
 
 if __name__ == "__main__":

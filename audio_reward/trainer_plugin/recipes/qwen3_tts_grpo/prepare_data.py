@@ -23,7 +23,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .._parquet import check_unique_ids, read_records, split_records, write_parquet
+from .._parquet import check_unique_ids, prepare, read_records, split_for_training
 
 DATA_SOURCE = "tts_cer"
 
@@ -63,18 +63,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("input", help="sentences .txt (one per line) or .jsonl")
     parser.add_argument("--out-dir", required=True, help="folder for train.parquet and val.parquet")
-    parser.add_argument("--val-size", type=int, default=100, help="validation rows (default 100)")
+    parser.add_argument("--val-size", type=int, default=100,
+                        help="validation rows (default 100); at most half of the input, so training keeps the most")
     parser.add_argument("--language", default="en", help="language of rows that do not give one (default en)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    records = read_records(args.input)
-    check_unique_ids(records)
-    train, val = split_records(records, min(args.val_size, len(records) - 1), args.seed)
-    out = Path(args.out_dir)
-    n_train = write_parquet((to_row(r, i, "train", args.language) for i, r in enumerate(train)), out / "train.parquet")
-    n_val = write_parquet((to_row(r, i, "val", args.language) for i, r in enumerate(val)), out / "val.parquet")
-    print(f"wrote {n_train} train rows to {out / 'train.parquet'} and {n_val} validation rows to {out / 'val.parquet'}")
-    return 0
+
+    def rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        records = read_records(args.input)
+        check_unique_ids(records)
+        train, val = split_for_training(records, args.val_size, args.seed)
+        return ([to_row(r, i, "train", args.language) for i, r in enumerate(train)],
+                [to_row(r, i, "val", args.language) for i, r in enumerate(val)])
+
+    return prepare(rows, Path(args.out_dir))
 
 
 if __name__ == "__main__":
