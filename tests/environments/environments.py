@@ -40,6 +40,7 @@ EXTRA_ONLY_ELSEWHERE: dict[str, str] = {
     "transformers": "the main environment of scripts/test.sh (tests/integration/engines)",
     "ray": "the main environment of scripts/test.sh (tests/integration/server/test_ray_serve.py)",
     "verl": "the trainer environment, scripts/envs/verl.sh",
+    "recipes": "the trainer environment, scripts/envs/verl.sh (tests/integration/trainer/test_recipes.py)",
     "vllm": "GPU machines (docs/scaling.md)",
 }
 """Extras a doc may add to a documented environment's line, and where the test run tests each."""
@@ -86,10 +87,14 @@ CHECKS: dict[str, tuple[Check, ...]] = {
     ),
     "server": (
         Check("audio-reward serve --model base", returncode=2, one_line=True, says="'base-model'"),
+        Check("python -m audio_reward.trainer_plugin.recipes.qwen3_tts_grpo.prepare_data examples/speech.txt "
+              "--out-dir data", files=("examples",), returncode=2, one_line=True, says="'recipes'"),
         Check("audio-reward eval manifest.jsonl --out run --url http://127.0.0.1:8000", files=("manifest.jsonl",),
               returncode=2, one_line=True, says="'.[eval]'"),
     ),
     "eval": (
+        Check("rc=0; audio-reward eval manifest.jsonl --out run --url http://127.0.0.1:9 || rc=$?; test ! -e run; "
+              "exit $rc", files=("manifest.jsonl",), returncode=2, one_line=True, says="cannot reach the scorer"),
         Check("audio-reward eval manifest.jsonl --out run --url http://127.0.0.1:8000 --no-progress",
               files=("manifest.jsonl",), scorer=True, says="run/report.html", timeout_s=300),
     ),
