@@ -2,63 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
-import os
-import threading
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
 from ..protocol.errors import validation_reasons
-from .async_client import AsyncScorerClient
+from .client_cache import ClientCache
 from .errors import InvalidInputError
 from .settings import ClientSettings
 from .wire import sanitize_metadata
 
 logger = logging.getLogger(__name__)
 
-_clients: dict[tuple[int, ClientSettings], tuple[asyncio.AbstractEventLoop, AsyncScorerClient]] = {}
-_closers: dict[int, tuple[asyncio.AbstractEventLoop, AsyncGenerator[None, None]]] = {}
-_lock = threading.Lock()
-
-
-async def _close_at_loop_shutdown() -> AsyncGenerator[None, None]:
-    # An async generator left suspended is closed by the loop's shutdown_asyncgens(), which
-    # asyncio.run() and asyncio.Runner call before closing the loop: its finally closes the
-    # loop's cached clients while the loop still runs, so no session is left open at exit.
-    try:
-        yield
-    finally:
-        await close_cached_clients()
-
-
-async def _cached_client(settings: ClientSettings) -> AsyncScorerClient:
-    loop = asyncio.get_running_loop()
-    key = (id(loop), settings)  # the settings are frozen, so equal settings share a client
-    with _lock:
-        # Forget clients of loops that have ended (asyncio.run in a test or a script); a
-        # loop id may be reused by a new loop, so the loop object itself is compared too.
-        for stale in [k for k, (lp, _) in _clients.items() if lp.is_closed()]:
-            del _clients[stale]
-        for stale_loop in [k for k, (lp, _) in _closers.items() if lp.is_closed()]:
-            del _closers[stale_loop]
-        entry = _clients.get(key)
-        if entry is not None and entry[0] is loop and not entry[1].closed:
-            return entry[1]
-        client = AsyncScorerClient(settings=settings)
-        _clients[key] = (loop, client)
-        closer = _closers.get(id(loop))
-        start_closer = closer is None or closer[0] is not loop
-        if start_closer:
-            # Held here: the loop keeps only a weak reference to the generators it will close.
-            _closers[id(loop)] = (loop, _close_at_loop_shutdown())
-        gen = _closers[id(loop)][1]
-    if start_closer:
-        await gen.__anext__()  # started, so the loop tracks it
-    return client
+CLIENT_CACHE = ClientCache()
+"""The clients and settings :func:`compute_score` reuses: per event loop and settings, bounded, closed when the
+loop shuts down (see :class:`~audio_reward.scorer_client.client_cache.ClientCache`)."""
 
 
 async def close_cached_clients() -> None:
@@ -67,32 +27,7 @@ async def close_cached_clients() -> None:
     ``asyncio.run`` (and any loop shut down with ``loop.shutdown_asyncgens()``)
     calls it by itself before the loop closes; call it to close them sooner.
     """
-    loop = asyncio.get_running_loop()
-    with _lock:
-        mine = [k for k, (lp, _) in _clients.items() if lp is loop]
-        clients = [_clients.pop(k)[1] for k in mine]
-    for client in clients:
-        await client.aclose()
-
-
-def _settings(server_url: str, timeout: float, max_retries: int, retry_backoff: float,
-              api_key: str | None) -> ClientSettings:
-    """The settings of one call; built once per arguments and ``AUDIO_REWARD_*`` environment.
-
-    verl calls ``compute_score`` once per sample, and building the settings (the
-    environment read, every validator) costs about half a millisecond.
-    """
-    args = (server_url, timeout, max_retries, retry_backoff, api_key)
-    environment = tuple(sorted((k, v) for k, v in os.environ.items() if k.upper().startswith("AUDIO_REWARD_")))
-    try:
-        return _settings_for(args, environment)
-    except TypeError:  # an unhashable argument: built (and refused, if bad) without the cache
-        return _build_settings(*args)
-
-
-@functools.lru_cache(maxsize=64)
-def _settings_for(args: tuple[Any, ...], environment: tuple[tuple[str, str], ...]) -> ClientSettings:
-    return _build_settings(*args)
+    await CLIENT_CACHE.aclose()
 
 
 def _build_settings(server_url: str, timeout: float, max_retries: int, retry_backoff: float,
@@ -137,7 +72,10 @@ async def compute_score(
     bounds the numbers: a bad one raises ValueError naming it).  Failures raise
     :class:`~audio_reward.scorer_client.errors.ScorerError` subclasses.
     """
-    settings = _settings(server_url, timeout, max_retries, retry_backoff, api_key)
+    # verl calls this once per sample: the settings are built (environment read, every validator) once per
+    # arguments and AUDIO_REWARD_* environment, and the client once per loop and settings.
+    args = (server_url, timeout, max_retries, retry_backoff, api_key)
+    settings = CLIENT_CACHE.settings(args, lambda: _build_settings(*args))
     info = dict(extra_info or {})
     if solution_audio is None and "audio" in info and "audio_sample_rate" in info:
         solution_audio = (info["audio"], info["audio_sample_rate"])
@@ -146,7 +84,7 @@ async def compute_score(
     waveform, sample_rate = solution_audio
     language = info.get("language") if isinstance(info.get("language"), str) else None
     metadata = sanitize_metadata({k: v for k, v in info.items() if k not in ("audio", "audio_sample_rate")})
-    client = await _cached_client(settings)
+    client = await CLIENT_CACHE.client(settings)
     result = await client.score(
         waveform, sample_rate, "" if ground_truth is None else str(ground_truth),
         language=language, metadata=metadata,

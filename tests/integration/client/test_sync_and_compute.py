@@ -112,11 +112,11 @@ async def test_compute_score_matches_verl_omni_contract(fault_server: FaultServe
         for _ in range(50)
     ])
     loop = asyncio.get_running_loop()
-    mine = [c for lp, c in compute_module._clients.values() if lp is loop]
+    mine = compute_module.CLIENT_CACHE.clients(loop)
     assert len(mine) == 2
     await close_cached_clients()
     assert all(c.closed for c in mine)
-    assert not [c for lp, c in compute_module._clients.values() if lp is loop]
+    assert not compute_module.CLIENT_CACHE.clients(loop)
 
 
 async def test_compute_score_errors(fault_server: FaultServer, tone: np.ndarray) -> None:
@@ -140,8 +140,7 @@ def test_compute_score_across_asyncio_run_calls(fault_server: FaultServer, tone:
     for _ in range(3):
         out = asyncio.run(compute_score((tone, 16000), "t", server_url=fault_server.url))
         assert out["score"] == expected_score(out["request_id"])
-    live = [lp for lp, _ in compute_module._clients.values() if not lp.is_closed()]
-    assert not live
+    assert compute_module.CLIENT_CACHE.held() == 0
 
 
 def test_sanitize_metadata_rule() -> None:
@@ -215,8 +214,7 @@ async def test_cached_clients_close_when_their_loop_shuts_down(fault_server: Fau
 
     async def score_once() -> None:
         await compute_score((tone, 16000), "t", server_url=fault_server.url)
-        clients.extend(client for loop, client in compute_module._clients.values()
-                       if loop is asyncio.get_running_loop())
+        clients.extend(compute_module.CLIENT_CACHE.clients())
 
     # asyncio.run shuts its loop down with shutdown_asyncgens(): the cached client is closed then.
     await asyncio.to_thread(asyncio.run, score_once())

@@ -49,9 +49,10 @@ def test_compute_score_refuses_bad_settings_in_one_line_naming_its_argument(
 def test_compute_score_keeps_one_client_per_loop_and_settings(env: pytest.MonkeyPatch) -> None:
     async def clients() -> tuple[object, object, object]:
         same = ClientSettings("http://x:1", timeout=3)
-        first = await compute_module._cached_client(same)
-        again = await compute_module._cached_client(ClientSettings("http://x:1/", timeout=3.0))
-        other = await compute_module._cached_client(ClientSettings("http://x:1", timeout=4))
+        cache = compute_module.CLIENT_CACHE
+        first = await cache.client(same)
+        again = await cache.client(ClientSettings("http://x:1/", timeout=3.0))
+        other = await cache.client(ClientSettings("http://x:1", timeout=4))
         await compute_module.close_cached_clients()
         return first, again, other
 
@@ -65,11 +66,37 @@ def test_a_url_variable_counts_in_any_case_as_the_settings_read_it(env: pytest.M
     assert url_in_environment() and ClientSettings().urls == ("http://x:1",)
 
 
+def _settings(*args: Any) -> ClientSettings:
+    return compute_module.CLIENT_CACHE.settings(args, lambda: compute_module._build_settings(*args))
+
+
 def test_compute_score_builds_its_settings_once_per_arguments_and_environment(env: pytest.MonkeyPatch) -> None:
-    first = compute_module._settings("http://x:1", 3.0, 2, 0.5, None)
-    assert compute_module._settings("http://x:1", 3.0, 2, 0.5, None) is first
+    first = _settings("http://x:1", 3.0, 2, 0.5, None)
+    assert _settings("http://x:1", 3.0, 2, 0.5, None) is first
     env.setenv("AUDIO_REWARD_CLIENT_DEADLINE", "30")  # the environment is part of what the settings are
-    changed = compute_module._settings("http://x:1", 3.0, 2, 0.5, None)
+    changed = _settings("http://x:1", 3.0, 2, 0.5, None)
     assert changed is not first and changed.deadline == 30.0
     with pytest.raises(ValueError, match="compute_score: timeout"):
-        compute_module._settings("http://x:1", [3.0], 2, 0.5, None)  # type: ignore[arg-type]  # unhashable, refused
+        _settings("http://x:1", [3.0], 2, 0.5, None)  # unhashable: built each time, and refused
+
+
+def test_the_client_cache_is_bounded_and_closes_what_it_evicts(env: pytest.MonkeyPatch) -> None:
+    from audio_reward.scorer_client.client_cache import ClientCache
+
+    async def run() -> None:
+        cache = ClientCache(max_clients=2, max_settings=2)
+        a, b, c = (ClientSettings("http://x:1", timeout=t) for t in (1, 2, 3))
+        first = await cache.client(a)
+        second = await cache.client(b)
+        await cache.client(a)  # used again: b is now the least recently used
+        third = await cache.client(c)
+        assert cache.clients() == [first, third] and cache.held() == 2
+        assert second.closed and not first.closed
+        await cache.aclose()
+        assert first.closed and cache.held() == 0
+        built: list[int] = []
+        for n in (1, 2, 3, 1):
+            cache.settings((n,), lambda n=n: built.append(n) or a)  # type: ignore[func-returns-value]
+        assert built == [1, 2, 3, 1]  # three distinct keys in a memo of two: the first was forgotten
+
+    asyncio.run(run())
