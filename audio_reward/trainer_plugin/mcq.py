@@ -34,7 +34,9 @@ _FORMAT_RE = re.compile(
 )
 _EMPHASIS_RE = re.compile(r"(\*\*|__|\*|`)(.+?)\1", re.DOTALL)
 _BOXED_RE = re.compile(r"\\boxed\s*\{\s*(?:\\text\s*\{)?\s*([^{}]*?)\s*\}?\s*\}")
-_LETTER = r"\(?\b([A-Z])\b\)?"
+# A letter, bare or in brackets: "B", "(B)", "[B]", "{B}".
+_OPEN, _CLOSE = r"[(\[{]", r"[)\]}]"
+_LETTER = _OPEN + r"?\b([A-Z])\b" + _CLOSE + "?"
 # "Answer: B", "the correct answer is (B)", "Final answer - B", "option B", "I'd go with B" …
 _PHRASE_RE = re.compile(
     r"(?i:\b(?:(?:final\s+|correct\s+|best\s+)?(?:answer|option|choice)\b(?:\s+(?:is|would\s+be|should\s+be|must\s+be))?"
@@ -55,8 +57,8 @@ _NEGATED_RE = re.compile(
     + r"(?i:\s+(?:is|seems|sounds|looks|was)\s+(?:(?:clearly|definitely|also)\s+)?"
     r"(?:wrong|incorrect|unlikely|not\b|ruled\s+out))"
 )
-_PAREN_RE = re.compile(r"\(([A-Z])\)")
-_BARE_RE = re.compile(r"^\s*\(?([A-Za-z])\)?\s*(?:[.):,]\s*(.*))?$", re.DOTALL)
+_PAREN_RE = re.compile(_OPEN + r"([A-Z])" + _CLOSE)
+_BARE_RE = re.compile(r"^\s*" + _OPEN + r"?([A-Za-z])" + _CLOSE + r"?\s*(?:[.):,]\s*(.*))?$", re.DOTALL)
 _OPTION_LINE_RE = re.compile(r"^\s*\(?([A-Za-z])\)?\s*[.):、]\s*(.+?)\s*$")
 _PUNCT = str.maketrans(dict.fromkeys(string.punctuation, " "))
 

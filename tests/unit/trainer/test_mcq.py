@@ -29,6 +29,12 @@ OPTIONS = {"A": "a dog barking", "B": "a car horn", "C": "rain on a roof", "D": 
         ("B. a car horn", "B", "bare_letter"),
         ("A", "A", "bare_letter"),
         ("It sounds like rain on a roof during a storm.", "C", "option_text"),
+        # Bracketed letters, as models write them when the prompt lists options as "[A] ...".
+        ("My answer: [B]", "B", "answer_phrase"),
+        ("The answer is {D}.", "D", "answer_phrase"),
+        ("<answer>[C]</answer>", "C", "answer_tag"),
+        ("[A] is wrong, so [B].", "B", "parenthesized"),
+        ("[B]", "B", "parenthesized"),
     ],
 )
 def test_extracts_the_chosen_option(response: str, letter: str, method: str) -> None:
