@@ -15,7 +15,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ..settings_flags import Flag, add_flags, flags_for, values_from_args
+from ..settings_flags import Flag, add_flags, flags_for, one_line, values_from_args
 
 if TYPE_CHECKING:
     from .settings import ClientSettings
@@ -61,7 +61,7 @@ def command_settings(command: str, args: argparse.Namespace) -> ClientSettings |
     try:
         settings = client_settings(args)
     except ValueError as exc:
-        print(f"audio-reward {command}: {exc}", file=sys.stderr)
+        print(f"audio-reward {command}: {one_line(exc)}", file=sys.stderr)
         return None
     for line in settings.describe().splitlines():
         print(f"audio-reward {command}: {line}", file=sys.stderr)

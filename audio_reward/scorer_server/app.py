@@ -133,8 +133,24 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
             components.update(model_schema.pop("$defs", {}))
             components[model.__name__] = model_schema
         add_request_examples(schema)
+        _drop_validation_responses(schema)
         app.openapi_schema = schema
     return app.openapi_schema
+
+
+def _drop_validation_responses(schema: dict[str, Any]) -> None:
+    """Take out the 422 FastAPI documents for every route with a parameter: this server never answers it.
+
+    Bodies are read raw and parameter errors are answered 400 (:mod:`.http.errors`), so the
+    document lists only the statuses a client can get.
+    """
+    for path_item in schema.get("paths", {}).values():
+        for operation in path_item.values():
+            if isinstance(operation, dict):
+                operation.get("responses", {}).pop("422", None)
+    components = schema.get("components", {}).get("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        components.pop(name, None)
 
 
 _ROUTERS = (score.router, openai.router, info.router, health.router, metrics.router)

@@ -12,6 +12,7 @@ loads inside the command.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from typing import TYPE_CHECKING
 
@@ -73,10 +74,8 @@ def serve(args: argparse.Namespace) -> int:
         print(missing_extra_message(missing, "audio-reward serve:", error), file=sys.stderr)
         return 2
 
-    import uvicorn
-
     from .app import build_app
-    from .http.server import uvicorn_config
+    from .http.server import ForegroundServer, uvicorn_config
 
     if args.ray:
         from .ray_serve import deploy_from_args
@@ -91,7 +90,7 @@ def serve(args: argparse.Namespace) -> int:
     print("audio-reward serve engine options: " + json.dumps(dict(app.state.engine.options), sort_keys=True),
           flush=True)
     config = uvicorn_config(app, settings)
-    server = uvicorn.Server(config)
+    server = ForegroundServer(config)
     readiness = app.state.readiness
 
     def stop() -> None:
@@ -101,6 +100,8 @@ def serve(args: argparse.Namespace) -> int:
     print(f"audio-reward serve: listening on http://{settings.host}:{settings.port} "
           f"(engine {settings.engine}, model {settings.model}); ready when /readyz answers 200", flush=True)
     server.run()
+    if server.stop_signal is not None:
+        print(f"audio-reward serve: stopped on {signal.Signals(server.stop_signal).name}", file=sys.stderr)
     if readiness.load_error:
         print(f"audio-reward serve: the model failed to load ({readiness.load_error}); the error is logged above",
               file=sys.stderr)

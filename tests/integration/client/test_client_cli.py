@@ -228,6 +228,21 @@ def test_commands_default_to_a_local_scorer_and_print_their_settings(tmp_path: P
         env=env,
     )
     assert proc.returncode == 2 and "scorer URL must be http(s)" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "pydantic" not in proc.stderr and "validation error" not in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["score", "eval"])
+def test_a_url_without_a_scheme_reaches_the_scorer(fault_server: FaultServer, tone: np.ndarray, tmp_path: Path,
+                                                   command: str) -> None:
+    hostport = fault_server.url.removeprefix("http://")
+    sf.write(tmp_path / "a.wav", tone, 16000)
+    args = (["score", "--text", "hi", str(tmp_path / "a.wav")] if command == "score" else
+            ["eval", str(write_manifest(tmp_path, tone, 1)), "--out", str(tmp_path / "out"), "--no-progress"])
+    proc = subprocess.run([sys.executable, "-m", "audio_reward.cli", *args, "--url", hostport],
+                          capture_output=True, text=True, timeout=120)
+    assert "ValidationError" not in proc.stderr and "errors.pydantic.dev" not in proc.stderr, proc.stderr
+    assert fault_server.http_requests["batch"] + fault_server.http_requests["single"] >= 1
+    assert proc.returncode == (0 if command == "score" else 1), proc.stderr  # eval's manifest has bad rows
 
 
 def test_score_names_what_is_wrong_with_a_file(
