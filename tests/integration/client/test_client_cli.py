@@ -283,3 +283,24 @@ def test_eval_says_when_the_scorer_is_unreachable(
     err = capsys.readouterr().err
     assert f"cannot reach the scorer at {url}" in err
     assert not (tmp_path / "out" / "utterances.jsonl").exists()
+
+
+def test_score_exit_status_follows_the_documented_table(fault_server: FaultServer, tone: np.ndarray, dead_url: str,
+                                                         tmp_path: Path) -> None:
+    # docs/client.md: 0 every file scored, 1 a file failed, 2 bad usage or a scorer that answered nothing.
+    sf.write(tmp_path / "a.wav", tone, 16000)
+    (tmp_path / "bad.wav").write_bytes(b"nope")
+
+    def score(url: str, *files: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "audio_reward.cli", "score", "--text", "hi", "--url", url,
+                               "--max-retries", "1", "--backoff", "0", *files],
+                              capture_output=True, text=True, timeout=120)
+
+    wav, bad = str(tmp_path / "a.wav"), str(tmp_path / "bad.wav")
+    assert score(fault_server.url, wav).returncode == 0
+    assert score(fault_server.url, wav, bad).returncode == 1
+    down = score(dead_url, wav)
+    assert down.returncode == 2, down.stderr
+    assert down.stderr.splitlines()[-1].startswith(f"audio-reward score: cannot reach the scorer at {dead_url}: ")
+    assert "Traceback" not in down.stderr
+    assert score("ftp://nowhere", wav).returncode == 2
