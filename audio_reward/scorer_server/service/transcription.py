@@ -134,7 +134,7 @@ def decode_upload(raw: bytes, filename: str | None, max_seconds: float, max_byte
 class TranscriptionService:
     """Transcribes uploads with the server's engine through the pipeline's scheduler; built once per app."""
 
-    def __init__(self, *, pipeline: ScoringPipeline, model: str, served_model_name: str | None,
+    def __init__(self, *, pipeline: ScoringPipeline, model: str, served_model_name: tuple[str, ...] | None,
                  max_audio_seconds: float, max_audio_bytes: int) -> None:
         self.pipeline = pipeline
         self.model = model
@@ -143,9 +143,10 @@ class TranscriptionService:
         self.max_audio_bytes = max_audio_bytes
 
     def model_names(self) -> list[str]:
-        """The ids a request may name: ``served_model_name`` when set, else the loaded model's id and the setting."""
+        """The ids a request may name: the ``served_model_name`` s when set (the first is the main one, as
+        in ``vllm serve``), else the loaded model's id and the setting."""
         if self.served_model_name:
-            return [self.served_model_name]
+            return list(self.served_model_name)
         return list(dict.fromkeys([self.pipeline.engine.info.model_id, self.model]))
 
     def models(self) -> ModelList:

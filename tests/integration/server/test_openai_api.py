@@ -328,8 +328,23 @@ def test_docs_replacing_vllm_serve_run_as_written(tmp_path: Path) -> None:
         )
         assert json.loads(shown.stdout)["text"] == TEXT
         assert server.url.endswith(str(port))
+        # Every served name is listed, the first one first, and OpenAI clients sending the alias work too.
+        with openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=120) as sdk:
+            assert [m.id for m in sdk.models.list().data] == ["openai/whisper-large-v3", "whisper-1"]
+            assert sdk.models.retrieve("whisper-1").id == "whisper-1"
+            sent = sdk.audio.transcriptions.create(model="whisper-1", file=("speech.wav", wav_bytes(audio, rate)))
+            assert sent.text.strip() == TEXT
+            with pytest.raises(openai.NotFoundError) as info:
+                sdk.audio.transcriptions.create(model="tiny.en", file=("speech.wav", wav_bytes(audio, rate)))
+            assert "serves openai/whisper-large-v3, whisper-1" in info.value.message
 
 
-def _flags_to_settings(args: list[str]) -> dict[str, str]:
-    pairs = zip(args[::2], args[1::2], strict=True)
-    return {flag.removeprefix("--").replace("-", "_"): value for flag, value in pairs}
+def _flags_to_settings(args: list[str]) -> dict[str, str | list[str]]:
+    """``--flag value [value ...]`` pairs as settings; a flag followed by several values gives a list."""
+    settings: dict[str, list[str]] = {}
+    for arg in args:
+        if arg.startswith("--"):
+            current = settings.setdefault(arg.removeprefix("--").replace("-", "_"), [])
+        else:
+            current.append(arg)
+    return {name: values[0] if len(values) == 1 else values for name, values in settings.items()}
