@@ -37,10 +37,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _missing_extras(settings: ServerSettings) -> tuple[list[str], ModuleNotFoundError | None]:
-    """The extras ``serve`` needs that are not installed: the server's, then the model's."""
+    """The extras ``serve`` needs that are not installed: the server's, the engine's, then the model's."""
     from audio_reward.extras import is_missing_dependency
 
     from .engines.model_store import PACKAGED_EXTRAS, missing_packaged_model
+    from .engines.registry import ENGINE_EXTRAS, missing_engine_module
 
     missing: list[str] = []
     error: ModuleNotFoundError | None = None
@@ -53,10 +54,29 @@ def _missing_extras(settings: ServerSettings) -> tuple[list[str], ModuleNotFound
         if not is_missing_dependency(exc):
             raise
         missing, error = ["server"], exc
+    engine_extra = ENGINE_EXTRAS.get(settings.engine)
+    absent = missing_engine_module(settings.engine)
+    if absent is not None and engine_extra is not None and engine_extra not in missing:
+        missing.append(engine_extra)
+        error = error or absent
     model = settings.model
     if missing_packaged_model(model) and PACKAGED_EXTRAS[model][0] not in missing:
         missing.append(PACKAGED_EXTRAS[model][0])
     return missing, error
+
+
+def _unreachable_model(settings: ServerSettings) -> str | None:
+    """Why a hub model cannot be had (no local copy, no hub), checked before the server starts; None if it can."""
+    from .engines.model_store import ModelNotAvailableError, ensure_hub_model, hub_repository
+
+    repo = hub_repository(settings.engine, settings.model)
+    if repo is None:
+        return None
+    try:
+        ensure_hub_model(repo, settings.model)
+    except ModelNotAvailableError as exc:
+        return str(exc)
+    return None
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -72,6 +92,10 @@ def serve(args: argparse.Namespace) -> int:
     missing, error = _missing_extras(settings)
     if missing:  # one line before anything starts, not a traceback from an import or the background load
         print(missing_extra_message(missing, "audio-reward serve:", error), file=sys.stderr)
+        return 2
+    unreachable = _unreachable_model(settings)
+    if unreachable:
+        print(f"audio-reward serve: {unreachable}", file=sys.stderr)
         return 2
 
     from .app import build_app

@@ -39,7 +39,7 @@ from .base import (
     max_new_tokens_for,
     resolve_engine_options,
 )
-from .model_store import resolve_ctranslate2_model
+from .model_store import ensure_hub_model, hub_repository, resolve_ctranslate2_model
 from .registry import EngineConfig
 
 log = logging.getLogger(__name__)
@@ -82,6 +82,9 @@ class FasterWhisperEngine(ThreadedEngine):
 
         resolved = resolve_ctranslate2_model(self.config.model)
         local = resolved.packaged or Path(resolved.path).is_dir()
+        repo = None if local else hub_repository("faster-whisper", resolved.path)
+        if repo is not None:
+            ensure_hub_model(repo, resolved.path)
         self._model = WhisperModel(
             resolved.path,
             device=self.config.device,
