@@ -265,6 +265,9 @@ class ScoringPipeline:
         )
         out = result.diagnostics()
         info = self.engine.info
+        # The rules follow the request's language (a garbled transcript must not switch them), but the
+        # answer says which language the audio was decoded in: the model's detection when none was asked for.
+        out["language"] = item.language or language_code(transcription.language) or ""
         out.update(
             model=info.model_id,
             engine=info.engine,
