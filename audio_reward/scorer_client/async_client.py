@@ -145,8 +145,9 @@ def _read_facts(body: bytes) -> ServerFacts:
     listed = info.get("endpoints")
     limits = info.get("limits")
     limit = limits.get("max_audio_seconds") if isinstance(limits, dict) else None
-    ok = isinstance(limit, (int, float)) and not isinstance(limit, bool) and math.isfinite(limit) and limit > 0
-    return ServerFacts(BATCH_PATH in listed if isinstance(listed, list) else None, float(limit) if ok else None)
+    seconds = float(limit) if isinstance(limit, (int, float)) and not isinstance(limit, bool) else math.nan
+    usable = math.isfinite(seconds) and seconds > 0
+    return ServerFacts(BATCH_PATH in listed if isinstance(listed, list) else None, seconds if usable else None)
 
 
 def too_long(item: PreparedItem, facts: ServerFacts, base: str) -> AudioTooLongError | None:

@@ -84,5 +84,5 @@ async def require_json(request: Request) -> None:
         hint += "; to upload an audio file, put it base64-encoded in audio_file_base64, or use the " \
                 "OpenAI-compatible POST /v1/audio/transcriptions for transcripts"
     elif content_type.startswith("audio/"):
-        hint += "; raw audio goes base64-encoded in audio_file_base64 (WAV or FLAC)"
+        hint += "; raw audio goes base64-encoded in audio_file_base64 (WAV, FLAC, MP3, OGG, M4A...)"
     raise UnsupportedMediaTypeError(f"this endpoint takes JSON, not {content_type}: {hint}")

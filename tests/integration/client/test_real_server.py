@@ -91,14 +91,14 @@ async def test_audio_over_the_servers_limit_is_refused_before_it_is_sent(scorer_
         with pytest.raises(AudioTooLongError) as info:
             await client.score(np.zeros(8000 * 61, np.float32), 8000, "too long")
         assert _scoring_requests(scorer_url) == before
-        results = await client.score_many([(np.zeros(8000 * 61, np.float32), 8000, "too long"), (wav, rate, SENTENCES[3])])
+        results = await client.score_many([(np.zeros(8000 * 61, np.float32), 8000, "too long"),
+                                           (wav, rate, SENTENCES[3])])
     assert limit == 60 and info.value.limit_s == 60 and info.value.code == "audio_too_long"
     assert str(info.value).startswith("the audio is 61.0 s long; the scorer at ") and "at most 60 s" in str(info.value)
     assert isinstance(results[0], AudioTooLongError) and results[0].duration_s == 61.0
     assert isinstance(results[1], ScoreResult) and results[1].score > 0.8
-    with ScorerClient(scorer_url) as sync:
-        with pytest.raises(AudioTooLongError):
-            sync.score(np.zeros(16000 * 120, np.float32), 16000, "two minutes")
+    with ScorerClient(scorer_url) as sync, pytest.raises(AudioTooLongError):
+        sync.score(np.zeros(16000 * 120, np.float32), 16000, "two minutes")
 
 
 def test_score_command_refuses_a_half_hour_file_in_seconds_without_uploading(scorer_url: str, tmp_path: Path) -> None:

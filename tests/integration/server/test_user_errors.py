@@ -33,7 +33,7 @@ def test_non_audio_file_is_named_without_a_python_repr(scorer_url: str) -> None:
                                               "audio_file_base64": base64.b64encode(raw).decode()})
         error = r.json()["error"]
         assert r.status_code == 400 and error["code"] == "invalid_audio_file"
-        assert says in error["message"] and "WAV or FLAC" in error["message"]
+        assert says in error["message"] and "WAV, FLAC, MP3, OGG" in error["message"]
         assert "<_io" not in error["message"] and "0x" not in error["message"]
 
 
