@@ -82,9 +82,9 @@ def create_engine(name: str, config: EngineConfig) -> ASREngine:
         if extra is None or not is_missing_dependency(exc):
             raise
         raise ImportError(missing_extra_message(extra, f"engine {name!r}", exc)) from exc
+    factory: Callable[[EngineConfig], ASREngine] = getattr(module, attr)
+    resolve_engine_options(name, getattr(factory, "OPTIONS", {}), config.options)  # fail before building
     absent = missing_engine_module(name)
     if absent is not None:  # fail here, not in the background load after the server listens
         raise ImportError(missing_extra_message(ENGINE_EXTRAS[name], f"engine {name!r}", absent))
-    factory: Callable[[EngineConfig], ASREngine] = getattr(module, attr)
-    resolve_engine_options(name, getattr(factory, "OPTIONS", {}), config.options)  # fail before building
     return factory(config)
