@@ -230,10 +230,10 @@ def test_cli_rejects_invalid_settings(flags: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_foreground_serve_stops_cleanly_on_a_signal(sig: signal.Signals) -> None:
-    # Ctrl-C (SIGINT) or a service manager's SIGTERM on `audio-reward serve`: exit 0 and one short line,
-    # never uvicorn's re-raised KeyboardInterrupt traceback nor death by the signal.
+    # Ctrl-C (SIGINT) or a service manager's SIGTERM on the README's foreground `audio-reward serve` (tiny.en):
+    # exit 0 and a short stderr, never uvicorn's re-raised KeyboardInterrupt traceback nor death by the signal.
     port = free_port()
-    proc = subprocess.Popen(serve_command({"port": port}, instant=True), cwd=REPO_ROOT,
+    proc = subprocess.Popen(serve_command({"port": port}), cwd=REPO_ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
     try:

@@ -113,13 +113,8 @@ def test_serve_with_every_extra_passes_the_extras_check() -> None:
     assert done.returncode == 2 and "invalid settings" in done.stderr and "extra" not in done.stderr
 
 
-# zhconv (the Chinese normaliser's dependency) warns about setuptools' pkg_resources on import in some
-# environments; that warning is not the command's output.
-_QUIET_IMPORTS = "ignore::UserWarning:zhconv.zhconv"
-
-
 def _serve(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    full = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PYTHONWARNINGS": _QUIET_IMPORTS, **env}
+    full = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **env}
     return subprocess.run([sys.executable, "-m", "audio_reward.cli", "serve", "--port", "0", *args], cwd=REPO_ROOT,
                           env=full, capture_output=True, text=True, timeout=120)
 
