@@ -26,7 +26,7 @@ from typing import Any, Literal, Union
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-__all__ = ["Flag", "add_flags", "flags_for", "values_from_args"]
+__all__ = ["Flag", "add_flags", "flags_for", "one_line", "values_from_args"]
 
 
 @dataclass(frozen=True)
@@ -113,3 +113,19 @@ def values_from_args(args: argparse.Namespace, flags: Iterable[Flag]) -> dict[st
             target = target.setdefault(part, {})
         target[flag.path[-1]] = value
     return out
+
+
+def one_line(exc: Exception) -> str:
+    """A settings error as one line a command can print: each pydantic error as ``field: reason``.
+
+    pydantic's own text spans several lines and ends each error with a link to its documentation.
+    """
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return " ".join(str(exc).split())
+    parts = []
+    for error in errors():
+        where = ".".join(str(p) for p in error.get("loc", ()))
+        reason = str(error.get("msg", "")).removeprefix("Value error, ")
+        parts.append(f"{where}: {reason}" if where else reason)
+    return "; ".join(parts)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,12 +143,28 @@ def describe_bytes(raw: bytes) -> str:
 # libsndfile's SF_COUNT_MAX: what it reports for a FLAC whose STREAMINFO says
 # total_samples = 0 (unknown length, written by streaming encoders).
 _UNKNOWN_FRAMES = 2**63 - 1
-_FILE_FORMATS = ("WAV", "WAVEX", "FLAC", "RF64")
+
+FILE_FORMATS = "WAV, FLAC, MP3, OGG (Vorbis, Opus), AIFF or another format libsndfile reads"
+"""What ``audio_file_base64`` takes with the base install (libsndfile); docs/protocol.md lists the same."""
+
+
+@dataclass(frozen=True)
+class FileDecoder:
+    """A decoder for files libsndfile does not read (the scorer server's FFmpeg), used after libsndfile.
+
+    ``decode(raw, field, max_seconds, max_bytes)`` returns mono float32 samples and their rate, or
+    None when the bytes are no audio it knows; it must stop decoding at ``max_seconds`` (raising
+    :class:`AudioDecodeError` ``audio_too_long``), as libsndfile's path does.  ``formats`` says what
+    the two read together, for the error a non-audio file gets.
+    """
+
+    decode: Callable[[bytes, str, float, int], tuple[np.ndarray, int] | None]
+    formats: str
 
 
 @dataclass(frozen=True)
 class FileHeader:
-    """What a WAV/FLAC header declares, read before any sample is decoded."""
+    """What an audio file's header declares, read before any sample is decoded."""
 
     format: str
     sample_rate: int
@@ -161,13 +178,10 @@ class FileHeader:
         return None if self.frames is None else self.frames * self.channels * _F32.itemsize
 
 
-def read_file_header(
-    raw: bytes, *, field: str = "audio_file_base64", formats: tuple[str, ...] | None = _FILE_FORMATS
-) -> FileHeader:
-    """The header of a WAV or FLAC file held in ``raw``; decodes no sample.
+def read_file_header(raw: bytes, *, field: str = "audio_file_base64", formats: str = FILE_FORMATS) -> FileHeader:
+    """The header of an audio file libsndfile reads (WAV, FLAC, MP3, OGG...) held in ``raw``; decodes no sample.
 
-    ``formats`` lists the libsndfile formats accepted; None accepts any format
-    libsndfile reads (the OpenAI upload route takes MP3 and OGG too).
+    ``formats`` is what the caller accepts, named in the error for bytes that are not such a file.
     """
     import soundfile as sf
 
@@ -179,10 +193,8 @@ def read_file_header(
     except Exception:  # noqa: BLE001 - soundfile raises LibsndfileError, RuntimeError, TypeError…
         # soundfile's own message names the BytesIO object, not the problem: describe the bytes instead.
         raise AudioDecodeError(
-            "invalid_audio_file", f"{field} is not a WAV or FLAC file: {describe_bytes(raw)}"
+            "invalid_audio_file", f"{field} is not an audio file: {describe_bytes(raw)}; send {formats}"
         ) from None
-    if formats is not None and fmt not in formats:
-        raise AudioDecodeError("invalid_audio_file", f"{field} holds a {fmt} file; only WAV and FLAC are accepted")
     if channels < 1:
         raise AudioDecodeError("invalid_audio_file", f"{field} declares {channels} channels")
     return FileHeader(fmt, rate, channels, None if frames >= _UNKNOWN_FRAMES else frames)
@@ -209,7 +221,7 @@ def check_file_size(header: FileHeader, *, field: str, max_seconds: float | None
 
 def decode_file_bytes(raw: bytes, header: FileHeader, *, field: str = "audio_file_base64",
                       max_frames: int | None = None, limit_name: str = "the limit") -> np.ndarray:
-    """Decode a WAV/FLAC file to mono float32, never holding more than ``max_frames`` frames.
+    """Decode an audio file (any libsndfile format) to mono float32, never holding more than ``max_frames`` frames.
 
     A file of known length is read in one call (its header was checked against
     the limits).  A file of unknown length is decoded block by block and
@@ -229,7 +241,7 @@ def decode_file_bytes(raw: bytes, header: FileHeader, *, field: str = "audio_fil
     except Exception:  # noqa: BLE001 - soundfile raises LibsndfileError, RuntimeError, TypeError…
         # soundfile's own message names the BytesIO object, not the problem: describe the bytes instead.
         raise AudioDecodeError(
-            "invalid_audio_file", f"{field} is not a WAV or FLAC file: {describe_bytes(raw)}"
+            "invalid_audio_file", f"{field} cannot be decoded: {describe_bytes(raw)}; send {FILE_FORMATS}"
         ) from None
 
 
@@ -276,7 +288,7 @@ def _read_unknown_length(f: Any, header: FileHeader, field: str, max_frames: int
 def decode_file(
     text: str, *, field: str = "audio_file_base64", max_seconds: float | None = None, max_bytes: int | None = None
 ) -> tuple[np.ndarray, int]:
-    """Decode a base64 WAV or FLAC file to (mono float32 samples, sample rate).
+    """Decode a base64 audio file (WAV, FLAC, MP3, OGG...) to (mono float32 samples, sample rate).
 
     Multi-channel files are averaged to mono.  ``max_seconds`` and ``max_bytes``
     (decoded float32 bytes, all channels) are checked against the header before

@@ -59,7 +59,8 @@ class _ScoreFields(BaseModel):
         None, description="Extension: mono signed 16-bit little-endian PCM, base64."
     )
     audio_file_base64: StrictStr | None = Field(
-        None, description="Extension: a whole WAV or FLAC file, base64; its header gives the sample rate."
+        None, description="Extension: a whole audio file, base64 (WAV, FLAC, MP3, OGG...; a scorer server also "
+                          "takes what FFmpeg decodes: M4A, WebM); its header gives the sample rate."
     )
     num_samples: Annotated[StrictInt, Field(ge=0)] | None = Field(
         None, description="Must equal the decoded sample count when given."

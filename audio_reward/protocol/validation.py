@@ -166,9 +166,13 @@ class _Audio:
     raw: bytes
     rate: int
     header: codecs.FileHeader | None = None
+    samples: np.ndarray | None = None
+    """Already decoded (by a :class:`~.codecs.FileDecoder`, bounded as it decoded)."""
 
     @property
     def decoded_bytes(self) -> int | None:
+        if self.samples is not None:
+            return int(self.samples.nbytes)
         if self.header is not None:
             return self.header.decoded_bytes
         return len(self.raw) * (1 if self.name == "waveform_f32_base64" else 2)
@@ -209,7 +213,22 @@ def _check_text_limits(obj: dict[str, Any], limits: Limits, path: str) -> None:
             )
 
 
-def _read_audio(req: ScoreRequest | BatchItem, limits: Limits, path: str) -> _Audio:
+def _read_other_file(raw: bytes, name: str, fpath: str, limits: Limits, decoder: codecs.FileDecoder) -> _Audio | None:
+    """A file libsndfile does not read, decoded by ``decoder`` within the limits; None when it is no audio."""
+    decoded = decoder.decode(raw, name, limits.max_audio_seconds, limits.max_audio_bytes)
+    if decoded is None:
+        return None
+    samples, rate = decoded
+    if samples.nbytes > limits.max_audio_bytes:
+        raise ProtocolError.single(
+            "audio_too_large",
+            f"{name} decodes to {samples.nbytes} bytes of float32 samples; the limit is {limits.max_audio_bytes} "
+            "bytes (max_audio_bytes)", fpath)
+    return _Audio(name, raw, rate, samples=samples)
+
+
+def _read_audio(req: ScoreRequest | BatchItem, limits: Limits, path: str,
+                decoder: codecs.FileDecoder | None = None) -> _Audio:
     """Base64-decode the audio field and check its size from lengths and headers, decoding no sample."""
     present = [name for name in AUDIO_FIELDS if getattr(req, name) is not None]
     if len(present) != 1:
@@ -230,7 +249,16 @@ def _read_audio(req: ScoreRequest | BatchItem, limits: Limits, path: str) -> _Au
                     f"{path}.sample_rate",
                 )
             raw = codecs.b64decode(text, field=name)
-            header = codecs.read_file_header(raw, field=name)
+            try:
+                header = codecs.read_file_header(
+                    raw, field=name, formats=decoder.formats if decoder is not None else codecs.FILE_FORMATS)
+            except codecs.AudioDecodeError as exc:
+                other = None
+                if decoder is not None and exc.code == "invalid_audio_file":
+                    other = _read_other_file(raw, name, fpath, limits, decoder)
+                if other is None:
+                    raise
+                return other
             if not MIN_SAMPLE_RATE <= header.sample_rate <= MAX_SAMPLE_RATE:
                 raise ProtocolError.single(
                     "invalid_sample_rate",
@@ -268,6 +296,8 @@ def _read_audio(req: ScoreRequest | BatchItem, limits: Limits, path: str) -> _Au
 def _decode_samples(audio: _Audio, limits: Limits, path: str, budget: int | None) -> np.ndarray:
     """The item's mono float32 samples; an unknown-length file stops at its limit or at ``budget``."""
     fpath = f"{path}.{audio.name}"
+    if audio.samples is not None:
+        return audio.samples
     try:
         if audio.name == "waveform_f32_base64":
             return codecs.frombuffer_f32(audio.raw, field=audio.name)
@@ -325,7 +355,8 @@ class _Checked:
     version: str
 
 
-def _check_request(obj: Any, limits: Limits, path: str, batch_version: str | None) -> _Checked:
+def _check_request(obj: Any, limits: Limits, path: str, batch_version: str | None,
+                   decoder: codecs.FileDecoder | None = None) -> _Checked:
     if not isinstance(obj, dict):
         raise ProtocolError.single(
             "invalid_request", f"a score request must be a JSON object, got {type(obj).__name__}", path
@@ -339,7 +370,7 @@ def _check_request(obj: Any, limits: Limits, path: str, batch_version: str | Non
         req = model.model_validate(obj)
     except ValidationError as exc:
         raise ProtocolError(issues_from_pydantic(exc, path)) from None
-    audio = _read_audio(req, limits, path)
+    audio = _read_audio(req, limits, path, decoder)
     return _Checked(req, audio, path, req.protocol_version or batch_version or "1")
 
 
@@ -369,18 +400,20 @@ def decode_score_request(
     *,
     path: str = "$",
     batch_version: str | None = None,
+    decoder: codecs.FileDecoder | None = None,
 ) -> DecodedScoreRequest:
     """Validate one score request (a parsed JSON object) and decode its audio.
 
     Sizes (prompt, metadata, audio duration and decoded bytes) are checked
     before the audio is decoded.  Inside a batch pass ``batch_version``: the
-    item's own version may be omitted and then takes the batch's.
+    item's own version may be omitted and then takes the batch's.  ``decoder``
+    reads the files libsndfile does not (the server passes FFmpeg's).
     """
-    return _finish(_check_request(obj, limits, path, batch_version), limits)
+    return _finish(_check_request(obj, limits, path, batch_version, decoder), limits)
 
 
 def decode_batch_request(
-    obj: Any, limits: Limits = DEFAULT_LIMITS
+    obj: Any, limits: Limits = DEFAULT_LIMITS, *, decoder: codecs.FileDecoder | None = None
 ) -> tuple[str, list[DecodedScoreRequest | ProtocolError]]:
     """Validate a batch envelope; each item decodes on its own.
 
@@ -408,11 +441,21 @@ def decode_batch_request(
         )
     version = obj["protocol_version"]
     checked: list[_Checked | ProtocolError] = []
+    predecoded = 0
     for i, item in enumerate(items):
         try:
-            checked.append(_check_request(item, limits, f"$.items[{i}]", version))
+            item_checked = _check_request(item, limits, f"$.items[{i}]", version, decoder)
         except ProtocolError as exc:
             checked.append(exc)
+            continue
+        checked.append(item_checked)
+        if item_checked.audio.samples is not None:  # decoded already (a file only the decoder reads): count it now
+            predecoded += item_checked.audio.samples.nbytes
+            if predecoded > limits.max_batch_audio_bytes:
+                raise ProtocolError.single(
+                    "batch_too_large",
+                    f"the batch's items decode to more than {limits.max_batch_audio_bytes} bytes of float32 audio "
+                    "together (max_batch_audio_bytes): send fewer or shorter items per batch", "$.items")
     declared = sum(c.audio.decoded_bytes or 0 for c in checked if isinstance(c, _Checked))
     if declared > limits.max_batch_audio_bytes:
         raise ProtocolError.single(

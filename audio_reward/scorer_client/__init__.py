@@ -10,6 +10,7 @@ Failures are :class:`ScorerError` subclasses; see :mod:`.errors`.
 from .async_client import AsyncScorerClient
 from .compute import close_cached_clients, compute_score
 from .errors import (
+    AudioTooLongError,
     DeadlineExceededError,
     InvalidInputError,
     ProtocolViolationError,
@@ -24,6 +25,7 @@ from .wire import ScoreItem, ScoreResult, sanitize_metadata
 
 __all__ = [
     "AsyncScorerClient",
+    "AudioTooLongError",
     "ClientSettings",
     "DeadlineExceededError",
     "InvalidInputError",

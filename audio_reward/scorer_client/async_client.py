@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .. import __version__
 from ..protocol import RewardOptions
 from .errors import (
+    AudioTooLongError,
     ProtocolViolationError,
     RequestRejectedError,
     ScorerError,
@@ -122,6 +125,42 @@ def take_batch_answer(raw: bytes, items: Sequence[PreparedItem]) -> list[Outcome
     return outcomes
 
 
+@dataclass(frozen=True)
+class ServerFacts:
+    """What a server's ``GET /v1/info`` tells the client before it sends audio there."""
+
+    batch: bool | None = None
+    """Whether it has the batch endpoint; None when its answer does not say."""
+    max_audio_seconds: float | None = None
+    """The longest audio it scores; None when it does not say (the server still checks)."""
+
+
+def _read_facts(body: bytes) -> ServerFacts:
+    try:
+        info = decode_body(body)
+    except ProtocolViolationError:
+        return ServerFacts()
+    if not isinstance(info, dict):
+        return ServerFacts()
+    listed = info.get("endpoints")
+    limits = info.get("limits")
+    limit = limits.get("max_audio_seconds") if isinstance(limits, dict) else None
+    seconds = float(limit) if isinstance(limit, (int, float)) and not isinstance(limit, bool) else math.nan
+    usable = math.isfinite(seconds) and seconds > 0
+    return ServerFacts(BATCH_PATH in listed if isinstance(listed, list) else None, seconds if usable else None)
+
+
+def too_long(item: PreparedItem, facts: ServerFacts, base: str) -> AudioTooLongError | None:
+    """The refusal of an item longer than the server's ``max_audio_seconds``; None when it may be sent."""
+    limit = facts.max_audio_seconds
+    if limit is None or item.duration_s <= limit:
+        return None
+    return AudioTooLongError(
+        f"the audio is {item.duration_s:.1f} s long; the scorer at {base} takes at most {limit:g} s "
+        "(max_audio_seconds in its /v1/info), so it was not sent",
+        duration_s=item.duration_s, limit_s=limit, request_id=item.request_id)
+
+
 class AsyncScorerClient:
     """Scores candidates on one or more scorer servers from asyncio code.
 
@@ -175,9 +214,10 @@ class AsyncScorerClient:
             self._headers["Authorization"] = f"Bearer {settings.api_key}"
         self._retry = RetryLoop(settings, self._transport, self._headers)
         self._loop: asyncio.AbstractEventLoop | None = None
-        # Per URL: whether its server has the batch endpoint (None: not known, try it); asked once.
+        # Per URL: whether its server has the batch endpoint (None: not known, try it), from its /v1/info
+        # (asked once) until a 404 or 405 to a batch says otherwise.
         self._batch_support: dict[str, bool | None] = {}
-        self._batch_probes: dict[str, asyncio.Future[bool | None]] = {}
+        self._info_probes: dict[str, asyncio.Future[ServerFacts]] = {}
         self._closed = False
 
     async def __aenter__(self) -> AsyncScorerClient:
@@ -237,6 +277,9 @@ class AsyncScorerClient:
 
     async def _score_prepared(self, item: PreparedItem) -> ScoreResult:
         async def attempt(attempts: Attempts, pending: list[PreparedItem]) -> list[Outcome[ScoreResult]]:
+            refused = too_long(item, await self._facts(attempts.endpoint), attempts.endpoint.base)
+            if refused is not None:
+                return [Fatal(refused)]
             answer = await self._retry.send(attempts, attempts.endpoint.score_url, item.body, item.request_id)
             return [single_outcome(answer, item.request_id)]
 
@@ -335,8 +378,8 @@ class AsyncScorerClient:
         return run()
 
     async def _score_chunk(self, items: list[PreparedItem]) -> list[ScoreResult | ScorerError]:
-        async def attempt(attempts: Attempts, pending: list[PreparedItem]) -> list[Outcome[ScoreResult]]:
-            endpoint = attempts.endpoint
+        async def send(endpoint: ScorerEndpoint, attempts: Attempts,
+                       pending: list[PreparedItem]) -> list[Outcome[ScoreResult]]:
             if await self._supports_batch(endpoint):
                 answer = await self._retry.send(attempts, endpoint.batch_url, batch_body(pending), None)
                 if not (isinstance(answer, Response) and answer.status in (404, 405)):
@@ -345,6 +388,15 @@ class AsyncScorerClient:
                 logger.info("%s has no batch endpoint (HTTP %d); scoring items one by one", endpoint.url, answer.status)
                 self._batch_support[endpoint.url] = False
             return [Fatal(r) if isinstance(r, ScorerError) else Success(r) for r in await self._score_singly(pending)]
+
+        async def attempt(attempts: Attempts, pending: list[PreparedItem]) -> list[Outcome[ScoreResult]]:
+            endpoint = attempts.endpoint
+            facts = await self._facts(endpoint)
+            outcomes: list[Outcome[ScoreResult] | None] = [
+                None if (refused := too_long(p, facts, endpoint.base)) is None else Fatal(refused) for p in pending]
+            sendable = [p for p, o in zip(pending, outcomes, strict=True) if o is None]
+            answered = iter(await send(endpoint, attempts, sendable) if sendable else [])
+            return [o if o is not None else next(answered) for o in outcomes]
 
         return await self._retry.run(items, attempt)
 
@@ -359,34 +411,32 @@ class AsyncScorerClient:
         known = self._batch_support.get(endpoint.url, ...)
         if known is not ...:
             return known is not False
-        probe = self._batch_probes.get(endpoint.url)
-        if probe is None:
-            probe = asyncio.ensure_future(self._probe_batch(endpoint))
-            self._batch_probes[endpoint.url] = probe
-        support = await asyncio.shield(probe)
+        support = (await self._facts(endpoint)).batch
         self._batch_support.setdefault(endpoint.url, support)
         return self._batch_support[endpoint.url] is not False
 
-    async def _probe_batch(self, endpoint: ScorerEndpoint) -> bool | None:
+    async def _facts(self, endpoint: ScorerEndpoint) -> ServerFacts:
+        """What ``endpoint``'s ``/v1/info`` says (batches, the audio limit); asked once per URL, shared."""
+        probe = self._info_probes.get(endpoint.url)
+        if probe is None:
+            probe = asyncio.ensure_future(self._probe_info(endpoint))
+            self._info_probes[endpoint.url] = probe
+        return await asyncio.shield(probe)
+
+    async def _probe_info(self, endpoint: ScorerEndpoint) -> ServerFacts:
         timeout = min(self.settings.timeout, self.settings.connect_timeout)
         try:
             answer = await self._get(endpoint.base + INFO_PATH, timeout)
         except (TransportError, ProtocolViolationError) as exc:
             logger.debug("GET %s%s failed (%r); batches will be tried", endpoint.base, INFO_PATH, exc)
-            return None
+            return ServerFacts()
         if answer.status in (404, 405):
             logger.info("%s has no %s (HTTP %d): a protocol v1 server without batches; sending one request per item",
                         endpoint.base, INFO_PATH, answer.status)
-            return False
+            return ServerFacts(batch=False)
         if answer.status != 200:
-            return None
-        try:
-            listed = decode_body(answer.body).get("endpoints")
-        except (ProtocolViolationError, AttributeError):
-            return None
-        if not isinstance(listed, list):
-            return None
-        return BATCH_PATH in listed
+            return ServerFacts()
+        return _read_facts(answer.body)
 
     async def _score_singly(self, items: list[PreparedItem]) -> list[ScoreResult | ScorerError]:
         async def one(item: PreparedItem) -> ScoreResult | ScorerError:

@@ -15,7 +15,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ..settings_flags import Flag, add_flags, flags_for, values_from_args
+from ..settings_flags import Flag, add_flags, flags_for, one_line, values_from_args
 
 if TYPE_CHECKING:
     from .settings import ClientSettings
@@ -62,7 +62,7 @@ def command_settings(command: str, args: argparse.Namespace) -> ClientSettings |
     try:
         settings = client_settings(args)
     except ValueError as exc:
-        print(f"audio-reward {command}: {exc}", file=sys.stderr)
+        print(f"audio-reward {command}: {one_line(exc)}", file=sys.stderr)
         return None
     if getattr(args, "verbose", False):
         for line in settings.describe().splitlines():
@@ -82,10 +82,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _score(args: argparse.Namespace) -> int:
+    """Exit 0 when every file scored, 1 when one failed, 2 on bad usage or when the scorer answered nothing."""
     import json
 
     from .audio_file import AudioFileError, read_audio
-    from .errors import ScorerError
+    from .errors import ScorerError, ScorerUnavailableError
     from .sync_client import ScorerClient
     from .wire import ScoreItem, ScoreResult
 
@@ -119,6 +120,11 @@ def _score(args: argparse.Namespace) -> int:
             print(json.dumps(row, ensure_ascii=False))
         else:
             _print_table(row)
+    unavailable = [outcomes[name] for name in names if isinstance(outcomes[name], ScorerUnavailableError)]
+    if names and len(unavailable) == len(names):  # nothing was answered: the scorer is down or unreachable
+        print(f"audio-reward score: cannot reach the scorer at {', '.join(settings.urls)}: {unavailable[0]}",
+              file=sys.stderr)
+        return 2
     return 1 if failed else 0
 
 

@@ -5,6 +5,7 @@ whether trying again later can help::
 
     ScorerError
     ├── InvalidInputError        the caller's input cannot be sent (nothing was sent)
+    │   └── AudioTooLongError      longer than the server's max_audio_seconds (from its /v1/info)
     ├── RequestRejectedError     the server refused the request (final: a 4xx or a final item error)
     ├── ProtocolViolationError   the server answered something protocol v1 does not allow
     ├── ScorerUnavailableError   transient faults outlasted the retries (carries the last cause)
@@ -29,6 +30,20 @@ class ScorerError(Exception):
 
 class InvalidInputError(ScorerError, ValueError):
     """The waveform, sample rate, text or options cannot form a valid request."""
+
+
+class AudioTooLongError(InvalidInputError):
+    """The audio is longer than the server takes (``max_audio_seconds`` in its ``/v1/info``); it was not sent.
+
+    ``code`` is the server's own code for the same refusal, ``audio_too_long``.
+    """
+
+    code = "audio_too_long"
+
+    def __init__(self, message: str, *, duration_s: float, limit_s: float, request_id: str | None = None) -> None:
+        super().__init__(message, request_id=request_id)
+        self.duration_s = duration_s
+        self.limit_s = limit_s
 
 
 class RequestRejectedError(ScorerError):

@@ -47,10 +47,15 @@ class ScorerEndpoint:
 
 
 def normalize_url(url: str) -> str:
-    """``url`` checked (http or https, a host, no query or fragment) and without a trailing slash."""
+    """``url`` checked (http or https, a host, no query or fragment) and without a trailing slash.
+
+    A URL written without a scheme (``127.0.0.1:8000``, ``scorer:8000/v1``) is taken as ``http://``.
+    """
     if not isinstance(url, str) or not url.strip():
         raise ValueError(f"scorer URL must be a non-empty string, got {url!r}")
     url = url.strip()
+    if "://" not in url:
+        url = f"http://{url}"
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(f"scorer URL must be http(s)://host[:port][/prefix][/score], got {url!r}")

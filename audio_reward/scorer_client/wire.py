@@ -65,6 +65,8 @@ class PreparedItem:
 
     request_id: str
     body: bytes
+    duration_s: float = 0.0
+    """Seconds of audio in the body, checked against the server's ``max_audio_seconds`` before sending."""
 
 
 def new_request_id() -> str:
@@ -207,7 +209,7 @@ def _prepare(item: ScoreItem, request_id: str) -> PreparedItem:
         except ValidationError as exc:
             raise InvalidInputError(f"reward options: {exc}") from None
         body["reward"] = options.model_dump(exclude_none=True)
-    return PreparedItem(request_id=request_id, body=orjson.dumps(body))
+    return PreparedItem(request_id=request_id, body=orjson.dumps(body), duration_s=samples.size / rate)
 
 
 def batch_body(items: list[PreparedItem]) -> bytes:

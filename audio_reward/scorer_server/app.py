@@ -31,6 +31,7 @@ from audio_reward.scoring import get_normalizer
 
 from .config import ServerConfig
 from .engines.base import ASREngine
+from .engines.model_store import ModelNotAvailableError
 from .engines.registry import EngineConfig, create_engine
 from .http import health, info, metrics, openai, score
 from .http.apidocs import add_request_examples, offline_docs_app
@@ -71,6 +72,12 @@ async def _load_engine(app: FastAPI) -> None:
         if not app.state.engine_preloaded:
             await asyncio.to_thread(engine.load)
             await asyncio.to_thread(engine.warmup)
+    except ModelNotAvailableError as exc:  # its message says what to do: one line, no traceback
+        readiness.load_error = type(exc).__name__
+        log.error("engine failed to load: %s", exc, extra={"engine": settings.engine, "model": settings.model})
+        if readiness.on_fatal is not None:
+            readiness.on_fatal()
+        return
     except Exception as exc:  # reported on /readyz and in the log, then the server stops
         # Only the exception type goes on the unauthenticated /readyz; the message (paths...) goes to the log.
         readiness.load_error = type(exc).__name__
@@ -133,8 +140,24 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
             components.update(model_schema.pop("$defs", {}))
             components[model.__name__] = model_schema
         add_request_examples(schema)
+        _drop_validation_responses(schema)
         app.openapi_schema = schema
     return app.openapi_schema
+
+
+def _drop_validation_responses(schema: dict[str, Any]) -> None:
+    """Take out the 422 FastAPI documents for every route with a parameter: this server never answers it.
+
+    Bodies are read raw and parameter errors are answered 400 (:mod:`.http.errors`), so the
+    document lists only the statuses a client can get.
+    """
+    for path_item in schema.get("paths", {}).values():
+        for operation in path_item.values():
+            if isinstance(operation, dict):
+                operation.get("responses", {}).pop("422", None)
+    components = schema.get("components", {}).get("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        components.pop(name, None)
 
 
 _ROUTERS = (score.router, openai.router, info.router, health.router, metrics.router)

@@ -12,6 +12,7 @@ loads inside the command.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from typing import TYPE_CHECKING
 
@@ -38,10 +39,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _missing_extras(settings: ServerSettings) -> tuple[list[str], ModuleNotFoundError | None]:
-    """The extras ``serve`` needs that are not installed: the server's, then the model's."""
+    """The extras ``serve`` needs that are not installed: the server's, the engine's, then the model's."""
     from audio_reward.extras import is_missing_dependency
 
     from .engines.model_store import PACKAGED_EXTRAS, missing_packaged_model
+    from .engines.registry import ENGINE_EXTRAS, missing_engine_module
 
     missing: list[str] = []
     error: ModuleNotFoundError | None = None
@@ -54,10 +56,29 @@ def _missing_extras(settings: ServerSettings) -> tuple[list[str], ModuleNotFound
         if not is_missing_dependency(exc):
             raise
         missing, error = ["server"], exc
+    engine_extra = ENGINE_EXTRAS.get(settings.engine)
+    absent = missing_engine_module(settings.engine)
+    if absent is not None and engine_extra is not None and engine_extra not in missing:
+        missing.append(engine_extra)
+        error = error or absent
     model = settings.model
     if missing_packaged_model(model) and PACKAGED_EXTRAS[model][0] not in missing:
         missing.append(PACKAGED_EXTRAS[model][0])
     return missing, error
+
+
+def _unreachable_model(settings: ServerSettings) -> str | None:
+    """Why a hub model cannot be had (no local copy, no hub), checked before the server starts; None if it can."""
+    from .engines.model_store import ModelNotAvailableError, ensure_hub_model, hub_repository
+
+    repo = hub_repository(settings.engine, settings.model)
+    if repo is None:
+        return None
+    try:
+        ensure_hub_model(repo, settings.model)
+    except ModelNotAvailableError as exc:
+        return str(exc)
+    return None
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -74,11 +95,13 @@ def serve(args: argparse.Namespace) -> int:
     if missing:  # one line before anything starts, not a traceback from an import or the background load
         print(missing_extra_message(missing, "audio-reward serve:", error), file=sys.stderr)
         return 2
-
-    import uvicorn
+    unreachable = _unreachable_model(settings)
+    if unreachable:
+        print(f"audio-reward serve: {unreachable}", file=sys.stderr)
+        return 2
 
     from .app import build_app
-    from .http.server import uvicorn_config
+    from .http.server import ForegroundServer, uvicorn_config
 
     if args.ray:
         from .ray_serve import deploy_from_args
@@ -95,7 +118,7 @@ def serve(args: argparse.Namespace) -> int:
         print("audio-reward serve engine options: " + json.dumps(dict(app.state.engine.options), sort_keys=True),
               flush=True)
     config = uvicorn_config(app, settings)
-    server = uvicorn.Server(config)
+    server = ForegroundServer(config)
     readiness = app.state.readiness
 
     def stop() -> None:
@@ -105,6 +128,8 @@ def serve(args: argparse.Namespace) -> int:
     print(f"audio-reward serve: listening on http://{settings.host}:{settings.port} "
           f"(engine {settings.engine}, model {settings.model}); ready when /readyz answers 200", flush=True)
     server.run()
+    if server.stop_signal is not None:
+        print(f"audio-reward serve: stopped on {signal.Signals(server.stop_signal).name}", file=sys.stderr)
     if readiness.load_error:
         print(f"audio-reward serve: the model failed to load ({readiness.load_error}); the error is logged above",
               file=sys.stderr)

@@ -69,8 +69,11 @@ class ServerConfig(BaseModel):
     engine_options: dict[str, Any] = Field(
         default_factory=dict,
         description="Engine-specific options (--engine-option KEY=VALUE; env: JSON object or KEY=VALUE,KEY=VALUE).")
-    served_model_name: str | None = Field(
-        None, description="Model id of the OpenAI-compatible API (/v1/models); default: the model's own id.")
+    served_model_name: tuple[str, ...] | None = Field(
+        None,
+        description="Model id(s) of the OpenAI-compatible API (/v1/models lists them all, a request may name any; "
+                    "the first is the main one); default: the model's own id. "
+                    "Env: comma separated or a JSON list.")
 
     # batching and limits
     max_batch_size: int = Field(16, ge=1, le=1024, description="Most utterances in one engine call.")
@@ -152,6 +155,24 @@ class ServerConfig(BaseModel):
         if text.startswith("{"):
             return json.loads(text)
         return parse_engine_options(part for part in text.split(",") if part.strip())
+
+    @field_validator("served_model_name", mode="before")
+    @classmethod
+    def _split_names(cls, value: Any) -> Any:
+        if isinstance(value, str):  # one name, or the environment's "a,b" / '["a", "b"]'
+            text = value.strip()
+            value = json.loads(text) if text.startswith("[") else text.split(",")
+        return value
+
+    @field_validator("served_model_name")
+    @classmethod
+    def _check_names(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        names = tuple(dict.fromkeys(name.strip() for name in value))
+        if not names or any(not name for name in names):
+            raise ValueError("served_model_name needs non-empty names")
+        return names
 
     @model_validator(mode="before")
     @classmethod

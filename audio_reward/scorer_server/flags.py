@@ -2,8 +2,10 @@
 
 Shared by ``audio-reward serve`` (:mod:`.cli`) and ``python -m
 audio_reward.scorer_server.ray_serve``.  Every field has its flag
-(:mod:`audio_reward.settings_flags`) except two: ``engine_options`` is
-``--engine-option KEY=VALUE``, repeated, and ``api_key`` has none, so a key
+(:mod:`audio_reward.settings_flags`) except three: ``engine_options`` is
+``--engine-option KEY=VALUE``, repeated, ``served_model_name`` takes one or
+more names after one flag (``--served-model-name whisper-1 tiny``, as ``vllm
+serve`` takes them), and ``api_key`` has none, so a key
 never shows in shell history or ``ps`` (``--api-key-file`` or
 ``AUDIO_REWARD_API_KEY`` give it).  Only argparse and pydantic are imported.
 """
@@ -20,7 +22,7 @@ from .config import ServerConfig, parse_engine_options
 if TYPE_CHECKING:
     from .settings import ServerSettings
 
-NOT_FLAGS = ("api_key", "engine_options")
+NOT_FLAGS = ("api_key", "engine_options", "served_model_name")
 
 
 def server_flags() -> list[Flag]:
@@ -32,6 +34,9 @@ def add_server_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup) 
     add_flags(parser, server_flags())
     parser.add_argument("--engine-option", action="append", default=None, metavar="KEY=VALUE",
                         help="engine-specific option, repeatable (e.g. max_num_seqs=128 for vllm); see docs/server.md")
+    parser.add_argument("--served-model-name", nargs="+", default=None, metavar="NAME",
+                        help="model id(s) of the OpenAI-compatible API, e.g. whisper-1: /v1/models lists them all and "
+                             "a request may name any, the first is the main one (default: the model's own id)")
 
 
 def server_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -39,6 +44,8 @@ def server_overrides(args: argparse.Namespace) -> dict[str, Any]:
     out = values_from_args(args, server_flags())
     if getattr(args, "engine_option", None):
         out["engine_options"] = parse_engine_options(args.engine_option)
+    if getattr(args, "served_model_name", None):
+        out["served_model_name"] = args.served_model_name
     return out
 
 

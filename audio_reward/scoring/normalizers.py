@@ -20,18 +20,24 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from functools import cache
 from typing import Literal
 
-import zhconv
 from zhon.hanzi import punctuation as _ZHON_PUNCTUATION
 
 from audio_reward.extras import install_hint
 
 from .errors import UnsupportedLanguageError
 from .metrics import split_words
+
+with warnings.catch_warnings():
+    # zhconv loads its tables through setuptools' pkg_resources, which warns on import since setuptools 81:
+    # a note about zhconv's packaging that no user of audio-reward can act on, printed on every command.
+    warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+    import zhconv
 
 __all__ = [
     "CHINESE_LANGUAGES",

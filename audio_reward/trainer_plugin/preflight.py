@@ -26,6 +26,7 @@ from typing import Any
 
 from ..protocol import SUPPORTED_VERSIONS
 from ..scorer_client.settings import endpoint_of
+from ..settings_flags import one_line
 from .settings import (
     CONFIG_BLOCK,
     MASKING_ESTIMATORS,
@@ -89,7 +90,7 @@ def scorer_urls(config: Any) -> list[str]:
         try:
             return list(PluginSettings.from_config(config).server_url)
         except ValueError as exc:  # no URL, or a bad value
-            raise ValueError(f"reward.{CONFIG_BLOCK}: {exc}") from None
+            raise ValueError(f"reward.{CONFIG_BLOCK}: {one_line(exc)}") from None
     fn = _scorer_fn(config)
     key = "reward.custom_reward_function.reward_kwargs.server_url"
     url = str(_get(config, key, "") or "")

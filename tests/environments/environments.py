@@ -78,6 +78,8 @@ CHECKS: dict[str, tuple[Check, ...]] = {
         Check("audio-reward error-rate -", stdin=TRANSCRIPTS, says='"cer":0.0909'),
         Check('audio-reward score --url http://127.0.0.1:8000 --text "$(cat examples/speech.txt)" examples/speech.wav',
               files=("examples",), scorer=True, says="score"),
+        Check('audio-reward score --url 127.0.0.1:8000 --text "$(cat examples/speech.txt)" examples/speech.wav',
+              files=("examples",), scorer=True, says="score"),
         Check("audio-reward serve", returncode=2, one_line=True, says="'server' extra"),
         Check("audio-reward tts-speaker examples/speech.wav --out spk.json", files=("examples",), returncode=2,
               one_line=True, says="--model"),
@@ -87,6 +89,10 @@ CHECKS: dict[str, tuple[Check, ...]] = {
     ),
     "server": (
         Check("audio-reward serve --model base", returncode=2, one_line=True, says="'base-model'"),
+        Check("audio-reward serve --preset seed-tts-eval-en", returncode=2, one_line=True,
+              says="'transformers' extra"),
+        Check("audio-reward serve --preset seed-tts-eval-en --engine faster-whisper", returncode=2, one_line=True,
+              says="not available offline", timeout_s=180),
         Check("python -m audio_reward.trainer_plugin.recipes.qwen3_tts_grpo.prepare_data examples/speech.txt "
               "--out-dir data", files=("examples",), returncode=2, one_line=True, says="'recipes'"),
         Check("audio-reward eval manifest.jsonl --out run --url http://127.0.0.1:8000", files=("manifest.jsonl",),

@@ -80,8 +80,8 @@ def test_command(check: Check, tmp_path: Path, request: pytest.FixtureRequest) -
     for name in check.files:
         make_fixture(name, tmp_path, scorer, ENV_BIN)
     command = check.command.format(repo=REPO_ROOT)
-    if scorer is not None:
-        command = LOCAL_SCORER.sub(scorer, command)
+    if scorer is not None:  # a URL written without its scheme stays without it
+        command = LOCAL_SCORER.sub(lambda m: scorer if m.group(1) else scorer.split("://", 1)[1], command)
     proc = subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=REPO_ROOT if check.in_checkout else tmp_path,
                           env=_env(), input=check.stdin, capture_output=True, text=True, timeout=check.timeout_s)
     where = f"{command!r} in the {ENV_NAME} environment"

@@ -56,6 +56,8 @@ def settings_to_flags(settings: dict[str, Any]) -> list[str]:
         flag = "--" + name.replace("_", "-")
         if isinstance(value, bool):
             flags.append(flag if value else "--no-" + flag[2:])
+        elif isinstance(value, (list, tuple)):  # a flag taking several values (--served-model-name a b)
+            flags += [flag, *map(str, value)]
         elif value is not None:
             flags += [flag, str(value)]
     return flags

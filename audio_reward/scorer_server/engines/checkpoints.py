@@ -2,7 +2,8 @@
 
 A packaged CTranslate2 name (``tiny.en``, ``base``) or a CTranslate2 folder is
 converted once, exactly, into a transformers checkpoint in the cache
-(:mod:`.convert`); a transformers folder or hub id is used as it is.  Its
+(:mod:`.convert`); a transformers folder or hub id is used as it is (a hub id
+with no local copy and no hub to reach is one :class:`ModelNotAvailableError`).  Its
 ``model_type`` says which decoding the engine runs: Whisper or Qwen3-ASR.
 """
 
@@ -15,7 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .convert import ct2_whisper_to_transformers, is_current_conversion
-from .model_store import PACKAGED_MODELS, ModelNotAvailableError, cache_dir, resolve_ctranslate2_model
+from .model_store import (
+    PACKAGED_MODELS,
+    ModelNotAvailableError,
+    cache_dir,
+    ensure_hub_model,
+    resolve_ctranslate2_model,
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +57,7 @@ def resolve_transformers_checkpoint(name: str) -> ResolvedCheckpoint:
         return ResolvedCheckpoint(str(path), str(path.resolve()), None)
     if path.suffix or name.startswith(("/", ".", "~")):
         raise ModelNotAvailableError(f"model folder {name!r} does not exist")
+    ensure_hub_model(name, name)
     return ResolvedCheckpoint(name, name, None)
 
 

@@ -39,7 +39,7 @@ from .base import (
     max_new_tokens_for,
     resolve_engine_options,
 )
-from .model_store import resolve_ctranslate2_model
+from .model_store import ensure_hub_model, hub_repository, resolve_ctranslate2_model
 from .registry import EngineConfig
 
 log = logging.getLogger(__name__)
@@ -82,14 +82,27 @@ class FasterWhisperEngine(ThreadedEngine):
 
         resolved = resolve_ctranslate2_model(self.config.model)
         local = resolved.packaged or Path(resolved.path).is_dir()
-        self._model = WhisperModel(
-            resolved.path,
-            device=self.config.device,
-            compute_type=self.config.compute_type,
-            cpu_threads=self.config.cpu_threads,
-            num_workers=1,
-            local_files_only=local,
-        )
+        repo = None if local else hub_repository("faster-whisper", resolved.path)
+        if repo is not None:
+            ensure_hub_model(repo, resolved.path)
+        import ctranslate2
+
+        level = ctranslate2.get_log_level()
+        if self.config.compute_type == "default":
+            # CTranslate2 warns when it converts saved float16 weights for a CPU: with "default" that
+            # conversion is what was asked for, so it is no warning to print at every start.
+            ctranslate2.set_log_level(logging.ERROR)
+        try:
+            self._model = WhisperModel(
+                resolved.path,
+                device=self.config.device,
+                compute_type=self.config.compute_type,
+                cpu_threads=self.config.cpu_threads,
+                num_workers=1,
+                local_files_only=local,
+            )
+        finally:
+            ctranslate2.set_log_level(level)
         multilingual = bool(self._model.model.is_multilingual)
         forced = self.options["batched"]  # None: batch on GPU only
         device = str(self._model.model.device)

@@ -127,6 +127,65 @@ def _base() -> ResolvedModel:
     return ResolvedModel("base", str(target), _verify("base", model_bin), packaged=True)
 
 
+def _is_local(name: str) -> bool:
+    """Packaged, an existing folder, or written as a path: nothing the hub is asked for."""
+    path = Path(name).expanduser()
+    return name in PACKAGED_MODELS or path.exists() or bool(path.suffix) or name.startswith(("/", ".", "~"))
+
+
+def hub_repository(engine: str, name: str) -> str | None:
+    """The hub repository ``engine`` downloads for model ``name``; None when the model is local or packaged.
+
+    faster-whisper turns its short names (``large-v3``) into Systran's CTranslate2 repositories;
+    the other engines take a hub id as it is.
+    """
+    if _is_local(name):
+        return None
+    if engine == "faster-whisper" and "/" not in name:
+        try:
+            from faster_whisper.utils import _MODELS
+        except ImportError:
+            return None
+        return _MODELS.get(name)  # an unknown short name is faster-whisper's own error, at load
+    return name
+
+
+def ensure_hub_model(repo_id: str, name: str) -> None:
+    """Return when ``repo_id`` is in the Hugging Face cache or the hub answers for it; else one clear error.
+
+    Looks for the repository's ``config.json`` (every Whisper and Qwen3-ASR repository has one) in
+    the cache, then asks the hub for it once, without retries: a hub that cannot be reached and no
+    local copy is :class:`ModelNotAvailableError` naming the ways to provide the model, instead of
+    the download's traceback in the middle of a start.
+    """
+    from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url, try_to_load_from_cache
+    from huggingface_hub.errors import EntryNotFoundError, OfflineModeIsEnabled, RepositoryNotFoundError
+
+    if isinstance(try_to_load_from_cache(repo_id, "config.json"), str):
+        return
+    shown = name if name == repo_id else f"{name} (hub repository {repo_id})"
+    provide = (f"download it once where the hub is reachable (hf download {repo_id}, into {constants.HF_HUB_CACHE}, "
+               "or set HF_HOME), or copy the model's folder here and pass it with --model /path/to/folder "
+               "(or AUDIO_REWARD_SERVER_MODEL)")
+    try:
+        get_hf_file_metadata(hf_hub_url(repo_id, "config.json"))
+    except RepositoryNotFoundError:
+        raise ModelNotAvailableError(
+            f"model {shown}: the hub has no such repository (or it is private: set HF_TOKEN); " + provide
+        ) from None
+    except EntryNotFoundError:
+        return  # the repository exists; its loader knows which files it needs
+    except OfflineModeIsEnabled:
+        raise ModelNotAvailableError(
+            f"model {shown} is not available offline: there is no local copy and HF_HUB_OFFLINE is set; " + provide
+        ) from None
+    except Exception as exc:  # noqa: BLE001 - the client's connection, TLS and HTTP errors alike
+        raise ModelNotAvailableError(
+            f"model {shown} is not available offline: there is no local copy and the hub cannot be reached "
+            f"({type(exc).__name__}); " + provide
+        ) from None
+
+
 def resolve_ctranslate2_model(name: str) -> ResolvedModel:
     """Resolve a model name to a CTranslate2 folder.
 

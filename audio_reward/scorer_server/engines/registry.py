@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,8 +43,23 @@ ENGINE_EXTRAS: dict[str, str] = {
 }
 
 
+# name -> the third-party modules its backend imports when it loads (lazily, so importing the engine's
+# module does not show they are missing).
+ENGINE_MODULES: dict[str, tuple[str, ...]] = {
+    "faster-whisper": ("faster_whisper", "ctranslate2"),
+    "transformers": ("torch", "transformers"),
+    "vllm": ("vllm",),
+}
+
+
 class UnknownEngineError(ValueError):
     pass
+
+
+def missing_engine_module(name: str) -> ModuleNotFoundError | None:
+    """The first module of :data:`ENGINE_MODULES` that engine ``name`` needs and is not installed; None if all are."""
+    absent = next((m for m in ENGINE_MODULES.get(name, ()) if importlib.util.find_spec(m) is None), None)
+    return None if absent is None else ModuleNotFoundError(f"No module named {absent!r}", name=absent)
 
 
 def create_engine(name: str, config: EngineConfig) -> ASREngine:
@@ -68,4 +84,7 @@ def create_engine(name: str, config: EngineConfig) -> ASREngine:
         raise ImportError(missing_extra_message(extra, f"engine {name!r}", exc)) from exc
     factory: Callable[[EngineConfig], ASREngine] = getattr(module, attr)
     resolve_engine_options(name, getattr(factory, "OPTIONS", {}), config.options)  # fail before building
+    absent = missing_engine_module(name)
+    if absent is not None:  # fail here, not in the background load after the server listens
+        raise ImportError(missing_extra_message(ENGINE_EXTRAS[name], f"engine {name!r}", absent))
     return factory(config)

@@ -18,14 +18,28 @@ from ..errors import (
 _GENERIC_TYPES = ("", "text/plain", "application/x-www-form-urlencoded")
 
 
-async def read_body(request: Request, max_bytes: int, timeout_s: float) -> bytes:
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB ({n} bytes)"
+
+
+def _too_large(size: int | None, max_bytes: int, max_audio_seconds: float | None) -> PayloadTooLargeError:
+    """413 in the units a user knows: MiB for the body and, for audio, the seconds an utterance may last."""
+    what = f"the request body of {_mib(size)}" if size is not None else "the request body"
+    audio = (f"; audio is limited to {max_audio_seconds:g} s per utterance (max_audio_seconds), "
+             "so send longer recordings in pieces") if max_audio_seconds is not None else ""
+    return PayloadTooLargeError(f"{what} exceeds the limit of {_mib(max_bytes)} (max_body_bytes){audio}")
+
+
+async def read_body(request: Request, max_bytes: int, timeout_s: float, *,
+                    max_audio_seconds: float | None = None) -> bytes:
     """The raw body, or 413 as soon as it is known to exceed ``max_bytes``.
 
     ``Content-Length`` is checked first; the stream is counted too, because a
     chunked upload announces no length.  The whole body must arrive within
     ``timeout_s``, or the answer is 408 and the connection is closed: a client
     that sends a few bytes of a large body cannot hold a connection.  A client
-    that goes away mid-body raises starlette's ``ClientDisconnect``.
+    that goes away mid-body raises starlette's ``ClientDisconnect``.  A body that
+    carries audio names ``max_audio_seconds`` in its 413, the limit a user knows.
     """
     declared = request.headers.get("content-length")
     if declared is not None:
@@ -34,26 +48,26 @@ async def read_body(request: Request, max_bytes: int, timeout_s: float) -> bytes
         except ValueError:
             raise BadRequestError("invalid_request", "Content-Length is not an integer") from None
         if size > max_bytes:
-            raise PayloadTooLargeError(f"request body of {size} bytes exceeds the limit of {max_bytes} bytes")
+            raise _too_large(size, max_bytes, max_audio_seconds)
     try:
         # One deadline for the whole body: a timer on this task, no task or loop turn of its own.
         if sys.version_info >= (3, 11):
             async with asyncio.timeout(timeout_s):
-                return await _read(request, max_bytes)
-        return await asyncio.wait_for(_read(request, max_bytes), timeout_s)
+                return await _read(request, max_bytes, max_audio_seconds)
+        return await asyncio.wait_for(_read(request, max_bytes, max_audio_seconds), timeout_s)
     except asyncio.TimeoutError:
         raise BodyTimeoutError(
             f"the request body did not arrive within {timeout_s:g} s; the limit is body_timeout_s"
         ) from None
 
 
-async def _read(request: Request, max_bytes: int) -> bytes:
+async def _read(request: Request, max_bytes: int, max_audio_seconds: float | None) -> bytes:
     chunks: list[bytes] = []
     received = 0
     async for chunk in request.stream():
         received += len(chunk)
         if received > max_bytes:
-            raise PayloadTooLargeError(f"request body exceeds the limit of {max_bytes} bytes")
+            raise _too_large(None, max_bytes, max_audio_seconds)
         chunks.append(chunk)
     if not received:
         raise BadRequestError("malformed_json", "request body is empty; send a JSON object")
@@ -70,5 +84,5 @@ async def require_json(request: Request) -> None:
         hint += "; to upload an audio file, put it base64-encoded in audio_file_base64, or use the " \
                 "OpenAI-compatible POST /v1/audio/transcriptions for transcripts"
     elif content_type.startswith("audio/"):
-        hint += "; raw audio goes base64-encoded in audio_file_base64 (WAV or FLAC)"
+        hint += "; raw audio goes base64-encoded in audio_file_base64 (WAV, FLAC, MP3, OGG, M4A...)"
     raise UnsupportedMediaTypeError(f"this endpoint takes JSON, not {content_type}: {hint}")

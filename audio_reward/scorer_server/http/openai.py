@@ -156,7 +156,8 @@ async def _parse_upload(request: Request, body: bytes) -> tuple[TranscriptionFor
 async def create_transcription(request: Request, settings: Annotated[ServerConfig, Depends(get_settings)],
                                transcriptions: Transcriptions) -> Response:
     """What OpenAI's ``audio.transcriptions.create`` and ``vllm serve`` answer, on this server's engine."""
-    body = await read_body(request, settings.max_body_bytes, settings.body_timeout_s)
+    body = await read_body(request, settings.max_body_bytes, settings.body_timeout_s,
+                           max_audio_seconds=settings.max_audio_seconds)
     form, raw, filename = await _parse_upload(request, body)
     result = await transcriptions.transcribe(form, raw, filename, request_id_of(request))
     content = render(result, form.response_format)

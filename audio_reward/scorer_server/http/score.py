@@ -36,7 +36,8 @@ _SCORE_DOC: dict[str, Any] = {
 
 
 async def _score(request: Request, settings: ServerConfig, pipeline: ScoringPipeline) -> OrjsonResponse:
-    body = await read_body(request, settings.max_body_bytes, settings.body_timeout_s)
+    body = await read_body(request, settings.max_body_bytes, settings.body_timeout_s,
+                           max_audio_seconds=settings.max_audio_seconds)
     return OrjsonResponse(await pipeline.score(body, request_id_of(request)))
 
 
@@ -61,7 +62,8 @@ async def score_compat(request: Request, settings: Settings, pipeline: Pipeline)
 )
 async def score_batch(request: Request, settings: Settings, pipeline: Pipeline) -> Response:
     """Score every item; a failing item becomes an error object in its slot, the others still score."""
-    body = await read_body(request, settings.max_body_bytes, settings.body_timeout_s)
+    body = await read_body(request, settings.max_body_bytes, settings.body_timeout_s,
+                           max_audio_seconds=settings.max_audio_seconds)
     result = await pipeline.score_batch(body, request_id_of(request))
     # Up to max_batch_items results with prompt-sized fields: encoded off the event loop.
     return await encode_off_loop(result)

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
+from types import FrameType
 from typing import Any, ClassVar
 
 import orjson
@@ -166,3 +168,21 @@ def uvicorn_config(app: FastAPI, settings: ServerConfig, **overrides: Any) -> uv
     }
     options.update(overrides)
     return uvicorn.Config(app, **options)
+
+
+class ForegroundServer(uvicorn.Server):
+    """uvicorn's server for ``audio-reward serve``: SIGINT and SIGTERM are an operator's request to stop.
+
+    uvicorn shuts down gracefully on either signal, then raises the signal again so the process dies
+    of it (a ``KeyboardInterrupt`` traceback for Ctrl-C, exit status -15 for SIGTERM).  Here the
+    graceful shutdown is the end: the command exits 0, and ``stop_signal`` says which signal asked.
+    """
+
+    stop_signal: int | None = None
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.stop_signal is None:
+            self.stop_signal = sig
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True  # a second Ctrl-C: stop waiting for requests in flight
+        self.should_exit = True

@@ -55,6 +55,7 @@ from ..errors import (
     ShuttingDownError,
     server_error_body,
 )
+from .audio_files import FFMPEG_FILES
 from .batcher import BatcherClosedError, SchedulerFullError
 from .dedup import Key, RecentResults, request_key
 from .offload import Offload
@@ -165,14 +166,14 @@ class ScoringPipeline:
 
     def _prepare_one(self, body: bytes, request_id: str) -> PreparedRequest:
         try:
-            req = decode_score_request(parse_json(body), self.limits)
+            req = decode_score_request(parse_json(body), self.limits, decoder=FFMPEG_FILES)
         except ProtocolError as exc:
             raise BadRequestError.from_protocol(exc) from None
         return self._prepare(req, request_id)
 
     def _prepare_batch(self, body: bytes, request_id: str) -> list[PreparedRequest | ServerError]:
         try:
-            _, decoded = decode_batch_request(parse_json(body), self.limits)
+            _, decoded = decode_batch_request(parse_json(body), self.limits, decoder=FFMPEG_FILES)
         except ProtocolError as exc:
             raise BadRequestError.from_protocol(exc) from None
         items: list[PreparedRequest | ServerError] = []
@@ -265,6 +266,9 @@ class ScoringPipeline:
         )
         out = result.diagnostics()
         info = self.engine.info
+        # The rules follow the request's language (a garbled transcript must not switch them), but the
+        # answer says which language the audio was decoded in: the model's detection when none was asked for.
+        out["language"] = item.language or language_code(transcription.language) or ""
         out.update(
             model=info.model_id,
             engine=info.engine,

@@ -9,7 +9,6 @@ OpenAI's error shape by the router.
 
 from __future__ import annotations
 
-import io
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -36,9 +35,8 @@ from ..openai_protocol import (
     TranscriptionResponse,
     TranscriptionVerboseResponse,
 )
+from .audio_files import READABLE_FORMATS, decode_ffmpeg
 from .pipeline import ScoringPipeline, resample_16k
-
-READABLE_FORMATS = "WAV, FLAC, MP3, OGG, M4A, WebM or another format FFmpeg decodes"
 
 
 class ModelNotFoundError(NotFoundError):
@@ -52,12 +50,6 @@ class TranscriptionResult:
     duration_s: float
 
 
-def _too_long(seconds: float, limit: float) -> BadRequestError:
-    return BadRequestError(
-        "audio_too_long", f"the file holds {seconds:.1f} s of audio; the limit is {limit:g} s", path="file"
-    )
-
-
 def _decode_soundfile(raw: bytes, name: str, max_seconds: float, max_bytes: int) -> np.ndarray | None:
     """16 kHz mono float32 via libsndfile, or None when it does not know the format.
 
@@ -66,7 +58,7 @@ def _decode_soundfile(raw: bytes, name: str, max_seconds: float, max_bytes: int)
     no length (streamed FLAC) stops at the limit.
     """
     try:
-        header = read_file_header(raw, field=name, formats=None)
+        header = read_file_header(raw, field=name)
     except AudioDecodeError:
         return None  # not a libsndfile format: FFmpeg may know it
     if header.sample_rate <= 0:
@@ -80,38 +72,6 @@ def _decode_soundfile(raw: bytes, name: str, max_seconds: float, max_bytes: int)
     return resample_16k(data, header.sample_rate)
 
 
-def _decode_ffmpeg(raw: bytes, max_seconds: float) -> np.ndarray | None:
-    """16 kHz mono float32 via FFmpeg (PyAV), or None when the bytes hold no decodable audio."""
-    import av
-
-    try:
-        container = av.open(io.BytesIO(raw), mode="r", metadata_errors="ignore")
-    except (av.error.FFmpegError, ValueError):
-        return None
-    with container:
-        if not container.streams.audio:
-            return None
-        if container.duration is not None and container.duration / av.time_base > max_seconds:
-            raise _too_long(container.duration / av.time_base, max_seconds)
-        resampler = av.AudioResampler(format="flt", layout="mono", rate=ENGINE_SAMPLE_RATE)
-        chunks: list[np.ndarray] = []
-        samples = 0
-        limit = int(max_seconds * ENGINE_SAMPLE_RATE)
-        try:
-            for frame in container.decode(audio=0):
-                for out in resampler.resample(frame):
-                    chunk = out.to_ndarray().reshape(-1)
-                    chunks.append(chunk)
-                    samples += chunk.shape[0]
-                if samples > limit:  # a header without a duration cannot make us decode an hour
-                    raise _too_long(samples / ENGINE_SAMPLE_RATE, max_seconds)
-            chunks += [out.to_ndarray().reshape(-1) for out in resampler.resample(None)]
-        except av.error.FFmpegError:
-            if not chunks:
-                return None
-    return np.ascontiguousarray(np.concatenate(chunks) if chunks else np.zeros(0, np.float32), dtype=np.float32)
-
-
 def decode_upload(raw: bytes, filename: str | None, max_seconds: float, max_bytes: int) -> np.ndarray:
     """An uploaded audio file as 16 kHz mono float32; 400 naming the file's format when it is not audio."""
     name = f"file {filename!r}" if filename else "the file"
@@ -119,7 +79,10 @@ def decode_upload(raw: bytes, filename: str | None, max_seconds: float, max_byte
         raise BadRequestError("empty_audio", f"{name} is empty", path="file")
     audio = _decode_soundfile(raw, name, max_seconds, max_bytes)
     if audio is None:
-        audio = _decode_ffmpeg(raw, max_seconds)
+        try:
+            audio = decode_ffmpeg(raw, name, max_seconds)
+        except AudioDecodeError as exc:
+            raise BadRequestError(exc.code, str(exc), path="file") from None
     if audio is None:
         raise BadRequestError(
             "invalid_audio_file", f"{name} is not audio: {describe_bytes(raw)}; send {READABLE_FORMATS}", path="file"
@@ -134,7 +97,7 @@ def decode_upload(raw: bytes, filename: str | None, max_seconds: float, max_byte
 class TranscriptionService:
     """Transcribes uploads with the server's engine through the pipeline's scheduler; built once per app."""
 
-    def __init__(self, *, pipeline: ScoringPipeline, model: str, served_model_name: str | None,
+    def __init__(self, *, pipeline: ScoringPipeline, model: str, served_model_name: tuple[str, ...] | None,
                  max_audio_seconds: float, max_audio_bytes: int) -> None:
         self.pipeline = pipeline
         self.model = model
@@ -143,9 +106,10 @@ class TranscriptionService:
         self.max_audio_bytes = max_audio_bytes
 
     def model_names(self) -> list[str]:
-        """The ids a request may name: ``served_model_name`` when set, else the loaded model's id and the setting."""
+        """The ids a request may name: the ``served_model_name`` s when set (the first is the main one, as
+        in ``vllm serve``), else the loaded model's id and the setting."""
         if self.served_model_name:
-            return [self.served_model_name]
+            return list(self.served_model_name)
         return list(dict.fromkeys([self.pipeline.engine.info.model_id, self.model]))
 
     def models(self) -> ModelList:

@@ -238,6 +238,21 @@ def test_commands_default_to_a_local_scorer_and_print_their_settings_with_v(tmp_
         env=env,
     )
     assert proc.returncode == 2 and "scorer URL must be http(s)" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "pydantic" not in proc.stderr and "validation error" not in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["score", "eval"])
+def test_a_url_without_a_scheme_reaches_the_scorer(fault_server: FaultServer, tone: np.ndarray, tmp_path: Path,
+                                                   command: str) -> None:
+    hostport = fault_server.url.removeprefix("http://")
+    sf.write(tmp_path / "a.wav", tone, 16000)
+    args = (["score", "--text", "hi", str(tmp_path / "a.wav")] if command == "score" else
+            ["eval", str(write_manifest(tmp_path, tone, 1)), "--out", str(tmp_path / "out"), "--no-progress"])
+    proc = subprocess.run([sys.executable, "-m", "audio_reward.cli", *args, "--url", hostport],
+                          capture_output=True, text=True, timeout=120)
+    assert "ValidationError" not in proc.stderr and "errors.pydantic.dev" not in proc.stderr, proc.stderr
+    assert fault_server.http_requests["batch"] + fault_server.http_requests["single"] >= 1
+    assert proc.returncode == (0 if command == "score" else 1), proc.stderr  # eval's manifest has bad rows
 
 
 def test_score_names_what_is_wrong_with_a_file(
@@ -284,3 +299,24 @@ def test_eval_says_when_the_scorer_is_unreachable(
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     assert main(["eval", str(manifest), "--out", str(out), "--url", dead_url, "--no-progress"]) == 2
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_score_exit_status_follows_the_documented_table(fault_server: FaultServer, tone: np.ndarray, dead_url: str,
+                                                         tmp_path: Path) -> None:
+    # docs/client.md: 0 every file scored, 1 a file failed, 2 bad usage or a scorer that answered nothing.
+    sf.write(tmp_path / "a.wav", tone, 16000)
+    (tmp_path / "bad.wav").write_bytes(b"nope")
+
+    def score(url: str, *files: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "audio_reward.cli", "score", "--text", "hi", "--url", url,
+                               "--max-retries", "1", "--backoff", "0", *files],
+                              capture_output=True, text=True, timeout=120)
+
+    wav, bad = str(tmp_path / "a.wav"), str(tmp_path / "bad.wav")
+    assert score(fault_server.url, wav).returncode == 0
+    assert score(fault_server.url, wav, bad).returncode == 1
+    down = score(dead_url, wav)
+    assert down.returncode == 2, down.stderr
+    assert down.stderr.splitlines()[-1].startswith(f"audio-reward score: cannot reach the scorer at {dead_url}: ")
+    assert "Traceback" not in down.stderr
+    assert score("ftp://nowhere", wav).returncode == 2

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import soundfile as sf
 from audio_reward.cli import main
 from audio_reward.scorer_client import (
     AsyncScorerClient,
+    AudioTooLongError,
     RequestRejectedError,
     ScoreItem,
     ScorerClient,
@@ -22,6 +25,7 @@ from audio_reward.scorer_client import (
     compute_score,
 )
 from audio_reward.scorer_client.eval.evaluate import load_rows
+from tests.testkit.probes import read_metrics
 from tests.testkit.server import running_server
 from tests.testkit.speech import synth_speech
 
@@ -62,14 +66,54 @@ async def test_score_many_in_order_through_the_batch_endpoint(scorer_url: str) -
 
 
 async def test_final_rejection_is_not_retried(scorer_url: str) -> None:
+    wav, rate = synth_speech(SENTENCES[3])
     async with AsyncScorerClient(scorer_url, max_retries=3) as client:
         with pytest.raises(RequestRejectedError) as info:
-            await client.score(np.zeros(8000 * 61, np.float32), 8000, "too long")
-        assert info.value.status in (400, 413, 422) and info.value.code == "audio_too_long"
-        results = await client.score_many([(np.zeros(8000 * 61, np.float32), 8000, "too long"),
-                                           (*synth_speech(SENTENCES[3]), SENTENCES[3])])
-    assert isinstance(results[0], RequestRejectedError) and results[0].code == "audio_too_long"
+            await client.score(wav, rate, SENTENCES[3], language="xx")
+        assert info.value.status == 400 and info.value.code == "unsupported_language"
+        results = await client.score_many([ScoreItem(wav, rate, SENTENCES[3], language="xx"),
+                                           (wav, rate, SENTENCES[3])])
+    assert isinstance(results[0], RequestRejectedError) and results[0].code == "unsupported_language"
     assert isinstance(results[1], ScoreResult) and results[1].score > 0.8
+
+
+def _scoring_requests(url: str) -> float:
+    return sum(v for k, v in read_metrics(url).items()
+               if k.startswith("audio_reward_requests_total{") and 'endpoint="/v1/score' in k)
+
+
+async def test_audio_over_the_servers_limit_is_refused_before_it_is_sent(scorer_url: str) -> None:
+    # The limit comes from the server's /v1/info (60 s here); nothing over it is uploaded.
+    wav, rate = synth_speech(SENTENCES[3])
+    before = _scoring_requests(scorer_url)
+    async with AsyncScorerClient(scorer_url, max_retries=3) as client:
+        limit = (await client.info())["limits"]["max_audio_seconds"]
+        with pytest.raises(AudioTooLongError) as info:
+            await client.score(np.zeros(8000 * 61, np.float32), 8000, "too long")
+        assert _scoring_requests(scorer_url) == before
+        results = await client.score_many([(np.zeros(8000 * 61, np.float32), 8000, "too long"),
+                                           (wav, rate, SENTENCES[3])])
+    assert limit == 60 and info.value.limit_s == 60 and info.value.code == "audio_too_long"
+    assert str(info.value).startswith("the audio is 61.0 s long; the scorer at ") and "at most 60 s" in str(info.value)
+    assert isinstance(results[0], AudioTooLongError) and results[0].duration_s == 61.0
+    assert isinstance(results[1], ScoreResult) and results[1].score > 0.8
+    with ScorerClient(scorer_url) as sync, pytest.raises(AudioTooLongError):
+        sync.score(np.zeros(16000 * 120, np.float32), 16000, "two minutes")
+
+
+def test_score_command_refuses_a_half_hour_file_in_seconds_without_uploading(scorer_url: str, tmp_path: Path) -> None:
+    long_wav = tmp_path / "long.wav"
+    sf.write(long_wav, np.zeros(16000 * 1800, np.int16), 16000, subtype="PCM_16")  # 30 minutes
+    before = _scoring_requests(scorer_url)
+    done = subprocess.run([sys.executable, "-m", "audio_reward.cli", "score", "--json", "--text", "hi", "--url",
+                           scorer_url, str(long_wav)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    row = json.loads(done.stdout)
+    assert row["file"] == str(long_wav) and row["error"]["type"] == "AudioTooLongError"
+    message = row["error"]["message"]
+    assert message.startswith("the audio is 1800.0 s long") and "at most 60 s" in message
+    assert "bytes" not in message and "waveform_f32_base64" not in message
+    assert _scoring_requests(scorer_url) == before
 
 
 async def test_compute_score_on_the_real_server(scorer_url: str) -> None:

@@ -170,7 +170,8 @@ def test_settings_from_env_and_url_forms(monkeypatch: pytest.MonkeyPatch) -> Non
         and s.deadline == 9.0
     assert "api_key = **********" in s.describe() and "k\n" not in s.describe()
     assert ClientSettings("http://h/prefix/").urls == ("http://h/prefix",)
-    for bad in ("ftp://x", "localhost:8000", "http://h/score?x=1", ""):
+    assert ClientSettings("localhost:8000").urls == ("http://localhost:8000",)  # no scheme: http
+    for bad in ("ftp://x", "http://h/score?x=1", ""):
         with pytest.raises(ValueError):
             ClientSettings(bad)
     _set_env(monkeypatch, {**env, "AUDIO_REWARD_CLIENT_MAX_RETRIES": "-1"})

@@ -54,7 +54,8 @@ async def test_an_endpoint_url_is_used_exactly_as_given() -> None:
             results = [
                 await client.score(w, 24_000, f"text {i}", metadata={"id": f"s{i}"}) for i, w in enumerate(waves)
             ]
-    assert server.paths == {"POST /score": 3}  # before: every request went to /v1/score and got a 404
+    # /v1/info is asked once (the audio limit, batches): before, every request went to /v1/score and got a 404
+    assert server.paths == {"GET /v1/info": 1, "POST /score": 3}
     assert [r.score for r in results] == [expected_score(w) for w in waves]
     assert [r.diagnostics["sample_id"] for r in results] == ["s0", "s1", "s2"]
     assert results[1].diagnostics["asr_text"] == "text 1"
@@ -101,7 +102,7 @@ async def test_its_400_is_final_and_keeps_the_servers_message() -> None:
             with pytest.raises(RequestRejectedError) as info:
                 await client.score(_waves(1)[0], 16_000, "   ")
     assert info.value.status == 400 and "non-empty prompt" in info.value.message
-    assert server.paths == {"POST /score": 1}
+    assert server.paths == {"GET /v1/info": 1, "POST /score": 1}
 
 
 async def test_compute_score_is_a_drop_in_for_its_server_url() -> None:
@@ -117,7 +118,7 @@ async def test_compute_score_is_a_drop_in_for_its_server_url() -> None:
         )
         await close_cached_clients()
     assert out == {"score": expected_score(wave), "cer": 0.0, "asr_text": "target text", "sample_id": "sample-1"}
-    assert server.paths == {"POST /score": 2}
+    assert server.paths == {"GET /v1/info": 1, "POST /score": 2}
 
 
 def test_sync_client_reaches_it_too() -> None:
@@ -133,7 +134,7 @@ async def test_a_base_url_gets_v1_score() -> None:
         async with AsyncScorerClient(server.url, **FAST) as client:
             with pytest.raises(RequestRejectedError) as info:
                 await client.score(_waves(1)[0], 16_000, "x")
-    assert info.value.status == 404 and server.paths == {"POST /v1/score": 1}
+    assert info.value.status == 404 and server.paths == {"GET /v1/info": 1, "POST /v1/score": 1}
 
 
 async def test_an_audio_reward_server_gets_batches_at_its_root_or_its_score_url() -> None:

@@ -121,7 +121,7 @@ ENTRIES: dict[str, Entry] = {
     "docs/server.md: vllm serve openai/whisper-large-v3      # OpenAI-compatible API on port 8000": Skip(
         "vLLM serving Whisper large-v3 on a GPU: the server being replaced"
     ),
-    "docs/server.md: audio-reward serve --model tiny.en --served-model-name openai/whisper-large-v3": Covered(
+    "docs/server.md: audio-reward serve --model tiny.en --served-model-name openai/whisper-large-v3 whisper-1": Covered(
         "tests/integration/server/test_openai_api.py::test_docs_replacing_vllm_serve_run_as_written"
     ),
     "docs/server.md: curl -s localhost:8000/v1/audio/transcriptions -F file=@speech.wav -F"

@@ -157,6 +157,9 @@ def test_oversized_body_is_413_from_content_length(guarded_url: str) -> None:
     r = httpx.post(f"{guarded_url}/v1/score", content=big, headers={"X-API-Key": API_KEY})
     error = assert_error(r, 413, "payload_too_large")
     assert "600000" in error["message"]
+    # In the units a user knows: the body in MiB, and the audio limit in seconds.
+    assert "the request body of 0.7 MiB" in error["message"] and "limit of 0.6 MiB" in error["message"]
+    assert "audio is limited to 5 s per utterance (max_audio_seconds)" in error["message"]
 
 
 def test_oversized_chunked_body_is_413_while_streaming(guarded_url: str) -> None:
@@ -168,7 +171,7 @@ def test_oversized_chunked_body_is_413_while_streaming(guarded_url: str) -> None
 
     r = httpx.post(f"{guarded_url}/v1/score/batch", content=chunks(), headers={"X-API-Key": API_KEY})
     assert "content-length" not in r.request.headers
-    assert_error(r, 413, "payload_too_large")
+    assert "5 s per utterance" in assert_error(r, 413, "payload_too_large")["message"]
 
 
 def test_audio_over_the_servers_limit_is_400(guarded_url: str) -> None:

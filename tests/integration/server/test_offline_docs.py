@@ -86,3 +86,27 @@ def test_openapi_documents_the_transcription_upload(scorer_url: str) -> None:
     assert {"model", "language", "prompt", "response_format", "temperature"} <= set(fields)
     assert "Only 0 is honoured" in fields["temperature"]["description"]
     assert "$defs" not in str(schema)  # ReDoc refuses documents with JSON-Schema-local references
+
+
+def _refs(node: object) -> list[str]:
+    if isinstance(node, dict):
+        return [v for k, v in node.items() if k == "$ref" and isinstance(v, str)] + \
+            [r for v in node.values() for r in _refs(v)]
+    if isinstance(node, list):
+        return [r for v in node for r in _refs(v)]
+    return []
+
+
+def test_openapi_lists_only_statuses_the_server_answers(scorer_url: str) -> None:
+    # Parameter errors are answered 400 and bodies are read raw: a 422 in the document would be untrue.
+    doc = httpx.get(f"{scorer_url}/openapi.json", timeout=30).json()
+    operations = [(path, method, op) for path, item in doc["paths"].items() for method, op in item.items()]
+    assert any(path == "/v1/models/{model_id}" for path, _, _ in operations)
+    listed = {(path, method): set(op.get("responses", {})) for path, method, op in operations}
+    assert not [key for key, statuses in listed.items() if "422" in statuses], listed
+    assert listed[("/v1/models/{model_id}", "get")] == {"200", "401", "404"}
+    assert httpx.get(f"{scorer_url}/v1/models/not-served", timeout=30).status_code == 404
+    components = doc["components"]["schemas"]
+    assert "HTTPValidationError" not in components
+    dangling = [r for r in _refs(doc) if r.removeprefix("#/components/schemas/") not in components]
+    assert not dangling, dangling

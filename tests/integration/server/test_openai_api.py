@@ -6,6 +6,7 @@ real synthetic speech (hibari-tts), encoded as WAV, MP3, OGG, M4A (AAC) and WebM
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import shlex
@@ -77,13 +78,17 @@ def test_sdk_transcribes_json_text_and_verbose_json(client: openai.OpenAI, speec
     assert verbose.duration == pytest.approx(plain.usage.seconds)
 
 
-@pytest.mark.parametrize(("name", "encode"), [
+FORMATS: list[tuple[str, Callable[[np.ndarray, int], bytes]]] = [
     ("speech.flac", lambda a, r: wav_bytes(a, r, "FLAC")),
     ("speech.mp3", lambda a, r: wav_bytes(a, r, "MP3")),
     ("speech.ogg", lambda a, r: wav_bytes(a, r, "OGG")),
     ("speech.m4a", lambda a, r: ffmpeg_bytes(a, r, "ipod", "aac", 16_000)),
     ("speech.webm", lambda a, r: ffmpeg_bytes(a, r, "webm", "libopus", 48_000)),
-])
+]
+"""Files libsndfile reads, then containers only FFmpeg reads: both file endpoints take all of them."""
+
+
+@pytest.mark.parametrize(("name", "encode"), FORMATS)
 def test_compressed_formats_transcribe(client: openai.OpenAI, name: str,
                                        encode: Callable[[np.ndarray, int], bytes]) -> None:
     audio, rate = synth_speech(TEXT)
@@ -328,8 +333,59 @@ def test_docs_replacing_vllm_serve_run_as_written(tmp_path: Path) -> None:
         )
         assert json.loads(shown.stdout)["text"] == TEXT
         assert server.url.endswith(str(port))
+        # Every served name is listed, the first one first, and OpenAI clients sending the alias work too.
+        with openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=120) as sdk:
+            assert [m.id for m in sdk.models.list().data] == ["openai/whisper-large-v3", "whisper-1"]
+            assert sdk.models.retrieve("whisper-1").id == "whisper-1"
+            sent = sdk.audio.transcriptions.create(model="whisper-1", file=("speech.wav", wav_bytes(audio, rate)))
+            assert sent.text.strip() == TEXT
+            with pytest.raises(openai.NotFoundError) as info:
+                sdk.audio.transcriptions.create(model="tiny.en", file=("speech.wav", wav_bytes(audio, rate)))
+            assert "serves openai/whisper-large-v3, whisper-1" in info.value.message
 
 
-def _flags_to_settings(args: list[str]) -> dict[str, str]:
-    pairs = zip(args[::2], args[1::2], strict=True)
-    return {flag.removeprefix("--").replace("-", "_"): value for flag, value in pairs}
+def _flags_to_settings(args: list[str]) -> dict[str, str | list[str]]:
+    """``--flag value [value ...]`` pairs as settings; a flag followed by several values gives a list."""
+    settings: dict[str, list[str]] = {}
+    for arg in args:
+        if arg.startswith("--"):
+            current = settings.setdefault(arg.removeprefix("--").replace("-", "_"), [])
+        else:
+            current.append(arg)
+    return {name: values[0] if len(values) == 1 else values for name, values in settings.items()}
+
+
+@pytest.mark.parametrize(("name", "encode"), FORMATS)
+def test_score_takes_every_format_the_transcription_endpoint_takes(scorer_url: str, name: str,
+                                                                    encode: Callable[[np.ndarray, int], bytes]) -> None:
+    audio, rate = synth_speech(TEXT)
+    file_b64 = base64.b64encode(encode(audio, rate)).decode()
+    single = httpx.post(f"{scorer_url}/v1/score", json={"protocol_version": "1", "prompt": TEXT,
+                                                         "audio_file_base64": file_b64}, timeout=120)
+    assert single.status_code == 200, single.text
+    assert single.json()["transcript"] == TEXT and single.json()["score"] > 0.9
+    batch = httpx.post(f"{scorer_url}/v1/score/batch", json={"protocol_version": "1", "items": [
+        {"prompt": TEXT, "audio_file_base64": file_b64}]}, timeout=120)
+    assert batch.json()["results"][0]["transcript"] == TEXT
+
+
+@pytest.mark.parametrize(("name", "encode"), [FORMATS[1], FORMATS[3]], ids=["mp3", "m4a"])
+def test_score_decodes_compressed_files_within_the_audio_limit(guarded_url: str, name: str,
+                                                                encode: Callable[[np.ndarray, int], bytes]) -> None:
+    # 8 s of tone against a 2 s limit: refused in seconds, naming the field the user sent.
+    long_file = base64.b64encode(encode(tone(8.0), 16_000)).decode()
+    r = httpx.post(f"{guarded_url}/v1/score", json={"protocol_version": "1", "prompt": TEXT,
+                                                     "audio_file_base64": long_file},
+                   headers={"X-API-Key": API_KEY}, timeout=120)
+    error = r.json()["error"]
+    assert r.status_code == 400 and error["code"] == "audio_too_long", r.text
+    assert error["path"] == "$.audio_file_base64" and "the limit is 2 s" in error["message"]
+
+
+def test_score_names_every_accepted_format_for_a_file_that_is_not_audio(scorer_url: str) -> None:
+    r = httpx.post(f"{scorer_url}/v1/score", json={"protocol_version": "1", "prompt": TEXT,
+                                                   "audio_file_base64": base64.b64encode(b"just notes\n" * 9).decode()},
+                   timeout=60)
+    error = r.json()["error"]
+    assert r.status_code == 400 and error["code"] == "invalid_audio_file"
+    assert "looks like text" in error["message"] and "MP3, OGG, M4A, WebM" in error["message"]

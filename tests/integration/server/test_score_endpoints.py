@@ -21,8 +21,8 @@ from audio_reward.scorer_server.engines import EngineConfig
 from audio_reward.scorer_server.engines.faster_whisper_engine import FasterWhisperEngine
 from audio_reward.scorer_server.engines.model_store import PINNED_SHA256
 from tests.testkit.probes import read_metrics
-from tests.testkit.server import inprocess_server
-from tests.testkit.speech import espeak_speech, synth_speech
+from tests.testkit.server import inprocess_server, running_server
+from tests.testkit.speech import espeak_available, espeak_speech, synth_speech
 
 TEXT = "The quick brown fox jumps over the lazy dog."
 OTHER = "Seven purple elephants were painting the kitchen on a rainy Tuesday."
@@ -212,3 +212,30 @@ def test_openapi_documents_request_and_response_models(scorer_url: str) -> None:
     assert {"ScoreRequest", "BatchScoreRequest", "ScoreResponse", "ErrorResponse", "RewardOptions"} <= set(schemas)
     assert "waveform_f32_base64" in schemas["ScoreRequest"]["properties"]
     assert "429" in spec["paths"]["/v1/score"]["post"]["responses"]
+
+
+GERMAN = "Guten Morgen. Das Wetter ist heute sehr schön, und wir gehen in den Park."
+
+
+@pytest.mark.skipif(not espeak_available(), reason="espeak-ng (its German voice) is not installed")
+def test_score_reports_the_language_the_model_detected() -> None:
+    # Multilingual Whisper base, a German clip, no language in the request: /v1/score says what the
+    # transcription endpoint says for the same clip, not "".
+    audio, rate = espeak_speech(GERMAN, voice="de")
+    wav = base64.b64decode(encode_file(audio, rate))
+    with running_server(model="base", max_wait_ms=5, ready_timeout_s=300) as server:
+        scored = httpx.post(f"{server.url}/v1/score", json={"protocol_version": "1", "prompt": GERMAN,
+                                                            "audio_file_base64": encode_file(audio, rate)}, timeout=120)
+        transcribed = httpx.post(f"{server.url}/v1/audio/transcriptions", files={"file": ("de.wav", wav)},
+                                 data={"model": "base", "response_format": "verbose_json"}, timeout=120)
+        batch = httpx.post(f"{server.url}/v1/score/batch", json={"protocol_version": "1", "items": [
+            {"prompt": GERMAN, "audio_file_base64": encode_file(audio, rate)},
+            {"prompt": GERMAN, "audio_file_base64": encode_file(audio, rate), "language": "de"}]}, timeout=120)
+    assert scored.status_code == 200 and transcribed.status_code == 200, (scored.text, transcribed.text)
+    assert transcribed.json()["language"] == "de"
+    assert scored.json()["language"] == "de"
+    assert [r["language"] for r in batch.json()["results"]] == ["de", "de"]
+
+
+def test_an_english_only_model_reports_english(scorer_url: str) -> None:
+    assert httpx.post(f"{scorer_url}/v1/score", json=request_body(TEXT, TEXT), timeout=60).json()["language"] == "en"

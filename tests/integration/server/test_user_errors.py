@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import venv
 from pathlib import Path
 
@@ -32,7 +33,7 @@ def test_non_audio_file_is_named_without_a_python_repr(scorer_url: str) -> None:
                                               "audio_file_base64": base64.b64encode(raw).decode()})
         error = r.json()["error"]
         assert r.status_code == 400 and error["code"] == "invalid_audio_file"
-        assert says in error["message"] and "WAV or FLAC" in error["message"]
+        assert says in error["message"] and "WAV, FLAC, MP3, OGG" in error["message"]
         assert "<_io" not in error["message"] and "0x" not in error["message"]
 
 
@@ -110,3 +111,41 @@ def test_serve_with_every_extra_passes_the_extras_check() -> None:
     done = subprocess.run([sys.executable, "-m", "audio_reward.cli", "serve", "--model", "base", "--port", "-1"],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "invalid settings" in done.stderr and "extra" not in done.stderr
+
+
+def _serve(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **env}
+    return subprocess.run([sys.executable, "-m", "audio_reward.cli", "serve", "--port", "0", *args], cwd=REPO_ROOT,
+                          env=full, capture_output=True, text=True, timeout=120)
+
+
+def test_serve_names_the_engines_extra_before_starting(tmp_path: Path) -> None:
+    # The [server] environment has no torch and no transformers: the preset's engine needs them.
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "sitecustomize.py").write_text("import sys\nsys.modules.update(torch=None, transformers=None)\n")
+    done = _serve(["--preset", "seed-tts-eval-en"], {"PYTHONPATH": f"{hidden}{os.pathsep}{REPO_ROOT}"})
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "audio-reward serve: needs the 'transformers' extra (no module named 'torch'): "
+        "run pip install -e '.[transformers]' in your audio-reward checkout"]
+
+
+@pytest.mark.parametrize(("flags", "repo"), [
+    (["--preset", "seed-tts-eval-en", "--engine", "faster-whisper"], "Systran/faster-whisper-large-v3"),
+    (["--engine", "transformers", "--model", "openai/whisper-tiny"], "openai/whisper-tiny"),
+], ids=["faster-whisper", "transformers"])
+@pytest.mark.parametrize("offline", ["no-hub", "HF_HUB_OFFLINE"])
+def test_a_hub_model_with_no_local_copy_is_one_line(flags: list[str], repo: str, offline: str, dead_url: str,
+                                                     tmp_path: Path) -> None:
+    # An empty Hugging Face cache, and a hub that refuses connections (or offline mode): what a user's
+    # machine without network sees.  One line saying how to provide the model, not the download's traceback.
+    env = {"HF_HOME": str(tmp_path / "hf")}
+    env |= {"HF_ENDPOINT": dead_url} if offline == "no-hub" else {"HF_HUB_OFFLINE": "1"}
+    started = time.monotonic()
+    done = _serve(flags, env)
+    assert time.monotonic() - started < 30  # no retries with backoff before the answer
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("audio-reward serve: model ") and "is not available offline" in line
+    assert f"hf download {repo}" in line and "--model /path/to/folder" in line and "AUDIO_REWARD_SERVER_MODEL" in line

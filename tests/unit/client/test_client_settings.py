@@ -100,3 +100,20 @@ def test_the_client_cache_is_bounded_and_closes_what_it_evicts(env: pytest.Monke
         assert built == [1, 2, 3, 1]  # three distinct keys in a memo of two: the first was forgotten
 
     asyncio.run(run())
+
+
+def test_a_url_without_a_scheme_is_taken_as_http() -> None:
+    settings = ClientSettings(["127.0.0.1:8000", "scorer.internal:9000/v1/score", "https://a.example/"])
+    assert settings.urls == ("http://127.0.0.1:8000", "http://scorer.internal:9000/v1/score", "https://a.example")
+    assert settings.endpoints[1].base == "http://scorer.internal:9000"
+
+
+def test_a_bad_url_is_one_line_without_pydantic_links() -> None:
+    from pydantic import ValidationError
+
+    from audio_reward.settings_flags import one_line
+
+    with pytest.raises(ValidationError) as info:
+        ClientSettings("ftp://scorer:8000")
+    line = one_line(info.value)
+    assert line == "urls: scorer URL must be http(s)://host[:port][/prefix][/score], got 'ftp://scorer:8000'"

@@ -30,6 +30,7 @@ def _fields(model: type, prefix: str = "") -> dict[str, FieldInfo]:
 
 _SAMPLES: dict[str, tuple[list[str], object]] = {
     "engine_options": (["--engine-option", "k=v"], {"k": "v"}),
+    "served_model_name": (["--served-model-name", "zz", "whisper-1"], ("zz", "whisper-1")),
     "preset": (["--preset", "fast-en"], "fast-en"),
     "engine": (["--engine", "transformers"], "transformers"),
     "reward.formula": (["--reward-formula", "tanh"], "tanh"),
@@ -129,3 +130,15 @@ def test_the_extras_check_looks_at_the_model_the_settings_resolve(monkeypatch: p
     assert cli._missing_extras(parse_serve_args(["--preset", "packaged-base"]))[0] == ["base-model"]
     monkeypatch.setenv("AUDIO_REWARD_SERVER_PRESET", "qwen3-asr")  # a hub model: no packaged extra, not tiny.en's
     assert cli._missing_extras(parse_serve_args([]))[0] == []
+
+
+def test_served_model_name_takes_several_names_like_vllm_serve(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert parse_serve_args(["--served-model-name", "openai/whisper-large-v3", "whisper-1"]).served_model_name == (
+        "openai/whisper-large-v3", "whisper-1")
+    assert parse_serve_args(["--served-model-name", "whisper-1"]).served_model_name == ("whisper-1",)
+    monkeypatch.setenv("AUDIO_REWARD_SERVER_SERVED_MODEL_NAME", "whisper-1, tiny")
+    assert ServerSettings().served_model_name == ("whisper-1", "tiny")
+    monkeypatch.setenv("AUDIO_REWARD_SERVER_SERVED_MODEL_NAME", '["a", "b", "a"]')
+    assert ServerSettings().served_model_name == ("a", "b")
+    with pytest.raises(ValidationError, match="non-empty names"):
+        ServerSettings(served_model_name=["a", " "])

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ....settings_flags import one_line
 from ...model_folder import (
     FolderKind,
     ModelFolder,
@@ -298,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = client_settings(args)
     except ValueError as exc:
-        return fail([str(exc)])
+        return fail([one_line(exc)])
     base = checkpoints[0]
     for ckpt in checkpoints:
         if ckpt.folder.kind is FolderKind.TALKER_ONLY:
