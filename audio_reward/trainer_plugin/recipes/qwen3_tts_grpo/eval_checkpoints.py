@@ -5,9 +5,9 @@
         --spk-embed voice.json --tts-language Auto --url http://scorer:8000 --out eval/ \\
         base=/models/Qwen3-TTS-12Hz-0.6B-Base step500=exports/step500
 
-(``exports/step500``: the trained actor as verl's model merger writes it,
-``python -m verl.model_merger merge --backend fsdp --local_dir .../global_step_500/actor
---target_dir exports/step500``.)
+(``exports/step500``: the run's checkpoint as ``audio-reward export-checkpoint
+.../checkpoints/global_step_500 --base /models/Qwen3-TTS-12Hz-0.6B-Base --out
+exports/step500`` writes it; see :mod:`audio_reward.trainer_plugin.checkpoint_export`.)
 
 The first ``NAME=MODEL_DIR`` is the base; every later one is compared with
 it.  Before any model is loaded it checks, printing one line per failure and
