@@ -163,12 +163,12 @@ def test_eval_checkpoints_runs_on_the_export(step: Path, base: Path, tmp_path: P
     code = eval_checkpoints.main([
         f"base={base}", f"step1={exported}", f"step1_talker={talker}", "--val", str(tmp_path / "data/val.parquet"),
         "--train", str(tmp_path / "data/train.parquet"), "--spk-embed", str(base.parent / "voice.json"),
-        "--url", scorer_url, "--out", str(out), "--device", "cpu"])
+        "--url", scorer_url, "--out", str(out), "--device", "cpu", "--samples", "2", "--max-new-tokens", "30"])
     assert code == 0
     results = json.loads((out / "eval_results.json").read_text())
     jsonschema.validate(results, json.loads((SCHEMA_DIR / "eval_results.schema.json").read_text()))
     by_name = {c["name"]: c for c in results["checkpoints"]}
-    assert set(by_name) == {"base", "step1", "step1_talker"} and all(c["count"] == 2 for c in by_name.values())
-    # the whole export and the talker-only one spliced by the evaluation are the same model
+    assert set(by_name) == {"base", "step1", "step1_talker"} and all(c["count"] == 4 for c in by_name.values())
+    # the whole export and the talker-only one spliced by the evaluation are the same model (same seeds too)
     for wav in sorted((out / "step1" / "audio").glob("*.wav")):
         assert wav.read_bytes() == (out / "step1_talker" / "audio" / wav.name).read_bytes()
