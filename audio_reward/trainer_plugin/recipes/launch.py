@@ -247,6 +247,9 @@ def _tts_overrides(v: Mapping[str, str]) -> list[str]:
 THINKER_LORA_EXCLUDE = ".*talker.*|.*code2wav.*|.*code_predictor.*|.*visual.*|.*audio_tower.*"
 """Everything but the thinker's language model: the speech stack and both encoders stay frozen."""
 THINKER_LORA_TARGETS = "['q_proj','k_proj','v_proj','o_proj']"
+THINKER_MAX_PROMPT = 4096
+THINKER_PROMPT_HEADROOM = 64
+"""``rollout.prompt_length`` is ``data.max_prompt_length`` plus this, as in verl-omni's AVQA example (4160)."""
 
 
 def _thinker_overrides(v: Mapping[str, str]) -> list[str]:
@@ -257,9 +260,11 @@ def _thinker_overrides(v: Mapping[str, str]) -> list[str]:
         f"data.train_files={v['TRAIN_FILE']}",
         f"data.val_files={v['VAL_FILE']}",
         "data.train_batch_size=32",
-        "data.max_prompt_length=4096",
+        f"data.max_prompt_length={THINKER_MAX_PROMPT}",
         "data.max_response_length=2048",
         "data.filter_overlong_prompts=true",
+        # the filter tokenizes every row with its audio; one worker makes a large AVQA set slow to start
+        "data.filter_overlong_prompts_workers=64",
         "data.truncation=error",
         "data.validation_shuffle=false",
         # verl-omni's dataset for omni audio inputs: Qwen's process_mm_info reads the `audios` column
@@ -292,6 +297,12 @@ def _thinker_overrides(v: Mapping[str, str]) -> list[str]:
         "actor_rollout_ref.actor.fsdp_config.optimizer_offload=true",
         "actor_rollout_ref.rollout.name=vllm_omni",
         "actor_rollout_ref.rollout.mode=async",
+        # The dataset's length filter and the agent loop tokenize the prompt separately (the loop applies the
+        # chat template and expands the audio placeholder itself), so a prompt the filter let through can come
+        # out a few tokens longer. verl 0.9.1 never truncates a multimodal prompt over rollout.prompt_length: it
+        # raises (agent_loop.py, "Multimodal prompt produced ... tokens"), and with the fail-closed sampler one
+        # such prompt stops the run. Headroom over data.max_prompt_length keeps those prompts.
+        f"actor_rollout_ref.rollout.prompt_length={THINKER_MAX_PROMPT + THINKER_PROMPT_HEADROOM}",
         "actor_rollout_ref.rollout.n=8",
         "actor_rollout_ref.rollout.temperature=1.0",
         f"actor_rollout_ref.rollout.tensor_model_parallel_size={tp}",
