@@ -295,7 +295,8 @@ def test_rollout_checks_without_verl_omni(paths: dict[str, str]) -> None:
     wide.write_text(json.dumps([0.25] * 16))
     good["actor_rollout_ref"]["model"]["override_config"]["tts_spk_embed_path"] = str(wide)
     (failed,) = check_rollout(good, env)
-    assert not failed.ok and "has 16 values" in failed.message and "takes 4 (talker_config.hidden_size)" in failed.message
+    assert not failed.ok and "has 16 values" in failed.message
+    assert "takes 4 (talker_config.hidden_size)" in failed.message
     bad = tts_config(load_format="dummy", tensor_model_parallel_size=2)
     bad["actor_rollout_ref"]["model"]["override_config"]["tts_language"] = "English"
     messages = " | ".join(c.message for c in check_rollout(bad, {}))
