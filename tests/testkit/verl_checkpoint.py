@@ -122,3 +122,77 @@ def write_checkpoint(base: Path, run_dir: Path, world: int, spk_embed: Path,
     mp.start_processes(_rank, args=(world, _free_port(), str(base), str(actor), str(spk_embed), list(save_contents)),
                        nprocs=world, join=True, start_method="spawn")
     return step
+
+
+LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
+LORA_REFERENCE = "merged_reference.safetensors"
+"""peft's own ``merge_and_unload`` of the trained adapter, beside the checkpoint, to compare the export with."""
+
+
+def tiny_thinker(seed: int = 0) -> Any:
+    """A random Qwen3-Omni thinker at toy sizes, from transformers' own config and model classes."""
+    import torch
+    from transformers.models.qwen3_omni_moe.configuration_qwen3_omni_moe import Qwen3OmniMoeThinkerConfig
+    from transformers.models.qwen3_omni_moe.modeling_qwen3_omni_moe import (
+        Qwen3OmniMoeThinkerForConditionalGeneration,
+    )
+
+    config = Qwen3OmniMoeThinkerConfig(
+        text_config={"vocab_size": 128, "hidden_size": 32, "intermediate_size": 64, "moe_intermediate_size": 16,
+                     "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
+                     "num_experts": 2, "num_experts_per_tok": 1,
+                     "rope_scaling": {"rope_type": "default", "mrope_section": [2, 1, 1], "interleaved": True}},
+        audio_config={"num_mel_bins": 16, "encoder_layers": 1, "encoder_attention_heads": 2, "encoder_ffn_dim": 32,
+                      "d_model": 16, "output_dim": 32, "n_window": 4, "n_window_infer": 8,
+                      "downsample_hidden_size": 8},
+        vision_config={"depth": 1, "hidden_size": 16, "intermediate_size": 32, "num_heads": 2, "out_hidden_size": 32,
+                       "patch_size": 4, "spatial_merge_size": 2, "temporal_patch_size": 1,
+                       "deepstack_visual_indexes": [0]},
+    )
+    torch.manual_seed(seed)
+    return Qwen3OmniMoeThinkerForConditionalGeneration(config).eval()
+
+
+def _lora_rank(rank: int, world: int, port: int, actor_dir: str, exclude: str) -> None:
+    import torch
+    import torch.distributed as dist
+    from peft import LoraConfig, get_peft_model
+    from safetensors.torch import save_file
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from verl.utils.checkpoint.fsdp_checkpoint_manager import FSDPCheckpointManager
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        # the recipe's LoRA: rank 32 / alpha 64 there, 4 / 8 here; the encoders excluded by the same pattern
+        model = get_peft_model(tiny_thinker(), LoraConfig(r=4, lora_alpha=8, target_modules=LORA_TARGETS,
+                                                          exclude_modules=exclude, task_type="CAUSAL_LM"))
+        torch.manual_seed(99)  # a trained adapter: lora_B starts at zero, so give it values
+        for name, param in model.named_parameters():
+            if "lora_B" in name:
+                param.data.normal_(0, 0.5)
+        if rank == 0:
+            import copy
+
+            merged = copy.deepcopy(model).merge_and_unload().state_dict()
+            save_file({k: v.contiguous() for k, v in merged.items()},
+                      str(Path(actor_dir).parent.parent / LORA_REFERENCE))
+        mesh = init_device_mesh("cpu", (world,), mesh_dim_names=("fsdp",))
+        fully_shard(model, mesh=mesh)  # the thinker recipe's strategy=fsdp2
+        manager = FSDPCheckpointManager(model=model, checkpoint_config={"save_contents": ["model"],
+                                                                        "load_contents": ["model"]})
+        manager.save_checkpoint(local_path=actor_dir, global_step=1)
+    finally:
+        dist.destroy_process_group()
+
+
+def write_lora_checkpoint(run_dir: Path, world: int, exclude: str) -> Path:
+    """A LoRA thinker checkpoint saved by verl's FSDPCheckpointManager under FSDP2; returns ``global_step_1``."""
+    import torch.multiprocessing as mp
+
+    step = run_dir / "global_step_1"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    mp.start_processes(_lora_rank, args=(world, _free_port(), str(step / "actor"), exclude), nprocs=world,
+                       join=True, start_method="spawn")
+    return step

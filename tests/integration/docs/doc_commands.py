@@ -162,6 +162,10 @@ ENTRIES: dict[str, Entry] = {
         "tests/integration/trainer/test_export_checkpoint.py::test_export_is_byte_identical_to_the_trained_weights",
         "tests/integration/trainer/test_export_checkpoint.py::test_exported_folder_loads_in_qwen_tts_and_synthesises",
     ),
+    "docs/training.md: audio-reward export-checkpoint outputs/omni_thinker_grpo/checkpoints/global_step_150 --out"
+    " exports/thinker150": Covered(
+        "tests/integration/trainer/test_export_lora.py::test_lora_checkpoint_exports_merged_like_peft"
+    ),
     "docs/training.md: python -m audio_reward.trainer_plugin.recipes.qwen3_tts_grpo.eval_checkpoints \\": Covered(
         "tests/integration/trainer/test_eval_checkpoints.py::test_eval_results_valid_and_equal_to_the_rows"
     ),
