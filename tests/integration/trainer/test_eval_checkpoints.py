@@ -117,10 +117,7 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> Folders:
     root = tmp_path_factory.mktemp("eval-ckpt")
     tts = tiny.build_tiny_qwen3_tts(seed=0, model_type="base")
     base = tiny.save_tiny_qwen3_tts(tts, root / "base")
-    # The run's speaker embedding, as the speaker tool makes it: the base's encoder on a 24 kHz reference.
-    t = np.arange(48000, dtype=np.float32) / 24000
-    reference = (0.2 * np.sin(2 * np.pi * 180 * t) * (1 + np.sin(2 * np.pi * 3 * t))).astype(np.float32)
-    speaker = tts.model.extract_speaker_embedding(reference, 24000).float().reshape(-1)
+    speaker = tiny.run_speaker_embedding(tts)
     spk = root / "voice.json"
     spk.write_text(json.dumps(speaker.tolist()))
 
