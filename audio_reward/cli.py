@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "eval": "audio_reward.scorer_client.eval.cli",
     "preflight": "audio_reward.trainer_plugin.cli",
     "tts-speaker": "audio_reward.trainer_plugin.tts_speaker",
+    "export-checkpoint": "audio_reward.trainer_plugin.checkpoint_export",
     "error-rate": "audio_reward.scoring.cli",
 }
 

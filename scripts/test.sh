@@ -80,7 +80,8 @@ log "tests: seed-tts-eval parity with the benchmark's jiwer 3"
   tests/unit/scoring/test_seedtts_parity.py tests/unit/scoring/test_rate_parity.py "$@"
 
 if [ -x "$TTS_VENV/bin/python" ]; then
-  log "tests: tiny Qwen3-TTS policy, speaker tool and checkpoint evaluation, scored by the server"
+  log "tests: tiny Qwen3-TTS policy, speaker tool, checkpoint export and evaluation, scored by the server"
   "$TTS_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/integration/trainer/test_tiny_qwen3_tts.py \
-      tests/integration/trainer/test_tts_speaker.py tests/integration/trainer/test_eval_checkpoints.py "$@"
+      tests/integration/trainer/test_tts_speaker.py tests/integration/trainer/test_eval_checkpoints.py \
+      tests/integration/trainer/test_export_checkpoint.py "$@"
 fi

@@ -34,6 +34,9 @@ class CheckpointStats(_Model):
     failures: int = Field(ge=0)
     timeouts: int = Field(ge=0, description="failures that were a 504 or no answer in time")
     mean_cer: float | None = None
+    sem_cer: float | None = Field(
+        None, description="standard error of the mean CER, each text one unit (its samples averaged first); "
+                          "null with fewer than two scored texts")
     median_cer: float | None = None
     mean_wer: float | None = None
     median_wer: float | None = None

@@ -124,9 +124,9 @@ def inspect_folder(path: str | Path) -> ModelFolder:
                 folder.problems.append(f"{folder.path / shard} is named by {index.name} but missing")
     if not folder.weight_files:
         folder.problems.append(
-            f"{raw} holds no .safetensors weights (a verl checkpoint's actor/huggingface folder has only the config "
-            "until verl's model merger writes them: python -m verl.model_merger merge --backend fsdp "
-            "--local_dir .../global_step_N/actor --target_dir DIR)")
+            f"{raw} holds no .safetensors weights (a verl checkpoint's actor/huggingface folder has only the config: "
+            "export the trained weights with audio-reward export-checkpoint RUN/checkpoints/global_step_N "
+            "--base BASE_MODEL --out DIR)")
     for weights in folder.weight_files:
         try:
             with safe_open(str(weights), framework="np") as handle:

@@ -187,7 +187,21 @@ def check_reward_wiring(config: Any) -> list[Check]:
     return checks
 
 
-def _speaker_problem(path: str) -> str | None:
+def _talker_width(model_path: Any) -> int | None:
+    """``talker_config.hidden_size`` from the model folder's ``config.json``; None when it cannot be read."""
+    from .model_folder import ModelFolder, speaker_width
+
+    if not model_path:
+        return None
+    config = Path(str(model_path)).expanduser() / "config.json"
+    try:
+        loaded = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # the model check reports a missing or unreadable config
+    return speaker_width(ModelFolder(config.parent, config=loaded)) if isinstance(loaded, dict) else None
+
+
+def _speaker_problem(path: str, model_path: Any = None) -> str | None:
     file = Path(path).expanduser()
     if not file.is_file():
         return f"tts_spk_embed_path {file} does not exist (make one with `audio-reward tts-speaker REF.wav --out FILE`)"
@@ -197,7 +211,15 @@ def _speaker_problem(path: str) -> str | None:
         vector = read_speaker_embedding(file)
     except (ValueError, OSError) as exc:
         return f"tts_spk_embed_path {file}: {exc}"
-    return None if len(vector) else f"tts_spk_embed_path {file} holds an empty vector"
+    if not vector:
+        return f"tts_spk_embed_path {file} holds an empty vector"
+    # the rollout puts the vector in the talker's speaker slot: any other width fails at the first rollout
+    width = _talker_width(model_path)
+    if width is not None and len(vector) != width:
+        return (f"tts_spk_embed_path {file} has {len(vector)} values, the talker of {model_path} takes {width} "
+                f"(talker_config.hidden_size): make it with this model (audio-reward tts-speaker REF.wav --out "
+                f"FILE --model {model_path})")
+    return None
 
 
 def check_rollout(config: Any, environ: Mapping[str, str] | None = None) -> list[Check]:
@@ -231,7 +253,7 @@ def check_rollout(config: Any, environ: Mapping[str, str] | None = None) -> list
                                                   f"got {mode}"))
         override = "actor_rollout_ref.model.override_config"
         speaker = _get(config, f"{override}.tts_spk_embed_path")
-        problem = _speaker_problem(str(speaker)) if speaker else (
+        problem = _speaker_problem(str(speaker), _get(config, "actor_rollout_ref.model.path")) if speaker else (
             f"{pipeline} needs +{override}.tts_spk_embed_path (the fixed voice of every rollout)")
         if problem:
             checks.append(Check("rollout", False, problem))

@@ -177,6 +177,15 @@ GENERATION_CONFIG = {"do_sample": False, "subtalker_dosample": False, "max_new_t
 """``generation_config.json`` of a saved tiny model: greedy, 2.4 s at most, so CPU synthesis stays quick."""
 
 
+def run_speaker_embedding(tts: TinyQwen3TTS) -> torch.Tensor:
+    """The run's speaker embedding, as the speaker tool makes it: a Base model's encoder on a 24 kHz reference."""
+    import numpy as np
+
+    t = np.arange(48000, dtype=np.float32) / 24000
+    reference = (0.2 * np.sin(2 * np.pi * 180 * t) * (1 + np.sin(2 * np.pi * 3 * t))).astype(np.float32)
+    return tts.model.extract_speaker_embedding(reference, 24000).float().reshape(-1)
+
+
 def save_tiny_qwen3_tts(tts: TinyQwen3TTS, folder: Path) -> Path:
     """Write ``tts`` as a Hugging Face folder that ``Qwen3TTSModel.from_pretrained`` loads, as released.
 

@@ -33,7 +33,17 @@ from .evaluate import (
     scoring_identity,
 )
 from .recordings import RunAudio
-from .stats import failed_rows, is_scored, mean, median, number, percentage_points, scored_values, timeouts
+from .stats import (
+    failed_rows,
+    grouped_sem,
+    is_scored,
+    mean,
+    median,
+    number,
+    percentage_points,
+    scored_values,
+    timeouts,
+)
 
 EVAL_RESULTS = "eval_results.json"
 DELTAS = "deltas.jsonl"
@@ -86,7 +96,8 @@ def run_stats(run: Run) -> CheckpointStats:
         name=run.name, path=run.path, run_dir=str(run.directory), count=len(run.rows),
         scored=len(run.rows) - len(failed), failures=len(failed),
         timeouts=timeouts(failed),
-        mean_cer=mean(cer), median_cer=median(cer), mean_wer=mean(wer), median_wer=median(wer),
+        mean_cer=mean(cer), sem_cer=grouped_sem(run.rows, "cer"), median_cer=median(cer),
+        mean_wer=mean(wer), median_wer=median(wer),
         mean_duration_ratio=mean(ratio), median_duration_ratio=median(ratio),
         mean_reward=mean(scored_values(run.rows, "score")),
     )

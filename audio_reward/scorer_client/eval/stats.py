@@ -55,6 +55,25 @@ def mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if values else None
 
 
+def grouped_sem(rows: Sequence[Row], key: str, group: str = "text") -> float | None:
+    """Standard error of the mean of ``key``, with each ``group`` (a text) as one unit.
+
+    Several samples of one text are not independent draws of the test set, so
+    they are averaged first; the standard error is the standard deviation of
+    those means over the square root of their count.  None with fewer than
+    two groups.
+    """
+    groups: dict[Any, list[float]] = {}
+    for row in rows:
+        value = number(row.get(key)) if is_scored(row) else None
+        if value is not None:
+            groups.setdefault(row.get(group), []).append(value)
+    if len(groups) < 2:
+        return None
+    means = [float(np.mean(v)) for v in groups.values()]
+    return float(np.std(means, ddof=1) / np.sqrt(len(means)))
+
+
 def median(values: Sequence[float]) -> float | None:
     """The median (the mean of the middle two for an even count), or None without values."""
     return float(statistics.median(values)) if values else None

@@ -31,6 +31,21 @@ is listed too so the reward manager and ``grpo_masked`` register even where the 
 FAIL_CLOSED_SAMPLER = "pkg://audio_reward.trainer_plugin.fail_closed"
 
 
+@dataclass(frozen=True)
+class Sampling:
+    """How a rollout samples codec-0 (verl's ``rollout.temperature/top_p/top_k``; ``top_k=-1`` is off)."""
+
+    temperature: float
+    top_p: float
+    top_k: int
+
+
+TTS_SAMPLING = Sampling(temperature=1.0, top_p=1.0, top_k=-1)
+"""The TTS recipe's rollout and validation sampling; the checkpoint evaluation decodes with the same values."""
+TTS_MAX_FRAMES = 360
+"""``data.max_response_length`` of the TTS recipe: codec-0 runs at 12.5 Hz, so 360 frames is about 29 s of speech."""
+
+
 class LaunchError(ValueError):
     """A recipe cannot be launched as configured (missing variable, missing file, bad value)."""
 
@@ -101,8 +116,7 @@ def _tts_overrides(v: Mapping[str, str]) -> list[str]:
         "data.train_batch_size=4",
         "data.dataloader_num_workers=0",
         "data.max_prompt_length=512",
-        # codec-0 runs at 12.5 Hz: 360 tokens is about 29 s of speech
-        "data.max_response_length=360",
+        f"data.max_response_length={TTS_MAX_FRAMES}",
         "data.val_max_samples=100",
         "data.validation_shuffle=false",
         "data.filter_overlong_prompts=true",
@@ -152,9 +166,9 @@ def _tts_overrides(v: Mapping[str, str]) -> list[str]:
         "actor_rollout_ref.rollout.mode=async",
         # GRPO group size: the advantage compares the n samples of one prompt
         "actor_rollout_ref.rollout.n=8",
-        "actor_rollout_ref.rollout.temperature=1.0",
-        "actor_rollout_ref.rollout.top_p=1.0",
-        "actor_rollout_ref.rollout.top_k=-1",
+        f"actor_rollout_ref.rollout.temperature={TTS_SAMPLING.temperature}",
+        f"actor_rollout_ref.rollout.top_p={TTS_SAMPLING.top_p}",
+        f"actor_rollout_ref.rollout.top_k={TTS_SAMPLING.top_k}",
         "actor_rollout_ref.rollout.dtype=bfloat16",
         # verl-omni syncs trained weights to stage 0 only; code2wav must load real weights and run unsharded
         "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
@@ -179,9 +193,9 @@ def _tts_overrides(v: Mapping[str, str]) -> list[str]:
         "+actor_rollout_ref.rollout.engine_kwargs.vllm_omni.attention_config.backend=TRITON_ATTN",
         "actor_rollout_ref.rollout.val_kwargs.n=1",
         "actor_rollout_ref.rollout.val_kwargs.do_sample=true",
-        "actor_rollout_ref.rollout.val_kwargs.temperature=1.0",
-        "actor_rollout_ref.rollout.val_kwargs.top_p=1.0",
-        "actor_rollout_ref.rollout.val_kwargs.top_k=-1",
+        f"actor_rollout_ref.rollout.val_kwargs.temperature={TTS_SAMPLING.temperature}",
+        f"actor_rollout_ref.rollout.val_kwargs.top_p={TTS_SAMPLING.top_p}",
+        f"actor_rollout_ref.rollout.val_kwargs.top_k={TTS_SAMPLING.top_k}",
         "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=1",
         "actor_rollout_ref.ref.strategy=fsdp",
         f"actor_rollout_ref.ref.fsdp_config.fsdp_size={gpus}",
@@ -233,6 +247,9 @@ def _tts_overrides(v: Mapping[str, str]) -> list[str]:
 THINKER_LORA_EXCLUDE = ".*talker.*|.*code2wav.*|.*code_predictor.*|.*visual.*|.*audio_tower.*"
 """Everything but the thinker's language model: the speech stack and both encoders stay frozen."""
 THINKER_LORA_TARGETS = "['q_proj','k_proj','v_proj','o_proj']"
+THINKER_MAX_PROMPT = 4096
+THINKER_PROMPT_HEADROOM = 64
+"""``rollout.prompt_length`` is ``data.max_prompt_length`` plus this, as in verl-omni's AVQA example (4160)."""
 
 
 def _thinker_overrides(v: Mapping[str, str]) -> list[str]:
@@ -243,9 +260,11 @@ def _thinker_overrides(v: Mapping[str, str]) -> list[str]:
         f"data.train_files={v['TRAIN_FILE']}",
         f"data.val_files={v['VAL_FILE']}",
         "data.train_batch_size=32",
-        "data.max_prompt_length=4096",
+        f"data.max_prompt_length={THINKER_MAX_PROMPT}",
         "data.max_response_length=2048",
         "data.filter_overlong_prompts=true",
+        # the filter tokenizes every row with its audio; one worker makes a large AVQA set slow to start
+        "data.filter_overlong_prompts_workers=64",
         "data.truncation=error",
         "data.validation_shuffle=false",
         # verl-omni's dataset for omni audio inputs: Qwen's process_mm_info reads the `audios` column
@@ -278,6 +297,12 @@ def _thinker_overrides(v: Mapping[str, str]) -> list[str]:
         "actor_rollout_ref.actor.fsdp_config.optimizer_offload=true",
         "actor_rollout_ref.rollout.name=vllm_omni",
         "actor_rollout_ref.rollout.mode=async",
+        # The dataset's length filter and the agent loop tokenize the prompt separately (the loop applies the
+        # chat template and expands the audio placeholder itself), so a prompt the filter let through can come
+        # out a few tokens longer. verl 0.9.1 never truncates a multimodal prompt over rollout.prompt_length: it
+        # raises (agent_loop.py, "Multimodal prompt produced ... tokens"), and with the fail-closed sampler one
+        # such prompt stops the run. Headroom over data.max_prompt_length keeps those prompts.
+        f"actor_rollout_ref.rollout.prompt_length={THINKER_MAX_PROMPT + THINKER_PROMPT_HEADROOM}",
         "actor_rollout_ref.rollout.n=8",
         "actor_rollout_ref.rollout.temperature=1.0",
         f"actor_rollout_ref.rollout.tensor_model_parallel_size={tp}",

@@ -164,8 +164,13 @@ ENTRIES: dict[str, Entry] = {
     "docs/training.md: MODEL_PATH=/models/Qwen3-TTS-12Hz-0.6B-Base TRAIN_FILE=data/qwen3_tts/train.parquet \\": Skip(
         "verl-omni's main_omni with a vLLM-Omni rollout: GPU"
     ),
-    "docs/training.md: python -m verl.model_merger merge --backend fsdp \\": Skip(
-        "merges the FSDP shards of a real training run's checkpoint, made on GPUs"
+    "docs/training.md: audio-reward export-checkpoint outputs/qwen3_tts_grpo/checkpoints/global_step_500 \\": Covered(
+        "tests/integration/trainer/test_export_checkpoint.py::test_export_is_byte_identical_to_the_trained_weights",
+        "tests/integration/trainer/test_export_checkpoint.py::test_exported_folder_loads_in_qwen_tts_and_synthesises",
+    ),
+    "docs/training.md: audio-reward export-checkpoint outputs/omni_thinker_grpo/checkpoints/global_step_150 --out"
+    " exports/thinker150": Covered(
+        "tests/integration/trainer/test_export_lora.py::test_lora_checkpoint_exports_merged_like_peft"
     ),
     "docs/training.md: python -m audio_reward.trainer_plugin.recipes.qwen3_tts_grpo.eval_checkpoints \\": Covered(
         "tests/integration/trainer/test_eval_checkpoints.py::test_eval_results_valid_and_equal_to_the_rows"

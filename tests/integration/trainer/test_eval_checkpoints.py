@@ -117,10 +117,7 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> Folders:
     root = tmp_path_factory.mktemp("eval-ckpt")
     tts = tiny.build_tiny_qwen3_tts(seed=0, model_type="base")
     base = tiny.save_tiny_qwen3_tts(tts, root / "base")
-    # The run's speaker embedding, as the speaker tool makes it: the base's encoder on a 24 kHz reference.
-    t = np.arange(48000, dtype=np.float32) / 24000
-    reference = (0.2 * np.sin(2 * np.pi * 180 * t) * (1 + np.sin(2 * np.pi * 3 * t))).astype(np.float32)
-    speaker = tts.model.extract_speaker_embedding(reference, 24000).float().reshape(-1)
+    speaker = tiny.run_speaker_embedding(tts)
     spk = root / "voice.json"
     spk.write_text(json.dumps(speaker.tolist()))
 
@@ -195,9 +192,42 @@ def evaluation(folders: Folders, scorer_url: str) -> Iterator[Path]:
     code = eval_checkpoints.main([
         f"base={folders.base}", f"step1={folders.trained}", "--val", str(folders.val), "--train", str(folders.train),
         "--spk-embed", str(folders.spk_embed), "--url", scorer_url, "--out", str(out), "--device", "cpu",
-        "--limit", str(LIMIT)])
+        "--limit", str(LIMIT), "--greedy", "--max-new-tokens", str(tiny.GENERATION_CONFIG["max_new_tokens"])])
     assert code == 0
     yield out
+
+
+def test_sampled_evaluation_records_its_decoding_and_spread(folders: Folders, scorer_url: str,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    out = folders.root / "eval-sampled"
+    args = [f"base={folders.base}", f"step1={folders.trained}", "--val", str(folders.val), "--train",
+            str(folders.train), "--spk-embed", str(folders.spk_embed), "--url", scorer_url, "--out", str(out),
+            "--device", "cpu", "--limit", "2", "--samples", "2", "--max-new-tokens", "20"]
+    assert eval_checkpoints.main(args) == 0
+    results = json.loads((out / "eval_results.json").read_text())
+    jsonschema.validate(results, json.loads((SCHEMA_DIR / "eval_results.schema.json").read_text()))
+    synthesis = results["synthesis"]
+    assert synthesis["samples"] == 2 and synthesis["temperature"] == 1.0 and synthesis["top_k"] == -1
+    assert synthesis["max_new_tokens"] == 20 and synthesis["decoding"].startswith("sampling")
+    for stats in results["checkpoints"]:
+        rows = _rows(out / stats["name"] / "eval")
+        assert stats["count"] == 4 and len({r["text"] for r in rows}) == 2
+        per_text = [np.mean([r["cer"] for r in rows if r["text"] == t]) for t in sorted({r["text"] for r in rows})]
+        assert stats["sem_cer"] == pytest.approx(np.std(per_text, ddof=1) / np.sqrt(2))
+    # fixed seeds: the same samples again, bit for bit; another seed draws others
+    rows, embedding, _ = eval_checkpoints.preflight(eval_checkpoints.parse_checkpoints(args[:2]), folders.spk_embed,
+                                                    folders.val, [folders.train], 2, allow_overlap=False)
+    again, other = folders.root / "again", folders.root / "other"
+    decoding = eval_checkpoints.Decoding(max_new_tokens=20, samples=2)
+    eval_checkpoints.synthesize(folders.base, rows, embedding, "Auto", again, "cpu", decoding)
+    eval_checkpoints.synthesize(folders.base, rows, embedding, "Auto", other, "cpu",
+                                eval_checkpoints.Decoding(max_new_tokens=20, samples=2, seed=1))
+    wavs = sorted((out / "base" / "audio").glob("*.wav"))
+    assert len(wavs) == 4 and all(w.read_bytes() == (again / w.name).read_bytes() for w in wavs)
+    assert any(w.read_bytes() != (other / w.name).read_bytes() for w in wavs)
+    # a rerun into the same folder with other decoding is refused instead of mixing the two
+    assert eval_checkpoints.main([*args, "--greedy"]) == 1
+    assert "decoded with other settings" in capsys.readouterr().err
 
 
 def _rows(run: Path) -> list[dict[str, Any]]:

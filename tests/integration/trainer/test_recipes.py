@@ -41,7 +41,7 @@ def paths(tmp_path: Path) -> dict[str, str]:
     model_folder(tmp_path / "model")
     for name in ("train.parquet", "val.parquet"):
         (tmp_path / name).touch()
-    (tmp_path / "voice.json").write_text(json.dumps([0.25] * 16))
+    (tmp_path / "voice.json").write_text(json.dumps([0.25] * 4))  # the talker's hidden size in model_folder()
     return {"MODEL_PATH": str(tmp_path / "model"), "TRAIN_FILE": str(tmp_path / "train.parquet"),
             "VAL_FILE": str(tmp_path / "val.parquet"), "SPK_EMBED_PATH": str(tmp_path / "voice.json"),
             "AUDIO_REWARD_URL": "http://127.0.0.1:9", "OUTPUT_DIR": str(tmp_path / "run")}
@@ -103,6 +103,9 @@ def test_thinker_dry_run(paths: dict[str, str]) -> None:
     assert command[:2] == ["-m", "verl_omni.trainer.main_omni"]
     assert o["actor_rollout_ref.rollout.engine_kwargs.vllm_omni.pipeline_name"] == "qwen3_omni_moe"
     assert o["reward.custom_reward_function.path"] == "pkg://audio_reward.trainer_plugin.mcq"
+    # verl-omni's AVQA example: room over the filter's limit, since verl raises for a longer multimodal prompt
+    assert int(o["actor_rollout_ref.rollout.prompt_length"]) == int(o["data.max_prompt_length"]) + 64 == 4160
+    assert o["data.filter_overlong_prompts_workers"] == "64"
 
 
 def test_dry_run_refuses_missing_settings(paths: dict[str, str]) -> None:
@@ -286,6 +289,14 @@ def test_rollout_checks_without_verl_omni(paths: dict[str, str]) -> None:
     good = tts_config()
     good["actor_rollout_ref"]["model"]["override_config"]["tts_spk_embed_path"] = paths["SPK_EMBED_PATH"]
     assert [c.ok for c in check_rollout(good, env)] == [True]
+    good["actor_rollout_ref"]["model"]["path"] = paths["MODEL_PATH"]
+    assert [c.ok for c in check_rollout(good, env)] == [True]
+    wide = Path(paths["SPK_EMBED_PATH"]).with_name("wide.json")
+    wide.write_text(json.dumps([0.25] * 16))
+    good["actor_rollout_ref"]["model"]["override_config"]["tts_spk_embed_path"] = str(wide)
+    (failed,) = check_rollout(good, env)
+    assert not failed.ok and "has 16 values" in failed.message
+    assert "takes 4 (talker_config.hidden_size)" in failed.message
     bad = tts_config(load_format="dummy", tensor_model_parallel_size=2)
     bad["actor_rollout_ref"]["model"]["override_config"]["tts_language"] = "English"
     messages = " | ".join(c.message for c in check_rollout(bad, {}))

@@ -24,8 +24,11 @@ composes the full recipe against a verl-omni checkout).
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import math
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -65,6 +68,22 @@ N = 3  # GRPO group size
 NAN = "<nan>"
 REPLAY_KEY = "qwen3_tts_talker_replay"
 """verl-omni's Qwen3-TTS rollout keeps the talker replay record under this extra field beside the audio."""
+DOC = Path(__file__).resolve().parents[3] / "docs" / "training.md"
+VERL_OMNI_SRC = Path(os.environ.get("VERL_OMNI_SRC", "/nonexistent"))
+AUDIO_MANAGER = Path("verl_omni/reward_loop/reward_manager/audio.py")
+"""verl-omni's ``AudioRewardManager`` (way (b)); it imports verl only."""
+
+
+def _verl_omni_namespace(root: Path) -> Path | None:
+    """A path entry under which ``verl_omni.reward_loop.reward_manager.audio`` imports without the package
+    ``__init__`` files (they import diffusers and vLLM, which do not install on a CPU machine): the checkout's
+    file, linked into folders without ``__init__.py``.  None when ``VERL_OMNI_SRC`` has no such file."""
+    source = VERL_OMNI_SRC / AUDIO_MANAGER
+    if not source.is_file():
+        return None
+    (root / AUDIO_MANAGER).parent.mkdir(parents=True)
+    (root / AUDIO_MANAGER).symlink_to(source)
+    return root
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +106,16 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[None]:
+def verl_omni_path(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+    return _verl_omni_namespace(tmp_path_factory.mktemp("verl-omni-namespace"))
+
+
+@pytest.fixture(scope="module")
+def cluster(verl_omni_path: Path | None) -> Iterator[None]:
+    saved = os.environ.get("PYTHONPATH")
+    if verl_omni_path is not None:  # the reward actors inherit the environment Ray starts with
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(verl_omni_path), saved) if p)
+        sys.path.insert(0, str(verl_omni_path))
     # Logical CPUs for TransferQueue's controller and storage unit and the reward actors; they mostly wait.
     ray.init(num_cpus=6, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
     tq.init(OmegaConf.create({"backend": {"SimpleStorage": {"num_data_storage_units": 1}}}))
@@ -96,6 +124,10 @@ def cluster() -> Iterator[None]:
     finally:
         tq.close() if hasattr(tq, "close") else None
         ray.shutdown()
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
 
 
 class StubTTSRollout:
@@ -143,9 +175,9 @@ def recipe_env(tmp: Path, model_dir: Path, url: str) -> dict[str, str]:
     }
 
 
-def v1_config(env: dict[str, str], model_dir: Path, extra: list[str] = ()) -> Any:
-    """verl's ppo_trainer with the recipe's reward and sampler overrides, sized for this test."""
-    recipe = [
+def v1_config(env: dict[str, str], model_dir: Path, extra: list[str] = (), reward: list[str] | None = None) -> Any:
+    """verl's ppo_trainer with the recipe's reward and sampler overrides (or ``reward``), sized for this test."""
+    recipe = reward if reward is not None else [
         o
         for o in plan("qwen3_tts_grpo", environ=env).overrides
         if o.lstrip("+").startswith(("reward.", "trainer.v1.sampler."))
@@ -248,9 +280,10 @@ def fetch(batch: Any) -> tuple[list[str], torch.Tensor, list[dict[str, Any]]]:
 def make_run(tmp_path: Path, model_dir: Path, cluster: None) -> Iterator[Any]:
     runs: list[V1Run] = []
 
-    def make(url: str, spoken: dict[int, list[str | None]], extra: list[str] = ()) -> tuple[V1Run, Path]:
+    def make(url: str, spoken: dict[int, list[str | None]], extra: list[str] = (),
+             reward: list[str] | None = None) -> tuple[V1Run, Path]:
         env = recipe_env(tmp_path, model_dir, url)
-        run = V1Run(v1_config(env, model_dir, list(extra)), StubTTSRollout(spoken))
+        run = V1Run(v1_config(env, model_dir, list(extra), reward), StubTTSRollout(spoken))
         runs.append(run)
         return run, Path(env["OUTPUT_DIR"])
 
@@ -392,3 +425,47 @@ def test_mask_refuses_estimators_that_would_read_nan(tmp_path: Path, model_dir: 
     )
     with pytest.raises(ValueError, match="grpo_masked"):
         AudioScoreRewardManager(config, tokenizer=None)
+
+
+def way_b_lines(url: str) -> list[str]:
+    """Way (b)'s launch lines as docs/training.md gives them (section 5), the scorer's URL put in."""
+    text = DOC.read_text(encoding="utf-8")
+    lines: list[str] = []
+    for line in text[text.index("**(b) verl-omni's `AudioRewardManager`"):].splitlines():
+        if line.startswith("    "):
+            lines.append(line.strip().replace("http://scorer:8000", url))
+        elif lines:
+            break
+    return lines
+
+
+def _sampler_class(config: Any) -> type:
+    custom = config.trainer.v1.sampler.custom_sampler
+    return getattr(importlib.import_module(custom.path.removeprefix("pkg://")), custom.name)
+
+
+def _way_b(url: str, verl_omni_path: Path | None) -> list[str]:
+    if verl_omni_path is None:
+        pytest.skip(f"VERL_OMNI_SRC={VERL_OMNI_SRC} has no {AUDIO_MANAGER} (verl-omni's Qwen3-TTS GRPO example)")
+    lines = way_b_lines(url)
+    assert "reward.reward_manager.name=AudioRewardManager" in lines and any("FailClosed" in o for o in lines)
+    return [*lines, "+reward.custom_reward_function.reward_kwargs.max_retries=0"]
+
+
+def test_way_b_scores_through_verl_omni_s_manager(make_run: Any, scorer_url: str,
+                                                  verl_omni_path: Path | None) -> None:
+    run, _ = make_run(scorer_url, {0: [TEXTS[0], WRONG, TEXTS[0]]}, reward=_way_b(scorer_url, verl_omni_path))
+    assert _sampler_class(run.config) is FailClosedReplayBuffer
+    run.run([0])
+    batch, _ = run.sampler().sample(global_steps=1, partition_id="train", batch_size=1)
+    _, scores, extra = fetch(batch)
+    cer = np.array([e["cer"] for e in extra])
+    assert len(scores) == N and scores[torch.from_numpy(cer < 0.1)].min() > scores[torch.from_numpy(cer > 0.3)].max()
+
+
+def test_way_b_stops_on_a_scorer_failure(make_run: Any, dead_url: str, verl_omni_path: Path | None) -> None:
+    run, _ = make_run(dead_url, {1: [TEXTS[1]] * N}, reward=_way_b(dead_url, verl_omni_path))
+    run.run([1])
+    with pytest.raises(RewardFailureError, match=r"1 GRPO group\(s\) failed \(max_failed_groups=0\)") as err:
+        run.sampler(_sampler_class(run.config)).sample(global_steps=1, partition_id="train", batch_size=1)
+    assert "uid=train1p1" in str(err.value)

@@ -5,9 +5,9 @@
         --spk-embed voice.json --tts-language Auto --url http://scorer:8000 --out eval/ \\
         base=/models/Qwen3-TTS-12Hz-0.6B-Base step500=exports/step500
 
-(``exports/step500``: the trained actor as verl's model merger writes it,
-``python -m verl.model_merger merge --backend fsdp --local_dir .../global_step_500/actor
---target_dir exports/step500``.)
+(``exports/step500``: the run's checkpoint as ``audio-reward export-checkpoint
+.../checkpoints/global_step_500 --base /models/Qwen3-TTS-12Hz-0.6B-Base --out
+exports/step500`` writes it; see :mod:`audio_reward.trainer_plugin.checkpoint_export`.)
 
 The first ``NAME=MODEL_DIR`` is the base; every later one is compared with
 it.  Before any model is loaded it checks, printing one line per failure and
@@ -19,8 +19,16 @@ training parquet (``--allow-overlap`` to check deliberately), the scorer.
 
 Then each checkpoint synthesises every validation text as the run's rollout
 does (Base task, x-vector-only voice clone from the run's speaker embedding,
-the run's ``tts_language``, non-streaming; greedy here, so reruns agree),
-``audio-reward eval`` scores the WAVs, and ``eval --compare``'s
+the run's ``tts_language``, non-streaming) and decodes as it does: codec-0
+sampled with the recipe's rollout temperature, top-p and top-k, at most the
+recipe's ``data.max_response_length`` frames, repetition penalty 1 (both
+read from ``recipes/launch.py``, so they cannot drift apart).  Each text is
+sampled ``--samples`` times (default 4), each sample under its own fixed
+seed, so reruns agree and a before/after difference comes with its spread:
+``eval_results.json`` holds each checkpoint's ``sem_cer``.  ``--greedy``
+decodes one greedy sample per text instead (the published evaluations'
+setting; greedy decoding of a codec LM tends to loop, a regime the policy
+was not trained in).  ``audio-reward eval`` scores the WAVs, and ``eval --compare``'s
 implementation writes ``eval_results.json``, ``compare.png`` and
 ``report.html`` under ``--out``.  Synthesis and scoring resume where a
 previous run into the same ``--out`` stopped.  Run it in the TTS-model
@@ -33,6 +41,7 @@ import argparse
 import asyncio
 import json
 import sys
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,10 +57,54 @@ from ...model_folder import (
 )
 from ...tts_speaker import read_speaker_embedding
 from .._parquet import normalize_text
+from ..launch import TTS_MAX_FRAMES, TTS_SAMPLING
 
 DEFAULT_LANGUAGE = "Auto"
 """verl-omni's Qwen3-TTS RL trains with ``tts_language=Auto`` only (``require_auto_language``)."""
 SYNTH_DIR, EVAL_DIR, SPLICED_DIR = "audio", "eval", "spliced"
+
+
+REPETITION_PENALTY = 1.0
+"""What verl's agent loop sends with every rollout (``experimental/agent_loop/agent_loop.py``)."""
+DEFAULT_SAMPLES = 4
+DECODING_JSON = "decoding.json"
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """How each checkpoint decodes: the TTS recipe's rollout sampling by default, or greedy."""
+
+    greedy: bool = False
+    temperature: float = TTS_SAMPLING.temperature
+    top_p: float = TTS_SAMPLING.top_p
+    top_k: int = TTS_SAMPLING.top_k
+    max_new_tokens: int = TTS_MAX_FRAMES
+    samples: int = DEFAULT_SAMPLES
+    seed: int = 0
+
+    def generate_kwargs(self) -> dict[str, Any]:
+        """qwen-tts ``generate_voice_clone`` keywords; the code predictor keeps the model's generation_config."""
+        if self.greedy:
+            return {"do_sample": False, "subtalker_dosample": False, "max_new_tokens": self.max_new_tokens,
+                    "repetition_penalty": REPETITION_PENALTY}
+        # verl's top_k=-1 (vLLM: off) is Hugging Face's top_k=0
+        return {"do_sample": True, "temperature": self.temperature, "top_p": self.top_p,
+                "top_k": max(self.top_k, 0), "max_new_tokens": self.max_new_tokens,
+                "repetition_penalty": REPETITION_PENALTY}
+
+    def sample_seed(self, row_id: str, k: int) -> int:
+        """The seed of sample ``k`` of a text: fixed by (seed, id, k), so order and resuming change nothing."""
+        return zlib.crc32(f"{self.seed}:{row_id}:{k}".encode())
+
+    def record(self) -> dict[str, Any]:
+        """What ``eval_results.json`` records under ``synthesis``."""
+        if self.greedy:
+            return {"decoding": "greedy", "max_new_tokens": self.max_new_tokens, "samples": 1,
+                    "repetition_penalty": REPETITION_PENALTY}
+        return {"decoding": "sampling (the recipe's rollout settings)", "temperature": self.temperature,
+                "top_p": self.top_p, "top_k": self.top_k, "max_new_tokens": self.max_new_tokens,
+                "repetition_penalty": REPETITION_PENALTY, "samples": self.samples, "seed": self.seed,
+                "subtalker": "the model's generation_config"}
 
 
 class PreflightFailed(Exception):
@@ -184,39 +237,56 @@ def preflight(checkpoints: list[Checkpoint], spk_embed: Path, val: Path, train: 
     return rows, embedding, held
 
 
+def sample_ids(row: EvalRow, decoding: Decoding) -> list[str]:
+    """The utterance ids of a text's samples: its own id when there is one sample, ``ID.sK`` otherwise."""
+    if decoding.greedy or decoding.samples == 1:
+        return [row.id]
+    return [f"{row.id}.s{k}" for k in range(decoding.samples)]
+
+
 def synthesize(load_dir: Path, rows: Sequence[EvalRow], embedding: list[float], language: str, out: Path,
-               device: str, max_new_tokens: int | None) -> Path:
-    """Synthesise every row the way the run's rollout does; returns the manifest.  WAVs already there are kept."""
+               device: str, decoding: Decoding) -> Path:
+    """Synthesise every row the way the run's rollout does; returns the manifest.  WAVs already there are kept.
+
+    A folder synthesised with other decoding settings is refused (its WAVs would be mixed with these).
+    """
     import numpy as np
     import soundfile as sf
     import torch
     from qwen_tts import Qwen3TTSModel
     from qwen_tts.inference.qwen3_tts_model import VoiceClonePromptItem
 
+    settings = decoding.record()
+    marker = out / DECODING_JSON
+    if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) != settings:
+        raise ValueError(f"{out} holds WAVs decoded with other settings ({marker}); delete it or use another --out")
     out.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
     manifest = out / "manifest.jsonl"
-    todo = [r for r in rows if not (out / f"{_safe(r.id)}.wav").is_file()]
+    todo = [(r, k, sid) for r in rows for k, sid in enumerate(sample_ids(r, decoding))
+            if not (out / f"{_safe(sid)}.wav").is_file()]
     if todo:
         dtype = torch.float32 if device == "cpu" else torch.bfloat16
         model = Qwen3TTSModel.from_pretrained(str(load_dir), device_map=device, dtype=dtype)
         voice = VoiceClonePromptItem(ref_code=None, ref_spk_embedding=torch.tensor(embedding, dtype=dtype),
                                      x_vector_only_mode=True, icl_mode=False)
-        extra = {} if max_new_tokens is None else {"max_new_tokens": max_new_tokens}
         print(f"eval_checkpoints: synthesising {len(todo)} utterance(s) with {load_dir}", file=sys.stderr)
-        for row in todo:
+        for row, k, sid in todo:
+            torch.manual_seed(decoding.sample_seed(row.id, k))
             wavs, rate = model.generate_voice_clone(
                 text=row.text, language=language, voice_clone_prompt=[voice], non_streaming_mode=True,
-                do_sample=False, subtalker_dosample=False, **extra)
-            target = out / f"{_safe(row.id)}.wav"
+                **decoding.generate_kwargs())
+            target = out / f"{_safe(sid)}.wav"
             sf.write(target.with_suffix(".part.wav"), np.asarray(wavs[0], dtype=np.float32), rate)
             target.with_suffix(".part.wav").replace(target)  # a half-written WAV never counts as done
         del model
     with manifest.open("w", encoding="utf-8") as f:
         for row in rows:
-            entry = {"id": row.id, "audio": f"{_safe(row.id)}.wav", "text": row.text}
-            if row.language:
-                entry["language"] = row.language
-            f.write(json.dumps(entry, ensure_ascii=False) + "\n")
+            for sid in sample_ids(row, decoding):
+                entry = {"id": sid, "audio": f"{_safe(sid)}.wav", "text": row.text}
+                if row.language:
+                    entry["language"] = row.language
+                f.write(json.dumps(entry, ensure_ascii=False) + "\n")
     return manifest
 
 
@@ -237,9 +307,9 @@ def parse_checkpoints(specs: Sequence[str]) -> list[Checkpoint]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    from ....scorer_client.cli import add_client_options, client_settings
-    from ....scorer_client.eval.cli import EVAL_EXTRA, ProgressBar, missing_eval_extras
+def build_parser() -> argparse.ArgumentParser:
+    """The command line; its decoding defaults are the TTS recipe's rollout settings."""
+    from ....scorer_client.cli import add_client_options
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkpoints", nargs="+", metavar="NAME=MODEL_DIR", help="the base first, then trained ones")
@@ -255,16 +325,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, type=Path, help="output folder (reused to resume)")
     parser.add_argument("--limit", type=int, default=None, help="first N validation rows only")
     parser.add_argument("--device", default="cuda:0", help="torch device for synthesis (default cuda:0)")
-    parser.add_argument("--max-new-tokens", type=int, default=None,
-                        help="codec frames per utterance at most (default: the model's generation_config)")
+    parser.add_argument("--max-new-tokens", type=int, default=TTS_MAX_FRAMES,
+                        help=f"codec frames per utterance at most (default {TTS_MAX_FRAMES}, the recipe's "
+                             "data.max_response_length)")
+    parser.add_argument("--samples", type=int, default=DEFAULT_SAMPLES,
+                        help=f"samples per text, each with its own fixed seed (default {DEFAULT_SAMPLES})")
+    parser.add_argument("--seed", type=int, default=0, help="seed the per-sample seeds derive from (default 0)")
+    parser.add_argument("--greedy", action="store_true",
+                        help="one greedy sample per text instead of the rollout's sampling")
     add_client_options(parser)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def decoding_from_args(args: argparse.Namespace) -> Decoding:
+    """The decoding the parsed command line asks for (one sample when greedy)."""
+    return Decoding(greedy=args.greedy, max_new_tokens=args.max_new_tokens,
+                    samples=1 if args.greedy else args.samples, seed=args.seed)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ....scorer_client.cli import client_settings
+    from ....scorer_client.eval.cli import EVAL_EXTRA, ProgressBar, missing_eval_extras
+
+    args = build_parser().parse_args(argv)
 
     def fail(lines: Sequence[str]) -> int:
         for line in lines:
             print(f"eval_checkpoints: {line}", file=sys.stderr)
         return 1
 
+    if args.samples < 1 or args.max_new_tokens < 1:
+        return fail(["--samples and --max-new-tokens must be at least 1"])
     missing = missing_eval_extras(progress=True)
     for module in ("pyarrow", "qwen_tts"):
         try:
@@ -284,6 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         return fail([str(exc)])
     if len(checkpoints) < 2:
         return fail(["give the base and at least one trained checkpoint: base=DIR NAME=DIR"])
+    decoding = decoding_from_args(args)
     try:
         rows, embedding, held = preflight(checkpoints, args.spk_embed, args.val, args.train, args.limit,
                                           args.allow_overlap)
@@ -315,8 +407,11 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     for ckpt in checkpoints:
         assert ckpt.load_dir is not None
-        manifest = synthesize(ckpt.load_dir, rows, embedding, args.tts_language, args.out / ckpt.name / SYNTH_DIR,
-                              args.device, args.max_new_tokens)
+        try:
+            manifest = synthesize(ckpt.load_dir, rows, embedding, args.tts_language,
+                                  args.out / ckpt.name / SYNTH_DIR, args.device, decoding)
+        except ValueError as exc:
+            return fail([f"{ckpt.name}: {exc}"])
         bar = ProgressBar(sys.stderr.isatty())
         try:
             summary = asyncio.run(run_eval(manifest, args.out / ckpt.name / EVAL_DIR, settings,
@@ -328,8 +423,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"eval_checkpoints: {ckpt.name}: {summary['scored']}/{summary['utterances']} scored", file=sys.stderr)
         runs.append(Run.load(args.out / ckpt.name / EVAL_DIR, name=ckpt.name, path=str(ckpt.folder.path)))
     synthesis = {"speaker_embedding": str(args.spk_embed), "tts_language": args.tts_language,
-                 "task": "Base, x-vector-only voice clone, non-streaming", "decoding": "greedy",
-                 "max_new_tokens": args.max_new_tokens, "device": args.device}
+                 "task": "Base, x-vector-only voice clone, non-streaming", **decoding.record(),
+                 "device": args.device}
     try:
         results = compare_runs(runs, args.out, held_out=HeldOut(**held), synthesis=synthesis)
     except ScoringMismatchError as exc:

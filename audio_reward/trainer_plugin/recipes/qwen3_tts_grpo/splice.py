@@ -3,8 +3,8 @@
 verl-omni's Qwen3-TTS actor trains ``talker.model.*`` and ``talker.codec_head.*``
 and saves the talker without the speaker encoder, speech tokenizer and
 code2wav.  :func:`splice_talker` writes a folder that is the base model with
-every tensor the export holds put in place of the base's (cast to the base's
-dtype, shapes checked), and links the rest of the base folder (config, text
+every tensor the export holds put in place of the base's (its own dtype
+kept, shapes checked), and links the rest of the base folder (config, text
 tokenizer, ``speech_tokenizer/``, ``generation_config.json``) beside it.
 """
 
@@ -12,10 +12,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...model_folder import TALKER_PREFIX, FolderKind, ModelFolder
+
+if TYPE_CHECKING:
+    import torch
 
 SPLICE_JSON = "splice.json"
 
@@ -40,7 +45,27 @@ def _export_key(key: str) -> str:
 
 def splice_talker(base: ModelFolder, export: ModelFolder, out: Path) -> SpliceReport:
     """Write base + the export's talker tensors into ``out``; reuse ``out`` when it already holds this splice."""
-    import torch
+    from safetensors.torch import load_file
+
+    def tensors() -> dict[str, torch.Tensor]:
+        loaded: dict[str, torch.Tensor] = {}
+        for weights in export.weight_files:
+            loaded.update(load_file(str(weights)))
+        return loaded
+
+    return splice_tensors(base, tensors, out, export.path)
+
+
+def splice_tensors(base: ModelFolder, tensors: Callable[[], Mapping[str, torch.Tensor]], out: Path,
+                   source: Path) -> SpliceReport:
+    """Write ``base`` with ``tensors()`` in place of its own into ``out`` (reused when it holds this splice).
+
+    A key of the talker module itself (``model.…``) is put under ``talker.``.
+    Each tensor keeps its dtype, so the folder holds the trained values
+    exactly (a float32 training run over a bfloat16 base stays float32; the
+    loader casts to the dtype it is asked for).  ``source`` names the
+    trained weights in the report.
+    """
     from safetensors.torch import load_file, save_file
 
     if base.kind is not FolderKind.FULL:
@@ -48,23 +73,22 @@ def splice_talker(base: ModelFolder, export: ModelFolder, out: Path) -> SpliceRe
     done = out / SPLICE_JSON
     if done.is_file():
         report = SpliceReport(**json.loads(done.read_text(encoding="utf-8")))
-        if (report.base, report.export) == (str(base.path.resolve()), str(export.path.resolve())):
+        if (report.base, report.export) == (str(base.path.resolve()), str(source.resolve())):
             return report
     merged: dict[str, torch.Tensor] = {}
     for weights in base.weight_files:
         merged.update(load_file(str(weights)))
     replaced = 0
-    for weights in export.weight_files:
-        for key, tensor in load_file(str(weights)).items():
-            target = _export_key(key)
-            if target not in merged:
-                raise SpliceError(f"{export.path}: tensor {key} has no counterpart {target} in {base.path}; "
-                                  "is the export from a model of another size?")
-            if tuple(tensor.shape) != tuple(merged[target].shape):
-                raise SpliceError(f"{export.path}: {key} has shape {tuple(tensor.shape)}, the base's {target} "
-                                  f"{tuple(merged[target].shape)}")
-            merged[target] = tensor.to(merged[target].dtype).contiguous()
-            replaced += 1
+    for key, tensor in tensors().items():
+        target = _export_key(key)
+        if target not in merged:
+            raise SpliceError(f"{source}: tensor {key} has no counterpart {target} in {base.path}; "
+                              "is it from a model of another size?")
+        if tuple(tensor.shape) != tuple(merged[target].shape):
+            raise SpliceError(f"{source}: {key} has shape {tuple(tensor.shape)}, the base's {target} "
+                              f"{tuple(merged[target].shape)}")
+        merged[target] = tensor.contiguous()
+        replaced += 1
     out.mkdir(parents=True, exist_ok=True)
     for entry in base.path.iterdir():
         if entry.suffix == ".safetensors" or entry.name == "model.safetensors.index.json":
@@ -76,6 +100,6 @@ def splice_talker(base: ModelFolder, export: ModelFolder, out: Path) -> SpliceRe
     for stale in out.glob("*.safetensors"):
         stale.unlink()
     save_file(merged, str(out / "model.safetensors"), metadata={"format": "pt"})
-    report = SpliceReport(str(base.path.resolve()), str(export.path.resolve()), replaced, len(merged) - replaced)
+    report = SpliceReport(str(base.path.resolve()), str(source.resolve()), replaced, len(merged) - replaced)
     done.write_text(json.dumps(asdict(report), indent=2) + "\n", encoding="utf-8")
     return report
