@@ -20,7 +20,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ...mcq import ground_truth_letter, parse_options
+from audio_reward.scoring.choice import ground_truth_letter, parse_options
+
 from .._parquet import prepare, read_records, split_for_training
 
 DATA_SOURCE = "avqa"

@@ -1,16 +1,16 @@
-"""The multiple-choice reward on real free-text answers (no verl needed)."""
+"""Multiple-choice scoring on real free-text answers, and the trainer's verl adapter over it (no verl needed)."""
 
 from __future__ import annotations
 
 import pytest
 
-from audio_reward.trainer_plugin.mcq import (
-    compute_score,
+from audio_reward.scoring.choice import (
     extract_choice,
     format_ok,
     parse_options,
     score_choice,
 )
+from audio_reward.trainer_plugin.mcq import compute_score
 
 OPTIONS = {"A": "a dog barking", "B": "a car horn", "C": "rain on a roof", "D": "a piano"}
 
