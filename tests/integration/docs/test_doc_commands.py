@@ -71,3 +71,23 @@ def test_run_block(key: str, tmp_path: Path, request: pytest.FixtureRequest) -> 
         f"{block.doc}:{block.line} exited {proc.returncode}\n{block.script()}\n{proc.stdout}\n{proc.stderr}"
     )
     assert proc.stdout.strip(), f"{block.doc}:{block.line} printed nothing"
+
+
+ENVIRONMENT_NAMES = re.compile(
+    r"\b(client|server|scorer|eval|dev|trainer|TTS[ -]model|TTS[ -]tools|vLLM|GPU|any|every|each|fresh)\s+"
+    r"(environments?|machines?)\b",
+    re.IGNORECASE,
+)
+"""How the docs name where a command runs: the README's environments (client, server, eval, dev), the trainer's,
+the TTS model's, a GPU machine; or any environment, or a fresh machine (a command that builds its own)."""
+
+
+@pytest.mark.parametrize("key", [k for k, e in ENTRIES.items() if not isinstance(e, Skip) or e.command])
+def test_a_command_block_names_the_environment_it_runs_in(key: str) -> None:
+    block = next(b for b in BLOCKS if b.key == key)
+    lines = (REPO_ROOT / block.doc).read_text(encoding="utf-8").splitlines()
+    before = "\n".join(lines[max(0, block.line - 13):block.line - 1])
+    assert ENVIRONMENT_NAMES.search(before + "\n" + block.text), (
+        f"{block.doc}:{block.line}: say in the lines before this block which environment it runs in "
+        f"(\"in the server environment\"...)"
+    )
