@@ -13,7 +13,7 @@ number of requests. Samples the server process's RSS every 20 ms, and prints
 throughput, p50/p99 latency and peak RSS.
 
 Engine: ``instant`` (the default) is the real server — uvicorn, the HTTP
-routes, protocol decoding, the micro-batcher, scoring — with an engine that
+routes, protocol decoding, the micro-batch scheduler, scoring — with an engine that
 answers at once instead of running Whisper. On two CPU cores Whisper tiny.en
 costs ~0.1–0.2 s per utterance whatever its length (it pads to 30 s), so
 10,000 requests would take half an hour and measure only the model; the

@@ -12,7 +12,7 @@ machine's CPUs:
 
 - ``batch-cost``: one engine call over n clips totalling S seconds sleeps
   ``fixed + per_item·n + per_audio_s·S``; it takes at most ``max_batch``
-  clips per call (a device's memory).  Served by the micro-batcher with two
+  clips per call (a device's memory).  Served by the micro-batch scheduler with two
   batches in flight, as on a GPU.  Optimum at concurrency c: batches of
   b = min(c, max_batch) mean-length clips back to back, b·s̄ / cost(b).
 - ``self-scheduling``: each clip takes ``base + per_audio_s·s``, at most

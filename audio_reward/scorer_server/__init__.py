@@ -10,7 +10,7 @@ Where each piece lives, from the command line to the reward:
 - ``http/``: thin FastAPI routers per feature (``score``, ``openai``, ``info``, ``health``,
   ``metrics``) with their middleware, error handlers, auth, body reading and uvicorn set-up.
 - ``service/``: what the routers call: ``pipeline`` (decode → resample → submit → score),
-  ``dedup`` (retried requests answered once), ``batcher`` (the engine's scheduler),
+  ``dedup`` (retried requests answered once), ``scheduler`` (the engine's scheduler),
   ``offload``, ``prometheus``, ``readiness``, ``info``, ``transcription`` (the OpenAI-compatible API).
 - ``engines/``: the ASR engines behind one interface; ``errors``: the error tree.
 """

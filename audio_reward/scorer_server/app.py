@@ -38,12 +38,12 @@ from .http.apidocs import add_request_examples, offline_docs_app
 from .http.errors import install_error_handlers
 from .http.middleware import RequestContextMiddleware
 from .openai_protocol import TranscriptionUploadDoc
-from .service.batcher import scheduler_for
 from .service.dedup import RecentResults
 from .service.info import ServerInfo
 from .service.pipeline import ScoringPipeline
 from .service.prometheus import ServerMetrics
 from .service.readiness import Readiness
+from .service.scheduler import scheduler_for
 from .service.transcription import TranscriptionService
 
 log = logging.getLogger(__name__)
@@ -89,9 +89,9 @@ async def _load_engine(app: FastAPI) -> None:
         readiness.batching_note = (
             f"max_batch_size {settings.max_batch_size} is not used: the {settings.engine} engine on "
             f"{engine.info.device} decodes one utterance per call (batching is no faster there), "
-            "so the batcher hands it one request at a time; on a GPU it batches up to max_batch_size"
+            "so the scheduler hands it one request at a time; on a GPU it batches up to max_batch_size"
         )
-    batcher = scheduler_for(
+    scheduler = scheduler_for(
         engine,
         max_batch_size=settings.max_batch_size,
         max_wait_s=settings.max_wait_ms / 1000.0,
@@ -100,14 +100,15 @@ async def _load_engine(app: FastAPI) -> None:
         max_batches_in_flight=settings.max_batches_in_flight,
         on_batch=server_metrics.observe_batch,
     )
-    batcher.start()
-    readiness.started_scheduler = batcher
+    scheduler.start()
+    readiness.started_scheduler = scheduler
     readiness.ready = True
     server_metrics.ready.set(1)
     engine_info = engine.info
     server_metrics.set_build(engine=engine_info.engine, model=engine_info.model_id)
     log.info("ready", extra={"engine": engine_info.engine, "model": engine_info.model_id,
-                             "sha256": engine_info.weights_sha256, "max_batch_size": batcher.max_batch_size})
+                             "sha256": engine_info.weights_sha256,
+                             "max_batch_size": scheduler.describe()["max_batch_size"]})
     if readiness.batching_note:
         # A warning when the operator chose the batch size, so the setting is not silently ignored.
         chosen = "max_batch_size" in settings.model_fields_set

@@ -1,7 +1,7 @@
 """Scale the scorer out on Ray Serve: one replica per GPU, one URL, autoscaling on queue depth.
 
 Each replica is the ordinary scorer app (:func:`.app.build_app`) with its own
-engine and micro-batcher, wrapped with ``@serve.ingress``; Ray Serve's proxy
+engine and micro-batch scheduler, wrapped with ``@serve.ingress``; Ray Serve's proxy
 spreads requests over the replicas and its autoscaler adds or removes
 replicas to keep about ``target_ongoing_requests`` requests in each.  Every
 response carries ``X-Scorer-Replica`` so load spreading can be observed.

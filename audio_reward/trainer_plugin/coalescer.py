@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from audio_reward.futures import fail_all, settle
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -73,21 +75,14 @@ class Coalescer(Generic[T, R]):
         task.add_done_callback(self._tasks.discard)
 
     async def _run(self, batch: list[_Pending[T, R]]) -> None:
+        futures = [p.future for p in batch]
         try:
             results = await self.batch_fn([p.item for p in batch])
             if len(results) != len(batch):
                 raise RuntimeError(f"batch function returned {len(results)} results for {len(batch)} items")
         except BaseException as exc:
-            for p in batch:
-                if not p.future.done():
-                    p.future.set_exception(exc)
+            fail_all(futures, exc)
             if not isinstance(exc, Exception):
                 raise
             return
-        for p, result in zip(batch, results, strict=False):
-            if p.future.done():  # the caller was cancelled
-                continue
-            if isinstance(result, BaseException):
-                p.future.set_exception(result)
-            else:
-                p.future.set_result(result)
+        settle(futures, results)  # a future already done belongs to a caller that was cancelled

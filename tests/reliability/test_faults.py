@@ -3,7 +3,7 @@
 Each test runs a real ``audio-reward serve`` process with the instant engine
 of ``tests/testkit/instant_engine.py`` (answers ``item <n>`` for the clip numbered n; a clip
 numbered below zero makes its engine call raise; ``delay_ms`` slows every
-engine call), so each fault happens on cue while the HTTP server, batcher
+engine call), so each fault happens on cue while the HTTP server, scheduler
 and scoring are the real ones. Results are checked item by item: the right
 request id and a score of 1.0, which only the item's own transcript gives.
 """

@@ -1,4 +1,4 @@
-"""The engine interface: what the batcher needs from an ASR backend.
+"""The engine interface: what the scheduler needs from an ASR backend.
 
 An engine turns a batch of 16 kHz mono float32 waveforms into transcripts.
 Blocking engines (faster-whisper, transformers) subclass :class:`ThreadedEngine`
@@ -9,7 +9,7 @@ that can run ahead (``prepare_sync``: log-Mel features) and the model call
 batch's features are computed while the current batch is on the device.
 Engines with their own scheduler (vLLM) implement ``transcribe`` directly and
 say ``schedules_itself``: the server then hands them every utterance on
-arrival instead of batching (see :mod:`..batcher`).
+arrival instead of batching (see :mod:`..service.scheduler`).
 
 Each engine class lists the ``--engine-option KEY=VALUE`` settings it takes
 in ``OPTIONS``; :func:`resolve_engine_options` checks and converts them.
@@ -160,7 +160,7 @@ class ASREngine(ABC):
     def schedules_itself(self) -> bool:
         """Whether the engine batches concurrent requests by itself (continuous batching, as vLLM).
 
-        When True the server skips the micro-batcher: every utterance goes to
+        When True the server skips the micro-batch scheduler: every utterance goes to
         ``transcribe`` on its own as soon as it arrives, at most
         ``max_concurrency`` at a time, and each request finishes when its own
         transcript is ready.
@@ -174,14 +174,14 @@ class ASREngine(ABC):
 
     @property
     def on_accelerator(self) -> bool:
-        """Whether the model runs on a GPU (known after ``load``); the batcher pipelines batches there."""
+        """Whether the model runs on a GPU (known after ``load``); the scheduler pipelines batches there."""
         return not self.info.device.startswith("cpu")
 
     @property
     def prefers_batches(self) -> bool:
         """Whether one call over N utterances beats N calls (known after ``load``).
 
-        When False the batcher sends one utterance per call, so each request
+        When False the scheduler sends one utterance per call, so each request
         finishes as soon as its own transcript is ready.
         """
         return True

@@ -1,7 +1,7 @@
 """ASR on vLLM's async engine: continuous batching for Whisper and Qwen3-ASR.
 
 ``--engine vllm`` (extra ``vllm``, GPU) schedules itself: the server skips
-its micro-batcher and hands each utterance to vLLM's ``AsyncLLM`` the moment
+its micro-batch scheduler and hands each utterance to vLLM's ``AsyncLLM`` the moment
 it arrives, up to ``max_num_seqs`` at once (``--engine-option
 max_num_seqs=N``); vLLM's scheduler batches them continuously, and each
 request finishes when its own transcript is done.  A request whose caller

@@ -2,7 +2,7 @@
 
 - :mod:`.pipeline`: :class:`~.pipeline.ScoringPipeline`, decode → resample → submit → score.
 - :mod:`.dedup`: recent answers by request id, so a retried request is transcribed once.
-- :mod:`.batcher`: the engine's scheduler (micro-batches, or straight through).
+- :mod:`.scheduler`: the engine's scheduler (micro-batches, or straight through).
 - :mod:`.offload`: scoring CPU work off the event loop, one thread hop per engine batch.
 - :mod:`.prometheus`: the Prometheus metrics of one server.
 - :mod:`.readiness`: whether the engine is loaded, and its scheduler once it is.

@@ -64,9 +64,8 @@ class ServerInfo:
             "batching": {
                 "engine_batches": pipeline.engine.prefers_batches,
                 "engine_schedules_itself": pipeline.engine.schedules_itself,
-                "max_batch_size": scheduler.max_batch_size if scheduler else s.max_batch_size,
-                "max_wait_ms": scheduler.max_wait_s * 1000 if scheduler else s.max_wait_ms,
-                **(scheduler.describe() if scheduler else {}),
+                **(scheduler.describe() if scheduler else {"max_batch_size": s.max_batch_size,
+                                                            "max_wait_ms": s.max_wait_ms}),
                 "max_batch_size_setting": s.max_batch_size,
                 "note": readiness.batching_note,
             },

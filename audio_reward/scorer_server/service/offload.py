@@ -2,7 +2,7 @@
 
 Scoring a transcript (normalization, CER/WER, the reward) must not run on the
 event loop, but one thread hop per request costs about as much as scoring a
-short prompt.  The batcher answers a whole engine batch at once, so its
+short prompt.  The scheduler answers a whole engine batch at once, so its
 requests ask for their scoring in the same turn of the loop: :class:`Offload`
 collects what is asked within one turn and runs it in a single hop.
 """
@@ -15,17 +15,20 @@ from typing import Any, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
+from audio_reward.futures import fail_all, settle
+
 T = TypeVar("T")
 _Job = tuple[Callable[[], Any], "asyncio.Future[Any]"]
 
 
-def _run_all(jobs: list[Callable[[], Any]]) -> list[tuple[bool, Any]]:
-    out: list[tuple[bool, Any]] = []
+def _run_all(jobs: list[Callable[[], Any]]) -> list[Any]:
+    """Each job's result, or the exception it raised (for :func:`settle` to raise to that job's caller)."""
+    out: list[Any] = []
     for job in jobs:
         try:
-            out.append((True, job()))
+            out.append(job())
         except Exception as exc:  # noqa: BLE001 - handed to the job's own caller
-            out.append((False, exc))
+            out.append(exc)
     return out
 
 
@@ -54,17 +57,10 @@ class Offload:
 
     @staticmethod
     async def _hop(jobs: list[_Job]) -> None:
+        futures = [future for _, future in jobs]
         try:
             outcomes = await run_in_threadpool(_run_all, [job for job, _ in jobs])
         except BaseException as exc:  # the hop itself failed (cancelled at shutdown): every caller hears of it
-            for _, future in jobs:
-                if not future.done():
-                    future.set_exception(exc if isinstance(exc, Exception) else RuntimeError("scoring was cancelled"))
+            fail_all(futures, exc if isinstance(exc, Exception) else RuntimeError("scoring was cancelled"))
             raise
-        for (_, future), (ok, value) in zip(jobs, outcomes, strict=True):
-            if future.done():
-                continue  # its request was cancelled meanwhile
-            if ok:
-                future.set_result(value)
-            else:
-                future.set_exception(value)
+        settle(futures, outcomes)  # a future already done belongs to a request cancelled meanwhile

@@ -1,11 +1,11 @@
-"""Scoring logic behind the HTTP routes: decode → resample → batcher → score.
+"""Scoring logic behind the HTTP routes: decode → resample → scheduler → score.
 
 Parsing, base64 decoding and resampling run in a worker thread, and so do
 normalization, CER/WER and the reward (:mod:`audio_reward.scoring`,
 through :class:`~.offload.Offload`, one hop for the requests an engine batch
 answers together): CPU work that grows with the prompt and would otherwise
 stall the event loop, and with it ``/healthz`` and every other request.
-Transcription goes through the shared scheduler (:mod:`.batcher`), and a
+Transcription goes through the shared scheduler (:mod:`.scheduler`), and a
 retried request joins its first copy (:mod:`.dedup`).
 """
 
@@ -56,11 +56,11 @@ from ..errors import (
     server_error_body,
 )
 from .audio_files import FFMPEG_FILES
-from .batcher import BatcherClosedError, SchedulerFullError
 from .dedup import Key, RecentResults, request_key
 from .offload import Offload
 from .prometheus import ServerMetrics
 from .readiness import Readiness
+from .scheduler import SchedulerClosedError, SchedulerFullError
 
 log = logging.getLogger(__name__)
 
@@ -190,19 +190,19 @@ class ScoringPipeline:
     # -- engine ---------------------------------------------------------------------------
     def _arriving(self) -> contextlib.AbstractContextManager[None]:
         """Tells the scheduler a request is being decoded, so an idle engine may wait for it to join a batch."""
-        batcher = self.readiness.started_scheduler
-        return batcher.arriving() if batcher is not None else contextlib.nullcontext()
+        scheduler = self.readiness.started_scheduler
+        return scheduler.arriving() if scheduler is not None else contextlib.nullcontext()
 
     def _submit(self, inputs: list[TranscriptionInput]) -> list[asyncio.Future[Transcription]]:
         """Queue ``inputs`` together (all or none); 429, 503 when the queue is full or closed."""
-        batcher = self.readiness.scheduler()
+        scheduler = self.readiness.scheduler()
         try:
-            futures = batcher.submit_many(inputs)
+            futures = scheduler.submit_many(inputs)
         except SchedulerFullError as exc:
             raise QueueFullError(str(exc), retry_after_s=exc.retry_after_s) from None
-        except BatcherClosedError as exc:
+        except SchedulerClosedError as exc:
             raise ShuttingDownError(str(exc), retry_after_s=5) from None
-        self.metrics.queue_depth.set(batcher.queued)
+        self.metrics.queue_depth.set(scheduler.queued)
         return futures
 
     async def _transcribe(self, inputs: list[TranscriptionInput],
@@ -221,10 +221,10 @@ class ScoringPipeline:
         return RequestTimeoutError(f"scoring took longer than the server's limit of {self.request_timeout_s:g} s")
 
     def _engine_error(self, exc: BaseException, request_id: str) -> ServerError:
-        if isinstance(exc, BatcherClosedError):
+        if isinstance(exc, SchedulerClosedError):
             return ShuttingDownError(str(exc), retry_after_s=5)
         # The engine's own message may hold paths or internals: it goes to the log only
-        # (the batcher logged the traceback once for the whole batch).
+        # (the scheduler logged the traceback once for the whole batch).
         log.error("transcription failed", extra={"request_id": request_id, "error": repr(exc)})
         return EngineError(f"the ASR engine failed on this request's batch (request id {request_id})")
 
@@ -309,7 +309,7 @@ class ScoringPipeline:
         return results
 
     async def transcribe(self, audio: np.ndarray, language: str | None, request_id: str) -> Transcription:
-        """One 16 kHz utterance through the shared batcher, unscored (the transcription API); raises ServerError."""
+        """One 16 kHz utterance through the shared scheduler, unscored (the transcription API); raises ServerError."""
         (outcome,) = await self._transcribe([TranscriptionInput(audio, language)], [request_id])
         if isinstance(outcome, ServerError):
             raise outcome

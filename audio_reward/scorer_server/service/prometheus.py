@@ -26,7 +26,7 @@ from prometheus_client import (
 
 from audio_reward import __version__
 
-from .batcher import BatchStats
+from .scheduler import BatchStats
 
 disable_created_metrics()
 

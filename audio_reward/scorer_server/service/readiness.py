@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import NotReadyError
-from .batcher import Scheduler
+from .scheduler import Scheduler
 
 
 @dataclass
@@ -20,11 +20,11 @@ class Readiness:
 
     ready: bool = False
     started_scheduler: Scheduler | None = None
-    """The micro-batcher, or the straight-through dispatcher of a self-scheduling engine."""
+    """The micro-batch scheduler, or the straight-through dispatcher of a self-scheduling engine."""
     load_error: str | None = None
     """The exception type that stopped the engine loading (the message stays in the log)."""
     batching_note: str | None = None
-    """Why the batcher's batch size differs from ``max_batch_size``, when it does."""
+    """Why the scheduler's batch size differs from ``max_batch_size``, when it does."""
     started_at: float = field(default_factory=time.time)
     on_fatal: Callable[[], None] | None = None
     """Called when the engine cannot load; the CLI uses it to stop the server."""

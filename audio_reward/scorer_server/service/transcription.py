@@ -2,7 +2,7 @@
 
 An upload is decoded in a worker thread (libsndfile for WAV/FLAC/OGG/MP3,
 FFmpeg through PyAV for containers such as M4A and WebM), resampled to
-16 kHz and sent through the same micro-batcher and engine as ``/v1/score``,
+16 kHz and sent through the same micro-batch scheduler and engine as ``/v1/score``,
 with the same limits.  Errors are :class:`ServerError` s, rendered in
 OpenAI's error shape by the router.
 """

@@ -21,10 +21,10 @@ from audio_reward.scorer_server.engines import (
     Transcription,
     TranscriptionInput,
 )
-from audio_reward.scorer_server.service.batcher import (
-    MicroBatcher,
+from audio_reward.scorer_server.service.scheduler import (
+    EngineScheduler,
+    MicroBatchScheduler,
     SchedulerFullError,
-    SelfSchedulingDispatcher,
     scheduler_for,
 )
 from tests.testkit.server import inprocess_server
@@ -90,7 +90,7 @@ class ContinuousEngine(ASREngine):
 async def test_short_clips_behind_a_long_one_finish_at_their_own_latency() -> None:
     engine = ContinuousEngine(capacity=16, seconds_per_audio_s=0.05)
     dispatcher = scheduler_for(engine, max_batch_size=16, max_wait_s=0.01, max_queue=64)
-    assert isinstance(dispatcher, SelfSchedulingDispatcher) and dispatcher.max_in_flight == 16
+    assert isinstance(dispatcher, EngineScheduler) and dispatcher.max_in_flight == 16
     dispatcher.start()
     started = time.monotonic()
     finished: dict[int, float] = {}
@@ -110,7 +110,7 @@ async def test_short_clips_behind_a_long_one_finish_at_their_own_latency() -> No
 
 async def test_the_engine_sees_every_request_up_to_its_cap_and_the_rest_wait() -> None:
     engine = ContinuousEngine(capacity=5, seconds_per_audio_s=0.05)
-    dispatcher = SelfSchedulingDispatcher(engine, max_in_flight=5, max_queue=100)
+    dispatcher = EngineScheduler(engine, max_in_flight=5, max_queue=100)
     futures = dispatcher.submit_many([clip(1.0, i) for i in range(12)])
     await engine.until(lambda: engine.in_engine == 5)
     assert engine.in_engine == 5 and dispatcher.in_flight == 5 and dispatcher.queued == 7
@@ -121,7 +121,7 @@ async def test_the_engine_sees_every_request_up_to_its_cap_and_the_rest_wait() -
 
 async def test_a_caller_that_gives_up_is_dropped_or_cancelled_in_the_engine() -> None:
     engine = ContinuousEngine(capacity=1, seconds_per_audio_s=1.0)
-    dispatcher = SelfSchedulingDispatcher(engine, max_in_flight=1, max_queue=10)
+    dispatcher = EngineScheduler(engine, max_in_flight=1, max_queue=10)
     running, waiting = dispatcher.submit_many([clip(5.0), clip(5.0)])
     await engine.until(lambda: engine.in_engine == 1)
     with pytest.raises(asyncio.TimeoutError):
@@ -134,7 +134,7 @@ async def test_a_caller_that_gives_up_is_dropped_or_cancelled_in_the_engine() ->
 
 async def test_self_scheduling_queue_refuses_past_max_queue_with_a_retry_hint() -> None:
     engine = ContinuousEngine(capacity=1, seconds_per_audio_s=0.2)
-    dispatcher = SelfSchedulingDispatcher(engine, max_in_flight=1, max_queue=2)
+    dispatcher = EngineScheduler(engine, max_in_flight=1, max_queue=2)
     futures = dispatcher.submit_many([clip(1.0) for _ in range(3)])  # one runs, two wait
     with pytest.raises(SchedulerFullError) as info:
         dispatcher.submit_many([clip(1.0)])
@@ -214,11 +214,11 @@ class SplitEngine(ThreadedEngine):
 
 async def test_two_batches_in_flight_overlap_features_with_the_engine_and_keep_order_and_failures() -> None:
     engine = SplitEngine(run_s=0.2)
-    batcher = scheduler_for(engine, max_batch_size=2, max_wait_s=0.0, max_queue=100)
-    assert isinstance(batcher, MicroBatcher) and batcher.max_batches_in_flight == 2  # the default on a GPU
-    batcher.start()
+    scheduler = scheduler_for(engine, max_batch_size=2, max_wait_s=0.0, max_queue=100)
+    assert isinstance(scheduler, MicroBatchScheduler) and scheduler.max_batches_in_flight == 2  # the default on a GPU
+    scheduler.start()
     tags = [1, 2, 3, -1, 5, 6]
-    futures = batcher.submit_many([clip(1.0, t) for t in tags])
+    futures = scheduler.submit_many([clip(1.0, t) for t in tags])
     outcomes = await asyncio.gather(*futures, return_exceptions=True)
     assert [o.text if isinstance(o, Transcription) else "failed" for o in outcomes] == \
         ["1", "2", "failed", "failed", "5", "6"]  # order kept; the failing batch fails only its own items
@@ -227,21 +227,21 @@ async def test_two_batches_in_flight_overlap_features_with_the_engine_and_keep_o
     assert second_prepared < first_end  # the next batch's features were ready while the engine ran
     runs = [(kind, t) for kind, _, t in engine.events if kind.startswith("run")]
     assert all(a[0] != b[0] for a, b in itertools.pairwise(runs))  # one batch on the engine at a time
-    await batcher.close()
+    await scheduler.close()
     engine.close()
 
 
 async def test_one_batch_in_flight_on_the_cpu_as_before() -> None:
     engine = SplitEngine(run_s=0.05)
     engine.info = EngineInfo("split", "stand-in", device="cpu")
-    batcher = scheduler_for(engine, max_batch_size=2, max_wait_s=0.0, max_queue=100)
-    assert isinstance(batcher, MicroBatcher) and batcher.max_batches_in_flight == 1
-    batcher.start()
-    await asyncio.gather(*batcher.submit_many([clip(1.0, t) for t in range(4)]))
+    scheduler = scheduler_for(engine, max_batch_size=2, max_wait_s=0.0, max_queue=100)
+    assert isinstance(scheduler, MicroBatchScheduler) and scheduler.max_batches_in_flight == 1
+    scheduler.start()
+    await asyncio.gather(*scheduler.submit_many([clip(1.0, t) for t in range(4)]))
     prepares = [t for kind, _, t in engine.events if kind == "prepare"]
     first_end = next(t for kind, _, t in engine.events if kind == "run-end")
     assert prepares[1] > first_end  # nothing runs ahead on the CPU
-    await batcher.close()
+    await scheduler.close()
     engine.close()
 
 
@@ -269,12 +269,12 @@ class RecordingEngine(ThreadedEngine):
 
 async def test_a_batch_is_bounded_by_audio_seconds_and_always_takes_the_oldest() -> None:
     engine = RecordingEngine()
-    batcher = MicroBatcher(engine, max_batch_size=8, max_wait_s=0.0, max_batch_audio_s=10.0)
-    batcher.start()
-    held = batcher.submit_many([clip(1.0)])
+    scheduler = MicroBatchScheduler(engine, max_batch_size=8, max_wait_s=0.0, max_batch_audio_s=10.0)
+    scheduler.start()
+    held = scheduler.submit_many([clip(1.0)])
     await engine.holding()  # the engine holds the first call
     # An old long clip and many short new ones: the long one goes in the next batch, not last.
-    futures = batcher.submit_many([clip(9.0)] + [clip(s) for s in (2.0, 2.0, 3.0, 3.0, 1.0, 1.0, 4.0)])
+    futures = scheduler.submit_many([clip(9.0)] + [clip(s) for s in (2.0, 2.0, 3.0, 3.0, 1.0, 1.0, 4.0)])
     engine.gate.set()
     await asyncio.gather(*held, *futures)
     assert engine.calls[0] == [1.0]
@@ -282,31 +282,31 @@ async def test_a_batch_is_bounded_by_audio_seconds_and_always_takes_the_oldest()
     assert all(sum(call) <= 10.0 for call in engine.calls)
     assert sorted(s for call in engine.calls[1:] for s in call) == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 4.0, 9.0]
     assert engine.calls[2] == sorted(engine.calls[2])  # each call ordered by length
-    await batcher.close()
+    await scheduler.close()
     engine.close()
 
 
 async def test_a_lone_request_goes_at_once_and_an_arriving_one_is_waited_for() -> None:
     engine = RecordingEngine()
     engine.gate.set()
-    batcher = MicroBatcher(engine, max_batch_size=8, max_wait_s=1.0)
-    batcher.start()
+    scheduler = MicroBatchScheduler(engine, max_batch_size=8, max_wait_s=1.0)
+    scheduler.start()
     t0 = time.monotonic()
-    await batcher.submit_many([clip(1.0)])[0]
+    await scheduler.submit_many([clip(1.0)])[0]
     assert time.monotonic() - t0 < 0.5  # no request on its way: no wait for a batch to fill
 
     on_its_way = asyncio.Event()
 
     async def late_arrival() -> asyncio.Future[Transcription]:
-        with batcher.arriving():
+        with scheduler.arriving():
             on_its_way.set()
             await asyncio.sleep(0.1)  # being read and decoded
-            return batcher.submit_many([clip(2.0)])[0]
+            return scheduler.submit_many([clip(2.0)])[0]
 
     arriving = asyncio.create_task(late_arrival())
     await on_its_way.wait()
-    first = batcher.submit_many([clip(3.0)])[0]
+    first = scheduler.submit_many([clip(3.0)])[0]
     await asyncio.gather(first, await arriving)
     assert engine.calls[-1] == [2.0, 3.0]  # the arriving request joined the batch
-    await batcher.close()
+    await scheduler.close()
     engine.close()

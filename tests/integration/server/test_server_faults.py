@@ -1,7 +1,7 @@
 """Overload, engine failures, start-up and shutdown, with injected engines.
 
 The engines here are deliberately slow or failing so that each fault happens
-on cue; the HTTP server, batcher and scoring around them are the real ones.
+on cue; the HTTP server, scheduler and scoring around them are the real ones.
 """
 
 from __future__ import annotations

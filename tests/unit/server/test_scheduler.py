@@ -1,4 +1,4 @@
-"""The micro-batcher on its own: batch formation, ordering, cancellation, drain."""
+"""The micro-batch scheduler on its own: batch formation, ordering, cancellation, drain."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from audio_reward.scorer_server.engines import (
     Transcription,
     TranscriptionInput,
 )
-from audio_reward.scorer_server.service.batcher import (
-    BatcherClosedError,
+from audio_reward.scorer_server.service.scheduler import (
     BatchStats,
-    MicroBatcher,
+    MicroBatchScheduler,
+    SchedulerClosedError,
     SchedulerFullError,
 )
 
@@ -57,49 +57,49 @@ def utterance(samples: int) -> TranscriptionInput:
 async def test_queued_items_form_length_sorted_batches_of_bounded_size() -> None:
     engine = RecordingEngine()
     stats: list[BatchStats] = []
-    batcher = MicroBatcher(engine, max_batch_size=3, max_wait_s=0.0, max_queue=100, on_batch=stats.append)
-    batcher.start()
-    first = batcher.submit_many([utterance(100)])
+    scheduler = MicroBatchScheduler(engine, max_batch_size=3, max_wait_s=0.0, max_queue=100, on_batch=stats.append)
+    scheduler.start()
+    first = scheduler.submit_many([utterance(100)])
     await engine.holding()  # the worker holds the first item in the engine
     lengths = [900, 300, 700, 100, 500, 200]
-    futures = batcher.submit_many([utterance(n) for n in lengths])
+    futures = scheduler.submit_many([utterance(n) for n in lengths])
     engine.gate.set()
     results = await asyncio.gather(*first, *futures)
     assert [r.text for r in results] == [str(n) for n in [100, *lengths]]  # each future got its own result
     # Each batch takes the oldest waiting item (900) and the items closest to it in length from the whole queue.
     assert engine.calls == [[100], [500, 700, 900], [100, 200, 300]]
     assert [s.size for s in stats] == [1, 3, 3] and not any(s.failed for s in stats)
-    await batcher.close()
+    await scheduler.close()
 
 
 async def test_cancelled_requests_are_not_transcribed() -> None:
     engine = RecordingEngine()
-    batcher = MicroBatcher(engine, max_batch_size=8, max_wait_s=0.0)
-    batcher.start()
-    held = batcher.submit_many([utterance(1)])
+    scheduler = MicroBatchScheduler(engine, max_batch_size=8, max_wait_s=0.0)
+    scheduler.start()
+    held = scheduler.submit_many([utterance(1)])
     await engine.holding()
-    keep, drop = batcher.submit_many([utterance(2), utterance(3)])
+    keep, drop = scheduler.submit_many([utterance(2), utterance(3)])
     drop.cancel()
     engine.gate.set()
     await asyncio.gather(*held, keep)
     assert engine.calls == [[1], [2]]
-    await batcher.close()
+    await scheduler.close()
 
 
-async def test_full_queue_and_closed_batcher_refuse_work() -> None:
+async def test_full_queue_and_closed_scheduler_refuse_work() -> None:
     engine = RecordingEngine()
-    batcher = MicroBatcher(engine, max_batch_size=1, max_wait_s=0.0, max_queue=2)
-    batcher.start()
-    futures = batcher.submit_many([utterance(1)])
+    scheduler = MicroBatchScheduler(engine, max_batch_size=1, max_wait_s=0.0, max_queue=2)
+    scheduler.start()
+    futures = scheduler.submit_many([utterance(1)])
     await engine.holding()
-    futures += batcher.submit_many([utterance(2), utterance(3)])
+    futures += scheduler.submit_many([utterance(2), utterance(3)])
     with pytest.raises(SchedulerFullError) as info:
-        batcher.submit_many([utterance(4)])
+        scheduler.submit_many([utterance(4)])
     assert info.value.retry_after_s >= 1
     engine.gate.set()
-    closing = asyncio.create_task(batcher.close(timeout_s=10))
+    closing = asyncio.create_task(scheduler.close(timeout_s=10))
     await asyncio.sleep(0)
-    with pytest.raises(BatcherClosedError):
-        batcher.submit_many([utterance(5)])
+    with pytest.raises(SchedulerClosedError):
+        scheduler.submit_many([utterance(5)])
     await closing
     assert [f.result().text for f in futures] == ["1", "2", "3"]  # queued work was drained, not dropped

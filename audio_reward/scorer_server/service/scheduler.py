@@ -1,0 +1,444 @@
+"""Scheduling utterances onto an ASR engine: micro-batches, or straight through.
+
+Both schedulers derive from :class:`BaseScheduler`, which owns what they share: admission (a bounded queue,
+all of a request or none, :class:`SchedulerFullError` beyond ``max_queue``, the server's 429 with
+``Retry-After``), the engine call and the settling of each caller's future with its own outcome, the
+accounting reported to metrics (:class:`BatchStats`), and closing. They differ only in how they pick work;
+:func:`scheduler_for` picks the one the engine needs.
+
+:class:`MicroBatchScheduler`, for engines that take one batch at a time
+(faster-whisper, transformers).  Requests put utterances on the queue
+and await a future.  One worker task forms batches and hands them to the
+engine, up to ``max_batches_in_flight`` at once: with two, the next batch's
+features are computed on the CPU while the current one runs on the device.
+
+* A batch is bounded by ``max_batch_size`` utterances and, when set,
+  ``max_batch_audio_s`` seconds of audio (at least one utterance always goes).
+* It always takes the oldest waiting utterance, so nothing waits longer than
+  the batches ahead of it; the rest are the utterances closest in length to
+  that one from the whole queue (length bucketing: each call pads little).
+* While a batch is in flight the next one keeps filling until it is full or
+  the engine frees up.  With the engine idle, the scheduler waits up to
+  ``max_wait_s`` only while requests are still arriving (being read and
+  decoded, see :meth:`BaseScheduler.arriving`); a lone request goes at once.
+* Every future is resolved with its own transcript, or with the exception of
+  the engine call it was part of: a failing batch fails only its own requests.
+
+:class:`EngineScheduler`, for engines that batch continuously by
+themselves (vLLM).  Each utterance goes to the engine on arrival, alone, up
+to ``max_in_flight`` at once (vLLM's ``max_num_seqs``): a counting bound
+like a semaphore, the rest wait in arrival order.  Each request finishes when
+its own transcript is ready, never behind a slower batch-mate.  A request
+whose caller gave up (timeout, disconnect) is dropped from the queue, or
+cancelled inside the engine (vLLM aborts it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+from audio_reward.futures import fail_all, settle
+
+from ..engines.base import ASREngine, Transcription, TranscriptionInput
+
+log = logging.getLogger(__name__)
+
+
+class SchedulerError(Exception):
+    """Base of the scheduler's refusals."""
+
+
+class SchedulerFullError(SchedulerError):
+    """The queue holds ``max_queue`` utterances; retry after ``retry_after_s``."""
+
+    def __init__(self, queued: int, limit: int, retry_after_s: float) -> None:
+        super().__init__(f"the scoring queue is full ({queued} of {limit} utterances waiting)")
+        self.retry_after_s = retry_after_s
+
+
+class SchedulerClosedError(SchedulerError):
+    """The server is shutting down and takes no new work."""
+
+
+@dataclass
+class BatchStats:
+    """What the scheduler reports after each engine call (for metrics)."""
+
+    size: int
+    audio_seconds: float
+    engine_seconds: float
+    failed: bool
+
+
+@dataclass
+class _Pending:
+    item: TranscriptionInput
+    future: asyncio.Future[Transcription]
+
+
+def _stopped_error() -> SchedulerClosedError:
+    return SchedulerClosedError("the server stopped before this utterance was scored")
+
+
+def _cancel_if_abandoned(task: asyncio.Task[None], future: asyncio.Future[Transcription]) -> None:
+    if future.cancelled():
+        task.cancel()
+
+
+class Scheduler(Protocol):
+    """What the scoring routes need from a scheduler."""
+
+    @property
+    def queued(self) -> int: ...
+
+    @property
+    def idle(self) -> bool: ...
+
+    def start(self) -> None: ...
+
+    def retry_after_s(self) -> float: ...
+
+    def submit_many(self, items: Sequence[TranscriptionInput]) -> list[asyncio.Future[Transcription]]: ...
+
+    def arriving(self) -> contextlib.AbstractContextManager[None]: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    async def close(self, timeout_s: float = 30.0) -> None: ...
+
+
+class BaseScheduler(ABC):
+    """Admission, the engine call, settling futures, accounting and closing; subclasses pick the work."""
+
+    latency_weight: ClassVar[float]
+    """Weight of the newest engine call in the running latency estimate behind ``Retry-After``."""
+
+    def __init__(self, engine: ASREngine, *, max_queue: int,
+                 on_batch: Callable[[BatchStats], None] | None = None) -> None:
+        self.engine = engine
+        self.max_queue = max_queue
+        self._on_batch = on_batch
+        self._waiting: list[_Pending] = []
+        self._running: set[asyncio.Task[None]] = set()
+        self._arriving = 0
+        self._drained = asyncio.Event()  # set whenever work leaves the scheduler: close() waits on it
+        self._closed = False
+        self._recent_call_s = 1.0  # running estimate of one engine call, for Retry-After
+
+    @property
+    def queued(self) -> int:
+        """Utterances admitted and not yet handed to the engine."""
+        return len(self._waiting)
+
+    @property
+    def in_flight(self) -> int:
+        """Engine calls taken and not yet finished."""
+        return len(self._running)
+
+    @property
+    def idle(self) -> bool:
+        return not self._waiting and not self._running
+
+    def start(self) -> None:  # noqa: B027 - a hook: most schedulers hand work over as it arrives
+        """Start whatever hands work over (nothing by default: work moves as it arrives)."""
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """How this scheduler picks work, for ``/v1/info``."""
+
+    @abstractmethod
+    def retry_after_s(self) -> float:
+        """Seconds a refused client should wait (at least 1)."""
+
+    @abstractmethod
+    def _admitted(self) -> None:
+        """New work is queued: hand it over, or wake whatever does."""
+
+    @contextlib.contextmanager
+    def arriving(self) -> Iterator[None]:
+        """Marks a request being read and decoded (a scheduler that batches may wait for it)."""
+        self._arriving += 1
+        try:
+            yield
+        finally:
+            self._arriving -= 1
+            self._admitted()
+
+    def submit_many(self, items: Sequence[TranscriptionInput]) -> list[asyncio.Future[Transcription]]:
+        """Queue ``items`` together (all or none) and return one future per item.
+
+        A request larger than ``max_queue`` is admitted only into an empty queue,
+        so a big batch request is slow rather than impossible.
+        """
+        if self._closed:
+            raise SchedulerClosedError("the server is shutting down")
+        queued = len(self._waiting)
+        if queued and queued + len(items) > self.max_queue:
+            raise SchedulerFullError(queued, self.max_queue, self.retry_after_s())
+        loop = asyncio.get_running_loop()
+        futures: list[asyncio.Future[Transcription]] = []
+        for item in items:
+            fut: asyncio.Future[Transcription] = loop.create_future()
+            self._waiting.append(_Pending(item, fut))
+            futures.append(fut)
+        self._admitted()
+        return futures
+
+    def _launch(self, work: list[_Pending]) -> asyncio.Task[None]:
+        """Run ``work`` as one engine call in a task of its own."""
+        task = asyncio.get_running_loop().create_task(self._call(work), name="asr-call")
+        self._running.add(task)
+        task.add_done_callback(self._call_done)
+        return task
+
+    def _call_done(self, task: asyncio.Task[None]) -> None:
+        self._running.discard(task)
+        self._drained.set()
+        self._admitted()
+
+    async def _call(self, work: list[_Pending]) -> None:
+        started = time.monotonic()
+        failed = False
+        futures = [p.future for p in work]
+        try:
+            results = await self.engine.transcribe([p.item for p in work])
+            if len(results) != len(work):
+                raise RuntimeError(f"engine returned {len(results)} transcripts for {len(work)} utterances")
+        except asyncio.CancelledError:
+            fail_all(futures, _stopped_error())
+            raise
+        except Exception as exc:  # any engine failure belongs to this call's requests only
+            failed = True
+            log.exception("engine call failed", extra={"batch_size": len(work)})
+            fail_all(futures, exc)
+        else:
+            settle(futures, results)
+        elapsed = time.monotonic() - started
+        self._recent_call_s += self.latency_weight * (elapsed - self._recent_call_s)
+        if self._on_batch is not None:
+            self._on_batch(BatchStats(len(work), sum(p.item.duration_s for p in work), elapsed, failed))
+
+    def _extra_tasks(self) -> list[asyncio.Task[None]]:
+        """Tasks besides the engine calls that closing must stop."""
+        return []
+
+    async def close(self, timeout_s: float = 30.0) -> None:
+        """Stop taking work, let what is queued and running finish (up to ``timeout_s``), then cancel the rest."""
+        self._closed = True
+        self._admitted()
+        deadline = time.monotonic() + timeout_s
+        while not self.idle and (remaining := deadline - time.monotonic()) > 0:
+            self._drained.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._drained.wait(), remaining)
+        # The queue goes first, so a call cancelled below hands nothing new to the engine.
+        waiting, self._waiting = self._waiting, []
+        fail_all([p.future for p in waiting], _stopped_error())
+        tasks = [*self._extra_tasks(), *self._running]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+class MicroBatchScheduler(BaseScheduler):
+    """Collects utterances into engine batches; see the module docstring."""
+
+    latency_weight = 0.2
+
+    def __init__(
+        self,
+        engine: ASREngine,
+        *,
+        max_batch_size: int = 16,
+        max_wait_s: float = 0.01,
+        max_queue: int = 512,
+        max_batch_audio_s: float | None = None,
+        max_batches_in_flight: int = 1,
+        on_batch: Callable[[BatchStats], None] | None = None,
+    ) -> None:
+        if max_batches_in_flight < 1:
+            raise ValueError("max_batches_in_flight must be at least 1")
+        super().__init__(engine, max_queue=max_queue, on_batch=on_batch)
+        self.max_batch_size = max_batch_size
+        self.max_wait_s = max_wait_s
+        self.max_batch_audio_s = max_batch_audio_s
+        self.max_batches_in_flight = max_batches_in_flight
+        self._wakeup = asyncio.Event()
+        self._worker: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._worker is None:
+            self._worker = asyncio.get_running_loop().create_task(self._run(), name="asr-micro-batches")
+
+    def describe(self) -> dict[str, Any]:
+        return {"scheduler": "micro-batches", "max_batch_size": self.max_batch_size,
+                "max_wait_ms": self.max_wait_s * 1000, "max_batch_audio_s": self.max_batch_audio_s,
+                "max_batches_in_flight": self.max_batches_in_flight}
+
+    def retry_after_s(self) -> float:
+        """Seconds until the queue has likely drained by one batch (at least 1)."""
+        batches_ahead = max(1, -(-len(self._waiting) // self.max_batch_size))
+        return max(1.0, batches_ahead * self._recent_call_s)
+
+    def _admitted(self) -> None:
+        self._wakeup.set()
+
+    def _extra_tasks(self) -> list[asyncio.Task[None]]:
+        worker, self._worker = self._worker, None
+        return [worker] if worker is not None else []
+
+    # -- forming batches ------------------------------------------------------------------
+    async def _wait(self, timeout_s: float | None = None) -> None:
+        self._wakeup.clear()
+        if timeout_s is None:
+            await self._wakeup.wait()
+            return
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._wakeup.wait(), timeout_s)
+
+    def _drop_abandoned(self) -> None:
+        # Requests whose caller gave up (timeout, disconnect) are dropped, not transcribed.
+        if any(p.future.done() for p in self._waiting):
+            self._waiting = [p for p in self._waiting if not p.future.done()]
+            self._drained.set()
+
+    def _batch_full(self) -> bool:
+        if len(self._waiting) >= self.max_batch_size:
+            return True
+        budget = self.max_batch_audio_s
+        return budget is not None and sum(p.item.duration_s for p in self._waiting) >= budget
+
+    async def _take_batch(self) -> list[_Pending]:
+        while True:
+            self._drop_abandoned()
+            if self._waiting:
+                break
+            await self._wait()
+        deadline = time.monotonic() + self.max_wait_s
+        while not self._closed and not self._batch_full():
+            if self._running:
+                await self._wait()  # the engine is busy: a fuller batch costs no latency
+            elif self._arriving and (remaining := deadline - time.monotonic()) > 0:
+                await self._wait(remaining)
+            else:
+                break
+            self._drop_abandoned()
+        return self._select()
+
+    def _select(self) -> list[_Pending]:
+        """The oldest utterance and those closest to it in length, within the count and audio budget."""
+        queue = self._waiting
+        if not queue:
+            return []
+        budget = self.max_batch_audio_s
+        anchor = queue[0]
+        chosen = [0]
+        audio_s = anchor.item.duration_s
+        if len(queue) > 1:
+            length = anchor.item.audio.shape[0]
+            by_closeness = sorted(range(1, len(queue)), key=lambda i: (abs(queue[i].item.audio.shape[0] - length), i))
+            for i in by_closeness:
+                if len(chosen) >= self.max_batch_size:
+                    break
+                seconds = queue[i].item.duration_s
+                if budget is not None and audio_s + seconds > budget:
+                    continue
+                chosen.append(i)
+                audio_s += seconds
+        taken_ids = set(chosen)
+        taken = [queue[i] for i in sorted(chosen)]
+        self._waiting = [p for i, p in enumerate(queue) if i not in taken_ids]
+        taken.sort(key=lambda p: p.item.audio.shape[0])  # order by length so each engine call pads little
+        return taken
+
+    async def _run(self) -> None:
+        while True:
+            while len(self._running) >= self.max_batches_in_flight:
+                await self._wait()
+            batch = await self._take_batch()
+            if batch:
+                self._launch(batch)
+
+
+class EngineScheduler(BaseScheduler):
+    """Hands each utterance to an engine that batches by itself; see the module docstring."""
+
+    latency_weight = 0.05
+
+    def __init__(
+        self,
+        engine: ASREngine,
+        *,
+        max_in_flight: int,
+        max_queue: int = 512,
+        on_batch: Callable[[BatchStats], None] | None = None,
+    ) -> None:
+        if max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
+        super().__init__(engine, max_queue=max_queue, on_batch=on_batch)
+        self.max_in_flight = max_in_flight
+
+    def describe(self) -> dict[str, Any]:
+        # Each utterance goes alone and at once: the engine forms its own batches.
+        return {"scheduler": "engine", "max_batch_size": 1, "max_wait_ms": 0.0, "max_in_flight": self.max_in_flight}
+
+    def retry_after_s(self) -> float:
+        """Seconds until the waiting utterances have likely entered the engine (at least 1)."""
+        rate = self.max_in_flight / max(self._recent_call_s, 1e-3)
+        return max(1.0, len(self._waiting) / rate)
+
+    def _admitted(self) -> None:
+        # Start as many as the engine has room for, oldest first (a closing scheduler still drains its queue).
+        while self._waiting and len(self._running) < self.max_in_flight:
+            pending = self._waiting.pop(0)
+            if pending.future.done():
+                self._drained.set()
+                continue  # the caller gave up while it waited
+            task = self._launch([pending])
+            # A caller that gives up cancels its utterance inside the engine too.
+            pending.future.add_done_callback(functools.partial(_cancel_if_abandoned, task))
+
+
+def scheduler_for(
+    engine: ASREngine,
+    *,
+    max_batch_size: int,
+    max_wait_s: float,
+    max_queue: int,
+    max_batch_audio_s: float | None = None,
+    max_batches_in_flight: int | None = None,
+    on_batch: Callable[[BatchStats], None] | None = None,
+) -> EngineScheduler | MicroBatchScheduler:
+    """The scheduler a loaded ``engine`` needs.
+
+    A self-scheduling engine gets every utterance straight away, bounded by
+    its ``max_concurrency`` (``max_batch_size`` when it names none).  Other
+    engines get micro-batches: one utterance per call when the engine gains
+    nothing from batches; ``max_batches_in_flight`` None means 2 on a GPU
+    (features of the next batch overlap the device) and 1 on the CPU (where
+    the model already uses every core).
+    """
+    if engine.schedules_itself:
+        return EngineScheduler(engine, max_in_flight=engine.max_concurrency or max_batch_size,
+                               max_queue=max_queue, on_batch=on_batch)
+    batches = engine.prefers_batches
+    in_flight = max_batches_in_flight if max_batches_in_flight is not None else (2 if engine.on_accelerator else 1)
+    return MicroBatchScheduler(
+        engine,
+        max_batch_size=max_batch_size if batches else 1,
+        max_wait_s=max_wait_s if batches else 0.0,
+        max_queue=max_queue,
+        max_batch_audio_s=max_batch_audio_s if batches else None,
+        max_batches_in_flight=in_flight,
+        on_batch=on_batch,
+    )
