@@ -25,11 +25,13 @@ from .models import (
     MIN_SAMPLE_RATE,
     BatchItem,
     ScoreRequest,
+    SpeakerRequest,
 )
 from .reward import RewardOptions
 from .version import SUPPORTED_VERSIONS, is_supported
 
-MessageKind = Literal["score_request", "score_response", "error", "batch_request", "batch_response"]
+MessageKind = Literal["score_request", "score_response", "error", "batch_request", "batch_response",
+                      "speaker_request", "speaker_response"]
 
 AUDIO_FIELDS = ("waveform_f32_base64", "waveform_pcm16_base64", "audio_file_base64")
 
@@ -54,6 +56,20 @@ DEFAULT_LIMITS = Limits()
 
 
 @dataclass(frozen=True)
+class DecodedAudio:
+    """A validated recording decoded to mono float32 at its own rate."""
+
+    waveform: np.ndarray
+    sample_rate: int
+    encoding: str
+
+    @property
+    def duration_s(self) -> float:
+        """Seconds of audio at its sample rate."""
+        return len(self.waveform) / self.sample_rate
+
+
+@dataclass(frozen=True)
 class DecodedScoreRequest:
     """A validated request with its audio decoded to mono float32."""
 
@@ -67,6 +83,9 @@ class DecodedScoreRequest:
     request_id: str | None = None
     reward: RewardOptions | None = None
     reference_duration_s: float | None = None
+    speaker_reference_id: str | None = None
+    speaker_reference: DecodedAudio | None = None
+    """The inline reference recording (``speaker_reference_audio_base64``), decoded."""
 
     @property
     def duration_s(self) -> float:
@@ -112,6 +131,7 @@ _CODE_BY_FIELD = {
     "num_samples": "invalid_num_samples",
     "reward": "invalid_reward_options",
     "protocol_version": "unsupported_protocol_version",
+    "speaker_reference_id": "invalid_speaker_reference",
 }
 
 _HINT_BY_FIELD = {
@@ -209,7 +229,7 @@ def _check_text_limits(obj: dict[str, Any], limits: Limits, path: str) -> None:
             )
 
 
-def _read_audio(req: ScoreRequest | BatchItem, limits: Limits, path: str) -> _Audio:
+def _read_audio(req: ScoreRequest | BatchItem | SpeakerRequest, limits: Limits, path: str) -> _Audio:
     """Base64-decode the audio field and check its size from lengths and headers, decoding no sample."""
     present = [name for name in AUDIO_FIELDS if getattr(req, name) is not None]
     if len(present) != 1:
@@ -295,7 +315,7 @@ def _decode_samples(audio: _Audio, limits: Limits, path: str, budget: int | None
         raise ProtocolError.single(exc.code, str(exc), fpath) from None
 
 
-def _check_samples(req: ScoreRequest | BatchItem, waveform: np.ndarray, rate: int, name: str,
+def _check_samples(req: ScoreRequest | BatchItem | SpeakerRequest, waveform: np.ndarray, rate: int, name: str,
                    limits: Limits, path: str) -> list[Issue]:
     issues = []
     n = int(waveform.shape[0])
@@ -349,6 +369,7 @@ def _finish(checked: _Checked, limits: Limits, budget: int | None = None) -> Dec
     issues = _check_samples(req, waveform, audio.rate, audio.name, limits, path)
     if issues:
         raise ProtocolError(issues)
+    reference = _speaker_reference(req, limits, path)
     return DecodedScoreRequest(
         waveform=waveform,
         sample_rate=audio.rate,
@@ -360,6 +381,8 @@ def _finish(checked: _Checked, limits: Limits, budget: int | None = None) -> Dec
         request_id=req.request_id,
         reward=req.reward,
         reference_duration_s=req.reference_duration_s,
+        speaker_reference_id=req.speaker_reference_id,
+        speaker_reference=reference,
     )
 
 
@@ -469,6 +492,12 @@ def validate_message(
     Requests get the full audio checks; responses the schema and flatness checks.
     """
     kind = kind or detect_kind(obj)
+    if kind == "speaker_request":
+        try:
+            decode_speaker_request(obj, limits)
+        except ProtocolError as exc:
+            return kind, exc.issues
+        return kind, []
     if kind == "score_request":
         try:
             decode_score_request(obj, limits)
@@ -493,3 +522,61 @@ def is_finite_scalar(value: Any) -> bool:
     if isinstance(value, float):
         return math.isfinite(value)
     return value is None or isinstance(value, (str, bool, int))
+
+
+REFERENCE_FIELD = "speaker_reference_audio_base64"
+
+
+def _speaker_reference(req: ScoreRequest | BatchItem, limits: Limits, path: str) -> DecodedAudio | None:
+    """The inline reference recording, bounded like the item's own audio (``max_audio_seconds``, bytes)."""
+    text = req.speaker_reference_audio_base64
+    if text is None:
+        return None
+    fpath = f"{path}.{REFERENCE_FIELD}"
+    if req.speaker_reference_id is not None:
+        raise ProtocolError.single(
+            "invalid_speaker_reference",
+            f"send either speaker_reference_id or {REFERENCE_FIELD}, not both", fpath,
+        )
+    try:
+        raw = codecs.b64decode(text, field=REFERENCE_FIELD)
+        header = codecs.read_file_header(raw, field=REFERENCE_FIELD)
+        if not MIN_SAMPLE_RATE <= header.sample_rate <= MAX_SAMPLE_RATE:
+            raise ProtocolError.single(
+                "invalid_sample_rate",
+                f"the reference's sample rate {header.sample_rate} Hz is outside "
+                f"{MIN_SAMPLE_RATE}–{MAX_SAMPLE_RATE} Hz",
+                fpath,
+            )
+        codecs.check_file_size(header, field=REFERENCE_FIELD, max_seconds=limits.max_audio_seconds,
+                               max_bytes=limits.max_audio_bytes)
+    except codecs.AudioDecodeError as exc:
+        raise ProtocolError.single(exc.code, str(exc), fpath) from None
+    waveform = _decode_samples(_Audio(REFERENCE_FIELD, raw, header.sample_rate, header), limits, path, None)
+    if waveform.shape[0] == 0:
+        raise ProtocolError.single("empty_audio", f"{REFERENCE_FIELD} holds no samples", fpath)
+    if not np.isfinite(waveform).all():
+        raise ProtocolError.single("non_finite_audio", f"{REFERENCE_FIELD} holds NaN or infinite samples", fpath)
+    return DecodedAudio(waveform, header.sample_rate, REFERENCE_FIELD)
+
+
+def decode_speaker_request(obj: Any, limits: Limits = DEFAULT_LIMITS) -> DecodedAudio:
+    """Validate a ``POST /v1/speakers`` body (a parsed JSON object) and decode its recording.
+
+    The recording takes the same encodings, checks and limits as a score request's audio.
+    """
+    if not isinstance(obj, dict):
+        raise ProtocolError.single("invalid_request", "a speaker registration must be a JSON object", "$")
+    issue = _version_issue(obj, "$")
+    if issue:
+        raise ProtocolError([issue])
+    try:
+        req = SpeakerRequest.model_validate(obj)
+    except ValidationError as exc:
+        raise ProtocolError(issues_from_pydantic(exc)) from None
+    audio = _read_audio(req, limits, "$")
+    waveform = _decode_samples(audio, limits, "$", None)
+    issues = _check_samples(req, waveform, audio.rate, audio.name, limits, "$")
+    if issues:
+        raise ProtocolError(issues)
+    return DecodedAudio(waveform, audio.rate, audio.name)

@@ -84,20 +84,25 @@ def espeak_available() -> bool:
     return shutil.which("espeak-ng") is not None
 
 
-def _make_espeak(text: str) -> tuple[np.ndarray, int]:
+def _make_espeak(text: str, voice: str = "en-us") -> tuple[np.ndarray, int]:
     import soundfile as sf
 
     exe = shutil.which("espeak-ng")
     if exe is None:
         raise RuntimeError("espeak-ng is not installed: apt-get install -y espeak-ng")
-    wav = subprocess.run([exe, "--stdout", "-v", "en-us", text], check=True, capture_output=True, timeout=60).stdout
+    wav = subprocess.run([exe, "--stdout", "-v", voice, text], check=True, capture_output=True, timeout=60).stdout
     data, rate = sf.read(io.BytesIO(wav), dtype="float32", always_2d=True)
     return np.ascontiguousarray(data[:, 0]), int(rate)
 
 
-def espeak_speech(text: str) -> tuple[np.ndarray, int]:
-    """Robotic espeak-ng speech of ``text`` (hard for ASR): (float32 samples, 22050)."""
-    return _cached("espeak", text, _make_espeak)
+def espeak_speech(text: str, voice: str = "en-us") -> tuple[np.ndarray, int]:
+    """Robotic espeak-ng speech of ``text`` (hard for ASR): (float32 samples, 22050).
+
+    ``voice`` is an espeak-ng voice with an optional variant (``en-us+f3``, ``en-gb+m7``): distinct speakers.
+    """
+    if voice == "en-us":
+        return _cached("espeak", text, _make_espeak)
+    return _cached(f"espeak-{voice}", text, functools.partial(_make_espeak, voice=voice))
 
 
 SENTENCES = (

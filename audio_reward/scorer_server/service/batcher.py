@@ -93,6 +93,15 @@ def _stopped(pending: Sequence[_Pending]) -> None:
             p.future.set_exception(BatcherClosedError("the server stopped before this utterance was scored"))
 
 
+class BatchEngine(Protocol):
+    """What a micro-batcher calls: one awaited call per batch, one result per utterance, in order.
+
+    An ASR engine's ``transcribe``; the signal models (speaker, quality) are fed the same way.
+    """
+
+    async def transcribe(self, batch: Sequence[TranscriptionInput]) -> Sequence[Any]: ...
+
+
 class Scheduler(Protocol):
     """What the scoring routes need from a scheduler."""
 
@@ -123,7 +132,7 @@ class MicroBatcher:
 
     def __init__(
         self,
-        engine: ASREngine,
+        engine: BatchEngine,
         *,
         max_batch_size: int = 16,
         max_wait_s: float = 0.01,
