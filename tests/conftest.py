@@ -14,6 +14,8 @@ servers, random checkpoints) lives in ``tests/testkit``; benchmarks import it to
 ``scorer_url``: one real ``audio-reward serve`` (Whisper tiny.en, the embedded
 default) on loopback for the whole session, run by ``AUDIO_REWARD_TEST_SERVER_PYTHON``
 where the tests' own environment cannot hold the server (verl, the TTS model).
+``signals_url``: the same with the offline speaker and quality models (resemblyzer, DNSMOS) and a
+reference store of two, so eviction is one registration away.
 """
 
 from __future__ import annotations
@@ -40,6 +42,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def scorer_url() -> Iterator[str]:
     """Base URL of a ready scorer server running tiny.en on CPU."""
     with running_server(model="tiny.en", max_wait_ms=5) as server:
+        yield server.url
+
+
+@pytest.fixture(scope="session")
+def signals_url() -> Iterator[str]:
+    """Base URL of a ready scorer server with tiny.en, resemblyzer and DNSMOS, keeping two speaker references."""
+    pytest.importorskip("resemblyzer", reason="the signals extra (resemblyzer) is not installed")
+    pytest.importorskip("speechmos", reason="the signals extra (speechmos) is not installed")
+    with running_server(model="tiny.en", max_wait_ms=5, speaker_model="resemblyzer", quality_model="dnsmos",
+                        speaker_reference_count=2) as server:
         yield server.url
 
 

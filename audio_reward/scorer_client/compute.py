@@ -7,6 +7,7 @@ import functools
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,6 +15,7 @@ from pydantic import ValidationError
 
 from ..protocol.errors import validation_reasons
 from .async_client import AsyncScorerClient
+from .audio_file import AudioFileError, read_audio
 from .errors import InvalidInputError
 from .settings import ClientSettings
 from .wire import sanitize_metadata
@@ -81,6 +83,24 @@ def _build_settings(server_url: str, timeout: float, max_retries: int, retry_bac
         raise ValueError("compute_score: " + "; ".join(reasons)) from None
 
 
+SPEAKER_REFERENCE_KEY = "speaker_reference_path"
+"""The ``extra_info`` key of a row's reference recording (a WAV or FLAC path)."""
+
+# Reference ids by recording path, per client: a row's reference file is read once per client, not per rollout.
+_REFERENCE_IDS: weakref.WeakKeyDictionary[AsyncScorerClient, dict[str, str]] = weakref.WeakKeyDictionary()
+
+
+async def _registered_reference(client: AsyncScorerClient, path: str) -> str:
+    known = _REFERENCE_IDS.setdefault(client, {})
+    if path not in known:
+        try:
+            audio, rate = await asyncio.to_thread(read_audio, path)
+        except AudioFileError as exc:
+            raise InvalidInputError(f"{SPEAKER_REFERENCE_KEY}: {exc}") from None
+        known[path] = await client.register_speaker(audio, rate)
+    return known[path]
+
+
 async def compute_score(
     solution_audio: tuple[Any, int] | None = None,
     ground_truth: str | None = None,
@@ -104,6 +124,10 @@ async def compute_score(
     :func:`~audio_reward.scorer_client.wire.sanitize_metadata` (finite JSON
     scalars kept, numpy/torch scalars unwrapped, the rest dropped);
     ``extra_info["language"]``, when a string, also sets the language.
+    ``extra_info["speaker_reference_path"]``, when set, is the row's reference
+    recording (a WAV or FLAC file): it is read and registered once per client
+    (:meth:`AsyncScorerClient.register_speaker`) and its id sent, so the answer
+    holds ``speaker_similarity`` (and the speaker term, if the reward weighs it).
 
     One client (one connection pool) is kept per event loop and setting, so
     thousands of calls share connections.  ``api_key`` defaults to
@@ -122,8 +146,10 @@ async def compute_score(
     language = info.get("language") if isinstance(info.get("language"), str) else None
     metadata = sanitize_metadata({k: v for k, v in info.items() if k not in ("audio", "audio_sample_rate")})
     client = _cached_client(settings)
+    reference = info.get(SPEAKER_REFERENCE_KEY)
+    speaker = await _registered_reference(client, str(reference)) if reference else None
     result = await client.score(
         waveform, sample_rate, "" if ground_truth is None else str(ground_truth),
-        language=language, metadata=metadata,
+        language=language, metadata=metadata, speaker_reference_id=speaker,
     )
     return result.to_dict()

@@ -54,10 +54,10 @@ INSTALL_TESTS = ("scripts/test.sh",)  # builds every environment from the checko
 
 ENTRIES: dict[str, Entry] = {
     # docs/signals.md
-    "docs/signals.md: pip install -e '.[server,signals]'   # in a checkout: resemblyzer, speechmos, librosa, onnxruntime":
-        Covered(*INSTALL_TESTS),
+    "docs/signals.md: pip install -e '.[server,signals]'   # in a checkout (resemblyzer, speechmos)": Covered(
+        *INSTALL_TESTS),
     "docs/signals.md: audio-reward serve --speaker-model resemblyzer --quality-model dnsmos": Covered(
-        "tests/integration/server/test_signals.py::signals_url"),
+        "tests/conftest.py::signals_url"),
     # README.md
     "README.md: python3 -m venv .venv && .venv/bin/pip install -e '.[server]' && .venv/bin/audio-reward serve": Covered(
         *INSTALL_TESTS, *SERVE_TESTS

@@ -6,8 +6,6 @@ sentences of one voice are the same speaker.  The noisy clip is hibari speech wi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import numpy as np
 import pytest
@@ -15,21 +13,11 @@ import soxr
 
 from audio_reward.protocol import encode_f32, encode_file, validate_message
 from tests.testkit.probes import read_metrics
-from tests.testkit.server import running_server
 from tests.testkit.speech import SENTENCES, espeak_available, espeak_speech, synth_speech
 
-pytest.importorskip("resemblyzer", reason="the signals extra (resemblyzer) is not installed")
-pytest.importorskip("speechmos", reason="the signals extra (speechmos) is not installed")
 pytestmark = pytest.mark.skipif(not espeak_available(), reason="espeak-ng is not installed")
 
 SAME, OTHER = "en-us+m3", "en-us+f4"
-
-
-@pytest.fixture(scope="module")
-def signals_url() -> Iterator[str]:
-    with running_server(model="tiny.en", max_wait_ms=5, speaker_model="resemblyzer", quality_model="dnsmos",
-                        speaker_reference_count=2) as server:
-        yield server.url
 
 
 def _item(audio: np.ndarray, rate: int, prompt: str, **extra: object) -> dict[str, object]:
