@@ -492,15 +492,9 @@ def validate_message(
     Requests get the full audio checks; responses the schema and flatness checks.
     """
     kind = kind or detect_kind(obj)
-    if kind == "speaker_request":
+    if kind in ("score_request", "speaker_request"):
         try:
-            decode_speaker_request(obj, limits)
-        except ProtocolError as exc:
-            return kind, exc.issues
-        return kind, []
-    if kind == "score_request":
-        try:
-            decode_score_request(obj, limits)
+            (decode_score_request if kind == "score_request" else decode_speaker_request)(obj, limits)
         except ProtocolError as exc:
             return kind, exc.issues
         return kind, []

@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, cast
 
 from .. import __version__
 from ..protocol import RewardOptions
+from .audio_file import AudioFileError, read_audio
 from .errors import (
+    InvalidInputError,
     ProtocolViolationError,
     RequestRejectedError,
     ScorerError,
@@ -185,6 +188,7 @@ class AsyncScorerClient:
         # a server evicted it), and the id by the body's digest (a recording is registered once per client).
         self._speaker_bodies: dict[str, bytes] = {}
         self._speaker_ids: dict[str, str] = {}
+        self._speaker_files: dict[str, str] = {}
         self._closed = False
 
     async def __aenter__(self) -> AsyncScorerClient:
@@ -382,6 +386,21 @@ class AsyncScorerClient:
         self._speaker_ids[digest] = outcome
         self._speaker_bodies[outcome] = body
         return outcome
+
+    async def register_speaker_file(self, path: str | Path) -> str:
+        """:meth:`register_speaker` for a recording on disk (WAV, FLAC...), read once per client and path.
+
+        A file that cannot be read raises :class:`InvalidInputError` naming it.
+        """
+        key = str(path)
+        known = self._speaker_files.get(key)
+        if known is None:
+            try:
+                audio, rate = await asyncio.to_thread(read_audio, path)
+            except AudioFileError as exc:
+                raise InvalidInputError(f"speaker reference: {exc}") from None
+            known = self._speaker_files[key] = await self.register_speaker(audio, rate)
+        return known
 
     async def _register(self, attempts: Attempts, body: bytes) -> Outcome[str]:
         request_id = new_request_id()

@@ -7,7 +7,6 @@ import functools
 import logging
 import os
 import threading
-import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,7 +14,6 @@ from pydantic import ValidationError
 
 from ..protocol.errors import validation_reasons
 from .async_client import AsyncScorerClient
-from .audio_file import AudioFileError, read_audio
 from .errors import InvalidInputError
 from .settings import ClientSettings
 from .wire import sanitize_metadata
@@ -86,21 +84,6 @@ def _build_settings(server_url: str, timeout: float, max_retries: int, retry_bac
 SPEAKER_REFERENCE_KEY = "speaker_reference_path"
 """The ``extra_info`` key of a row's reference recording (a WAV or FLAC path)."""
 
-# Reference ids by recording path, per client: a row's reference file is read once per client, not per rollout.
-_REFERENCE_IDS: weakref.WeakKeyDictionary[AsyncScorerClient, dict[str, str]] = weakref.WeakKeyDictionary()
-
-
-async def _registered_reference(client: AsyncScorerClient, path: str) -> str:
-    known = _REFERENCE_IDS.setdefault(client, {})
-    if path not in known:
-        try:
-            audio, rate = await asyncio.to_thread(read_audio, path)
-        except AudioFileError as exc:
-            raise InvalidInputError(f"{SPEAKER_REFERENCE_KEY}: {exc}") from None
-        known[path] = await client.register_speaker(audio, rate)
-    return known[path]
-
-
 async def compute_score(
     solution_audio: tuple[Any, int] | None = None,
     ground_truth: str | None = None,
@@ -147,7 +130,7 @@ async def compute_score(
     metadata = sanitize_metadata({k: v for k, v in info.items() if k not in ("audio", "audio_sample_rate")})
     client = _cached_client(settings)
     reference = info.get(SPEAKER_REFERENCE_KEY)
-    speaker = await _registered_reference(client, str(reference)) if reference else None
+    speaker = await client.register_speaker_file(str(reference)) if reference else None
     result = await client.score(
         waveform, sample_rate, "" if ground_truth is None else str(ground_truth),
         language=language, metadata=metadata, speaker_reference_id=speaker,

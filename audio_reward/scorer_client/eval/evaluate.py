@@ -250,14 +250,13 @@ async def run_eval(
                 path = utt.speaker_reference
                 assert path is not None
                 if path not in references:
-                    loaded = await asyncio.to_thread(_load, Utterance(utt.id, str(path), "", None, path))
-                    if isinstance(loaded, _LoadFailure):
-                        references[path] = _LoadFailure(loaded.code, f"speaker_reference: {loaded.message}")
+                    if not path.exists():
+                        references[path] = _LoadFailure("audio_not_found", f"speaker_reference {path} does not exist")
                     else:
                         try:
-                            references[path] = await client.register_speaker(*loaded)
+                            references[path] = await client.register_speaker_file(path)
                         except ScorerError as exc:
-                            references[path] = _LoadFailure(str(getattr(exc, "code", type(exc).__name__)),
+                            references[path] = _LoadFailure(str(getattr(exc, "code", "speaker_reference_unreadable")),
                                                             f"speaker_reference {path}: {exc}")
                 return references[path]
 

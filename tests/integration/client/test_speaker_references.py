@@ -82,7 +82,7 @@ def test_compute_score_registers_a_rows_reference_recording_once(signals_url: st
     assert same_r["speaker_reference_id"] == other_r["speaker_reference_id"]
     assert float(same_r["speaker_similarity"]) > float(other_r["speaker_similarity"]) + 0.15  # type: ignore[arg-type]
     missing = {"speaker_reference_path": str(tmp_path / "absent.wav")}
-    with pytest.raises(InvalidInputError, match=r"speaker_reference_path: .*does not exist"):
+    with pytest.raises(InvalidInputError, match=r"speaker reference: .*does not exist"):
         asyncio.run(compute_score((same, rate), SENTENCES[1], missing, server_url=signals_url))
 
 
