@@ -458,6 +458,17 @@ def decode_batch_request(
             continue
         if unknown_length:
             left -= decoded.waveform.nbytes * (entry.audio.header.channels if entry.audio.header else 1)
+        if decoded.speaker_reference is not None:
+            # Inline references share the batch's budget: a batch of tiny FLAC files must not decode to gigabytes.
+            left -= decoded.speaker_reference.waveform.nbytes
+            if left < 0:
+                raise ProtocolError.single(
+                    "batch_too_large",
+                    f"the batch's audio and inline speaker references decode to more than "
+                    f"{limits.max_batch_audio_bytes} bytes together (max_batch_audio_bytes): register the "
+                    "references with POST /v1/speakers and send speaker_reference_id",
+                    "$.items",
+                )
         out.append(decoded)
     return version, out
 
