@@ -86,15 +86,21 @@ async def _load_engine(app: FastAPI) -> None:
     engine: ASREngine = app.state.engine
     readiness: Readiness = app.state.readiness
     server_metrics: ServerMetrics = app.state.metrics
+    loading = "engine"
     try:
         if not app.state.engine_preloaded:
             await asyncio.to_thread(engine.load)
             await asyncio.to_thread(engine.warmup)
+        loading = "signals"
         await asyncio.to_thread(app.state.signals.load)
     except Exception as exc:  # reported on /readyz and in the log, then the server stops
         # Only the exception type goes on the unauthenticated /readyz; the message (paths...) goes to the log.
         readiness.load_error = type(exc).__name__
-        log.exception("engine failed to load", extra={"engine": settings.engine, "model": settings.model})
+        if loading == "signals":
+            log.exception("a signal model failed to load", extra={"speaker_model": settings.speaker_model,
+                                                                  "quality_model": settings.quality_model})
+        else:
+            log.exception("engine failed to load", extra={"engine": settings.engine, "model": settings.model})
         if readiness.on_fatal is not None:
             readiness.on_fatal()
         return

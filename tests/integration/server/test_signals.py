@@ -6,6 +6,8 @@ sentences of one voice are the same speaker.  The noisy clip is hibari speech wi
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ import soxr
 
 from audio_reward.protocol import encode_f32, encode_file, validate_message
 from tests.testkit.probes import read_metrics
+from tests.testkit.server import server_process
 from tests.testkit.speech import SENTENCES, espeak_available, espeak_speech, synth_speech
 
 pytestmark = pytest.mark.skipif(not espeak_available(), reason="espeak-ng is not installed")
@@ -158,3 +161,11 @@ def test_a_server_without_signals_names_the_flag_that_loads_them(scorer_url: str
     assert "--quality-model dnsmos" in answer.json()["error"]["message"]
     plain = httpx.post(f"{scorer_url}/v1/score", json=_item(speech, rate, SENTENCES[0]), timeout=30).json()
     assert not {"speaker_similarity", "dnsmos_ovrl", "reward_asr"} & set(plain)  # nothing asked, nothing added
+
+
+def test_a_speaker_model_that_cannot_load_stops_the_server_naming_it(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-wavlm"
+    with server_process(model="tiny.en", speaker_model=str(missing)) as server:
+        server.proc.wait(timeout=180)
+        log = server.log_tail(20_000)
+    assert "a signal model failed to load" in log and str(missing) in log
