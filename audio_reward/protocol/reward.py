@@ -69,6 +69,12 @@ class RewardPolicy(BaseModel):
     repeat_ngram_n: int = Field(default=4, ge=1, le=16, description="n of the repeated n-gram check.")
     repeat_penalty: float = Field(default=0.0, ge=0, le=1, allow_inf_nan=False,
                                   description="Scaled by the share of repeated n-grams.")
+    speaker_weight: float = Field(default=0.0, ge=0, le=1, allow_inf_nan=False,
+                                  description="Share of the score taken by speaker similarity (needs a reference).")
+    quality_weight: float = Field(default=0.0, ge=0, le=1, allow_inf_nan=False,
+                                  description="Share of the score taken by DNSMOS overall quality, MOS 1-5 as 0-1.")
+    speaker_floor: float = Field(default=-1.0, ge=-1, le=1, allow_inf_nan=False,
+                                 description="Speaker similarity below this zeroes the score; -1 is off.")
 
     @field_validator("repeat_ngram_n", mode="before")
     @classmethod
@@ -84,6 +90,18 @@ class RewardPolicy(BaseModel):
             raise ValueError(f"duration_ratio_min ({self.duration_ratio_min}) must be less than "
                              f"duration_ratio_max ({self.duration_ratio_max})")
         return self
+
+    @model_validator(mode="after")
+    def _weights_share_one(self) -> RewardPolicy:
+        if self.speaker_weight + self.quality_weight > 1:
+            raise ValueError(f"speaker_weight ({self.speaker_weight}) and quality_weight ({self.quality_weight}) "
+                             "must add up to at most 1")
+        return self
+
+    @property
+    def needs_speaker(self) -> bool:
+        """Whether the score depends on speaker similarity, so a request must carry a reference."""
+        return self.speaker_weight > 0 or self.speaker_floor > -1
 
     @model_validator(mode="wrap")
     @classmethod
@@ -171,6 +189,9 @@ if TYPE_CHECKING:
         short_audio_penalty: float | None = None
         repeat_ngram_n: int | None = None
         repeat_penalty: float | None = None
+        speaker_weight: float | None = None
+        quality_weight: float | None = None
+        speaker_floor: float | None = None
 else:
     RewardOptions = create_model(
         "RewardOptions",

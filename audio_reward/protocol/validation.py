@@ -25,11 +25,13 @@ from .models import (
     MIN_SAMPLE_RATE,
     BatchItem,
     ScoreRequest,
+    SpeakerRequest,
 )
 from .reward import RewardOptions
 from .version import SUPPORTED_VERSIONS, is_supported
 
-MessageKind = Literal["score_request", "score_response", "error", "batch_request", "batch_response"]
+MessageKind = Literal["score_request", "score_response", "error", "batch_request", "batch_response",
+                      "speaker_request", "speaker_response"]
 
 AUDIO_FIELDS = ("waveform_f32_base64", "waveform_pcm16_base64", "audio_file_base64")
 
@@ -54,6 +56,20 @@ DEFAULT_LIMITS = Limits()
 
 
 @dataclass(frozen=True)
+class DecodedAudio:
+    """A validated recording decoded to mono float32 at its own rate."""
+
+    waveform: np.ndarray
+    sample_rate: int
+    encoding: str
+
+    @property
+    def duration_s(self) -> float:
+        """Seconds of audio at its sample rate."""
+        return len(self.waveform) / self.sample_rate
+
+
+@dataclass(frozen=True)
 class DecodedScoreRequest:
     """A validated request with its audio decoded to mono float32."""
 
@@ -67,6 +83,9 @@ class DecodedScoreRequest:
     request_id: str | None = None
     reward: RewardOptions | None = None
     reference_duration_s: float | None = None
+    speaker_reference_id: str | None = None
+    speaker_reference: DecodedAudio | None = None
+    """The inline reference recording (``speaker_reference_audio_base64``), decoded."""
 
     @property
     def duration_s(self) -> float:
@@ -112,6 +131,7 @@ _CODE_BY_FIELD = {
     "num_samples": "invalid_num_samples",
     "reward": "invalid_reward_options",
     "protocol_version": "unsupported_protocol_version",
+    "speaker_reference_id": "invalid_speaker_reference",
 }
 
 _HINT_BY_FIELD = {
@@ -227,7 +247,7 @@ def _read_other_file(raw: bytes, name: str, fpath: str, limits: Limits, decoder:
     return _Audio(name, raw, rate, samples=samples)
 
 
-def _read_audio(req: ScoreRequest | BatchItem, limits: Limits, path: str,
+def _read_audio(req: ScoreRequest | BatchItem | SpeakerRequest, limits: Limits, path: str,
                 decoder: codecs.FileDecoder | None = None) -> _Audio:
     """Base64-decode the audio field and check its size from lengths and headers, decoding no sample."""
     present = [name for name in AUDIO_FIELDS if getattr(req, name) is not None]
@@ -325,7 +345,7 @@ def _decode_samples(audio: _Audio, limits: Limits, path: str, budget: int | None
         raise ProtocolError.single(exc.code, str(exc), fpath) from None
 
 
-def _check_samples(req: ScoreRequest | BatchItem, waveform: np.ndarray, rate: int, name: str,
+def _check_samples(req: ScoreRequest | BatchItem | SpeakerRequest, waveform: np.ndarray, rate: int, name: str,
                    limits: Limits, path: str) -> list[Issue]:
     issues = []
     n = int(waveform.shape[0])
@@ -380,6 +400,7 @@ def _finish(checked: _Checked, limits: Limits, budget: int | None = None) -> Dec
     issues = _check_samples(req, waveform, audio.rate, audio.name, limits, path)
     if issues:
         raise ProtocolError(issues)
+    reference = _speaker_reference(req, limits, path)
     return DecodedScoreRequest(
         waveform=waveform,
         sample_rate=audio.rate,
@@ -391,6 +412,8 @@ def _finish(checked: _Checked, limits: Limits, budget: int | None = None) -> Dec
         request_id=req.request_id,
         reward=req.reward,
         reference_duration_s=req.reference_duration_s,
+        speaker_reference_id=req.speaker_reference_id,
+        speaker_reference=reference,
     )
 
 
@@ -478,6 +501,17 @@ def decode_batch_request(
             continue
         if unknown_length:
             left -= decoded.waveform.nbytes * (entry.audio.header.channels if entry.audio.header else 1)
+        if decoded.speaker_reference is not None:
+            # Inline references share the batch's budget: a batch of tiny FLAC files must not decode to gigabytes.
+            left -= decoded.speaker_reference.waveform.nbytes
+            if left < 0:
+                raise ProtocolError.single(
+                    "batch_too_large",
+                    f"the batch's audio and inline speaker references decode to more than "
+                    f"{limits.max_batch_audio_bytes} bytes together (max_batch_audio_bytes): register the "
+                    "references with POST /v1/speakers and send speaker_reference_id",
+                    "$.items",
+                )
         out.append(decoded)
     return version, out
 
@@ -512,9 +546,9 @@ def validate_message(
     Requests get the full audio checks; responses the schema and flatness checks.
     """
     kind = kind or detect_kind(obj)
-    if kind == "score_request":
+    if kind in ("score_request", "speaker_request"):
         try:
-            decode_score_request(obj, limits)
+            (decode_score_request if kind == "score_request" else decode_speaker_request)(obj, limits)
         except ProtocolError as exc:
             return kind, exc.issues
         return kind, []
@@ -536,3 +570,61 @@ def is_finite_scalar(value: Any) -> bool:
     if isinstance(value, float):
         return math.isfinite(value)
     return value is None or isinstance(value, (str, bool, int))
+
+
+REFERENCE_FIELD = "speaker_reference_audio_base64"
+
+
+def _speaker_reference(req: ScoreRequest | BatchItem, limits: Limits, path: str) -> DecodedAudio | None:
+    """The inline reference recording, bounded like the item's own audio (``max_audio_seconds``, bytes)."""
+    text = req.speaker_reference_audio_base64
+    if text is None:
+        return None
+    fpath = f"{path}.{REFERENCE_FIELD}"
+    if req.speaker_reference_id is not None:
+        raise ProtocolError.single(
+            "invalid_speaker_reference",
+            f"send either speaker_reference_id or {REFERENCE_FIELD}, not both", fpath,
+        )
+    try:
+        raw = codecs.b64decode(text, field=REFERENCE_FIELD)
+        header = codecs.read_file_header(raw, field=REFERENCE_FIELD)
+        if not MIN_SAMPLE_RATE <= header.sample_rate <= MAX_SAMPLE_RATE:
+            raise ProtocolError.single(
+                "invalid_sample_rate",
+                f"the reference's sample rate {header.sample_rate} Hz is outside "
+                f"{MIN_SAMPLE_RATE}–{MAX_SAMPLE_RATE} Hz",
+                fpath,
+            )
+        codecs.check_file_size(header, field=REFERENCE_FIELD, max_seconds=limits.max_audio_seconds,
+                               max_bytes=limits.max_audio_bytes)
+    except codecs.AudioDecodeError as exc:
+        raise ProtocolError.single(exc.code, str(exc), fpath) from None
+    waveform = _decode_samples(_Audio(REFERENCE_FIELD, raw, header.sample_rate, header), limits, path, None)
+    if waveform.shape[0] == 0:
+        raise ProtocolError.single("empty_audio", f"{REFERENCE_FIELD} holds no samples", fpath)
+    if not np.isfinite(waveform).all():
+        raise ProtocolError.single("non_finite_audio", f"{REFERENCE_FIELD} holds NaN or infinite samples", fpath)
+    return DecodedAudio(waveform, header.sample_rate, REFERENCE_FIELD)
+
+
+def decode_speaker_request(obj: Any, limits: Limits = DEFAULT_LIMITS) -> DecodedAudio:
+    """Validate a ``POST /v1/speakers`` body (a parsed JSON object) and decode its recording.
+
+    The recording takes the same encodings, checks and limits as a score request's audio.
+    """
+    if not isinstance(obj, dict):
+        raise ProtocolError.single("invalid_request", "a speaker registration must be a JSON object", "$")
+    issue = _version_issue(obj, "$")
+    if issue:
+        raise ProtocolError([issue])
+    try:
+        req = SpeakerRequest.model_validate(obj)
+    except ValidationError as exc:
+        raise ProtocolError(issues_from_pydantic(exc)) from None
+    audio = _read_audio(req, limits, "$")
+    waveform = _decode_samples(audio, limits, "$", None)
+    issues = _check_samples(req, waveform, audio.rate, audio.name, limits, "$")
+    if issues:
+        raise ProtocolError(issues)
+    return DecodedAudio(waveform, audio.rate, audio.name)

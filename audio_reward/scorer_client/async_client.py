@@ -7,12 +7,15 @@ import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 from .. import __version__
 from ..protocol import RewardOptions
+from .audio_file import AudioFileError, read_audio
 from .errors import (
     AudioTooLongError,
+    InvalidInputError,
     ProtocolViolationError,
     RequestRejectedError,
     ScorerError,
@@ -45,7 +48,10 @@ from .wire import (
     decode_body,
     error_info,
     error_of_body,
+    new_request_id,
     prepare,
+    speaker_body,
+    speaker_reference_id_of,
     to_result,
 )
 
@@ -218,6 +224,11 @@ class AsyncScorerClient:
         # (asked once) until a 404 or 405 to a batch says otherwise.
         self._batch_support: dict[str, bool | None] = {}
         self._info_probes: dict[str, asyncio.Future[ServerFacts]] = {}
+        # Registered speaker references: the recording's body by its reference id (to register it again where
+        # a server evicted it), and the id by the body's digest (a recording is registered once per client).
+        self._speaker_bodies: dict[str, bytes] = {}
+        self._speaker_ids: dict[str, str] = {}
+        self._speaker_files: dict[str, str] = {}
         self._closed = False
 
     async def __aenter__(self) -> AsyncScorerClient:
@@ -261,15 +272,18 @@ class AsyncScorerClient:
         reward: RewardOptions | Mapping[str, Any] | None = None,
         reference_duration_s: float | None = None,
         request_id: str | None = None,
+        speaker_reference_id: str | None = None,
     ) -> ScoreResult:
         """Score one candidate.
 
         ``waveform`` is mono audio as a numpy array, a CPU torch tensor or a
-        list; ``text`` is what it should say.  Raises a :class:`ScorerError`
-        subclass on failure (see :mod:`audio_reward.scorer_client.errors`).
+        list; ``text`` is what it should say; ``speaker_reference_id`` (from
+        :meth:`register_speaker`) adds its speaker similarity.  Raises a
+        :class:`ScorerError` subclass on failure (see :mod:`audio_reward.scorer_client.errors`).
         """
         self._bind()
-        item = ScoreItem(waveform, sample_rate, text, language, metadata, reward, reference_duration_s, request_id)
+        item = ScoreItem(waveform, sample_rate, text, language, metadata, reward, reference_duration_s, request_id,
+                         speaker_reference_id)
         prepared = (await self._prepare_all([item]))[0]
         if isinstance(prepared, ScorerError):
             raise prepared
@@ -281,7 +295,7 @@ class AsyncScorerClient:
             if refused is not None:
                 return [Fatal(refused)]
             answer = await self._retry.send(attempts, attempts.endpoint.score_url, item.body, item.request_id)
-            return [single_outcome(answer, item.request_id)]
+            return await self._reregistered(attempts, pending, [single_outcome(answer, item.request_id)])
 
         outcome = (await self._retry.run([item], attempt))[0]
         if isinstance(outcome, ScorerError):
@@ -383,7 +397,7 @@ class AsyncScorerClient:
             if await self._supports_batch(endpoint):
                 answer = await self._retry.send(attempts, endpoint.batch_url, batch_body(pending), None)
                 if not (isinstance(answer, Response) and answer.status in (404, 405)):
-                    return batch_outcomes(answer, pending)
+                    return await self._reregistered(attempts, pending, batch_outcomes(answer, pending))
                 # A server without the batch endpoint (a verl-omni protocol server): one request per item.
                 logger.info("%s has no batch endpoint (HTTP %d); scoring items one by one", endpoint.url, answer.status)
                 self._batch_support[endpoint.url] = False
@@ -399,6 +413,79 @@ class AsyncScorerClient:
             return [o if o is not None else next(answered) for o in outcomes]
 
         return await self._retry.run(items, attempt)
+
+    # ------------------------------------------------------------------ speakers
+
+    async def register_speaker(self, waveform: Any, sample_rate: int) -> str:
+        """Register a reference recording of a speaker; its ``speaker_reference_id`` for score requests.
+
+        The recording is sent once per client (a second call with the same audio answers from the cache).  A
+        server that evicted it answers a score request naming it with 404 ``unknown_speaker_reference``: the
+        client then registers the recording there again and retries the request, once per attempt.
+        """
+        self._bind()
+        digest, body = speaker_body(waveform, sample_rate)
+        known = self._speaker_ids.get(digest)
+        if known is not None:
+            return known
+
+        async def attempt(attempts: Attempts, pending: list[PreparedItem]) -> list[Outcome[str]]:
+            return [await self._register(attempts, body)]
+
+        (outcome,) = await self._retry.run([PreparedItem(new_request_id(), body)], attempt)
+        if isinstance(outcome, ScorerError):
+            raise outcome
+        self._speaker_ids[digest] = outcome
+        self._speaker_bodies[outcome] = body
+        return outcome
+
+    async def register_speaker_file(self, path: str | Path) -> str:
+        """:meth:`register_speaker` for a recording on disk (WAV, FLAC...), read once per client and path.
+
+        A file that cannot be read raises :class:`InvalidInputError` naming it.
+        """
+        key = str(path)
+        known = self._speaker_files.get(key)
+        if known is None:
+            try:
+                audio, rate = await asyncio.to_thread(read_audio, path)
+            except AudioFileError as exc:
+                raise InvalidInputError(f"speaker reference: {exc}") from None
+            known = self._speaker_files[key] = await self.register_speaker(audio, rate)
+        return known
+
+    async def _register(self, attempts: Attempts, body: bytes) -> Outcome[str]:
+        request_id = new_request_id()
+        answer = await self._retry.send(attempts, f"{attempts.endpoint.base}/v1/speakers", body, request_id)
+        outcome = classify(answer, request_id)
+        if not isinstance(outcome, Success):
+            return outcome
+        try:
+            return Success(speaker_reference_id_of(outcome.value))
+        except ProtocolViolationError as exc:
+            return Fatal(exc)
+
+    async def _reregistered(self, attempts: Attempts, items: Sequence[PreparedItem],
+                            outcomes: list[Outcome[ScoreResult]]) -> list[Outcome[ScoreResult]]:
+        """``outcomes`` with each ``unknown_speaker_reference`` of a reference this client registered turned
+        into a retry, once the recording is registered again on the server that answered."""
+        out: list[Outcome[ScoreResult]] = []
+        again: dict[str, Outcome[str]] = {}
+        for item, outcome in zip(items, outcomes, strict=True):
+            reference = item.speaker_reference_id
+            evicted = (isinstance(outcome, Fatal) and isinstance(outcome.error, RequestRejectedError)
+                       and outcome.error.code == "unknown_speaker_reference")
+            body = self._speaker_bodies.get(reference) if reference is not None and evicted else None
+            if reference is None or body is None:
+                out.append(outcome)
+                continue
+            if reference not in again:
+                logger.info("speaker reference %s was evicted by %s; registering it again", reference,
+                            attempts.endpoint.url)
+                again[reference] = await self._register(attempts, body)
+            registered = again[reference]
+            out.append(Retry(cast(Fatal, outcome).error) if isinstance(registered, Success) else registered)
+        return out
 
     async def _supports_batch(self, endpoint: ScorerEndpoint) -> bool:
         """Whether to send batches to ``endpoint``: its server's ``/v1/info`` is asked once.

@@ -41,6 +41,9 @@ def _build_settings(server_url: str, timeout: float, max_retries: int, retry_bac
         raise ValueError("compute_score: " + "; ".join(reasons)) from None
 
 
+SPEAKER_REFERENCE_KEY = "speaker_reference_path"
+"""The ``extra_info`` key of a row's reference recording (a WAV or FLAC path)."""
+
 async def compute_score(
     solution_audio: tuple[Any, int] | None = None,
     ground_truth: str | None = None,
@@ -64,6 +67,10 @@ async def compute_score(
     :func:`~audio_reward.scorer_client.wire.sanitize_metadata` (finite JSON
     scalars kept, numpy/torch scalars unwrapped, the rest dropped);
     ``extra_info["language"]``, when a string, also sets the language.
+    ``extra_info["speaker_reference_path"]``, when set, is the row's reference
+    recording (a WAV or FLAC file): it is read and registered once per client
+    (:meth:`AsyncScorerClient.register_speaker`) and its id sent, so the answer
+    holds ``speaker_similarity`` (and the speaker term, if the reward weighs it).
 
     One client (one connection pool) is kept per event loop and setting, so
     thousands of calls share connections.  ``api_key`` defaults to
@@ -85,8 +92,10 @@ async def compute_score(
     language = info.get("language") if isinstance(info.get("language"), str) else None
     metadata = sanitize_metadata({k: v for k, v in info.items() if k not in ("audio", "audio_sample_rate")})
     client = await CLIENT_CACHE.client(settings)
+    reference = info.get(SPEAKER_REFERENCE_KEY)
+    speaker = await client.register_speaker_file(str(reference)) if reference else None
     result = await client.score(
         waveform, sample_rate, "" if ground_truth is None else str(ground_truth),
-        language=language, metadata=metadata,
+        language=language, metadata=metadata, speaker_reference_id=speaker,
     )
     return result.to_dict()

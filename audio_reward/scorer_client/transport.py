@@ -37,7 +37,7 @@ from .errors import (
     TransientServerError,
 )
 from .settings import ClientSettings, ScorerEndpoint
-from .wire import PreparedItem, ScoreResult, error_of_body
+from .wire import PreparedItem, error_of_body
 
 logger = logging.getLogger(__name__)
 
@@ -337,7 +337,7 @@ class Attempts:
         )
 
 
-Attempt = Callable[[Attempts, list[PreparedItem]], Awaitable[list[Outcome[ScoreResult]]]]
+Attempt = Callable[[Attempts, list[PreparedItem]], Awaitable[list[Outcome[T]]]]
 """One attempt for the items still pending: an outcome per item, in order."""
 
 
@@ -358,10 +358,10 @@ class RetryLoop:
         self._rr = itertools.count(random.randrange(len(self.endpoints)))
         self._slots = asyncio.Semaphore(settings.pool_limit)
 
-    async def run(self, items: Sequence[PreparedItem], attempt: Attempt) -> list[ScoreResult | ScorerError]:
+    async def run(self, items: Sequence[PreparedItem], attempt: Attempt[T]) -> list[T | ScorerError]:
         """Each item's result or final error, in order; transient faults are retried until the budget is spent."""
         attempts = Attempts(self.settings, self.endpoints, next(self._rr))
-        out: dict[int, ScoreResult | ScorerError] = {}
+        out: dict[int, T | ScorerError] = {}
         causes: dict[int, BaseException] = {}
         pending = list(range(len(items)))
         while pending:

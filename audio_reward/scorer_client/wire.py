@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
+import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -57,6 +59,8 @@ class ScoreItem:
     reward: RewardOptions | Mapping[str, Any] | None = None
     reference_duration_s: float | None = None
     request_id: str | None = None
+    speaker_reference_id: str | None = None
+    """A reference registered with :meth:`AsyncScorerClient.register_speaker`: the answer gains its similarity."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,7 @@ class PreparedItem:
     body: bytes
     duration_s: float = 0.0
     """Seconds of audio in the body, checked against the server's ``max_audio_seconds`` before sending."""
+    speaker_reference_id: str | None = None
 
 
 def new_request_id() -> str:
@@ -209,7 +214,35 @@ def _prepare(item: ScoreItem, request_id: str) -> PreparedItem:
         except ValidationError as exc:
             raise InvalidInputError(f"reward options: {exc}") from None
         body["reward"] = options.model_dump(exclude_none=True)
-    return PreparedItem(request_id=request_id, body=orjson.dumps(body), duration_s=samples.size / rate)
+    speaker = item.speaker_reference_id
+    if speaker is not None:
+        if not isinstance(speaker, str) or not _REFERENCE_ID.fullmatch(speaker):
+            raise InvalidInputError(
+                f"speaker_reference_id must be 64 hex digits (from register_speaker), got {speaker!r}")
+        body["speaker_reference_id"] = speaker
+    return PreparedItem(request_id=request_id, body=orjson.dumps(body), duration_s=samples.size / rate,
+                        speaker_reference_id=speaker)
+
+
+_REFERENCE_ID = re.compile(r"[0-9a-f]{64}")
+
+
+def speaker_body(waveform: Any, sample_rate: int) -> tuple[str, bytes]:
+    """A ``POST /v1/speakers`` body for a reference recording, and the sha256 of that body (the client's key)."""
+    rate = check_sample_rate(sample_rate)
+    samples = check_waveform(waveform, "speaker reference")
+    body = orjson.dumps({"protocol_version": PROTOCOL_VERSION, "waveform_f32_base64": encode_f32(samples),
+                         "num_samples": int(samples.size), "sample_rate": rate})
+    return hashlib.sha256(body).hexdigest(), body
+
+
+def speaker_reference_id_of(raw: bytes) -> str:
+    """The id in a ``POST /v1/speakers`` answer; :class:`ProtocolViolationError` if it holds none."""
+    obj = decode_body(raw)
+    reference = obj.get("speaker_reference_id") if isinstance(obj, dict) else None
+    if not isinstance(reference, str) or not _REFERENCE_ID.fullmatch(reference):
+        raise ProtocolViolationError(f"the speaker registration answer holds no speaker_reference_id: {obj!r:.200}")
+    return reference
 
 
 def batch_body(items: list[PreparedItem]) -> bytes:

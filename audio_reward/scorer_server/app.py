@@ -26,14 +26,14 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
 from audio_reward import __version__
-from audio_reward.protocol import BatchScoreRequest, ScoreRequest
+from audio_reward.protocol import BatchScoreRequest, ScoreRequest, SpeakerRequest
 from audio_reward.scoring import get_normalizer
 
 from .config import ServerConfig
 from .engines.base import ASREngine
 from .engines.model_store import ModelNotAvailableError
 from .engines.registry import EngineConfig, create_engine
-from .http import health, info, metrics, openai, score
+from .http import health, info, metrics, openai, score, speakers
 from .http.apidocs import add_request_examples, offline_docs_app
 from .http.errors import install_error_handlers
 from .http.middleware import RequestContextMiddleware
@@ -44,9 +44,28 @@ from .service.pipeline import ScoringPipeline
 from .service.prometheus import ServerMetrics
 from .service.readiness import Readiness
 from .service.scheduler import scheduler_for
+from .service.signals import SignalService
 from .service.transcription import TranscriptionService
+from .signals.quality import create_quality_scorer
+from .signals.references import SpeakerReferenceStore
+from .signals.speaker import create_speaker_encoder
 
 log = logging.getLogger(__name__)
+
+
+def signals_from_settings(settings: ServerConfig, metrics: ServerMetrics) -> SignalService:
+    """Build (not load) the speaker and quality models the settings name, with their reference store."""
+    threads = settings.signal_threads
+    return SignalService(
+        speaker=create_speaker_encoder(settings.speaker_model, device=settings.signal_device, cpu_threads=threads),
+        quality=create_quality_scorer(settings.quality_model, device=settings.signal_device, cpu_threads=threads),
+        store=SpeakerReferenceStore(max_entries=settings.speaker_reference_count,
+                                    max_bytes=settings.speaker_reference_bytes, ttl_s=settings.speaker_reference_ttl_s),
+        limits=settings.limits,
+        max_batch_size=settings.signal_max_batch_size,
+        max_queue=settings.max_queue,
+        on_batch=metrics.observe_signal_batch,
+    )
 
 
 def engine_from_settings(settings: ServerConfig) -> ASREngine:
@@ -68,20 +87,25 @@ async def _load_engine(app: FastAPI) -> None:
     engine: ASREngine = app.state.engine
     readiness: Readiness = app.state.readiness
     server_metrics: ServerMetrics = app.state.metrics
+    loading = "engine"
     try:
         if not app.state.engine_preloaded:
             await asyncio.to_thread(engine.load)
             await asyncio.to_thread(engine.warmup)
-    except ModelNotAvailableError as exc:  # its message says what to do: one line, no traceback
-        readiness.load_error = type(exc).__name__
-        log.error("engine failed to load: %s", exc, extra={"engine": settings.engine, "model": settings.model})
-        if readiness.on_fatal is not None:
-            readiness.on_fatal()
-        return
+        loading = "signals"
+        await asyncio.to_thread(app.state.signals.load)
     except Exception as exc:  # reported on /readyz and in the log, then the server stops
         # Only the exception type goes on the unauthenticated /readyz; the message (paths...) goes to the log.
         readiness.load_error = type(exc).__name__
-        log.exception("engine failed to load", extra={"engine": settings.engine, "model": settings.model})
+        if loading == "signals":
+            what, extra = "a signal model", {"speaker_model": settings.speaker_model,
+                                             "quality_model": settings.quality_model}
+        else:
+            what, extra = "engine", {"engine": settings.engine, "model": settings.model}
+        if isinstance(exc, ModelNotAvailableError):  # its message says what to do: one line, no traceback
+            log.error("%s failed to load: %s", what, exc, extra=extra)
+        else:
+            log.exception("%s failed to load", what, extra=extra)
         if readiness.on_fatal is not None:
             readiness.on_fatal()
         return
@@ -101,6 +125,7 @@ async def _load_engine(app: FastAPI) -> None:
         on_batch=server_metrics.observe_batch,
     )
     scheduler.start()
+    app.state.signals.start()
     readiness.started_scheduler = scheduler
     readiness.ready = True
     server_metrics.ready.set(1)
@@ -128,6 +153,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
             loader.cancel()
         if readiness.started_scheduler is not None:
             await readiness.started_scheduler.close(timeout_s=app.state.settings.shutdown_grace_s)
+        await app.state.signals.close(timeout_s=app.state.settings.shutdown_grace_s)
         await asyncio.to_thread(app.state.engine.close)
 
 
@@ -136,7 +162,7 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         # Bodies are read raw, so FastAPI does not see the request models: add them here.
-        for model in (ScoreRequest, BatchScoreRequest, TranscriptionUploadDoc):
+        for model in (ScoreRequest, BatchScoreRequest, SpeakerRequest, TranscriptionUploadDoc):
             model_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
             components.update(model_schema.pop("$defs", {}))
             components[model.__name__] = model_schema
@@ -161,7 +187,7 @@ def _drop_validation_responses(schema: dict[str, Any]) -> None:
         components.pop(name, None)
 
 
-_ROUTERS = (score.router, openai.router, info.router, health.router, metrics.router)
+_ROUTERS = (score.router, speakers.router, openai.router, info.router, health.router, metrics.router)
 
 
 def _endpoints() -> tuple[str, ...]:
@@ -180,6 +206,7 @@ def build_app(settings: ServerConfig, engine: ASREngine | None = None, *, engine
     server_metrics = ServerMetrics()
     server_metrics.set_build(engine=settings.engine, model=settings.model)
     readiness = Readiness()
+    signals = signals_from_settings(settings, server_metrics)
     pipeline = ScoringPipeline(
         engine=engine,
         readiness=readiness,
@@ -190,6 +217,7 @@ def build_app(settings: ServerConfig, engine: ASREngine | None = None, *, engine
         limits=settings.limits,
         default_language=settings.language,
         request_timeout_s=settings.request_timeout_s,
+        signals=signals,
     )
     transcriptions = TranscriptionService(
         pipeline=pipeline, model=settings.model, served_model_name=settings.served_model_name,
@@ -209,6 +237,7 @@ def build_app(settings: ServerConfig, engine: ASREngine | None = None, *, engine
     app.state.metrics = server_metrics
     app.state.readiness = readiness
     app.state.pipeline = pipeline
+    app.state.signals = signals
     app.state.transcriptions = transcriptions
     app.add_middleware(RequestContextMiddleware, metrics=server_metrics)
     install_error_handlers(app)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -141,6 +141,23 @@ class ServerConfig(BaseModel):
     language: str | None = Field(None, description="Default language when a request names none.")
     reward: RewardPolicy = Field(RewardPolicy(),  # frozen: one shared default is safe
                                  description="Reward policy every request starts from (docs/scoring.md).")
+
+    # signals beside the ASR (docs/signals.md)
+    speaker_model: str = Field(
+        "none", description="Speaker similarity: resemblyzer (offline, the signals extra), a WavLMForXVector "
+                            "folder or hub id, or none.")
+    quality_model: Literal["dnsmos", "none"] = Field(
+        "none", description="Speech quality: dnsmos (offline, the signals extra) or none.")
+    signal_device: str = Field("cpu", description="Where the speaker and quality models run: cpu, cuda or auto.")
+    signal_threads: int = Field(
+        0, ge=0, description="CPU threads of the signal models; 0 leaves their libraries' default.")
+    signal_max_batch_size: int = Field(32, ge=1, le=1024, description="Most utterances in one signal model call.")
+    speaker_reference_count: int = Field(
+        4096, ge=0, description="Registered speaker references kept (least recently used go first).")
+    speaker_reference_bytes: int = Field(
+        16 * 2**20, ge=0, description="Bytes the kept speaker reference embeddings may take together.")
+    speaker_reference_ttl_s: float = Field(
+        3600.0, gt=0, description="A speaker reference unused this long is evicted (then 404: register it again).")
 
     # logging
     log_level: str = Field("warning", description="debug, info, warning or error.")

@@ -42,6 +42,13 @@ class BadRequestError(ServerError):
         return cls(exc.code, exc.message, path=exc.issues[0].path)
 
 
+class UnknownSpeakerReferenceError(ServerError):
+    """A ``speaker_reference_id`` this server does not hold (never registered, or evicted): register it again."""
+
+    status = 404
+    code = "unknown_speaker_reference"
+
+
 class UnauthorizedError(ServerError):
     status = 401
     code = "unauthorized"
@@ -119,6 +126,14 @@ class EngineError(ServerError):
 
     status = 500
     code = "engine_error"
+    retryable = True
+
+
+class SignalError(ServerError):
+    """A speaker or quality model failed on the batch holding this request (500, retryable)."""
+
+    status = 500
+    code = "signal_error"
     retryable = True
 
 

@@ -8,12 +8,20 @@ from .duration import estimate_speech_duration
 from .errors import EmptyReferenceError, ScoringError, UnsupportedLanguageError
 from .metrics import ErrorRates, error_rates, split_words
 from .normalizers import DEFAULT_NORMALIZER, NORMALIZERS, Normalizer, get_normalizer, is_chinese, language_code
-from .rewards import RewardBreakdown, RewardPolicy, repeated_ngram_fraction, shape_reward
+from .rewards import (
+    ComposedReward,
+    RewardBreakdown,
+    RewardPolicy,
+    compose_reward,
+    repeated_ngram_fraction,
+    shape_reward,
+)
 from .scorer import Diagnostics, TextComparison, TranscriptScore, compare_texts, normalize_reference, score_transcript
 
 __all__ = [
     "DEFAULT_NORMALIZER",
     "NORMALIZERS",
+    "ComposedReward",
     "Diagnostics",
     "EmptyReferenceError",
     "ErrorRates",
@@ -25,6 +33,7 @@ __all__ = [
     "TranscriptScore",
     "UnsupportedLanguageError",
     "compare_texts",
+    "compose_reward",
     "error_rates",
     "estimate_speech_duration",
     "get_normalizer",

@@ -17,6 +17,16 @@ clipped to [0, 1]:
 * repetition: ``repeat_penalty * f`` where ``f`` is the fraction of the transcript's
   ``repeat_ngram_n``-grams that repeat an earlier one (0 for no loop, near 1 for a loop).
 
+Speaker similarity and speech quality (both off by default) then share the
+score with that CER reward ``r``, with ``w_s = speaker_weight`` and
+``w_q = quality_weight`` (``w_s + w_q <= 1``):
+
+* speaker term ``t_s = clip(similarity, 0, 1)`` (the cosine of two speaker embeddings,
+  -1..1; a negative cosine is as far from the voice as the reward goes);
+* quality term ``t_q = clip((MOS - 1) / 4, 0, 1)`` (DNSMOS overall MOS, 1..5);
+* ``score = (1 - w_s - w_q) * r + w_s * t_s + w_q * t_q``, and 0 when the similarity is below
+  ``speaker_floor`` (-1, the default, is off): a policy cannot buy CER with the voice.
+
 The policy's fields, defaults and bounds are declared once, in
 :class:`audio_reward.protocol.reward.RewardPolicy` (the wire's reward options
 are its all-optional form); this module applies it.
@@ -30,7 +40,13 @@ from dataclasses import dataclass
 
 from audio_reward.protocol.reward import RewardPolicy
 
-__all__ = ["RewardBreakdown", "RewardPolicy", "repeated_ngram_fraction", "shape_reward"]
+__all__ = [
+    "ComposedReward", "RewardBreakdown", "RewardPolicy", "compose_reward", "quality_term", "repeated_ngram_fraction",
+    "shape_reward", "speaker_term",
+]
+
+MOS_MIN = 1.0
+MOS_MAX = 5.0
 
 
 @dataclass(frozen=True)
@@ -121,4 +137,64 @@ def shape_reward(
         duration_checked=checked,
         repeated_ngram_fraction=repeat_fraction,
         empty_transcript=empty,
+    )
+
+
+@dataclass(frozen=True)
+class ComposedReward:
+    """The score once speaker similarity and quality have their share, and each term that made it."""
+
+    score: float
+    asr: float
+    """The CER reward (formula and penalties) the signals share the score with."""
+    speaker_term: float | None
+    quality_term: float | None
+    speaker_floor_applied: bool
+    """Whether the similarity fell below ``speaker_floor`` and zeroed the score."""
+
+
+def speaker_term(similarity: float) -> float:
+    """Cosine similarity (-1..1) as a reward term in [0, 1]."""
+    return min(max(similarity, 0.0), 1.0)
+
+
+def quality_term(mos: float) -> float:
+    """A MOS (1..5) as a reward term in [0, 1]."""
+    return min(max((mos - MOS_MIN) / (MOS_MAX - MOS_MIN), 0.0), 1.0)
+
+
+def _finite(name: str, value: float | None) -> None:
+    if value is not None and not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+
+
+def compose_reward(
+    policy: RewardPolicy, asr_score: float, *, speaker_similarity: float | None, quality_mos: float | None
+) -> ComposedReward:
+    """``asr_score`` (from :func:`shape_reward`) shared with the speaker and quality terms per ``policy``.
+
+    A signal the policy weighs (or floors) must be given: ValueError otherwise.  A signal given
+    with weight 0 is reported as its term and leaves the score alone.
+    """
+    _finite("asr_score", asr_score)
+    _finite("speaker_similarity", speaker_similarity)
+    _finite("quality_mos", quality_mos)
+    if policy.needs_speaker and speaker_similarity is None:
+        raise ValueError("the policy weighs speaker similarity but no similarity was given")
+    if policy.quality_weight > 0 and quality_mos is None:
+        raise ValueError("the policy weighs quality but no MOS was given")
+    t_s = speaker_term(speaker_similarity) if speaker_similarity is not None else None
+    t_q = quality_term(quality_mos) if quality_mos is not None else None
+    score = (1.0 - policy.speaker_weight - policy.quality_weight) * asr_score
+    if t_s is not None:
+        score += policy.speaker_weight * t_s
+    if t_q is not None:
+        score += policy.quality_weight * t_q
+    floored = speaker_similarity is not None and speaker_similarity < policy.speaker_floor
+    return ComposedReward(
+        score=0.0 if floored else min(max(score, 0.0), 1.0),
+        asr=asr_score,
+        speaker_term=t_s,
+        quality_term=t_q,
+        speaker_floor_applied=floored,
     )

@@ -101,7 +101,16 @@ class AudioRewardScorer:
         return {"reward_score": FAILED_REWARD, "reward_extra_info": self._extra_info(None, failed=True)}
 
     async def score(self, sample: AudioSample) -> dict[str, Any]:
-        """``{"reward_score": float, "reward_extra_info": {...}}`` for one sample."""
+        """``{"reward_score": float, "reward_extra_info": {...}}`` for one sample.
+
+        A sample whose row names a reference recording (``speaker_reference_path``) is scored against that
+        voice: the recording is registered once per scorer and its id sent.
+        """
+        try:
+            speaker = (await self.client.register_speaker_file(sample.speaker_reference)
+                       if sample.speaker_reference else None)
+        except (ScorerError, asyncio.TimeoutError, OSError) as exc:
+            return self.failed(sample.sample_id, sample.text, exc, sample.uid)
         item = ScoreItem(
             waveform=sample.waveform,
             sample_rate=sample.sample_rate,
@@ -109,6 +118,7 @@ class AudioRewardScorer:
             language=sample.language or self.settings.language,
             metadata=sample.metadata,
             reward=self.settings.reward,
+            speaker_reference_id=speaker,
         )
         try:
             result = await self._coalescer.submit(item)

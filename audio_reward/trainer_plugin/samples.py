@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..scorer_client import sanitize_metadata
+from ..scorer_client.compute import SPEAKER_REFERENCE_KEY
 from ..scorer_client.errors import InvalidInputError
 from ..scorer_client.wire import check_sample_rate, check_waveform
 
@@ -40,6 +41,8 @@ class AudioSample:
     sample_id: str = ""
     uid: str | None = None
     """The GRPO group id, when the batch has one."""
+    speaker_reference: str | None = None
+    """The row's reference recording of the voice (``extra_info["speaker_reference_path"]``), when it names one."""
 
     @property
     def duration_s(self) -> float:
@@ -144,6 +147,7 @@ def audio_sample_from_item(
         metadata=sanitize_metadata({k: v for k, v in extra_info.items() if k not in (audio_key, sample_rate_key)}),
         sample_id=sample_label(item),
         uid=group_uid(item),
+        speaker_reference=str(reference) if (reference := _unwrap(extra_info.get(SPEAKER_REFERENCE_KEY))) else None,
     )
 
 

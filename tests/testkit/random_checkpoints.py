@@ -180,3 +180,24 @@ def _save(out: Path, model: Any, processor: Any, marker: dict[str, Any]) -> Path
     processor.save_pretrained(out)
     (out / "random_init.json").write_text(json.dumps(marker))
     return out
+
+
+def build_random_wavlm_xvector(out_dir: str | Path, seed: int = 0) -> Path:
+    """Write a tiny random-weight ``WavLMForXVector`` (the architecture of ``microsoft/wavlm-base-plus-sv``).
+
+    Its feature extractor is that model's: 16 kHz, normalised, with an attention mask.
+    """
+    import torch
+    from transformers import Wav2Vec2FeatureExtractor, WavLMConfig, WavLMForXVector
+
+    config = WavLMConfig(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+        conv_dim=(16, 16, 16), conv_stride=(5, 4, 4), conv_kernel=(10, 8, 4), feat_extract_norm="layer",
+        num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2, num_buckets=32, max_bucket_distance=64,
+        tdnn_dim=(16, 16, 32), tdnn_kernel=(5, 3, 1), tdnn_dilation=(1, 2, 1), xvector_output_dim=24,
+    )
+    torch.manual_seed(seed)
+    model = _init_model(WavLMForXVector, config, None)
+    extractor = Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=16_000, padding_value=0.0,
+                                         do_normalize=True, return_attention_mask=True)
+    return _save(Path(out_dir), model, extractor, {"architecture": "wavlm_xvector", "size": "tiny", "seed": seed})

@@ -96,7 +96,11 @@ def _make_espeak(text: str, voice: str = "en-us") -> tuple[np.ndarray, int]:
 
 
 def espeak_speech(text: str, voice: str = "en-us") -> tuple[np.ndarray, int]:
-    """Robotic espeak-ng speech of ``text`` (hard for ASR) in ``voice`` (``de`` for German): (float32, 22050)."""
+    """Robotic espeak-ng speech of ``text`` (hard for ASR): (float32 samples, 22050).
+
+    ``voice`` is an espeak-ng voice with an optional variant: ``de`` for German, ``en-us+f3`` or ``en-gb+m7`` for
+    distinct speakers.
+    """
     kind = "espeak" if voice == "en-us" else f"espeak-{voice}"
     return _cached(kind, text, functools.partial(_make_espeak, voice=voice))
 

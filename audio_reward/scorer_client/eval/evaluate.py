@@ -43,6 +43,8 @@ class Utterance:
     text: str
     language: str | None
     path: Path
+    speaker_reference: Path | None = None
+    """The row's reference recording of the voice (its ``speaker_reference`` path): Seed-TTS-eval's SIM."""
 
 
 @dataclass
@@ -85,6 +87,8 @@ def read_manifest(manifest: Path) -> ManifestRows:
                 problem = "'id' must be a string or an integer"
             elif uid in seen:
                 problem = f"id {uid!r} appears twice in the manifest"
+            elif obj.get("speaker_reference") is not None and not isinstance(obj.get("speaker_reference"), str):
+                problem = "'speaker_reference' must be a path string"
             if problem:
                 # A duplicate keeps its line as id, so it cannot shadow the row it repeats.
                 bad_id = where if uid is None or uid in seen else uid
@@ -94,7 +98,9 @@ def read_manifest(manifest: Path) -> ManifestRows:
                 continue
             assert uid is not None and isinstance(audio, str) and isinstance(text, str)
             seen.add(uid)
-            rows.good.append(Utterance(uid, audio, text, language, root / audio))
+            reference = obj.get("speaker_reference")
+            rows.good.append(Utterance(uid, audio, text, language, root / audio,
+                                       root / reference if reference else None))
     return rows
 
 
@@ -240,6 +246,22 @@ async def run_eval(
             for bad in rows.bad:
                 write(bad)
             pending = iter(todo)
+            references: dict[Path, str | _LoadFailure] = {}
+
+            async def _reference(utt: Utterance) -> str | _LoadFailure:
+                """The row's reference recording, registered once per run (rows often share a speaker)."""
+                path = utt.speaker_reference
+                assert path is not None
+                if path not in references:
+                    if not path.exists():
+                        references[path] = _LoadFailure("audio_not_found", f"speaker_reference {path} does not exist")
+                    else:
+                        try:
+                            references[path] = await client.register_speaker_file(path)
+                        except ScorerError as exc:
+                            references[path] = _LoadFailure(str(getattr(exc, "code", "speaker_reference_unreadable")),
+                                                            f"speaker_reference {path}: {exc}")
+                return references[path]
 
             async def worker() -> None:
                 # One shared iterator: asyncio never switches tasks inside next(), so no item is taken twice.
@@ -248,7 +270,12 @@ async def run_eval(
                     if isinstance(audio, _LoadFailure):
                         write(_failure(utt.id, utt.audio, audio.code, audio.message, "AudioFileError"))
                         continue
-                    item = ScoreItem(audio.samples, audio.rate, utt.text, language=utt.language or language)
+                    speaker = await _reference(utt) if utt.speaker_reference is not None else None
+                    if isinstance(speaker, _LoadFailure):
+                        write(_failure(utt.id, utt.audio, speaker.code, speaker.message, "SpeakerReferenceError"))
+                        continue
+                    item = ScoreItem(audio.samples, audio.rate, utt.text, language=utt.language or language,
+                                     speaker_reference_id=speaker)
                     outcome = (await client.score_many([item]))[0]
                     write(_row(utt, outcome, audio))
 
@@ -324,6 +351,7 @@ def summarize(rows: list[dict[str, Any]], *, manifest: str = "") -> dict[str, An
         "duration_ratio_mean": mean(ratio),
         "duration_ratio_median": median(ratio),
         "score": _distribution(scores),
+        "signals": _signals(rows),
         "failures": [
             {"id": r.get("id"), "audio": r.get("audio"), "reason": (r.get("error") or {}).get("code")
              or (r.get("error") or {}).get("type"), "message": (r.get("error") or {}).get("message")}
@@ -331,6 +359,20 @@ def summarize(rows: list[dict[str, Any]], *, manifest: str = "") -> dict[str, An
         ],
     }
     return summary
+
+
+SIGNAL_FIELDS = ("speaker_similarity", "dnsmos_ovrl", "dnsmos_sig", "dnsmos_bak", "dnsmos_p808")
+"""The per-utterance signals a server with speaker and quality models answers (docs/signals.md)."""
+
+
+def _signals(rows: list[dict[str, Any]]) -> dict[str, dict[str, float | int | None]]:
+    """Mean, median and count of each signal the scored rows hold (Seed-TTS-eval's SIM is the mean similarity)."""
+    out: dict[str, dict[str, float | int | None]] = {}
+    for key in SIGNAL_FIELDS:
+        values = scored_values(rows, key)
+        if values:
+            out[key] = {"mean": mean(values), "median": median(values), "count": len(values)}
+    return out
 
 
 def _distribution(scores: list[float]) -> dict[str, Any] | None:
@@ -366,6 +408,8 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     if summary.get("duration_ratio_mean") is not None:
         lines.append(f"| duration ratio mean / median | {summary['duration_ratio_mean']:.3f} / "
                      f"{summary['duration_ratio_median']:.3f} |")
+    for key, figures in (summary.get("signals") or {}).items():
+        lines.append(f"| {key} mean / median | {figures['mean']:.4f} / {figures['median']:.4f} |")
     dist = summary.get("score")
     if dist:
         lines += [f"| score mean / median | {dist['mean']:.4f} / {dist['median']:.4f} |",

@@ -12,6 +12,7 @@ from ..service.info import ServerInfo
 from ..service.pipeline import ScoringPipeline
 from ..service.prometheus import ServerMetrics
 from ..service.readiness import Readiness
+from ..service.signals import SignalService
 from ..service.transcription import TranscriptionService
 
 
@@ -33,6 +34,10 @@ def get_metrics(request: Request) -> ServerMetrics:
 
 def get_pipeline(request: Request) -> ScoringPipeline:
     return cast(ScoringPipeline, request.app.state.pipeline)
+
+
+def get_signals(request: Request) -> SignalService:
+    return cast(SignalService, request.app.state.signals)
 
 
 def get_server_info(request: Request) -> ServerInfo:

@@ -9,7 +9,8 @@ from fastapi import APIRouter, Depends
 from ..engines.base import ASREngine
 from ..errors import error_body
 from ..service.readiness import Readiness
-from .deps import get_engine, get_readiness
+from ..service.signals import SignalService
+from .deps import get_engine, get_readiness, get_signals
 from .responses import OrjsonResponse, error_responses
 
 router = APIRouter(tags=["health"])
@@ -23,10 +24,12 @@ async def healthz() -> OrjsonResponse:
 
 @router.get("/readyz", summary="Readiness", response_class=OrjsonResponse, responses=error_responses(503))
 async def readyz(readiness: Annotated[Readiness, Depends(get_readiness)],
-                 engine: Annotated[ASREngine, Depends(get_engine)]) -> OrjsonResponse:
+                 engine: Annotated[ASREngine, Depends(get_engine)],
+                 signals: Annotated[SignalService, Depends(get_signals)]) -> OrjsonResponse:
     """200 once the model is loaded and warmed up; 503 (protocol error shape) before that."""
     if readiness.ready:
-        return OrjsonResponse({"status": "ready", "model": engine.info.model_id})
+        models = {name: model.info.model_id for name, model in signals.models.items()}
+        return OrjsonResponse({"status": "ready", "model": engine.info.model_id, "signals": models})
     if readiness.load_error:
         body = error_body("load_failed", f"the ASR model failed to load ({readiness.load_error}); see the server log",
                           retryable=False)

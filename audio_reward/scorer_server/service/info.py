@@ -69,6 +69,7 @@ class ServerInfo:
                 "max_batch_size_setting": s.max_batch_size,
                 "note": readiness.batching_note,
             },
+            "signals": pipeline.signals.describe() if pipeline.signals is not None else None,
             "auth": s.api_key is not None,
             "endpoints": list(self.endpoints),
         }

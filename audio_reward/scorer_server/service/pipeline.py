@@ -16,7 +16,7 @@ import contextlib
 import logging
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import soxr
@@ -62,6 +62,9 @@ from .prometheus import ServerMetrics
 from .readiness import Readiness
 from .scheduler import SchedulerClosedError, SchedulerFullError
 
+if TYPE_CHECKING:
+    from .signals import SignalJob, SignalService, SignalValues
+
 log = logging.getLogger(__name__)
 
 
@@ -76,6 +79,8 @@ class PreparedRequest:
     language: str | None
     key: Key | None = None
     """Set when the client named the request: retries with the same id and content are answered once."""
+    signals: SignalJob | None = None
+    """What the request asks of the speaker and quality models (None: nothing)."""
 
 
 def resample_16k(waveform: np.ndarray, sample_rate: int) -> np.ndarray:
@@ -106,6 +111,7 @@ class ScoringPipeline:
         default_language: str | None,
         request_timeout_s: float,
         offload: Offload | None = None,
+        signals: SignalService | None = None,
     ) -> None:
         self.engine = engine
         self.readiness = readiness
@@ -117,6 +123,7 @@ class ScoringPipeline:
         self.default_language = default_language
         self.request_timeout_s = request_timeout_s
         self.offload = offload or Offload()
+        self.signals = signals
 
     # -- preparation (worker thread) -----------------------------------------------------
     def _prepare(self, req: DecodedScoreRequest, request_id: str) -> PreparedRequest:
@@ -128,12 +135,13 @@ class ScoringPipeline:
         language = language_code(req.language or self.default_language)
         self._check_prompt(req.prompt, language)
         self._check_supported(language, req.language)  # 400 before queueing when the model does not transcribe it
+        signals = self.signals.job(req, policy) if self.signals is not None else None
         audio = resample_16k(req.waveform, req.sample_rate)
         key = None
         if req.request_id is not None and self.recent.enabled:
             key = request_key(req.request_id, req.prompt, language, req.sample_rate, req.reward,
                               req.reference_duration_s, waveform=req.waveform)
-        return PreparedRequest(req, audio, policy, req.request_id or request_id, language, key)
+        return PreparedRequest(req, audio, policy, req.request_id or request_id, language, key, signals)
 
     def resolve_language(self, requested: str | None, *, path: str = "$.language") -> str | None:
         """The language code to decode with (the request's, else the server default); 400 if the model lacks it."""
@@ -277,9 +285,12 @@ class ScoringPipeline:
         )
         return out
 
-    def _results(self, pairs: list[tuple[PreparedRequest, Transcription]]) -> list[dict[str, Any]]:
-        """Score transcripts against their prompts; runs in a worker thread."""
-        return [self._result(item, transcription) for item, transcription in pairs]
+    def _results(self, pairs: list[tuple[PreparedRequest, Transcription, SignalValues | None]]) -> list[dict[str, Any]]:
+        """Score transcripts against their prompts, with their signals; runs in a worker thread."""
+        from .signals import add_signals
+
+        return [add_signals(self._result(item, transcription), item.policy, item.signals, values)
+                for item, transcription, values in pairs]
 
     def _count(self, outcome: dict[str, Any] | ServerError, *, joined: bool) -> None:
         """One utterance's outcome in the metrics; an error joined from another request was counted there."""
@@ -298,12 +309,22 @@ class ScoringPipeline:
         not transcribed again: it takes that request's transcript.  A failure
         of the whole call (queue full, not ready, timeout) is raised.
         """
-        transcripts = await self._transcribe_once(items)
-        pairs = [(item, t) for item, (t, _) in zip(items, transcripts, strict=True) if isinstance(t, Transcription)]
+        measuring = self.signals.start_measuring(items, self.request_timeout_s) if self.signals is not None else None
+        try:
+            transcripts = await self._transcribe_once(items)
+        except BaseException:
+            if measuring is not None:
+                measuring.cancel()
+            raise
+        signals = await measuring if measuring is not None else [None] * len(items)
+        pairs = [(item, t, v) for item, (t, _), v in zip(items, transcripts, signals, strict=True)
+                 if isinstance(t, Transcription) and not isinstance(v, ServerError)]
         scored = iter(await self.offload.run(lambda: self._results(pairs)) if pairs else [])
         results: list[dict[str, Any] | ServerError] = []
-        for transcript, joined in transcripts:
-            outcome: dict[str, Any] | ServerError = transcript if isinstance(transcript, ServerError) else next(scored)
+        for (transcript, joined), values in zip(transcripts, signals, strict=True):
+            outcome: dict[str, Any] | ServerError = (
+                transcript if isinstance(transcript, ServerError)
+                else values if isinstance(values, ServerError) else next(scored))
             self._count(outcome, joined=joined)
             results.append(outcome)
         return results

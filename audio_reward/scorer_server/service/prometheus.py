@@ -83,6 +83,17 @@ class ServerMetrics:
             "audio_reward_items", "Scored utterances by outcome (ok or an error code).", ("outcome",), registry=r
         )
         self.ready = Gauge("audio_reward_ready", "1 once the model is loaded and warmed up.", registry=r)
+        self.signal_latency = Histogram(
+            "audio_reward_signal_latency_seconds", "Wall time of one speaker or quality model call.", ("signal",),
+            buckets=_LATENCY_BUCKETS, registry=r,
+        )
+        self.signal_batch_size = Histogram(
+            "audio_reward_signal_batch_size", "Utterances per speaker or quality model call.", ("signal",),
+            buckets=_BATCH_BUCKETS, registry=r,
+        )
+        self.signal_failures = Counter(
+            "audio_reward_signal_failures", "Speaker or quality model calls that raised.", ("signal",), registry=r
+        )
 
     def set_build(self, *, engine: str, model: str) -> None:
         self.build.info({"version": __version__, "engine": engine, "model": model})
@@ -92,6 +103,13 @@ class ServerMetrics:
         self.items.labels("ok").inc()
         self.score.observe(float(result["score"]))
         self.cer.observe(float(result["cer"]))
+
+    def observe_signal_batch(self, signal: str, stats: BatchStats) -> None:
+        """One speaker or quality model call."""
+        self.signal_latency.labels(signal).observe(stats.engine_seconds)
+        self.signal_batch_size.labels(signal).observe(stats.size)
+        if stats.failed:
+            self.signal_failures.labels(signal).inc()
 
     def observe_batch(self, stats: BatchStats) -> None:
         self.batch_size.observe(stats.size)

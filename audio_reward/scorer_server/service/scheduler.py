@@ -93,6 +93,15 @@ def _cancel_if_abandoned(task: asyncio.Task[None], future: asyncio.Future[Transc
         task.cancel()
 
 
+class BatchEngine(Protocol):
+    """What a micro-batch scheduler calls: one awaited call per batch, one result per utterance, in order.
+
+    An ASR engine's ``transcribe``; the signal models (speaker, quality) are fed the same way.
+    """
+
+    async def transcribe(self, batch: Sequence[TranscriptionInput]) -> Sequence[Any]: ...
+
+
 class Scheduler(Protocol):
     """What the scoring routes need from a scheduler."""
 
@@ -121,7 +130,7 @@ class BaseScheduler(ABC):
     latency_weight: ClassVar[float]
     """Weight of the newest engine call in the running latency estimate behind ``Retry-After``."""
 
-    def __init__(self, engine: ASREngine, *, max_queue: int,
+    def __init__(self, engine: BatchEngine, *, max_queue: int,
                  on_batch: Callable[[BatchStats], None] | None = None) -> None:
         self.engine = engine
         self.max_queue = max_queue
@@ -257,7 +266,7 @@ class MicroBatchScheduler(BaseScheduler):
 
     def __init__(
         self,
-        engine: ASREngine,
+        engine: BatchEngine,
         *,
         max_batch_size: int = 16,
         max_wait_s: float = 0.01,

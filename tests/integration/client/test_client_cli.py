@@ -16,7 +16,7 @@ import soundfile as sf
 
 from audio_reward.cli import main
 from audio_reward.scorer_client import ClientSettings
-from audio_reward.scorer_client.eval.evaluate import load_rows, run_eval, summarize
+from audio_reward.scorer_client.eval.evaluate import load_rows, run_eval, summarize, summary_markdown
 from tests.testkit.fault_server import (
     Batch,
     FaultServer,
@@ -177,6 +177,16 @@ def test_summary_follows_seed_tts_eval() -> None:
     assert summary["wer_percent"] == pytest.approx(100 * 3.2 / 4)
     assert summary["score"]["median"] == pytest.approx(0.7)
     assert summary["failures"] == [{"id": "x", "audio": None, "reason": "T", "message": "m"}]
+    assert summary["signals"] == {}  # a server without speaker and quality models answers none
+
+
+def test_summary_gives_the_mean_and_median_of_each_signal_beside_the_cer() -> None:
+    rows = [{"status": "ok", "score": 1.0, "cer": 0.0, "wer": 0.0, "speaker_similarity": sim, "dnsmos_ovrl": mos}
+            for sim, mos in [(0.2, 3.0), (0.6, 3.5), (0.7, 4.0)]]
+    summary = summarize([*rows, {"status": "ok", "score": 1.0, "cer": 0.0, "wer": 0.0, "dnsmos_ovrl": 2.0}])
+    assert summary["signals"]["speaker_similarity"] == {"mean": pytest.approx(0.5), "median": 0.6, "count": 3}
+    assert summary["signals"]["dnsmos_ovrl"] == {"mean": pytest.approx(3.125), "median": 3.25, "count": 4}
+    assert "| speaker_similarity mean / median | 0.5000 / 0.6000 |" in summary_markdown(summary)
 
 
 def test_score_command(

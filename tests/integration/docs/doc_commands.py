@@ -60,6 +60,11 @@ SERVE_TESTS = ("tests/testkit/server.py::running_server", "tests/conftest.py::sc
 INSTALL_TESTS = ("scripts/test.sh", "scripts/test_environments.sh", "tests/integration/docs/test_install_lines.py")
 
 ENTRIES: dict[str, Entry] = {
+    # docs/signals.md
+    "docs/signals.md: pip install -e '.[server,signals]'   # in a checkout (resemblyzer, speechmos)": Covered(
+        *INSTALL_TESTS),
+    "docs/signals.md: audio-reward serve --speaker-model resemblyzer --quality-model dnsmos": Covered(
+        "tests/conftest.py::signals_url"),
     # README.md
     "README.md: python3 -m venv .venv && .venv/bin/pip install -e '.[server]' && .venv/bin/audio-reward serve": Covered(
         *INSTALL_TESTS, *SERVE_TESTS

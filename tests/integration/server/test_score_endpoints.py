@@ -168,8 +168,8 @@ def test_info_reports_model_and_limits(scorer_url: str) -> None:
 
 def test_info_lists_the_endpoints_the_server_serves(scorer_url: str) -> None:
     endpoints = httpx.get(f"{scorer_url}/v1/info").json()["endpoints"]
-    assert endpoints == ["/v1/score", "/score", "/v1/score/batch", "/v1/audio/transcriptions", "/v1/models",
-                         "/v1/info", "/healthz", "/readyz", "/metrics"]
+    assert endpoints == ["/v1/score", "/score", "/v1/score/batch", "/v1/speakers", "/v1/audio/transcriptions",
+                         "/v1/models", "/v1/info", "/healthz", "/readyz", "/metrics"]
     # Each is routed: a GET answers (405 for the POST-only ones), never 404.
     statuses = {path: httpx.get(f"{scorer_url}{path}", timeout=60).status_code for path in endpoints}
     assert 404 not in statuses.values(), statuses

@@ -236,6 +236,26 @@ def test_tts_data_prep_and_preflight_pass(
     assert "FailClosedReplayBuffer: the run stops after 1 failed group(s)" in out
 
 
+def test_tts_data_prep_writes_the_runs_voice_only_when_asked(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    import soundfile as sf
+
+    src = tmp_path / "texts.txt"
+    src.write_text("\n".join(f"Sentence number {i} is spoken aloud." for i in range(4)) + "\n")
+    voice = tmp_path / "voice.wav"
+    sf.write(voice, np.zeros(16_000, dtype=np.float32), 16_000)
+    assert tts_data.main([str(src), "--out-dir", str(tmp_path / "plain"), "--val-size", "1"]) == 0
+    assert tts_data.main([str(src), "--out-dir", str(tmp_path / "voiced"), "--val-size", "1",
+                          "--speaker-reference", str(voice)]) == 0
+    plain = pq.read_table(tmp_path / "plain" / "train.parquet").to_pylist()
+    voiced = pq.read_table(tmp_path / "voiced" / "train.parquet").to_pylist()
+    assert all("speaker_reference_path" not in row["extra_info"] for row in plain)  # off by default
+    assert {row["extra_info"]["speaker_reference_path"] for row in voiced} == {str(voice.resolve())}
+    with pytest.raises(SystemExit):
+        tts_data.main([str(src), "--out-dir", str(tmp_path / "x"), "--speaker-reference", str(tmp_path / "no.wav")])
+
+
 def test_thinker_data_prep_feeds_the_mcq_reward(tmp_path: Path) -> None:
     pytest.importorskip("pyarrow")
     clip = tmp_path / "clips" / "a.wav"

@@ -92,3 +92,31 @@ async def test_reward_function_takes_verl_signature_and_audio_from_extra_info(sc
     finally:
         await close_cached_clients()
     assert result["score"] > 0.85 and result["cer"] < 0.1
+
+
+async def test_a_rows_reference_recording_enters_the_reward(signals_url: str, tmp_path) -> None:
+    import soundfile as sf
+
+    from tests.testkit.speech import espeak_speech
+
+    voice = "en-us+f4"
+    sf.write(tmp_path / "voice.wav", *espeak_speech(TEXTS[2], voice))
+    own, own_rate = espeak_speech(TEXTS[0], voice)
+    other, other_rate = synth_speech(TEXTS[0])
+    reference = str(tmp_path / "voice.wav")
+    samples = [AudioSample(audio, rate, TEXTS[0], "en", sample_id=f"index={i}", speaker_reference=reference)
+               for i, (audio, rate) in enumerate([(own, own_rate), (other, other_rate)])]
+    settings = PluginSettings(server_url=signals_url, reward={"speaker_weight": 0.5},
+                              diagnostics=("cer", "speaker_similarity", "reward_speaker"))
+    scorer = AudioRewardScorer(settings)
+    try:
+        own_r, other_r = await asyncio.gather(*(scorer.score(s) for s in samples))
+        missing = await AudioRewardScorer(PluginSettings(server_url=signals_url, failure_policy="mask")).score(
+            AudioSample(own, own_rate, TEXTS[0], speaker_reference=str(tmp_path / "absent.wav")))
+    finally:
+        await scorer.aclose()
+    assert own_r["reward_extra_info"]["speaker_similarity"] > other_r["reward_extra_info"]["speaker_similarity"] + 0.15
+    for r in (own_r, other_r):
+        info = r["reward_extra_info"]
+        assert r["reward_score"] == pytest.approx(0.5 * r["diagnostics"]["reward_asr"] + 0.5 * info["reward_speaker"])
+    assert math.isnan(missing["reward_score"]) and missing["reward_extra_info"]["score_failed"] == 1.0

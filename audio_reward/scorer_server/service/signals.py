@@ -1,0 +1,351 @@
+"""Speaker similarity and quality for the scoring pipeline, batched beside transcription.
+
+:class:`SignalService` holds the signal models the settings chose
+(:mod:`..signals`), one micro-batch scheduler each (the same :class:`~.scheduler.MicroBatchScheduler`
+as the ASR engine, so concurrent requests share model calls), and the store of
+registered references.  The pipeline asks it, while preparing a request, what
+the request needs (:meth:`SignalService.job`: the reference resolved, or the
+request refused with 400/404 before anything is queued), then runs
+:meth:`SignalService.measure` concurrently with the transcription, so the
+signals add their own time only where they are slower than the ASR.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import numpy as np
+
+from audio_reward.protocol import (
+    PROTOCOL_VERSION,
+    DecodedAudio,
+    DecodedScoreRequest,
+    Limits,
+    ProtocolError,
+    RewardPolicy,
+    decode_speaker_request,
+    parse_json,
+)
+from audio_reward.scoring import compose_reward
+
+from ..engines.base import ENGINE_SAMPLE_RATE, TranscriptionInput
+from ..errors import (
+    BadRequestError,
+    NotReadyError,
+    QueueFullError,
+    RequestTimeoutError,
+    ServerError,
+    ShuttingDownError,
+    SignalError,
+    UnknownSpeakerReferenceError,
+)
+from ..signals.quality import QualityScore, QualityScorer
+from ..signals.references import SpeakerReferenceStore, reference_id
+from ..signals.speaker import MIN_REFERENCE_S, SpeakerEncoder, cosine_similarity
+from .pipeline import PreparedRequest, resample_16k
+from .scheduler import BatchStats, MicroBatchScheduler, SchedulerClosedError, SchedulerFullError
+
+log = logging.getLogger(__name__)
+
+SPEAKER_FLAG = "--speaker-model resemblyzer"
+QUALITY_FLAG = "--quality-model dnsmos"
+
+
+@dataclass(frozen=True)
+class SignalJob:
+    """What one request asks of the signals, resolved before it is queued."""
+
+    reference_id: str | None = None
+    reference_embedding: np.ndarray | None = None
+    """The reference's embedding when it is already known (registered, or inline and seen before)."""
+    reference_audio: np.ndarray | None = None
+    """An inline reference at 16 kHz still to embed (kept in the store afterwards)."""
+    quality: bool = False
+
+
+@dataclass(frozen=True)
+class SignalValues:
+    """One utterance's signals: its similarity to the reference and its DNSMOS, where asked for."""
+
+    speaker_similarity: float | None = None
+    quality: QualityScore | None = None
+
+
+class _ModelCall:
+    """A signal model as the micro-batch scheduler sees it: one awaited call per batch of utterances."""
+
+    def __init__(self, call: Callable[[Sequence[np.ndarray]], Awaitable[Any]]) -> None:
+        self._call = call
+
+    async def transcribe(self, batch: Sequence[TranscriptionInput]) -> Sequence[Any]:
+        return list(await self._call([item.audio for item in batch]))
+
+
+class SignalService:
+    """The speaker and quality models, their schedulers and the reference store; built once per app."""
+
+    def __init__(
+        self,
+        *,
+        speaker: SpeakerEncoder | None,
+        quality: QualityScorer | None,
+        store: SpeakerReferenceStore,
+        limits: Limits,
+        max_batch_size: int,
+        max_queue: int,
+        on_batch: Callable[[str, BatchStats], None] | None = None,
+    ) -> None:
+        self.speaker = speaker
+        self.quality = quality
+        self.store = store
+        self.limits = limits
+        self.max_batch_size = max_batch_size
+        self.max_queue = max_queue
+        self._on_batch = on_batch
+        self._schedulers: dict[str, MicroBatchScheduler] = {}
+
+    @property
+    def models(self) -> dict[str, SpeakerEncoder | QualityScorer]:
+        """The loaded-or-loading models by signal name."""
+        out: dict[str, SpeakerEncoder | QualityScorer] = {}
+        if self.speaker is not None:
+            out["speaker"] = self.speaker
+        if self.quality is not None:
+            out["quality"] = self.quality
+        return out
+
+    # -- life cycle ------------------------------------------------------------------------
+    def load(self) -> None:
+        """Load and warm every model (blocking)."""
+        for model in self.models.values():
+            model.load()
+            model.warmup()
+
+    def start(self) -> None:
+        """Start one micro-batch scheduler per model (on the running loop)."""
+        calls: dict[str, Callable[[Sequence[np.ndarray]], Awaitable[Any]]] = {}
+        if self.speaker is not None:
+            calls["speaker"] = self.speaker.embed
+        if self.quality is not None:
+            calls["quality"] = self.quality.score
+        for name, call in calls.items():
+            scheduler = MicroBatchScheduler(
+                _ModelCall(call), max_batch_size=self.max_batch_size, max_wait_s=0.0, max_queue=self.max_queue,
+                on_batch=functools.partial(self._on_batch, name) if self._on_batch is not None else None,
+            )
+            scheduler.start()
+            self._schedulers[name] = scheduler
+
+    async def close(self, timeout_s: float) -> None:
+        """Finish what is queued, stop the schedulers, then release the models' threads."""
+        for scheduler in self._schedulers.values():
+            await scheduler.close(timeout_s=timeout_s)
+        for model in self.models.values():
+            await asyncio.to_thread(model.close)
+
+    def describe(self) -> dict[str, Any]:
+        """The ``/v1/info`` part: each signal's model, or null when it is off."""
+        out: dict[str, Any] = {}
+        for name in ("speaker", "quality"):
+            model = self.models.get(name)
+            if model is None:
+                out[name] = None
+                continue
+            info = model.info
+            out[name] = {"engine": info.engine, "model_id": info.model_id, "device": info.device,
+                         "extra": dict(info.extra), "ready": name in self._schedulers}
+        out["max_batch_size"] = self.max_batch_size
+        out["speaker_references"] = {"kept": len(self.store), "bytes": self.store.bytes,
+                                     "max_count": self.store.max_entries, "max_bytes": self.store.max_bytes,
+                                     "ttl_s": self.store.ttl_s, "min_reference_s": MIN_REFERENCE_S}
+        return out
+
+    # -- preparation (worker thread) -------------------------------------------------------
+    def _reference_16k(self, audio: DecodedAudio, path: str) -> np.ndarray:
+        if audio.duration_s < MIN_REFERENCE_S:
+            raise BadRequestError(
+                "speaker_reference_too_short",
+                f"the speaker reference holds {audio.duration_s:.2f} s of audio; an embedding needs at least "
+                f"{MIN_REFERENCE_S:g} s",
+                path=path,
+            )
+        return resample_16k(audio.waveform, audio.sample_rate)
+
+    def _require_speaker(self, path: str) -> SpeakerEncoder:
+        if self.speaker is None:
+            raise BadRequestError(
+                "signal_unavailable",
+                f"speaker similarity is off on this server: start it with {SPEAKER_FLAG} (the signals extra) "
+                "or a WavLMForXVector model",
+                path=path,
+            )
+        return self.speaker
+
+    def job(self, req: DecodedScoreRequest, policy: RewardPolicy) -> SignalJob | None:
+        """What ``req`` needs of the signals; 400 or 404 for what cannot be measured.  Blocking (resampling)."""
+        has_reference = req.speaker_reference_id is not None or req.speaker_reference is not None
+        if policy.needs_speaker and not has_reference:
+            raise BadRequestError(
+                "missing_speaker_reference",
+                "the reward policy weighs speaker similarity (speaker_weight or speaker_floor) but the request "
+                "names no reference: send speaker_reference_id or speaker_reference_audio_base64",
+                path="$.reward",
+            )
+        if policy.quality_weight > 0 and self.quality is None:
+            raise BadRequestError(
+                "signal_unavailable",
+                f"the reward policy weighs speech quality but quality scoring is off on this server: start it "
+                f"with {QUALITY_FLAG} (the signals extra)",
+                path="$.reward.quality_weight",
+            )
+        quality = self.quality is not None
+        if req.speaker_reference_id is not None:
+            self._require_speaker("$.speaker_reference_id")
+            embedding = self.store.get(req.speaker_reference_id)
+            if embedding is None:
+                raise UnknownSpeakerReferenceError(
+                    f"speaker reference {req.speaker_reference_id} is not registered here (never registered, or "
+                    "evicted): register the recording again with POST /v1/speakers",
+                    path="$.speaker_reference_id",
+                )
+            return SignalJob(req.speaker_reference_id, reference_embedding=embedding, quality=quality)
+        if req.speaker_reference is not None:
+            path = "$.speaker_reference_audio_base64"
+            self._require_speaker(path)
+            audio = self._reference_16k(req.speaker_reference, path)
+            key = reference_id(audio)
+            known = self.store.get(key)
+            return SignalJob(key, reference_embedding=known, reference_audio=None if known is not None else audio,
+                             quality=quality)
+        return SignalJob(quality=True) if quality else None
+
+    # -- the models --------------------------------------------------------------------------
+    def _submit(self, name: str, audio: list[np.ndarray]) -> list[asyncio.Future[Any]]:
+        scheduler = self._schedulers.get(name)
+        if scheduler is None:
+            raise NotReadyError(f"the {name} model is still loading", retry_after_s=5)
+        try:
+            return cast(list[asyncio.Future[Any]], scheduler.submit_many([TranscriptionInput(a) for a in audio]))
+        except SchedulerFullError as exc:
+            raise QueueFullError(f"the {name} model's queue is full", retry_after_s=exc.retry_after_s) from None
+        except SchedulerClosedError as exc:
+            raise ShuttingDownError(str(exc), retry_after_s=5) from None
+
+    async def measure(self, audio: Sequence[np.ndarray], jobs: Sequence[SignalJob | None]) -> list[SignalValues]:
+        """Each item's signals (``audio`` at 16 kHz); raises :class:`ServerError` if a model call fails."""
+        speaker_items = [i for i, job in enumerate(jobs) if job is not None and job.reference_id is not None]
+        inline = [i for i in speaker_items if jobs[i] is not None and cast(SignalJob, jobs[i]).reference_audio
+                  is not None]
+        quality_items = [i for i, job in enumerate(jobs) if job is not None and job.quality]
+        speaker_audio = [audio[i] for i in speaker_items] + [cast(np.ndarray, cast(SignalJob, jobs[i]).reference_audio)
+                                                             for i in inline]
+        waits: list[asyncio.Future[Any]] = []
+        if speaker_audio:
+            waits += self._submit("speaker", speaker_audio)
+        if quality_items:
+            waits += self._submit("quality", [audio[i] for i in quality_items])
+        outcomes = await _outcomes(waits, "a speaker or quality model failed on this request's batch")
+        embeddings = outcomes[:len(speaker_audio)]
+        qualities = outcomes[len(speaker_audio):]
+        references: dict[int, np.ndarray] = {}
+        for position, i in enumerate(inline):
+            embedding = embeddings[len(speaker_items) + position]
+            job = cast(SignalJob, jobs[i])
+            self.store.put(cast(str, job.reference_id), embedding)
+            references[i] = embedding
+        similarity: dict[int, float] = {}
+        for position, i in enumerate(speaker_items):
+            job = cast(SignalJob, jobs[i])
+            reference = job.reference_embedding if job.reference_embedding is not None else references[i]
+            similarity[i] = cosine_similarity(embeddings[position], reference)
+        quality = dict(zip(quality_items, qualities, strict=True))
+        return [SignalValues(similarity.get(i), quality.get(i)) for i in range(len(jobs))]
+
+    def start_measuring(
+        self, items: Sequence[PreparedRequest], timeout_s: float
+    ) -> asyncio.Task[list[SignalValues | ServerError | None]] | None:
+        """Start measuring ``items``' signals beside their transcription; None when none asks for any."""
+        jobs = [item.signals for item in items]
+        if not any(job is not None for job in jobs):
+            return None
+        return asyncio.ensure_future(self._measure_each([item.audio for item in items], jobs, timeout_s))
+
+    async def _measure_each(self, audio: list[np.ndarray], jobs: list[SignalJob | None],
+                            timeout_s: float) -> list[SignalValues | ServerError | None]:
+        """Each item's signals, or the error every item with a job shares when the call failed."""
+        try:
+            values: list[SignalValues] = await asyncio.wait_for(self.measure(audio, jobs), timeout_s)
+        except asyncio.TimeoutError:
+            error: ServerError = RequestTimeoutError(
+                f"the speaker and quality models took longer than the server's limit of {timeout_s:g} s")
+        except ServerError as exc:
+            error = exc
+        else:
+            return [value if job is not None else None for value, job in zip(values, jobs, strict=True)]
+        return [error if job is not None else None for job in jobs]
+
+    # -- registration -----------------------------------------------------------------------
+    def _prepare_registration(self, body: bytes) -> np.ndarray:
+        try:
+            audio = decode_speaker_request(parse_json(body), self.limits)
+        except ProtocolError as exc:
+            raise BadRequestError.from_protocol(exc) from None
+        self._require_speaker("$")
+        path = f"$.{audio.encoding}"
+        return self._reference_16k(audio, path)
+
+    async def register(self, body: bytes) -> dict[str, Any]:
+        """A ``POST /v1/speakers`` body → ``{"speaker_reference_id", ...}``; the embedding is kept in the store."""
+        audio = await asyncio.to_thread(self._prepare_registration, body)
+        key = reference_id(audio)
+        if self.store.get(key) is None:
+            waits = self._submit("speaker", [audio])
+            (embedding,) = await _outcomes(waits, "the speaker model failed on this reference")
+            self.store.put(key, embedding)
+        speaker = cast(SpeakerEncoder, self.speaker)
+        return {"speaker_reference_id": key, "protocol_version": PROTOCOL_VERSION,
+                "duration_s": audio.shape[0] / ENGINE_SAMPLE_RATE, "model": speaker.info.model_id,
+                "ttl_s": self.store.ttl_s}
+
+
+
+async def _outcomes(waits: list[asyncio.Future[Any]], failed: str) -> list[Any]:
+    """The models' answers; a model's failure is a 500 ``signal_error`` (its own message goes to the log)."""
+    try:
+        return list(await asyncio.gather(*waits))
+    except SchedulerClosedError as exc:
+        raise ShuttingDownError(str(exc), retry_after_s=5) from None
+    except Exception as exc:  # noqa: BLE001 - whatever the model raised is this request's signal_error
+        log.error("signal model failed", extra={"error": repr(exc)})
+        raise SignalError(failed) from None
+
+
+def add_signals(out: dict[str, Any], policy: RewardPolicy, job: SignalJob | None,
+                values: SignalValues | None) -> dict[str, Any]:
+    """``out`` (a scored result) with its signals, and its score shared with them per ``policy``.
+
+    Without signals ``out`` is returned as it is, so a request that asks for none gets the same keys as before.
+    """
+    if job is None or values is None:
+        return out
+    quality = values.quality
+    composed = compose_reward(policy, float(out["score"]), speaker_similarity=values.speaker_similarity,
+                              quality_mos=quality.ovrl if quality is not None else None)
+    out["score"] = composed.score
+    out["reward_asr"] = composed.asr
+    if values.speaker_similarity is not None:
+        out["speaker_similarity"] = values.speaker_similarity
+        out["speaker_reference_id"] = job.reference_id
+        out["reward_speaker"] = composed.speaker_term
+        out["speaker_weight"] = policy.speaker_weight
+        out["speaker_floor_applied"] = composed.speaker_floor_applied
+    if quality is not None:
+        out.update(quality.fields())
+        out["reward_quality"] = composed.quality_term
+        out["quality_weight"] = policy.quality_weight
+    return out

@@ -1,0 +1,81 @@
+"""What every signal model shares: a name, what ``/v1/info`` reports, loading, and its own thread."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+
+from audio_reward.extras import is_missing_dependency, missing_extra_message
+
+SIGNALS_EXTRA = "signals"
+"""The pyproject extra that installs the offline signal models (resemblyzer, speechmos)."""
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class SignalInfo:
+    """What ``/v1/info`` and the responses say about a signal's model."""
+
+    signal: str
+    """``speaker`` or ``quality``."""
+    engine: str
+    model_id: str
+    device: str = "cpu"
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+class SignalModel(ABC):
+    """A model that turns a batch of 16 kHz mono float32 utterances into one value each.
+
+    ``load`` runs once before serving; the batch methods of the subclasses block
+    and run on the model's own single thread (:meth:`run`), so the event loop and
+    the ASR engine's threads never wait on it.
+    """
+
+    info: SignalInfo
+
+    def __init__(self) -> None:
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=type(self).__name__)
+
+    @abstractmethod
+    def load(self) -> None:
+        """Load the weights (blocking); raise with a clear message if they are missing."""
+
+    @abstractmethod
+    def warmup(self) -> None:
+        """One short batch, so the first request pays no lazy start-up."""
+
+    async def run(self, fn: Callable[[Sequence[np.ndarray]], T], batch: Sequence[np.ndarray]) -> T:
+        """``fn(batch)`` on the model's thread."""
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, list(batch))
+
+    def close(self) -> None:
+        """Stop the model's thread."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def import_backend(module: str, what: str, extra: str = SIGNALS_EXTRA) -> Any:
+    """The signal's backend ``module``, or ImportError naming the extra that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if not is_missing_dependency(exc):
+            raise
+        raise ImportError(missing_extra_message(extra, what, exc)) from exc
+
+
+def torch_device(device: str) -> str:
+    """``auto`` as cuda when a GPU is visible, else cpu; other names as given."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"

@@ -1,0 +1,96 @@
+"""The signal models on their real weights: a batch gives what each package computes one clip at a time.
+
+resemblyzer's ``VoiceEncoder.embed_utterance`` and speechmos's ``dnsmos.run`` are the references; the
+hub-model path (transformers ``WavLMForXVector``) runs on a tiny random checkpoint built from its config.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from audio_reward.scorer_server.signals.quality import DnsmosScorer, create_quality_scorer
+from audio_reward.scorer_server.signals.speaker import (
+    ResemblyzerEncoder,
+    WavLMXVectorEncoder,
+    cosine_similarity,
+    create_speaker_encoder,
+)
+from tests.testkit.speech import SENTENCES, speech_16k, tone
+
+
+@pytest.fixture(scope="module")
+def clips() -> list[np.ndarray]:
+    return [speech_16k(SENTENCES[0]), speech_16k(SENTENCES[1])[: 16_000 * 2], tone(1.3, hz=300.0)]
+
+
+@pytest.fixture(scope="module")
+def resemblyzer_encoder() -> ResemblyzerEncoder:
+    pytest.importorskip("resemblyzer", reason="the signals extra (resemblyzer) is not installed")
+    encoder = create_speaker_encoder("resemblyzer")
+    assert isinstance(encoder, ResemblyzerEncoder)
+    encoder.load()
+    return encoder
+
+
+def test_resemblyzer_batch_equals_embed_utterance_clip_by_clip(resemblyzer_encoder: ResemblyzerEncoder,
+                                                              clips: list[np.ndarray]) -> None:
+    from resemblyzer import preprocess_wav
+
+    speech = clips[:2]
+    batch = resemblyzer_encoder.embed_sync(speech)
+    assert batch.shape == (len(speech), 256)
+    for row, clip in zip(batch, speech, strict=True):
+        alone = resemblyzer_encoder._encoder.embed_utterance(preprocess_wav(clip))
+        np.testing.assert_allclose(row, alone, atol=1e-5)
+        assert np.linalg.norm(row) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_audio_without_voice_embeds_as_the_zero_vector(resemblyzer_encoder: ResemblyzerEncoder,
+                                                        clips: list[np.ndarray]) -> None:
+    # Silence, and a tone that resemblyzer's voice detection trims away entirely.
+    silent, hum, speech = resemblyzer_encoder.embed_sync([np.zeros(16_000 * 2, dtype=np.float32), clips[2], clips[0]])
+    assert not silent.any() and not hum.any()
+    assert cosine_similarity(silent, speech) == 0.0
+
+
+def test_dnsmos_batch_equals_speechmos_clip_by_clip(clips: list[np.ndarray]) -> None:
+    pytest.importorskip("speechmos", reason="the signals extra (speechmos) is not installed")
+    from speechmos import dnsmos
+
+    scorer = create_quality_scorer("dnsmos")
+    assert isinstance(scorer, DnsmosScorer)
+    scorer.load()
+    long = np.concatenate([clips[0]] * 4)  # 12 s: several windows of its own
+    for clip, score in zip([*clips, long], scorer.score_sync([*clips, long]), strict=True):
+        reference = dnsmos.run(clip, 16_000)
+        assert score.ovrl == pytest.approx(reference["ovrl_mos"], abs=1e-4)
+        assert score.sig == pytest.approx(reference["sig_mos"], abs=1e-4)
+        assert score.bak == pytest.approx(reference["bak_mos"], abs=1e-4)
+        assert score.p808 == pytest.approx(reference["p808_mos"], abs=1e-4)
+
+
+def test_an_unknown_quality_model_is_refused() -> None:
+    assert create_quality_scorer("none") is None and create_speaker_encoder("none") is None
+    with pytest.raises(ValueError, match="unknown quality model 'pesq'"):
+        create_quality_scorer("pesq")
+
+
+def test_a_wavlm_xvector_checkpoint_loads_and_embeds_through_the_interface(tmp_path: Path,
+                                                                           clips: list[np.ndarray]) -> None:
+    pytest.importorskip("transformers", reason="the transformers extra is not installed")
+    from tests.testkit.random_checkpoints import build_random_wavlm_xvector
+
+    folder = build_random_wavlm_xvector(tmp_path / "wavlm-sv")
+    encoder = create_speaker_encoder(str(folder))
+    assert isinstance(encoder, WavLMXVectorEncoder)
+    encoder.load()
+    encoder.warmup()
+    assert encoder.info.engine == "wavlm-xvector" and encoder.dimensions == 24
+    batch = encoder.embed_sync(clips)
+    assert batch.shape == (len(clips), 24)
+    np.testing.assert_allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(encoder.embed_sync([clips[1]])[0], encoder.embed_sync([clips[1]])[0])
+    encoder.close()
