@@ -94,6 +94,8 @@ async def _load_engine(app: FastAPI) -> None:
         on_batch=server_metrics.observe_batch,
     )
     batcher.start()
+    if engine.scheduler_stats():
+        server_metrics.watch_engine_scheduler(engine.scheduler_stats)
     readiness.started_scheduler = batcher
     readiness.ready = True
     server_metrics.ready.set(1)

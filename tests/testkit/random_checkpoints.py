@@ -6,9 +6,12 @@ decode caps.  Where the real weights cannot be downloaded, these builders
 write folders of the right architecture and size with random weights: the
 transcripts are garbage, the mechanics and the speed are real.
 
-``size="tiny"`` is small enough for CPU tests; ``size="full"`` matches the
+``size="tiny"`` is small enough for CPU tests (its decoder heads are 32 wide,
+the smallest head size vLLM's CPU attention takes); ``size="full"`` matches the
 published model's shapes (Whisper large-v3, Qwen3-ASR-0.6B) for GPU speed
 measurements.
+
+    python -m tests.testkit.random_checkpoints whisper --out DIR     # or qwen3_asr; --help for the rest
 
 ``never_stop=True`` zeroes the output-embedding rows of the end-of-text
 tokens (the output projection is tied to them), so their logit is exactly
@@ -97,7 +100,7 @@ def build_random_qwen3_asr(out_dir: str | Path, size: Size = "tiny", seed: int =
         audio = {"num_mel_bins": 128, "encoder_layers": 2, "encoder_attention_heads": 2, "encoder_ffn_dim": 64,
                  "d_model": 32, "output_dim": 48, "downsample_hidden_size": 16}
         text = {"vocab_size": 512, "hidden_size": 48, "intermediate_size": 96, "num_hidden_layers": 2,
-                "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 12, "max_position_embeddings": 4096,
+                "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "max_position_embeddings": 4096,
                 "tie_word_embeddings": True}
     else:  # Qwen3-ASR-0.6B shapes: an 18-layer audio encoder and the Qwen3-0.6B decoder
         audio = {"num_mel_bins": 128, "encoder_layers": 18, "encoder_attention_heads": 14, "encoder_ffn_dim": 3584,
@@ -153,8 +156,8 @@ def build_random_whisper(out_dir: str | Path, size: Size = "tiny", seed: int = 0
     src = Path(tokenizer_from)
     base_config = json.loads((src / "config.json").read_text(encoding="utf-8"))
     shapes = (
-        {"d_model": 64, "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 4,
-         "decoder_attention_heads": 4, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128, "num_mel_bins": 80}
+        {"d_model": 64, "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 2,
+         "decoder_attention_heads": 2, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128, "num_mel_bins": 80}
         if size == "tiny" else
         {"d_model": 1280, "encoder_layers": 32, "decoder_layers": 32, "encoder_attention_heads": 20,
          "decoder_attention_heads": 20, "encoder_ffn_dim": 5120, "decoder_ffn_dim": 5120, "num_mel_bins": 128}
@@ -180,3 +183,34 @@ def _save(out: Path, model: Any, processor: Any, marker: dict[str, Any]) -> Path
     processor.save_pretrained(out)
     (out / "random_init.json").write_text(json.dumps(marker))
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tests.testkit.random_checkpoints ARCH --out DIR``: one random checkpoint folder."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tests.testkit.random_checkpoints", description=main.__doc__)
+    parser.add_argument("arch", choices=["whisper", "qwen3_asr"])
+    parser.add_argument("--out", type=Path, required=True, help="folder to write (created)")
+    parser.add_argument("--size", choices=["tiny", "full"], default="tiny")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--never-stop", action="store_true", help="greedy decoding never ends before the cap")
+    parser.add_argument("--device", default=None, help="build on this device (cuda builds full sizes fast)")
+    parser.add_argument("--tokenizer-from", default="base",
+                        help="Whisper only: a transformers Whisper folder, or a packaged name (default: base, "
+                             "multilingual) converted first")
+    args = parser.parse_args(argv)
+    if args.arch == "qwen3_asr":
+        out = build_random_qwen3_asr(args.out, args.size, args.seed, never_stop=args.never_stop, device=args.device)
+    else:
+        from audio_reward.scorer_server.engines.checkpoints import resolve_transformers_checkpoint
+
+        tokenizer_from = resolve_transformers_checkpoint(args.tokenizer_from).path
+        out = build_random_whisper(args.out, args.size, args.seed, tokenizer_from, never_stop=args.never_stop,
+                                   device=args.device)
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

