@@ -41,7 +41,9 @@ from audio_reward.scorer_server.engines.checkpoints import (  # noqa: E402
     resolve_transformers_checkpoint,
 )
 from audio_reward.scorer_server.engines.vllm_engine import (  # noqa: E402
+    LANGUAGE_FIRST_ARG,
     VLLMEngine,
+    language_first,
     parse_qwen3_asr_output,
     qwen3_asr_prompt,
     whisper_decoder_prompt,
@@ -109,6 +111,9 @@ class TransformersBackedClient:
                 new: list[int] = []
                 for _ in range(params.max_tokens):
                     logits = self.model(encoder_outputs=enc, decoder_input_ids=torch.tensor([ids])).logits[0, -1]
+                    spec = (getattr(params, "extra_args", None) or {}).get(LANGUAGE_FIRST_ARG)
+                    if spec:  # what the engine's logits processor does inside vLLM
+                        logits = language_first(spec["languages"], spec["then"])(new, logits.clone())
                     if getattr(params, "allowed_token_ids", None):
                         mask = torch.full_like(logits, float("-inf"))
                         mask[params.allowed_token_ids] = 0
@@ -187,14 +192,21 @@ async def test_whisper_batch_is_submitted_concurrently_and_transcribed(sentences
     assert client.shut_down
 
 
-async def test_whisper_language_detected_with_one_constrained_token(sentences_16k: list[np.ndarray]) -> None:
+async def test_whisper_language_detected_in_the_same_request(sentences_16k: list[np.ndarray]) -> None:
     engine, client = make_engine("base")
     (out,) = await engine.transcribe([TranscriptionInput(sentences_16k[0], None)])
-    detect, transcribe = client.calls
-    assert detect[0]["decoder_prompt"] == "<|startoftranscript|>" and detect[1].max_tokens == 1
-    assert 50259 in detect[1].allowed_token_ids and len(detect[1].allowed_token_ids) == 99
-    assert transcribe[0]["decoder_prompt"].startswith("<|startoftranscript|><|en|>")
+    ((prompt, params, _),) = client.calls  # one request: no separate detection request
+    assert prompt["decoder_prompt"] == "<|startoftranscript|>"
+    spec = params.extra_args[LANGUAGE_FIRST_ARG]
+    assert 50259 in spec["languages"] and len(spec["languages"]) == 99
+    assert spec["then"] == [50359, 50363]  # <|transcribe|><|notimestamps|>
+    assert params.max_tokens == max_new_tokens_for(sentences_16k[0].shape[0] / 16000) + 3
     assert out.language == "en" and "fox" in out.text.lower()
+    assert engine.engine_args("/m")["logits_processors"] == [
+        "audio_reward.scorer_server.engines.vllm_language:WhisperLanguageFirst"]
+    forced, _ = make_engine("base")
+    (same,) = await forced.transcribe([TranscriptionInput(sentences_16k[0], "en")])
+    assert same.text == out.text and same.num_tokens == out.num_tokens
 
 
 async def test_english_only_whisper_gets_no_language_token(sentences_16k: list[np.ndarray]) -> None:

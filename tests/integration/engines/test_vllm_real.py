@@ -33,9 +33,9 @@ import pytest
 
 pytest.importorskip("vllm", reason="needs vLLM: scripts/envs/vllm_cpu.sh builds its environment")
 
-from audio_reward.protocol import encode_f32  # noqa: E402
-from tests.testkit.probes import read_metrics  # noqa: E402
-from tests.testkit.server import ServerHandle, running_server  # noqa: E402
+from audio_reward.protocol import encode_f32
+from tests.testkit.probes import read_metrics
+from tests.testkit.server import ServerHandle, running_server
 
 MAX_NUM_SEQS = 64
 MAX_QUEUE = 16
@@ -107,11 +107,17 @@ def test_a_request_without_language_is_detected_on_the_multilingual_checkpoint(s
     buf = io.BytesIO()
     sf.write(buf, noise(2.0, seed=3), 16000, format="WAV")
     model = httpx.get(f"{server.url}/v1/models", timeout=10).json()["data"][0]["id"]
+    before = scheduler(server.url)["finished"]
     r = httpx.post(f"{server.url}/v1/audio/transcriptions", files={"file": ("a.wav", buf.getvalue(), "audio/wav")},
                    data={"model": model, "response_format": "verbose_json"}, timeout=60)
     assert r.status_code == 200, r.text
     detected = r.json()["language"]
     assert detected.isalpha() and 2 <= len(detected) <= 3, r.json()  # the code of one of the language tokens
+    # One vLLM request did both (the language is its first decode step), not a detection request and a second one.
+    assert scheduler(server.url)["finished"] - before == 1
+    forced = httpx.post(f"{server.url}/v1/audio/transcriptions", files={"file": ("a.wav", buf.getvalue(), "audio/wav")},
+                        data={"model": model, "language": detected}, timeout=60)
+    assert forced.json()["text"] == r.json()["text"]  # the same decode as with that language given
 
 
 async def test_sixteen_concurrent_requests_run_in_vllm_at_once(server: ServerHandle) -> None:
@@ -119,7 +125,7 @@ async def test_sixteen_concurrent_requests_run_in_vllm_at_once(server: ServerHan
     async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=32)) as client:
         answers = await asyncio.gather(*(client.post(f"{server.url}/v1/score", json=b) for b in bodies))
     assert {a.status_code for a in answers} == {200}
-    stats = scheduler(server.url)
+    stats = await asyncio.to_thread(scheduler, server.url)
     assert stats["peak_running"] > 1, stats  # vLLM's scheduler ran several sequences in one step
     assert stats["running"] == 0 and stats["waiting"] == 0
 
@@ -141,17 +147,17 @@ async def test_admission_bound_429_and_504_abort_inside_vllm(server: ServerHandl
     assert all(a.json()["error"]["code"] == "timeout" for a in timed_out)
     assert all_answered < TIMEOUT_S + 5
     # vLLM held exactly max_num_seqs sequences (the server's bound), never more.
-    stats = scheduler(server.url)
+    stats = await asyncio.to_thread(scheduler, server.url)
     assert stats["peak_running"] == MAX_NUM_SEQS, stats
     # Finishing 64 such clips takes about 13 s here (and the 16 queued ones as long again); aborted, vLLM is
     # empty within a few seconds of the 504s.
     deadline = time.monotonic() + 4.0
     while time.monotonic() < deadline:
-        stats = scheduler(server.url)
+        stats = await asyncio.to_thread(scheduler, server.url)
         if stats["running"] == 0 and stats["waiting"] == 0 and stats.get("unfinished", 0) == 0:
             break
         await asyncio.sleep(0.1)
     assert stats["running"] == 0 and stats["waiting"] == 0 and stats.get("unfinished", 0) == 0, stats
     # And it still serves.
-    r = httpx.post(f"{server.url}/v1/score", json=score_body(noise(1.0)), timeout=60)
+    r = await asyncio.to_thread(httpx.post, f"{server.url}/v1/score", json=score_body(noise(1.0)), timeout=60)
     assert r.status_code == 200, r.text
