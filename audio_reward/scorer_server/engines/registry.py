@@ -31,6 +31,7 @@ ENGINES: dict[str, str] = {
     "faster-whisper": "audio_reward.scorer_server.engines.faster_whisper_engine:FasterWhisperEngine",
     "transformers": "audio_reward.scorer_server.engines.transformers_engine:TransformersEngine",
     "vllm": "audio_reward.scorer_server.engines.vllm_engine:VLLMEngine",
+    "funasr": "audio_reward.scorer_server.engines.funasr_engine:FunASREngine",
 }
 
 
@@ -39,6 +40,7 @@ ENGINE_EXTRAS: dict[str, str] = {
     "faster-whisper": "server",
     "transformers": "transformers",
     "vllm": "vllm",
+    "funasr": "funasr",
 }
 
 

@@ -31,7 +31,10 @@ def test_presets_fix_engine_model_normalizer_and_language() -> None:
     assert ServerSettings(preset="fast-en", model="base").model == "base"  # a flag beats the preset
     assert get_preset("qwen3-asr").model_for("vllm") == "Qwen/Qwen3-ASR-1.7B"
     assert get_preset("seed-tts-eval-en").model_for("transformers") == "openai/whisper-large-v3"
-    assert set(PRESETS) == {"seed-tts-eval-en", "qwen3-asr", "fast-en"}
+    s = ServerSettings(preset="seed-tts-eval-zh")
+    assert (s.engine, s.model, s.normalizer, s.language, s.beam_size) == (
+        "funasr", "paraformer-zh", "seed-tts-eval", "zh", 1)
+    assert set(PRESETS) == {"seed-tts-eval-en", "seed-tts-eval-zh", "qwen3-asr", "fast-en"}
     with pytest.raises(ValueError, match="available"):
         get_preset("nope")
 
