@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -75,7 +76,9 @@ class FunASREngine(ThreadedEngine):
         super().__init__(workers=1)
         self.config = config
         self.options = resolve_engine_options("funasr", self.OPTIONS, config.options)
-        self._folder = model_folder(config.model)  # before anything starts: a missing folder is one line
+        if find_spec("funasr") is None:  # before anything starts: one line naming the extra, then the folder
+            raise ImportError(missing_extra_message("funasr", "the funasr engine", ModuleNotFoundError(name="funasr")))
+        self._folder = model_folder(config.model)
         self._model: Any = None
         self.info = EngineInfo("funasr", config.model, device=config.device)
 
@@ -91,10 +94,7 @@ class FunASREngine(ThreadedEngine):
         if self.config.beam_size != 1:
             raise ValueError("the funasr engine decodes Paraformer greedily: set beam_size to 1")
         folder = self._folder
-        try:
-            from funasr import AutoModel
-        except ModuleNotFoundError as exc:
-            raise ImportError(missing_extra_message("funasr", "the funasr engine", exc)) from None
+        from funasr import AutoModel
         device = "cuda" if self.config.device in ("cuda", "auto") else self.config.device
         threads = self.config.cpu_threads or min(4, os.cpu_count() or 1)
         self._model = AutoModel(model=str(folder), device=device, ncpu=threads, disable_update=True,
