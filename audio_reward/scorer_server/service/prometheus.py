@@ -9,7 +9,7 @@ and they made up a third of the exposition.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from prometheus_client import (
@@ -23,6 +23,8 @@ from prometheus_client import (
     ProcessCollector,
     disable_created_metrics,
 )
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from audio_reward import __version__
 
@@ -35,6 +37,23 @@ _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 _BATCH_AUDIO_BUCKETS = (1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
 _SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0)
 _CER_BUCKETS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0)
+
+
+class EngineSchedulerCollector(Collector):
+    """``audio_reward_engine_scheduler_requests{state=...}``: the engine's own scheduler counts, read at scrape."""
+
+    def __init__(self, stats: Callable[[], Mapping[str, float]]) -> None:
+        self._stats = stats
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "audio_reward_engine_scheduler_requests",
+            "Requests inside a self-scheduling engine by state, as its own scheduler reports them "
+            "(vLLM: running, waiting, unfinished; peak_running and finished: since start).",
+            labels=("state",))
+        for state, value in sorted(self._stats().items()):
+            family.add_metric((state,), value)
+        yield family
 
 
 class ServerMetrics:
@@ -94,6 +113,10 @@ class ServerMetrics:
         self.signal_failures = Counter(
             "audio_reward_signal_failures", "Speaker or quality model calls that raised.", ("signal",), registry=r
         )
+
+    def watch_engine_scheduler(self, stats: Callable[[], Mapping[str, float]]) -> None:
+        """Export ``stats`` (an engine's :meth:`~..engines.ASREngine.scheduler_stats`) on every scrape."""
+        self.registry.register(EngineSchedulerCollector(stats))
 
     def set_build(self, *, engine: str, model: str) -> None:
         self.build.info({"version": __version__, "engine": engine, "model": model})

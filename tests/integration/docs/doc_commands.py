@@ -105,6 +105,14 @@ ENTRIES: dict[str, Entry] = {
         "the vLLM extra is for GPU machines"
     ),
     "docs/scaling.md: python -m bench.engine_throughput prepare --assets bench/.gpu-assets": Skip("a GPU benchmark"),
+    "docs/scaling.md: bash scripts/envs/vllm_cpu.sh .venv-vllm": Skip(
+        "a benchmark (minutes of CPU; speed figures live in bench/, not in tests); scripts/test.sh builds the same "
+        "environment and runs the vLLM tier in it"
+    ),
+    "docs/scoring.md: audio-reward serve --preset seed-tts-eval-zh --model DIR": Covered(
+        "tests/integration/engines/test_funasr_engine.py::test_preset_scores_chinese_with_the_benchmarks_transcript",
+        "tests/integration/engines/test_funasr_engine.py::test_the_hub_name_without_a_local_folder_is_one_line",
+    ),
     # docs/scoring.md
     "docs/scoring.md: $ cat transcripts.jsonl": Covered(
         "tests/integration/scoring/test_scoring_docs.py::test_the_error_rate_example_prints_what_the_doc_shows"

