@@ -57,7 +57,7 @@ from ...model_folder import (
 )
 from ...tts_speaker import read_speaker_embedding
 from .._parquet import normalize_text
-from ..launch import TTS_MAX_FRAMES, TTS_SAMPLING
+from ..overrides import TTS_MAX_FRAMES, TTS_SAMPLING
 
 DEFAULT_LANGUAGE = "Auto"
 """verl-omni's Qwen3-TTS RL trains with ``tts_language=Auto`` only (``require_auto_language``)."""
