@@ -4,8 +4,9 @@ Both recipes run verl-omni's own entry point, ``python -m
 verl_omni.trainer.main_omni``, with the recipe expressed as command-line
 overrides on its standard ``omni_trainer`` config (``omni_trainer.yaml`` sets
 ``hydra.searchpath``, so it must stay the primary config: no recipe YAML, no
-``--config-path``).  ``run.sh``, ``audio-reward preflight`` and the tests all
-read :func:`plan`, so what is checked is what launches.
+``--config-path``), rendered from the recipe's table in :mod:`.overrides`.
+``run.sh``, ``audio-reward preflight`` and the tests all read :func:`plan`, so
+what is checked is what launches.
 
     python -m audio_reward.trainer_plugin.recipes.launch qwen3_tts_grpo [OVERRIDES...]
 

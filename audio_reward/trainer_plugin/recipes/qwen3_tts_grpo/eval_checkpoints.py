@@ -22,7 +22,7 @@ does (Base task, x-vector-only voice clone from the run's speaker embedding,
 the run's ``tts_language``, non-streaming) and decodes as it does: codec-0
 sampled with the recipe's rollout temperature, top-p and top-k, at most the
 recipe's ``data.max_response_length`` frames, repetition penalty 1 (both
-read from ``recipes/launch.py``, so they cannot drift apart).  Each text is
+read from ``recipes/overrides.py``, so they cannot drift apart).  Each text is
 sampled ``--samples`` times (default 4), each sample under its own fixed
 seed, so reruns agree and a before/after difference comes with its spread:
 ``eval_results.json`` holds each checkpoint's ``sem_cer``.  ``--greedy``
