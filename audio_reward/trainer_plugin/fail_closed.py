@@ -36,14 +36,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
+from ._verl import replay_buffers
 
-try:
-    from verl.trainer.ppo.v1.replay_buffer import ReplayBufferAsync
-except ImportError:
-    # verl before its async buffer (verl-omni's pin 8a694930, 0.9.0.dev0) has one ReplayBuffer for every
-    # trainer mode, which samples failed groups as they are (its replay_buffer.py lines 142-150, 220-223).
-    ReplayBufferAsync = ReplayBuffer
+ReplayBuffer: Any
+ReplayBufferAsync: Any
+ReplayBuffer, ReplayBufferAsync = replay_buffers()
 
 logger = logging.getLogger(__name__)
 

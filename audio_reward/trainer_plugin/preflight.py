@@ -27,6 +27,34 @@ from typing import Any
 from ..protocol import SUPPORTED_VERSIONS
 from ..scorer_client.settings import endpoint_of
 from ..settings_flags import one_line
+from .recipes.launch import EXTERNAL_MODULES
+from .recipes.overrides import (
+    ADV_ESTIMATOR,
+    FAIL_CLOSED_MODULE,
+    GROUP_SIZE,
+    LOAD_FORMAT,
+    LORA_EXCLUDE,
+    LORA_RANK,
+    LORA_TARGETS,
+    MANAGER_NAME,
+    MANAGER_PATH,
+    MAX_FAILED_GROUPS,
+    MODEL_PATH,
+    PIPELINE_MODE,
+    PIPELINE_NAME,
+    REWARD_FN_NAME,
+    REWARD_FN_PATH,
+    ROLLOUT_NAME,
+    ROLLOUT_TP,
+    SAMPLER_NAME,
+    SAMPLER_PATH,
+    SPEAKER_EMBEDDING,
+    THINKER_OVERRIDES,
+    TRAIN_FILES,
+    TTS_LANGUAGE,
+    TTS_OVERRIDES,
+    VAL_FILES,
+)
 from .settings import (
     CONFIG_BLOCK,
     MASKING_ESTIMATORS,
@@ -36,15 +64,31 @@ from .settings import (
     block_of,
 )
 
+
+def _module_of(path: str | None) -> str | None:
+    if not path:
+        return None
+    return path[len("pkg://"):] if path.startswith("pkg://") else path
+
+
+# What a correct setup looks like is read from the recipes' override tables, the values the launch writes.
 GROUP_ESTIMATORS = ("grpo", "grpo_masked", "grpo_passk", "rloo", "opo", "gpg", "rloo_vectorized", "grpo_vectorized")
-AUDIO_MANAGERS = ("audio_score", "AudioScoreRewardManager")
+AUDIO_MANAGERS = ("audio_score", TTS_OVERRIDES.value(MANAGER_NAME))
+AUDIO_MANAGER_MODULE = _module_of(TTS_OVERRIDES.value(MANAGER_PATH)) or ""
 AUDIO_REWARD_FN = "audio_reward.trainer_plugin.reward_fn"
-MCQ_REWARD_FN = "audio_reward.trainer_plugin.mcq"
+MCQ_REWARD_FN = _module_of(THINKER_OVERRIDES.value(REWARD_FN_PATH))
+MCQ_FUNCTION = THINKER_OVERRIDES.value(REWARD_FN_NAME)
 VERL_OMNI_HTTP_FN = "verl_omni.utils.reward_score.audio_http_scorer_client"
-FAIL_CLOSED_MODULE = "audio_reward.trainer_plugin.fail_closed"
-TTS_PIPELINE = "qwen3_tts_rl"
-THINKER_PIPELINE = "qwen3_omni_moe"
-THINKER_FROZEN = ("talker", "code2wav", "code_predictor", "visual", "audio_tower")
+OMNI_ROLLOUT = TTS_OVERRIDES.value(ROLLOUT_NAME)
+OMNI_MODULE = EXTERNAL_MODULES[0]
+TTS_PIPELINE = TTS_OVERRIDES.value(PIPELINE_NAME)
+TTS_LOAD_FORMAT = TTS_OVERRIDES.value(LOAD_FORMAT)
+TTS_ROLLOUT_TP = int(TTS_OVERRIDES.value(ROLLOUT_TP))
+TTS_PIPELINE_MODE = TTS_OVERRIDES.value(PIPELINE_MODE)
+THINKER_PIPELINE = THINKER_OVERRIDES.value(PIPELINE_NAME)
+THINKER_FROZEN = tuple(p.removeprefix(".*").removesuffix(".*")
+                       for p in THINKER_OVERRIDES.value(LORA_EXCLUDE).split("|"))
+"""The modules the thinker recipe keeps LoRA off (its ``exclude_modules`` is ``.*NAME.*|...``)."""
 
 
 @dataclass(frozen=True)
@@ -63,20 +107,14 @@ def _get(config: Any, dotted: str, default: Any = None) -> Any:
     return default if node is None else node
 
 
-def _module_of(path: str | None) -> str | None:
-    if not path:
-        return None
-    return path[len("pkg://"):] if path.startswith("pkg://") else path
-
-
 def uses_audio_manager(config: Any) -> bool:
-    name = str(_get(config, "reward.reward_manager.name", ""))
-    module = _module_of(_get(config, "reward.reward_manager.module.path")) or ""
-    return name in AUDIO_MANAGERS or module.startswith("audio_reward.trainer_plugin.reward_manager")
+    name = str(_get(config, MANAGER_NAME, ""))
+    module = _module_of(_get(config, MANAGER_PATH)) or ""
+    return name in AUDIO_MANAGERS or module.startswith(AUDIO_MANAGER_MODULE)
 
 
 def _scorer_fn(config: Any) -> str | None:
-    fn_module = _module_of(_get(config, "reward.custom_reward_function.path"))
+    fn_module = _module_of(_get(config, REWARD_FN_PATH))
     return fn_module if fn_module in (AUDIO_REWARD_FN, VERL_OMNI_HTTP_FN) else None
 
 
@@ -141,18 +179,18 @@ def check_server(config: Any, info_fn: Callable[[str], dict[str, Any]] | None = 
 
 
 def check_group_size(config: Any) -> list[Check]:
-    estimator = str(_get(config, "algorithm.adv_estimator", ""))
-    n = int(_get(config, "actor_rollout_ref.rollout.n", 1))
+    estimator = str(_get(config, ADV_ESTIMATOR, ""))
+    n = int(_get(config, GROUP_SIZE, 1))
     if estimator in GROUP_ESTIMATORS and n < 2:
-        return [Check("group size", False, f"algorithm.adv_estimator={estimator} compares samples of one prompt: "
-                                           f"actor_rollout_ref.rollout.n must be >= 2, got {n}")]
+        return [Check("group size", False, f"{ADV_ESTIMATOR}={estimator} compares samples of one prompt: "
+                                           f"{GROUP_SIZE} must be >= 2, got {n}")]
     return [Check("group size", True, f"adv_estimator={estimator}, rollout.n={n}")]
 
 
 def check_reward_wiring(config: Any) -> list[Check]:
     checks: list[Check] = []
-    fn_module = _module_of(_get(config, "reward.custom_reward_function.path"))
-    estimator = str(_get(config, "algorithm.adv_estimator", ""))
+    fn_module = _module_of(_get(config, REWARD_FN_PATH))
+    estimator = str(_get(config, ADV_ESTIMATOR, ""))
     if uses_audio_manager(config):
         try:
             # A missing URL is the scorer check's to report; the rest of the block is checked here.
@@ -163,14 +201,14 @@ def check_reward_wiring(config: Any) -> list[Check]:
             checks.append(Check("reward", False, f"reward manager audio_score scores through the scorer and ignores "
                                                  f"reward.custom_reward_function ({fn_module}); remove it"))
         if settings.failure_policy is FailurePolicy.MASK and estimator not in MASKING_ESTIMATORS:
-            checks.append(Check("reward", False, f"failure_policy=mask needs algorithm.adv_estimator in "
+            checks.append(Check("reward", False, f"failure_policy=mask needs {ADV_ESTIMATOR} in "
                                                  f"{list(MASKING_ESTIMATORS)}, got {estimator}"))
         if not checks:
             checks.append(Check("reward", True, f"audio_score manager, failure_policy={settings.failure_policy.value}"))
         return checks
     if block_of(config):
         checks.append(Check("reward", False, f"reward.{CONFIG_BLOCK} is set but the reward manager is "
-                                             f"{_get(config, 'reward.reward_manager.name')!r}, not audio_score"))
+                                             f"{_get(config, MANAGER_NAME)!r}, not audio_score"))
     if _scorer_fn(config) and not _get(config, "reward.custom_reward_function.reward_kwargs.server_url"):
         checks.append(Check("reward", False, f"{fn_module}.compute_score needs "
                                              "+reward.custom_reward_function.reward_kwargs.server_url"))
@@ -179,10 +217,10 @@ def check_reward_wiring(config: Any) -> list[Check]:
         if url and not url.rstrip("/").endswith("/score"):
             checks.append(Check("reward", False, f"verl-omni's audio_http_scorer_client posts to the URL as given: "
                                                  f"point it at the scorer's /score path ({url.rstrip('/')}/score)"))
-    if fn_module == MCQ_REWARD_FN and _get(config, "reward.custom_reward_function.name") != "compute_score":
-        checks.append(Check("reward", False, "the multiple-choice reward function is named compute_score"))
+    if fn_module == MCQ_REWARD_FN and _get(config, REWARD_FN_NAME) != MCQ_FUNCTION:
+        checks.append(Check("reward", False, f"the multiple-choice reward function is named {MCQ_FUNCTION}"))
     if not checks:
-        checks.append(Check("reward", True, f"manager {_get(config, 'reward.reward_manager.name')}, "
+        checks.append(Check("reward", True, f"manager {_get(config, MANAGER_NAME)}, "
                                             f"function {fn_module or 'verl default'}"))
     return checks
 
@@ -225,55 +263,53 @@ def _speaker_problem(path: str, model_path: Any = None) -> str | None:
 def check_rollout(config: Any, environ: Mapping[str, str] | None = None) -> list[Check]:
     """verl-omni's vLLM-Omni rollout: settings without which the reward scores noise or nothing."""
     environ = os.environ if environ is None else environ
-    rollout = "actor_rollout_ref.rollout"
-    if str(_get(config, f"{rollout}.name", "")) != "vllm_omni":
+    if str(_get(config, ROLLOUT_NAME, "")) != OMNI_ROLLOUT:
         return []
     checks: list[Check] = []
     modules = [m.strip() for m in environ.get("VERL_USE_EXTERNAL_MODULES", "").split(",")]
-    if "verl_omni" not in modules:
-        checks.append(Check("rollout", False, "export VERL_USE_EXTERNAL_MODULES=verl_omni: verl-omni has no "
+    if OMNI_MODULE not in modules:
+        checks.append(Check("rollout", False, f"export VERL_USE_EXTERNAL_MODULES={OMNI_MODULE}: verl-omni has no "
                                               "verl.plugins entry point, so Ray workers would never register its "
                                               "agent loops and model adapters"))
-    pipeline = str(_get(config, f"{rollout}.engine_kwargs.vllm_omni.pipeline_name", ""))
+    pipeline = str(_get(config, PIPELINE_NAME, ""))
     if pipeline == TTS_PIPELINE:
-        load_format = str(_get(config, f"{rollout}.load_format", ""))
+        load_format = str(_get(config, LOAD_FORMAT, ""))
         if load_format == "dummy":
-            checks.append(Check("rollout", False, f"{rollout}.load_format=dummy: verl-omni syncs trained weights to "
+            checks.append(Check("rollout", False, f"{LOAD_FORMAT}=dummy: verl-omni syncs trained weights to "
                                                   "stage 0 only, so the frozen code2wav stage would decode with "
                                                   "random weights and every reward would score noise; use "
-                                                  "load_format=safetensors"))
-        tp = int(_get(config, f"{rollout}.tensor_model_parallel_size", 1))
-        if tp > 1:
-            checks.append(Check("rollout", False, f"{rollout}.tensor_model_parallel_size={tp}: pipeline "
+                                                  f"load_format={TTS_LOAD_FORMAT}"))
+        tp = int(_get(config, ROLLOUT_TP, 1))
+        if tp > TTS_ROLLOUT_TP:
+            checks.append(Check("rollout", False, f"{ROLLOUT_TP}={tp}: pipeline "
                                                   f"{TTS_PIPELINE} runs its talker and code2wav stages unsharded; "
-                                                  "set it to 1"))
-        mode = str(_get(config, f"{rollout}.engine_kwargs.vllm_omni.pipeline_mode", "full"))
-        if mode != "full":
-            checks.append(Check("rollout", False, f"pipeline {TTS_PIPELINE} supports only pipeline_mode=full, "
-                                                  f"got {mode}"))
-        override = "actor_rollout_ref.model.override_config"
-        speaker = _get(config, f"{override}.tts_spk_embed_path")
-        problem = _speaker_problem(str(speaker), _get(config, "actor_rollout_ref.model.path")) if speaker else (
-            f"{pipeline} needs +{override}.tts_spk_embed_path (the fixed voice of every rollout)")
+                                                  f"set it to {TTS_ROLLOUT_TP}"))
+        mode = str(_get(config, PIPELINE_MODE, TTS_PIPELINE_MODE))
+        if mode != TTS_PIPELINE_MODE:
+            checks.append(Check("rollout", False, f"pipeline {TTS_PIPELINE} supports only "
+                                                  f"pipeline_mode={TTS_PIPELINE_MODE}, got {mode}"))
+        speaker = _get(config, SPEAKER_EMBEDDING)
+        problem = _speaker_problem(str(speaker), _get(config, MODEL_PATH)) if speaker else (
+            f"{pipeline} needs +{SPEAKER_EMBEDDING} (the fixed voice of every rollout)")
         if problem:
             checks.append(Check("rollout", False, problem))
-        language = str(_get(config, f"{override}.tts_language", ""))
+        language = str(_get(config, TTS_LANGUAGE, ""))
         if language.lower() != "auto":
-            checks.append(Check("rollout", False, f"{override}.tts_language={language or '(unset)'}: verl-omni's "
+            checks.append(Check("rollout", False, f"{TTS_LANGUAGE}={language or '(unset)'}: verl-omni's "
                                                   f"{TTS_PIPELINE} trains only the Auto prompt layout"))
         if not checks:
             checks.append(Check("rollout", True, f"{TTS_PIPELINE}: load_format={load_format}, TP {tp}, "
                                                  f"speaker {speaker}"))
     elif pipeline == THINKER_PIPELINE:
-        exclude = str(_get(config, "actor_rollout_ref.model.exclude_modules", "") or "")
+        exclude = str(_get(config, LORA_EXCLUDE, "") or "")
         missing = [m for m in THINKER_FROZEN if m not in exclude]
-        targets = _get(config, "actor_rollout_ref.model.target_modules", "all-linear")
-        lora = int(_get(config, "actor_rollout_ref.model.lora_rank", 0))
+        targets = _get(config, LORA_TARGETS, "all-linear")
+        lora = int(_get(config, LORA_RANK, 0))
         if lora > 0 and missing:
-            checks.append(Check("rollout", False, f"actor_rollout_ref.model.exclude_modules must keep LoRA off "
+            checks.append(Check("rollout", False, f"{LORA_EXCLUDE} must keep LoRA off "
                                                   f"{', '.join(missing)} (the thinker alone is trained)"))
         if lora > 0 and str(targets) == "all-linear":
-            checks.append(Check("rollout", False, "actor_rollout_ref.model.target_modules=all-linear also matches "
+            checks.append(Check("rollout", False, f"{LORA_TARGETS}=all-linear also matches "
                                                   "the talker and encoders: list the thinker's modules"))
         if not checks:
             checks.append(Check("rollout", True, f"{THINKER_PIPELINE}: LoRA rank {lora} on {list(targets)}"))
@@ -285,12 +321,12 @@ def check_fail_closed(config: Any) -> list[Check]:
     if not bool(_get(config, "trainer.use_v1", False)) and str(_get(config, "trainer.v1.trainer_mode", "")) != \
             "omni_sync":
         return []
-    path = _module_of(_get(config, "trainer.v1.sampler.custom_sampler.path"))
-    name = str(_get(config, "trainer.v1.sampler.custom_sampler.name", "") or "")
+    path = _module_of(_get(config, SAMPLER_PATH))
+    name = str(_get(config, SAMPLER_NAME, "") or "")
     mode = str(_get(config, "trainer.v1.trainer_mode", "sync"))
     if path != FAIL_CLOSED_MODULE:
         return [Check("fail-closed", False, "verl's v1 trainer marks a group whose reward raised as failed and "
-                                            "trains on without it: set trainer.v1.sampler.custom_sampler.path="
+                                            f"trains on without it: set {SAMPLER_PATH}="
                                             f"pkg://{FAIL_CLOSED_MODULE} (see docs/training.md)")]
     from .fail_closed import DEFAULT_SAMPLER, SAMPLER_FOR_MODE
 
@@ -298,14 +334,14 @@ def check_fail_closed(config: Any) -> list[Check]:
     if name != expected:
         return [Check("fail-closed", False, f"trainer mode {mode} needs custom_sampler.name={expected} "
                                             f"(it keeps verl's own sampling for that mode), got {name or '(unset)'}")]
-    limit = _get(config, "trainer.v1.sampler.sampler_kwargs.max_failed_groups", 0)
+    limit = _get(config, MAX_FAILED_GROUPS, 0)
     return [Check("fail-closed", True, f"{name}: the run stops after {int(limit) + 1} failed group(s)")]
 
 
 def required_columns(config: Any) -> dict[str, str]:
     """Column → why it is needed, for the config's reward and data settings."""
     cols = {str(_get(config, "data.prompt_key", "prompt")): "data.prompt_key", "data_source": "reward routing"}
-    fn_module = _module_of(_get(config, "reward.custom_reward_function.path"))
+    fn_module = _module_of(_get(config, REWARD_FN_PATH))
     if uses_audio_manager(config) or fn_module in (AUDIO_REWARD_FN, MCQ_REWARD_FN):
         cols["reward_model"] = "target text / answer (reward_model.ground_truth)"
     if fn_module == MCQ_REWARD_FN:
@@ -319,7 +355,7 @@ def check_data(config: Any) -> list[Check]:
 
     checks = []
     needed = required_columns(config)
-    for key in ("data.train_files", "data.val_files"):
+    for key in (TRAIN_FILES, VAL_FILES):
         files = _get(config, key)
         files = [files] if isinstance(files, str) else list(files or [])
         for f in files:
@@ -360,9 +396,9 @@ def check_model(config: Any) -> list[Check]:
     """``actor_rollout_ref.model.path``: one failed check per problem of the folder."""
     from .model_folder import training_model_problems
 
-    path = _get(config, "actor_rollout_ref.model.path")
+    path = _get(config, MODEL_PATH)
     if not path:
-        return [Check("model", False, "actor_rollout_ref.model.path is not set")]
+        return [Check("model", False, f"{MODEL_PATH} is not set")]
     problems = training_model_problems(str(path))
     return [Check("model", False, p) for p in problems] or [Check("model", True, f"{path}: weights readable")]
 

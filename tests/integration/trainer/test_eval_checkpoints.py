@@ -215,8 +215,8 @@ def test_sampled_evaluation_records_its_decoding_and_spread(folders: Folders, sc
         per_text = [np.mean([r["cer"] for r in rows if r["text"] == t]) for t in sorted({r["text"] for r in rows})]
         assert stats["sem_cer"] == pytest.approx(np.std(per_text, ddof=1) / np.sqrt(2))
     # fixed seeds: the same samples again, bit for bit; another seed draws others
-    rows, embedding, _ = eval_checkpoints.preflight(eval_checkpoints.parse_checkpoints(args[:2]), folders.spk_embed,
-                                                    folders.val, [folders.train], 2, allow_overlap=False)
+    rows, embedding, _ = eval_checkpoints.check_inputs(eval_checkpoints.parse_checkpoints(args[:2]), folders.spk_embed,
+                                                       folders.val, [folders.train], 2, allow_overlap=False)
     again, other = folders.root / "again", folders.root / "other"
     decoding = eval_checkpoints.Decoding(max_new_tokens=20, samples=2)
     eval_checkpoints.synthesize(folders.base, rows, embedding, "Auto", again, "cpu", decoding)
@@ -290,13 +290,13 @@ def test_overlap_is_refused(folders: Folders, capsys: pytest.CaptureFixture[str]
     err = capsys.readouterr().err
     assert "also in the training data" in err and "--allow-overlap" in err
     assert not (tmp_path / "x").exists()  # refused before anything was written
-    rows, _, held = eval_checkpoints.preflight(eval_checkpoints.parse_checkpoints(args[:2]), folders.spk_embed,
-                                               folders.train, [folders.train], None, allow_overlap=True)
+    rows, _, held = eval_checkpoints.check_inputs(eval_checkpoints.parse_checkpoints(args[:2]), folders.spk_embed,
+                                                  folders.train, [folders.train], None, allow_overlap=True)
     assert held["overlapping_ids"] == [r.id for r in rows] and held["allowed_overlap"]
 
 
-def test_each_bad_folder_fails_preflight_with_its_own_line(folders: Folders, tmp_path: Path,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_each_bad_folder_fails_the_input_check_with_its_own_line(folders: Folders, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     custom = tiny.save_tiny_qwen3_tts(tiny.build_tiny_qwen3_tts(seed=0), tmp_path / "custom_voice")
     broken = tmp_path / "broken"
     shutil.copytree(folders.base, broken)

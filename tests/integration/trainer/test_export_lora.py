@@ -25,7 +25,7 @@ from safetensors.torch import load_file  # noqa: E402
 
 from audio_reward.cli import main as cli  # noqa: E402
 from audio_reward.trainer_plugin.checkpoint_export import EXPORT_JSON  # noqa: E402
-from audio_reward.trainer_plugin.recipes.launch import THINKER_LORA_EXCLUDE  # noqa: E402
+from audio_reward.trainer_plugin.recipes.overrides import THINKER_LORA_EXCLUDE  # noqa: E402
 from tests.testkit.verl_checkpoint import LORA_REFERENCE, write_lora_checkpoint  # noqa: E402
 
 

@@ -22,7 +22,7 @@ does (Base task, x-vector-only voice clone from the run's speaker embedding,
 the run's ``tts_language``, non-streaming) and decodes as it does: codec-0
 sampled with the recipe's rollout temperature, top-p and top-k, at most the
 recipe's ``data.max_response_length`` frames, repetition penalty 1 (both
-read from ``recipes/launch.py``, so they cannot drift apart).  Each text is
+read from ``recipes/overrides.py``, so they cannot drift apart).  Each text is
 sampled ``--samples`` times (default 4), each sample under its own fixed
 seed, so reruns agree and a before/after difference comes with its spread:
 ``eval_results.json`` holds each checkpoint's ``sem_cer``.  ``--greedy``
@@ -57,7 +57,7 @@ from ...model_folder import (
 )
 from ...tts_speaker import read_speaker_embedding
 from .._parquet import normalize_text
-from ..launch import TTS_MAX_FRAMES, TTS_SAMPLING
+from ..overrides import TTS_MAX_FRAMES, TTS_SAMPLING
 
 DEFAULT_LANGUAGE = "Auto"
 """verl-omni's Qwen3-TTS RL trains with ``tts_language=Auto`` only (``require_auto_language``)."""
@@ -107,8 +107,8 @@ class Decoding:
                 "subtalker": "the model's generation_config"}
 
 
-class PreflightFailed(Exception):
-    """One or more pre-flight checks failed; ``lines`` holds one sentence each."""
+class InputsInvalid(Exception):
+    """One or more checks of the evaluation's inputs failed; ``lines`` holds one sentence each."""
 
     def __init__(self, lines: list[str]) -> None:
         super().__init__("\n".join(lines))
@@ -175,65 +175,86 @@ def overlap(eval_rows: Sequence[EvalRow], train_files: Sequence[Path]) -> tuple[
             [r.text for r in eval_rows if normalize_text(r.text) in train_texts])
 
 
-def preflight(checkpoints: list[Checkpoint], spk_embed: Path, val: Path, train: Sequence[Path], limit: int | None,
-              allow_overlap: bool) -> tuple[list[EvalRow], list[float], dict[str, Any]]:
-    """Every check that can fail before a model is loaded; raises :class:`PreflightFailed` with all failures."""
+def _folder_problems(checkpoints: Sequence[Checkpoint]) -> list[str]:
+    """Each model folder's problems; the first checkpoint, the base, must be a full Qwen3-TTS folder."""
     failures: list[str] = []
-    base = checkpoints[0]
     for ckpt in checkpoints:
         problems = list(ckpt.folder.problems)
         if not problems and ckpt.folder.kind is FolderKind.OTHER:
             problems.append(f"{ckpt.spec}: {ckpt.folder.path} is not a Qwen3-TTS model folder "
                             f"(model_type {ckpt.folder.model_type!r})")
         elif not problems and ckpt.folder.kind is FolderKind.TALKER_ONLY:
-            if ckpt is base:
+            if ckpt is checkpoints[0]:
                 problems.append(f"{ckpt.spec}: the base must be the full Qwen3-TTS Base folder, not a "
                                 f"{FolderKind.TALKER_ONLY.value}")
         elif not problems:
             problems += full_tts_problems(ckpt.folder)
         failures += [p if p.startswith(ckpt.spec) else f"{ckpt.name}: {p}" for p in problems]
-    embedding: list[float] = []
+    return failures
+
+
+def _speaker_embedding(spk_embed: Path, base: ModelFolder) -> tuple[list[float], list[str]]:
+    """The speaker embedding, and its problems: missing, unreadable, empty, or not as wide as the base's talker."""
     if not spk_embed.is_file():
-        failures.append(f"speaker embedding {spk_embed} does not exist (the run's SPK_EMBED_PATH; make one with "
-                        "`audio-reward tts-speaker REF.wav --out voice.json`)")
-    else:
-        try:
-            embedding = read_speaker_embedding(spk_embed)
-        except (OSError, ValueError) as exc:
-            failures.append(f"speaker embedding {spk_embed}: {exc}")
-        else:
-            if not embedding:
-                failures.append(f"speaker embedding {spk_embed} holds no numbers")
-    width = speaker_width(base.folder)
-    if embedding and width is not None and len(embedding) != width:
-        failures.append(f"speaker embedding {spk_embed} has {len(embedding)} values, the talker of {base.folder.path} "
-                        f"takes {width}: it was made with another model size")
-    rows: list[EvalRow] = []
-    held: dict[str, Any] = {}
+        return [], [f"speaker embedding {spk_embed} does not exist (the run's SPK_EMBED_PATH; make one with "
+                    "`audio-reward tts-speaker REF.wav --out voice.json`)"]
+    try:
+        embedding = read_speaker_embedding(spk_embed)
+    except (OSError, ValueError) as exc:
+        return [], [f"speaker embedding {spk_embed}: {exc}"]
+    if not embedding:
+        return [], [f"speaker embedding {spk_embed} holds no numbers"]
+    width = speaker_width(base)
+    if width is not None and len(embedding) != width:
+        return embedding, [f"speaker embedding {spk_embed} has {len(embedding)} values, the talker of {base.path} "
+                           f"takes {width}: it was made with another model size"]
+    return embedding, []
+
+
+def _evaluation_rows(val: Path, limit: int | None) -> tuple[list[EvalRow], list[str]]:
+    """The validation rows to evaluate, and why there are none."""
     try:
         rows = validation_rows(val, limit)
-        if not rows:
-            failures.append(f"{val} holds no rows")
     except (OSError, ValueError) as exc:
-        failures.append(f"validation parquet {val}: {exc}")
-    for path in train:
-        if not path.is_file():
-            failures.append(f"training parquet {path} does not exist")
-    if rows and all(p.is_file() for p in train):
-        try:
-            ids, texts = overlap(rows, train)
-        except (OSError, ValueError) as exc:
-            failures.append(f"training parquet: {exc}")
-        else:
-            held = {"train_files": [str(p) for p in train], "eval_rows": len(rows), "overlapping_ids": ids,
-                    "overlapping_texts": texts, "allowed_overlap": allow_overlap}
-            if (ids or texts) and not allow_overlap:
-                failures.append(
-                    f"{len(ids)} evaluation id(s) and {len(texts)} text(s) of {val} are also in the training data "
-                    f"(e.g. {(ids or texts)[0]!r}): the evaluation would not be held out. Prepare disjoint splits "
-                    "(prepare_data.py does), or pass --allow-overlap for a deliberate check")
+        return [], [f"validation parquet {val}: {exc}"]
+    return rows, [] if rows else [f"{val} holds no rows"]
+
+
+def _held_out(rows: Sequence[EvalRow], val: Path, train: Sequence[Path],
+              allow_overlap: bool) -> tuple[dict[str, Any], list[str]]:
+    """What ``eval_results.json`` records of the overlap with the training data, and the failures it makes."""
+    failures = [f"training parquet {path} does not exist" for path in train if not path.is_file()]
+    if not rows or failures:
+        return {}, failures
+    try:
+        ids, texts = overlap(rows, train)
+    except (OSError, ValueError) as exc:
+        return {}, [f"training parquet: {exc}"]
+    held = {"train_files": [str(p) for p in train], "eval_rows": len(rows), "overlapping_ids": ids,
+            "overlapping_texts": texts, "allowed_overlap": allow_overlap}
+    if (ids or texts) and not allow_overlap:
+        failures.append(
+            f"{len(ids)} evaluation id(s) and {len(texts)} text(s) of {val} are also in the training data "
+            f"(e.g. {(ids or texts)[0]!r}): the evaluation would not be held out. Prepare disjoint splits "
+            "(prepare_data.py does), or pass --allow-overlap for a deliberate check")
+    return held, failures
+
+
+def check_inputs(checkpoints: list[Checkpoint], spk_embed: Path, val: Path, train: Sequence[Path],
+                 limit: int | None, allow_overlap: bool) -> tuple[list[EvalRow], list[float], dict[str, Any]]:
+    """Every check that can fail before a model is loaded; raises :class:`InputsInvalid` with all failures.
+
+    Returns the rows to evaluate, the speaker embedding and the held-out record.
+    """
+    failures = _folder_problems(checkpoints)
+    embedding, problems = _speaker_embedding(spk_embed, checkpoints[0].folder)
+    failures += problems
+    rows, problems = _evaluation_rows(val, limit)
+    failures += problems
+    held, problems = _held_out(rows, val, train, allow_overlap)
+    failures += problems
     if failures:
-        raise PreflightFailed(failures)
+        raise InputsInvalid(failures)
     return rows, embedding, held
 
 
@@ -377,9 +398,9 @@ def main(argv: list[str] | None = None) -> int:
         return fail(["give the base and at least one trained checkpoint: base=DIR NAME=DIR"])
     decoding = decoding_from_args(args)
     try:
-        rows, embedding, held = preflight(checkpoints, args.spk_embed, args.val, args.train, args.limit,
-                                          args.allow_overlap)
-    except PreflightFailed as exc:
+        rows, embedding, held = check_inputs(checkpoints, args.spk_embed, args.val, args.train, args.limit,
+                                             args.allow_overlap)
+    except InputsInvalid as exc:
         return fail(exc.lines)
 
     from ....protocol.reports import HeldOut
