@@ -132,25 +132,14 @@ LORA_REFERENCE = "merged_reference.safetensors"
 def tiny_thinker(seed: int = 0) -> Any:
     """A random Qwen3-Omni thinker at toy sizes, from transformers' own config and model classes."""
     import torch
-    from transformers.models.qwen3_omni_moe.configuration_qwen3_omni_moe import Qwen3OmniMoeThinkerConfig
     from transformers.models.qwen3_omni_moe.modeling_qwen3_omni_moe import (
         Qwen3OmniMoeThinkerForConditionalGeneration,
     )
 
-    config = Qwen3OmniMoeThinkerConfig(
-        text_config={"vocab_size": 128, "hidden_size": 32, "intermediate_size": 64, "moe_intermediate_size": 16,
-                     "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
-                     "num_experts": 2, "num_experts_per_tok": 1,
-                     "rope_scaling": {"rope_type": "default", "mrope_section": [2, 1, 1], "interleaved": True}},
-        audio_config={"num_mel_bins": 16, "encoder_layers": 1, "encoder_attention_heads": 2, "encoder_ffn_dim": 32,
-                      "d_model": 16, "output_dim": 32, "n_window": 4, "n_window_infer": 8,
-                      "downsample_hidden_size": 8},
-        vision_config={"depth": 1, "hidden_size": 16, "intermediate_size": 32, "num_heads": 2, "out_hidden_size": 32,
-                       "patch_size": 4, "spatial_merge_size": 2, "temporal_patch_size": 1,
-                       "deepstack_visual_indexes": [0]},
-    )
+    from tests.testkit.tiny_thinker import thinker_config
+
     torch.manual_seed(seed)
-    return Qwen3OmniMoeThinkerForConditionalGeneration(config).eval()
+    return Qwen3OmniMoeThinkerForConditionalGeneration(thinker_config()).eval()
 
 
 def _lora_rank(rank: int, world: int, port: int, actor_dir: str, exclude: str) -> None:

@@ -250,6 +250,8 @@ THINKER_LORA_TARGETS = "['q_proj','k_proj','v_proj','o_proj']"
 THINKER_MAX_PROMPT = 4096
 THINKER_PROMPT_HEADROOM = 64
 """``rollout.prompt_length`` is ``data.max_prompt_length`` plus this, as in verl-omni's AVQA example (4160)."""
+THINKER_MAX_RESPONSE = 2048
+"""``data.max_response_length``: the answer tokens a rollout may write; the thinker evaluation's cap too."""
 
 
 def _thinker_overrides(v: Mapping[str, str]) -> list[str]:
@@ -261,7 +263,7 @@ def _thinker_overrides(v: Mapping[str, str]) -> list[str]:
         f"data.val_files={v['VAL_FILE']}",
         "data.train_batch_size=32",
         f"data.max_prompt_length={THINKER_MAX_PROMPT}",
-        "data.max_response_length=2048",
+        f"data.max_response_length={THINKER_MAX_RESPONSE}",
         "data.filter_overlong_prompts=true",
         # the filter tokenizes every row with its audio; one worker makes a large AVQA set slow to start
         "data.filter_overlong_prompts_workers=64",

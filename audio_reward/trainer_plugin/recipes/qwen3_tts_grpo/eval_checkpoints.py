@@ -42,10 +42,10 @@ import asyncio
 import json
 import sys
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ....settings_flags import one_line
 from ...model_folder import (
@@ -132,7 +132,8 @@ class Checkpoint:
     """The folder to load: the checkpoint itself, or its splice into the base."""
 
 
-def _rows(path: Path) -> list[dict[str, Any]]:
+def parquet_rows(path: Path) -> list[dict[str, Any]]:
+    """Every row of a parquet file, as dicts."""
     import pyarrow.parquet as pq
 
     return pq.read_table(path).to_pylist()
@@ -150,7 +151,7 @@ def row_id_and_text(row: dict[str, Any], position: int) -> tuple[str, str]:
 
 def validation_rows(path: Path, limit: int | None) -> list[EvalRow]:
     rows = [EvalRow(*row_id_and_text(r, i), language=(r.get("extra_info") or {}).get("language"))
-            for i, r in enumerate(_rows(path))]
+            for i, r in enumerate(parquet_rows(path))]
     seen: dict[str, str] = {}
     for row in rows:
         if row.id in seen.values():
@@ -162,17 +163,59 @@ def validation_rows(path: Path, limit: int | None) -> list[EvalRow]:
     return rows[:limit] if limit else rows
 
 
-def overlap(eval_rows: Sequence[EvalRow], train_files: Sequence[Path]) -> tuple[list[str], list[str]]:
+class Keyed(Protocol):
+    """An evaluation row as the held-out check sees it: its id and the text a leak would repeat."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+RowKey = Callable[[dict[str, Any], int], tuple[str, str]]
+"""A parquet row (and its position) → its id and the text compared after :func:`normalize_text`."""
+
+
+def overlap(eval_rows: Sequence[Keyed], train_files: Sequence[Path],
+            row_key: RowKey = row_id_and_text) -> tuple[list[str], list[str]]:
     """Evaluation ids found among the training ids, and evaluation texts whose normalised form was trained on."""
     train_ids: set[str] = set()
     train_texts: set[str] = set()
     for path in train_files:
-        for i, row in enumerate(_rows(path)):
-            rid, text = row_id_and_text(row, i)
+        for i, row in enumerate(parquet_rows(path)):
+            rid, text = row_key(row, i)
             train_ids.add(rid)
             train_texts.add(normalize_text(text))
     return ([r.id for r in eval_rows if r.id in train_ids],
             [r.text for r in eval_rows if normalize_text(r.text) in train_texts])
+
+
+def check_held_out(rows: Sequence[Keyed], val: Path, train: Sequence[Path], allow_overlap: bool,
+                   row_key: RowKey = row_id_and_text) -> tuple[dict[str, Any], list[str]]:
+    """The held-out check: the ``HeldOut`` record's fields (empty when it could not run) and one line per failure.
+
+    Overlap by id or by normalised text is a failure unless ``allow_overlap``.
+    """
+    failures: list[str] = []
+    held: dict[str, Any] = {}
+    for path in train:
+        if not path.is_file():
+            failures.append(f"training parquet {path} does not exist")
+    if rows and all(p.is_file() for p in train):
+        try:
+            ids, texts = overlap(rows, train, row_key)
+        except (OSError, ValueError) as exc:
+            failures.append(f"training parquet: {exc}")
+        else:
+            held = {"train_files": [str(p) for p in train], "eval_rows": len(rows), "overlapping_ids": ids,
+                    "overlapping_texts": texts, "allowed_overlap": allow_overlap}
+            if (ids or texts) and not allow_overlap:
+                failures.append(
+                    f"{len(ids)} evaluation id(s) and {len(texts)} text(s) of {val} are also in the training data "
+                    f"(e.g. {(ids or texts)[0]!r}): the evaluation would not be held out. Prepare disjoint splits "
+                    "(prepare_data.py does), or pass --allow-overlap for a deliberate check")
+    return held, failures
 
 
 def preflight(checkpoints: list[Checkpoint], spk_embed: Path, val: Path, train: Sequence[Path], limit: int | None,
@@ -209,29 +252,14 @@ def preflight(checkpoints: list[Checkpoint], spk_embed: Path, val: Path, train: 
         failures.append(f"speaker embedding {spk_embed} has {len(embedding)} values, the talker of {base.folder.path} "
                         f"takes {width}: it was made with another model size")
     rows: list[EvalRow] = []
-    held: dict[str, Any] = {}
     try:
         rows = validation_rows(val, limit)
         if not rows:
             failures.append(f"{val} holds no rows")
     except (OSError, ValueError) as exc:
         failures.append(f"validation parquet {val}: {exc}")
-    for path in train:
-        if not path.is_file():
-            failures.append(f"training parquet {path} does not exist")
-    if rows and all(p.is_file() for p in train):
-        try:
-            ids, texts = overlap(rows, train)
-        except (OSError, ValueError) as exc:
-            failures.append(f"training parquet: {exc}")
-        else:
-            held = {"train_files": [str(p) for p in train], "eval_rows": len(rows), "overlapping_ids": ids,
-                    "overlapping_texts": texts, "allowed_overlap": allow_overlap}
-            if (ids or texts) and not allow_overlap:
-                failures.append(
-                    f"{len(ids)} evaluation id(s) and {len(texts)} text(s) of {val} are also in the training data "
-                    f"(e.g. {(ids or texts)[0]!r}): the evaluation would not be held out. Prepare disjoint splits "
-                    "(prepare_data.py does), or pass --allow-overlap for a deliberate check")
+    held, lines = check_held_out(rows, val, train, allow_overlap)
+    failures += lines
     if failures:
         raise PreflightFailed(failures)
     return rows, embedding, held
@@ -294,17 +322,22 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
-def parse_checkpoints(specs: Sequence[str]) -> list[Checkpoint]:
-    out, names = [], set()
+def parse_specs(specs: Sequence[str]) -> list[tuple[str, str]]:
+    """``NAME=MODEL_DIR`` arguments as (name, folder) pairs; a malformed or repeated name raises ValueError."""
+    out: list[tuple[str, str]] = []
     for spec in specs:
         name, sep, model_dir = spec.partition("=")
         if not sep or not name or not model_dir:
             raise ValueError(f"checkpoint {spec!r} must be NAME=MODEL_DIR")
-        if name in names:
+        if name in {n for n, _ in out}:
             raise ValueError(f"checkpoint name {name!r} is given twice")
-        names.add(name)
-        out.append(Checkpoint(name, spec, inspect_folder(model_dir)))
+        out.append((name, model_dir))
     return out
+
+
+def parse_checkpoints(specs: Sequence[str]) -> list[Checkpoint]:
+    return [Checkpoint(name, spec, inspect_folder(model_dir))
+            for spec, (name, model_dir) in zip(specs, parse_specs(specs), strict=True)]
 
 
 def build_parser() -> argparse.ArgumentParser:
