@@ -61,7 +61,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ....scoring.choice import EXTRACTION_METHODS, ground_truth_letter, parse_options, score_choice
 from ..launch import THINKER_MAX_RESPONSE
-from ..qwen3_tts_grpo.eval_checkpoints import PreflightFailed, check_held_out, parquet_rows, parse_specs
+from ..qwen3_tts_grpo.eval_checkpoints import (
+    PreflightFailed,
+    check_held_out,
+    failure_printer,
+    heldout_parser,
+    missing_modules,
+    parquet_rows,
+    parse_specs,
+    read_validation,
+)
 
 if TYPE_CHECKING:
     from ....protocol.reports import ThinkerEvalResults
@@ -178,13 +187,8 @@ def preflight(specs: Sequence[str], val: Path, train: Sequence[Path], limit: int
         failures += folder_problems(spec, folder)
     if checkpoints and not failures:
         failures += processing_problems(specs[0], checkpoints[0][1])
-    rows: list[Question] = []
-    try:
-        rows = questions(val, limit)
-        if not rows:
-            failures.append(f"{val} holds no rows")
-    except (OSError, ValueError) as exc:
-        failures.append(f"validation parquet {val}: {exc}")
+    rows, lines = read_validation(questions, val, limit)
+    failures += lines
     missing = sorted({a for q in rows for a in q.audios if not Path(a).is_file()})
     if missing:
         failures.append(f"{len(missing)} clip(s) of {val} do not exist (e.g. {missing[0]})")
@@ -363,16 +367,7 @@ def report_markdown(res: ThinkerEvalResults) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line; its decoding defaults are the thinker recipe's validation settings."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("checkpoints", nargs="+", metavar="NAME=MODEL_DIR", help="the base first, then trained ones")
-    parser.add_argument("--val", required=True, type=Path, help="validation parquet (prepare_data.py's val.parquet)")
-    parser.add_argument("--train", required=True, type=Path, action="append",
-                        help="training parquet the checkpoints were trained on (repeat for several)")
-    parser.add_argument("--allow-overlap", action="store_true",
-                        help="report, but do not refuse, evaluation rows that are also training rows")
-    parser.add_argument("--out", required=True, type=Path, help="output folder")
-    parser.add_argument("--limit", type=int, default=None, help="first N validation rows only")
-    parser.add_argument("--device", default="cuda:0", help="torch device (default cuda:0)")
+    parser = heldout_parser(__doc__, out_help="output folder", device_help="for the thinker")
     parser.add_argument("--max-new-tokens", type=int, default=THINKER_MAX_RESPONSE,
                         help=f"answer tokens at most (default {THINKER_MAX_RESPONSE}, the recipe's "
                              "data.max_response_length)")
@@ -384,20 +379,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-
-    def fail(lines: Sequence[str]) -> int:
-        for line in lines:
-            print(f"eval_thinker: {line}", file=sys.stderr)
-        return 1
-
+    fail = failure_printer("eval_thinker")
     if args.max_new_tokens < 1 or args.temperature < 0:
         return fail(["--max-new-tokens must be at least 1 and --temperature 0 or more"])
-    missing = []
-    for module in ("torch", "pyarrow", "soxr", "transformers.models.qwen3_omni_moe"):
-        try:
-            __import__(module)
-        except ImportError:
-            missing.append(module)
+    missing = missing_modules(("torch", "pyarrow", "soxr", "transformers.models.qwen3_omni_moe"))
     if missing:
         return fail([f"{', '.join(missing)} not installed: run this in the trainer environment "
                      "(scripts/envs/verl.sh), whose transformers has Qwen3-Omni"])

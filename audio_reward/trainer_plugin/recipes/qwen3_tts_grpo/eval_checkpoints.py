@@ -45,7 +45,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ....settings_flags import one_line
 from ...model_folder import (
@@ -191,6 +191,19 @@ def overlap(eval_rows: Sequence[Keyed], train_files: Sequence[Path],
             [r.text for r in eval_rows if normalize_text(r.text) in train_texts])
 
 
+Row = TypeVar("Row")
+
+
+def read_validation(read: Callable[[Path, int | None], list[Row]], val: Path,
+                    limit: int | None) -> tuple[list[Row], list[str]]:
+    """``read(val, limit)``'s rows, and the line saying why there are none."""
+    try:
+        rows = read(val, limit)
+    except (OSError, ValueError) as exc:
+        return [], [f"validation parquet {val}: {exc}"]
+    return rows, [] if rows else [f"{val} holds no rows"]
+
+
 def check_held_out(rows: Sequence[Keyed], val: Path, train: Sequence[Path], allow_overlap: bool,
                    row_key: RowKey = row_id_and_text) -> tuple[dict[str, Any], list[str]]:
     """The held-out check: the ``HeldOut`` record's fields (empty when it could not run) and one line per failure.
@@ -251,13 +264,8 @@ def preflight(checkpoints: list[Checkpoint], spk_embed: Path, val: Path, train: 
     if embedding and width is not None and len(embedding) != width:
         failures.append(f"speaker embedding {spk_embed} has {len(embedding)} values, the talker of {base.folder.path} "
                         f"takes {width}: it was made with another model size")
-    rows: list[EvalRow] = []
-    try:
-        rows = validation_rows(val, limit)
-        if not rows:
-            failures.append(f"{val} holds no rows")
-    except (OSError, ValueError) as exc:
-        failures.append(f"validation parquet {val}: {exc}")
+    rows, lines = read_validation(validation_rows, val, limit)
+    failures += lines
     held, lines = check_held_out(rows, val, train, allow_overlap)
     failures += lines
     if failures:
@@ -340,24 +348,51 @@ def parse_checkpoints(specs: Sequence[str]) -> list[Checkpoint]:
             for spec, (name, model_dir) in zip(specs, parse_specs(specs), strict=True)]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The command line; its decoding defaults are the TTS recipe's rollout settings."""
-    from ....scorer_client.cli import add_client_options
-
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def heldout_parser(doc: str | None, out_help: str, device_help: str) -> argparse.ArgumentParser:
+    """The arguments both checkpoint evaluations take: checkpoints, held-out and training data, output, device."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkpoints", nargs="+", metavar="NAME=MODEL_DIR", help="the base first, then trained ones")
     parser.add_argument("--val", required=True, type=Path, help="validation parquet (prepare_data.py's val.parquet)")
     parser.add_argument("--train", required=True, type=Path, action="append",
                         help="training parquet the checkpoints were trained on (repeat for several)")
     parser.add_argument("--allow-overlap", action="store_true",
                         help="report, but do not refuse, evaluation rows that are also training rows")
+    parser.add_argument("--out", required=True, type=Path, help=out_help)
+    parser.add_argument("--limit", type=int, default=None, help="first N validation rows only")
+    parser.add_argument("--device", default="cuda:0", help=f"torch device {device_help} (default cuda:0)")
+    return parser
+
+
+def failure_printer(prog: str) -> Callable[[Sequence[str]], int]:
+    """A function that prints each failure as ``prog: line`` on stderr and returns exit status 1."""
+    def fail(lines: Sequence[str]) -> int:
+        for line in lines:
+            print(f"{prog}: {line}", file=sys.stderr)
+        return 1
+
+    return fail
+
+
+def missing_modules(modules: Sequence[str]) -> list[str]:
+    """The modules of ``modules`` that do not import here."""
+    missing = []
+    for module in modules:
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    return missing
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line; its decoding defaults are the TTS recipe's rollout settings."""
+    from ....scorer_client.cli import add_client_options
+
+    parser = heldout_parser(__doc__, out_help="output folder (reused to resume)", device_help="for synthesis")
     parser.add_argument("--spk-embed", required=True, type=Path,
                         help="the run's speaker embedding JSON (SPK_EMBED_PATH / tts_spk_embed_path)")
     parser.add_argument("--tts-language", default=DEFAULT_LANGUAGE,
                         help=f"the run's tts_language (default {DEFAULT_LANGUAGE}, what verl-omni trains with)")
-    parser.add_argument("--out", required=True, type=Path, help="output folder (reused to resume)")
-    parser.add_argument("--limit", type=int, default=None, help="first N validation rows only")
-    parser.add_argument("--device", default="cuda:0", help="torch device for synthesis (default cuda:0)")
     parser.add_argument("--max-new-tokens", type=int, default=TTS_MAX_FRAMES,
                         help=f"codec frames per utterance at most (default {TTS_MAX_FRAMES}, the recipe's "
                              "data.max_response_length)")
@@ -381,20 +416,10 @@ def main(argv: list[str] | None = None) -> int:
     from ....scorer_client.eval.cli import EVAL_EXTRA, ProgressBar, missing_eval_extras
 
     args = build_parser().parse_args(argv)
-
-    def fail(lines: Sequence[str]) -> int:
-        for line in lines:
-            print(f"eval_checkpoints: {line}", file=sys.stderr)
-        return 1
-
+    fail = failure_printer("eval_checkpoints")
     if args.samples < 1 or args.max_new_tokens < 1:
         return fail(["--samples and --max-new-tokens must be at least 1"])
-    missing = missing_eval_extras(progress=True)
-    for module in ("pyarrow", "qwen_tts"):
-        try:
-            __import__(module)
-        except ImportError:
-            missing.append(module)
+    missing = missing_eval_extras(progress=True) + missing_modules(("pyarrow", "qwen_tts"))
     if missing:
         return fail([f"{' and '.join(missing)} not installed: run this in the TTS-model environment "
                      f"(scripts/envs/tts.sh) with the eval extra, {EVAL_EXTRA}"])
