@@ -12,6 +12,7 @@ Runs in the trainer environment (transformers with Qwen3-Omni, pyarrow, soxr).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -155,3 +156,37 @@ def test_prepare_data_ids_are_unique_across_the_splits(data: Path) -> None:
     train = {r.id for r in eval_thinker.questions(data / "train.parquet", None)}
     val = {r.id for r in eval_thinker.questions(data / "val.parquet", None)}
     assert len(train) == 4 and len(val) == 4 and not train & val
+
+
+def test_sampling_is_seeded_and_recorded(data: Path, folders: dict[str, Path], tmp_path: Path) -> None:
+    runs = []
+    for out in (tmp_path / "a", tmp_path / "b"):
+        assert eval_thinker.main(["--val", str(data / "val.parquet"), "--train", str(data / "train.parquet"),
+                                  "--out", str(out), "--device", "cpu", "--max-new-tokens", "8", "--limit", "2",
+                                  "--temperature", "1.0", "--seed", "3", f"base={folders['trained']}"]) == 0
+        runs.append(json.loads((out / eval_thinker.RESULTS_JSON).read_text()))
+    assert [a["response"] for a in runs[0]["answers"]] == [a["response"] for a in runs[1]["answers"]]
+    assert runs[0]["decoding"] == {"decoding": "sampling", "temperature": 1.0, "top_p": 1.0, "top_k": -1, "seed": 3,
+                                   "max_new_tokens": 8, "device": "cpu"}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("verl") is None or importlib.util.find_spec("peft") is None,
+                    reason="verl's checkpoint manager and peft are in the trainer environment only")
+def test_a_lora_run_exported_by_export_checkpoint_is_evaluated(data: Path, folders: dict[str, Path],
+                                                               tmp_path: Path) -> None:
+    """verl's own FSDP2 save of a LoRA run from the thinker folder, merged by the export, answers like peft's merge."""
+    from audio_reward.cli import main as cli
+    from audio_reward.trainer_plugin.recipes.launch import THINKER_LORA_EXCLUDE
+    from tests.testkit.verl_checkpoint import write_lora_checkpoint
+
+    step = write_lora_checkpoint(tmp_path / "checkpoints", 2, THINKER_LORA_EXCLUDE, base=folders["trained"])
+    assert cli(["export-checkpoint", str(step), "--out", str(tmp_path / "merged")]) == 0
+    out = tmp_path / "eval"
+    assert eval_thinker.main(["--val", str(data / "val.parquet"), "--train", str(data / "train.parquet"),
+                              "--out", str(out), "--device", "cpu", "--max-new-tokens", "4",
+                              f"base={folders['trained']}", f"lora={tmp_path / 'merged'}"]) == 0
+    results = json.loads((out / eval_thinker.RESULTS_JSON).read_text())
+    assert [c["name"] for c in results["checkpoints"]] == ["base", "lora"]
+    by = {(a["checkpoint"], a["mode"], a["id"]): a["response"] for a in results["answers"]}
+    # the merged adapter changes the answers: the export's weights, not the base's, were asked
+    assert any(by[("base", m, i)] != by[("lora", m, i)] for _, m, i in by)
