@@ -85,7 +85,9 @@ log "tests: documented environments (each README install line in a fresh venv, t
 VENV="$VENV" PYTHON="$PY" bash scripts/test_environments.sh "$@"
 
 if [ -x "$VERL_VENV/bin/python" ]; then
-  log "tests: trainer plugin with verl"
+  # tests/integration/trainer holds the thinker audio ablation too (test_eval_thinker.py, seconds): it needs
+  # this environment's transformers 5 (Qwen3-Omni), pyarrow and soxr (the recipes extra)
+  log "tests: trainer plugin with verl, the LoRA export, the thinker audio ablation"
   "$VERL_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/unit/trainer tests/integration/trainer "$@"
 fi
 

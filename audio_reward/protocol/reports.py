@@ -1,9 +1,10 @@
-"""File formats of the evaluation tools: ``eval_results.json``, from ``eval --compare`` and the checkpoint evaluation.
+"""File formats of the evaluation tools: ``eval_results.json``, from ``eval --compare`` and the checkpoint evaluation,
+and ``thinker_eval_results.json``, from the thinker's audio ablation.
 
 Not wire messages, but a contract all the same: other tools read these
 files, so their JSON Schema is committed beside the protocol's
-(``schemas/v1/eval_results.schema.json``) and a test keeps it equal to these
-models.  CER, WER and deltas are fractions (0.05 is 5 %), as the server
+(``schemas/v1/eval_results.schema.json``, ``thinker_eval_results.schema.json``)
+and a test keeps it equal to these models.  CER, WER and deltas are fractions (0.05 is 5 %), as the server
 reports them per utterance; figures are means and medians of per-utterance
 values, as Seed-TTS-eval reports them.
 """
@@ -110,5 +111,59 @@ class EvalResults(_Model):
     plots: list[str] = Field(default_factory=list, description="files beside this one: the before/after plot, report")
 
 
-REPORTS: dict[str, type[BaseModel]] = {"eval_results": EvalResults}
+AudioMode = Literal["with_audio", "without_audio"]
+
+
+class ModeAccuracy(_Model):
+    """One checkpoint's answers in one mode: every question asked, graded by the multiple-choice reward."""
+
+    questions: int = Field(ge=0)
+    correct: int = Field(ge=0)
+    answered: int = Field(ge=0, description="answers in which an option was found, right or wrong")
+    accuracy: float | None = Field(None, description="correct / questions (a fraction); null with no questions")
+
+
+class ThinkerCheckpoint(_Model):
+    """One checkpoint's accuracy with the audio and with the audio stripped."""
+
+    name: str = Field(description="NAME of NAME=MODEL_DIR")
+    path: str = Field(description="the model folder")
+    with_audio: ModeAccuracy
+    without_audio: ModeAccuracy
+    audio_gap: float | None = Field(
+        None, description="with_audio.accuracy - without_audio.accuracy: how much the answers depend on the audio")
+
+
+class ThinkerAnswer(_Model):
+    """One question put to one checkpoint in one mode, and its grade."""
+
+    id: str = Field(description="the row's extra_info.index")
+    checkpoint: str
+    mode: AudioMode
+    ground_truth: str = Field(description="the correct option letter")
+    chosen: str | None = Field(description="the option the response chose; null when none was found")
+    extraction: str = Field(description="how the choice was found (scoring.choice.EXTRACTION_METHODS)")
+    correct: bool
+    format_ok: bool = Field(description="the response was <think>...</think><answer>X</answer> and nothing else")
+    audio_clips: int = Field(ge=0, description="audio clips given to the model")
+    audio_tokens: int = Field(ge=0, description="audio placeholder tokens in the model's input ids")
+    prompt_tokens: int = Field(ge=0)
+    response_tokens: int = Field(ge=0)
+    response: str
+
+
+class ThinkerEvalResults(_Model):
+    """``thinker_eval_results.json``: the audio ablation, base and trained checkpoints × with and without audio."""
+
+    format_version: Literal["1"] = EVAL_RESULTS_VERSION
+    created_by: str = Field(description="audio-reward version that wrote the file")
+    base: str = Field(description="name of the first checkpoint, the one the others are read against")
+    checkpoints: list[ThinkerCheckpoint] = Field(min_length=1)
+    answers: list[ThinkerAnswer]
+    held_out: HeldOut | None = None
+    decoding: dict[str, Scalar] = Field(description="how every answer was generated (greedy, token cap, dtype)")
+    report: list[str] = Field(default_factory=list, description="files beside this one: the markdown report")
+
+
+REPORTS: dict[str, type[BaseModel]] = {"eval_results": EvalResults, "thinker_eval_results": ThinkerEvalResults}
 """Schema file stem → model, for the evaluation file formats."""

@@ -132,28 +132,17 @@ LORA_REFERENCE = "merged_reference.safetensors"
 def tiny_thinker(seed: int = 0) -> Any:
     """A random Qwen3-Omni thinker at toy sizes, from transformers' own config and model classes."""
     import torch
-    from transformers.models.qwen3_omni_moe.configuration_qwen3_omni_moe import Qwen3OmniMoeThinkerConfig
     from transformers.models.qwen3_omni_moe.modeling_qwen3_omni_moe import (
         Qwen3OmniMoeThinkerForConditionalGeneration,
     )
 
-    config = Qwen3OmniMoeThinkerConfig(
-        text_config={"vocab_size": 128, "hidden_size": 32, "intermediate_size": 64, "moe_intermediate_size": 16,
-                     "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
-                     "num_experts": 2, "num_experts_per_tok": 1,
-                     "rope_scaling": {"rope_type": "default", "mrope_section": [2, 1, 1], "interleaved": True}},
-        audio_config={"num_mel_bins": 16, "encoder_layers": 1, "encoder_attention_heads": 2, "encoder_ffn_dim": 32,
-                      "d_model": 16, "output_dim": 32, "n_window": 4, "n_window_infer": 8,
-                      "downsample_hidden_size": 8},
-        vision_config={"depth": 1, "hidden_size": 16, "intermediate_size": 32, "num_heads": 2, "out_hidden_size": 32,
-                       "patch_size": 4, "spatial_merge_size": 2, "temporal_patch_size": 1,
-                       "deepstack_visual_indexes": [0]},
-    )
+    from tests.testkit.tiny_thinker import thinker_config
+
     torch.manual_seed(seed)
-    return Qwen3OmniMoeThinkerForConditionalGeneration(config).eval()
+    return Qwen3OmniMoeThinkerForConditionalGeneration(thinker_config()).eval()
 
 
-def _lora_rank(rank: int, world: int, port: int, actor_dir: str, exclude: str) -> None:
+def _lora_rank(rank: int, world: int, port: int, actor_dir: str, exclude: str, base: str | None) -> None:
     import torch
     import torch.distributed as dist
     from peft import LoraConfig, get_peft_model
@@ -166,7 +155,15 @@ def _lora_rank(rank: int, world: int, port: int, actor_dir: str, exclude: str) -
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
         # the recipe's LoRA: rank 32 / alpha 64 there, 4 / 8 here; the encoders excluded by the same pattern
-        model = get_peft_model(tiny_thinker(), LoraConfig(r=4, lora_alpha=8, target_modules=LORA_TARGETS,
+        if base is None:
+            thinker = tiny_thinker()
+        else:
+            from transformers.models.qwen3_omni_moe.modeling_qwen3_omni_moe import (
+                Qwen3OmniMoeThinkerForConditionalGeneration,
+            )
+
+            thinker = Qwen3OmniMoeThinkerForConditionalGeneration.from_pretrained(base)
+        model = get_peft_model(thinker, LoraConfig(r=4, lora_alpha=8, target_modules=LORA_TARGETS,
                                                           exclude_modules=exclude, task_type="CAUSAL_LM"))
         torch.manual_seed(99)  # a trained adapter: lora_B starts at zero, so give it values
         for name, param in model.named_parameters():
@@ -187,12 +184,16 @@ def _lora_rank(rank: int, world: int, port: int, actor_dir: str, exclude: str) -
         dist.destroy_process_group()
 
 
-def write_lora_checkpoint(run_dir: Path, world: int, exclude: str) -> Path:
-    """A LoRA thinker checkpoint saved by verl's FSDPCheckpointManager under FSDP2; returns ``global_step_1``."""
+def write_lora_checkpoint(run_dir: Path, world: int, exclude: str, base: Path | None = None) -> Path:
+    """A LoRA thinker checkpoint saved by verl's FSDPCheckpointManager under FSDP2; returns ``global_step_1``.
+
+    The run starts from :func:`tiny_thinker`, or from the thinker folder ``base``.
+    """
     import torch.multiprocessing as mp
 
     step = run_dir / "global_step_1"
     run_dir.mkdir(parents=True, exist_ok=True)
-    mp.start_processes(_lora_rank, args=(world, _free_port(), str(step / "actor"), exclude), nprocs=world,
+    mp.start_processes(_lora_rank, args=(world, _free_port(), str(step / "actor"), exclude,
+                                        None if base is None else str(base)), nprocs=world,
                        join=True, start_method="spawn")
     return step

@@ -68,6 +68,8 @@ THINKER_LORA_TARGETS = "['q_proj','k_proj','v_proj','o_proj']"
 THINKER_MAX_PROMPT = 4096
 THINKER_PROMPT_HEADROOM = 64
 """``rollout.prompt_length`` is ``data.max_prompt_length`` plus this, as in verl-omni's AVQA example (4160)."""
+THINKER_MAX_RESPONSE = 2048
+"""``data.max_response_length``: the answer tokens a rollout may write; the thinker evaluation's cap too."""
 
 
 @dataclass(frozen=True)
@@ -266,7 +268,7 @@ THINKER_OVERRIDES = OverrideTable((
     ov(VAL_FILES, "${VAL_FILE}"),
     ov("data.train_batch_size", "32"),
     ov("data.max_prompt_length", THINKER_MAX_PROMPT),
-    ov("data.max_response_length", "2048"),
+    ov("data.max_response_length", THINKER_MAX_RESPONSE),
     ov("data.filter_overlong_prompts", "true"),
     ov("data.filter_overlong_prompts_workers", 64,
        "the filter tokenizes every row with its audio; one worker makes a large AVQA set slow to start"),

@@ -22,7 +22,7 @@ from typing import Any
 
 from audio_reward.scoring.choice import ground_truth_letter, parse_options
 
-from .._parquet import prepare, read_records, split_for_training
+from .._parquet import check_unique_ids, prepare, read_records, split_for_training
 
 DATA_SOURCE = "avqa"
 SYSTEM_PROMPT = (
@@ -58,7 +58,8 @@ def to_row(record: dict[str, Any], index: int, split: str, base: Path) -> dict[s
         "ability": "audio_mcq",
         "reward_model": {"style": "rule", "ground_truth": letter},
         "extra_info": {
-            "index": str(record.get("id", index)),
+            # the input position, not the position in the split: ids stay unique across train and validation
+            "index": str(record.get("id", record.get("_position", index))),
             "split": split,
             "options": json.dumps(options, ensure_ascii=False),
         },
@@ -76,7 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     base = Path(args.input).resolve().parent
 
     def rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        train, val = split_for_training(read_records(args.input), args.val_size, args.seed)
+        records = read_records(args.input)
+        check_unique_ids(records)
+        train, val = split_for_training(records, args.val_size, args.seed)
         return ([to_row(r, i, "train", base) for i, r in enumerate(train)],
                 [to_row(r, i, "val", base) for i, r in enumerate(val)])
 

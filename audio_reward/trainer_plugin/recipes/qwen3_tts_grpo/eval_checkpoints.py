@@ -42,10 +42,10 @@ import asyncio
 import json
 import sys
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from ....settings_flags import one_line
 from ...model_folder import (
@@ -132,7 +132,8 @@ class Checkpoint:
     """The folder to load: the checkpoint itself, or its splice into the base."""
 
 
-def _rows(path: Path) -> list[dict[str, Any]]:
+def parquet_rows(path: Path) -> list[dict[str, Any]]:
+    """Every row of a parquet file, as dicts."""
     import pyarrow.parquet as pq
 
     return pq.read_table(path).to_pylist()
@@ -150,7 +151,7 @@ def row_id_and_text(row: dict[str, Any], position: int) -> tuple[str, str]:
 
 def validation_rows(path: Path, limit: int | None) -> list[EvalRow]:
     rows = [EvalRow(*row_id_and_text(r, i), language=(r.get("extra_info") or {}).get("language"))
-            for i, r in enumerate(_rows(path))]
+            for i, r in enumerate(parquet_rows(path))]
     seen: dict[str, str] = {}
     for row in rows:
         if row.id in seen.values():
@@ -162,17 +163,72 @@ def validation_rows(path: Path, limit: int | None) -> list[EvalRow]:
     return rows[:limit] if limit else rows
 
 
-def overlap(eval_rows: Sequence[EvalRow], train_files: Sequence[Path]) -> tuple[list[str], list[str]]:
+class Keyed(Protocol):
+    """An evaluation row as the held-out check sees it: its id and the text a leak would repeat."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+RowKey = Callable[[dict[str, Any], int], tuple[str, str]]
+"""A parquet row (and its position) → its id and the text compared after :func:`normalize_text`."""
+
+
+def overlap(eval_rows: Sequence[Keyed], train_files: Sequence[Path],
+            row_key: RowKey = row_id_and_text) -> tuple[list[str], list[str]]:
     """Evaluation ids found among the training ids, and evaluation texts whose normalised form was trained on."""
     train_ids: set[str] = set()
     train_texts: set[str] = set()
     for path in train_files:
-        for i, row in enumerate(_rows(path)):
-            rid, text = row_id_and_text(row, i)
+        for i, row in enumerate(parquet_rows(path)):
+            rid, text = row_key(row, i)
             train_ids.add(rid)
             train_texts.add(normalize_text(text))
     return ([r.id for r in eval_rows if r.id in train_ids],
             [r.text for r in eval_rows if normalize_text(r.text) in train_texts])
+
+
+Row = TypeVar("Row")
+
+
+def read_validation(read: Callable[[Path, int | None], list[Row]], val: Path,
+                    limit: int | None) -> tuple[list[Row], list[str]]:
+    """``read(val, limit)``'s rows, and the line saying why there are none."""
+    try:
+        rows = read(val, limit)
+    except (OSError, ValueError) as exc:
+        return [], [f"validation parquet {val}: {exc}"]
+    return rows, [] if rows else [f"{val} holds no rows"]
+
+
+def check_held_out(rows: Sequence[Keyed], val: Path, train: Sequence[Path], allow_overlap: bool,
+                   row_key: RowKey = row_id_and_text) -> tuple[dict[str, Any], list[str]]:
+    """The held-out check: the ``HeldOut`` record's fields (empty when it could not run) and one line per failure.
+
+    Overlap by id or by normalised text is a failure unless ``allow_overlap``.
+    """
+    failures: list[str] = []
+    held: dict[str, Any] = {}
+    for path in train:
+        if not path.is_file():
+            failures.append(f"training parquet {path} does not exist")
+    if rows and all(p.is_file() for p in train):
+        try:
+            ids, texts = overlap(rows, train, row_key)
+        except (OSError, ValueError) as exc:
+            failures.append(f"training parquet: {exc}")
+        else:
+            held = {"train_files": [str(p) for p in train], "eval_rows": len(rows), "overlapping_ids": ids,
+                    "overlapping_texts": texts, "allowed_overlap": allow_overlap}
+            if (ids or texts) and not allow_overlap:
+                failures.append(
+                    f"{len(ids)} evaluation id(s) and {len(texts)} text(s) of {val} are also in the training data "
+                    f"(e.g. {(ids or texts)[0]!r}): the evaluation would not be held out. Prepare disjoint splits "
+                    "(prepare_data.py does), or pass --allow-overlap for a deliberate check")
+    return held, failures
 
 
 def _folder_problems(checkpoints: Sequence[Checkpoint]) -> list[str]:
@@ -211,35 +267,6 @@ def _speaker_embedding(spk_embed: Path, base: ModelFolder) -> tuple[list[float],
     return embedding, []
 
 
-def _evaluation_rows(val: Path, limit: int | None) -> tuple[list[EvalRow], list[str]]:
-    """The validation rows to evaluate, and why there are none."""
-    try:
-        rows = validation_rows(val, limit)
-    except (OSError, ValueError) as exc:
-        return [], [f"validation parquet {val}: {exc}"]
-    return rows, [] if rows else [f"{val} holds no rows"]
-
-
-def _held_out(rows: Sequence[EvalRow], val: Path, train: Sequence[Path],
-              allow_overlap: bool) -> tuple[dict[str, Any], list[str]]:
-    """What ``eval_results.json`` records of the overlap with the training data, and the failures it makes."""
-    failures = [f"training parquet {path} does not exist" for path in train if not path.is_file()]
-    if not rows or failures:
-        return {}, failures
-    try:
-        ids, texts = overlap(rows, train)
-    except (OSError, ValueError) as exc:
-        return {}, [f"training parquet: {exc}"]
-    held = {"train_files": [str(p) for p in train], "eval_rows": len(rows), "overlapping_ids": ids,
-            "overlapping_texts": texts, "allowed_overlap": allow_overlap}
-    if (ids or texts) and not allow_overlap:
-        failures.append(
-            f"{len(ids)} evaluation id(s) and {len(texts)} text(s) of {val} are also in the training data "
-            f"(e.g. {(ids or texts)[0]!r}): the evaluation would not be held out. Prepare disjoint splits "
-            "(prepare_data.py does), or pass --allow-overlap for a deliberate check")
-    return held, failures
-
-
 def check_inputs(checkpoints: list[Checkpoint], spk_embed: Path, val: Path, train: Sequence[Path],
                  limit: int | None, allow_overlap: bool) -> tuple[list[EvalRow], list[float], dict[str, Any]]:
     """Every check that can fail before a model is loaded; raises :class:`InputsInvalid` with all failures.
@@ -249,9 +276,9 @@ def check_inputs(checkpoints: list[Checkpoint], spk_embed: Path, val: Path, trai
     failures = _folder_problems(checkpoints)
     embedding, problems = _speaker_embedding(spk_embed, checkpoints[0].folder)
     failures += problems
-    rows, problems = _evaluation_rows(val, limit)
+    rows, problems = read_validation(validation_rows, val, limit)
     failures += problems
-    held, problems = _held_out(rows, val, train, allow_overlap)
+    held, problems = check_held_out(rows, val, train, allow_overlap)
     failures += problems
     if failures:
         raise InputsInvalid(failures)
@@ -315,37 +342,69 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
-def parse_checkpoints(specs: Sequence[str]) -> list[Checkpoint]:
-    out, names = [], set()
+def parse_specs(specs: Sequence[str]) -> list[tuple[str, str]]:
+    """``NAME=MODEL_DIR`` arguments as (name, folder) pairs; a malformed or repeated name raises ValueError."""
+    out: list[tuple[str, str]] = []
     for spec in specs:
         name, sep, model_dir = spec.partition("=")
         if not sep or not name or not model_dir:
             raise ValueError(f"checkpoint {spec!r} must be NAME=MODEL_DIR")
-        if name in names:
+        if name in {n for n, _ in out}:
             raise ValueError(f"checkpoint name {name!r} is given twice")
-        names.add(name)
-        out.append(Checkpoint(name, spec, inspect_folder(model_dir)))
+        out.append((name, model_dir))
     return out
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The command line; its decoding defaults are the TTS recipe's rollout settings."""
-    from ....scorer_client.cli import add_client_options
+def parse_checkpoints(specs: Sequence[str]) -> list[Checkpoint]:
+    return [Checkpoint(name, spec, inspect_folder(model_dir))
+            for spec, (name, model_dir) in zip(specs, parse_specs(specs), strict=True)]
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+def heldout_parser(doc: str | None, out_help: str, device_help: str) -> argparse.ArgumentParser:
+    """The arguments both checkpoint evaluations take: checkpoints, held-out and training data, output, device."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkpoints", nargs="+", metavar="NAME=MODEL_DIR", help="the base first, then trained ones")
     parser.add_argument("--val", required=True, type=Path, help="validation parquet (prepare_data.py's val.parquet)")
     parser.add_argument("--train", required=True, type=Path, action="append",
                         help="training parquet the checkpoints were trained on (repeat for several)")
     parser.add_argument("--allow-overlap", action="store_true",
                         help="report, but do not refuse, evaluation rows that are also training rows")
+    parser.add_argument("--out", required=True, type=Path, help=out_help)
+    parser.add_argument("--limit", type=int, default=None, help="first N validation rows only")
+    parser.add_argument("--device", default="cuda:0", help=f"torch device {device_help} (default cuda:0)")
+    return parser
+
+
+def failure_printer(prog: str) -> Callable[[Sequence[str]], int]:
+    """A function that prints each failure as ``prog: line`` on stderr and returns exit status 1."""
+    def fail(lines: Sequence[str]) -> int:
+        for line in lines:
+            print(f"{prog}: {line}", file=sys.stderr)
+        return 1
+
+    return fail
+
+
+def missing_modules(modules: Sequence[str]) -> list[str]:
+    """The modules of ``modules`` that do not import here."""
+    missing = []
+    for module in modules:
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    return missing
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line; its decoding defaults are the TTS recipe's rollout settings."""
+    from ....scorer_client.cli import add_client_options
+
+    parser = heldout_parser(__doc__, out_help="output folder (reused to resume)", device_help="for synthesis")
     parser.add_argument("--spk-embed", required=True, type=Path,
                         help="the run's speaker embedding JSON (SPK_EMBED_PATH / tts_spk_embed_path)")
     parser.add_argument("--tts-language", default=DEFAULT_LANGUAGE,
                         help=f"the run's tts_language (default {DEFAULT_LANGUAGE}, what verl-omni trains with)")
-    parser.add_argument("--out", required=True, type=Path, help="output folder (reused to resume)")
-    parser.add_argument("--limit", type=int, default=None, help="first N validation rows only")
-    parser.add_argument("--device", default="cuda:0", help="torch device for synthesis (default cuda:0)")
     parser.add_argument("--max-new-tokens", type=int, default=TTS_MAX_FRAMES,
                         help=f"codec frames per utterance at most (default {TTS_MAX_FRAMES}, the recipe's "
                              "data.max_response_length)")
@@ -369,20 +428,10 @@ def main(argv: list[str] | None = None) -> int:
     from ....scorer_client.eval.cli import EVAL_EXTRA, ProgressBar, missing_eval_extras
 
     args = build_parser().parse_args(argv)
-
-    def fail(lines: Sequence[str]) -> int:
-        for line in lines:
-            print(f"eval_checkpoints: {line}", file=sys.stderr)
-        return 1
-
+    fail = failure_printer("eval_checkpoints")
     if args.samples < 1 or args.max_new_tokens < 1:
         return fail(["--samples and --max-new-tokens must be at least 1"])
-    missing = missing_eval_extras(progress=True)
-    for module in ("pyarrow", "qwen_tts"):
-        try:
-            __import__(module)
-        except ImportError:
-            missing.append(module)
+    missing = missing_eval_extras(progress=True) + missing_modules(("pyarrow", "qwen_tts"))
     if missing:
         return fail([f"{' and '.join(missing)} not installed: run this in the TTS-model environment "
                      f"(scripts/envs/tts.sh) with the eval extra, {EVAL_EXTRA}"])

@@ -1,0 +1,418 @@
+"""The thinker's audio ablation: held-out questions answered with the audio and with it stripped, per checkpoint.
+
+    python -m audio_reward.trainer_plugin.recipes.omni_thinker_grpo.eval_thinker \\
+        --val data/omni_avqa/val.parquet --train data/omni_avqa/train.parquet --out eval_thinker/ \\
+        base=/models/Qwen3-Omni-30B-A3B-Instruct step150=exports/thinker150
+
+(``exports/thinker150``: the run's LoRA checkpoint merged by ``audio-reward
+export-checkpoint .../checkpoints/global_step_150 --out exports/thinker150``.)
+
+Each ``NAME=MODEL_DIR`` is a full Qwen3-Omni folder (the thinker is loaded,
+the talker is not) or a thinker-only one; the first is the base.  Every
+question of ``--val`` (``prepare_data.py``'s validation split) is asked twice
+per checkpoint: **with the audio** (the clip of the row's ``audios`` column
+where the prompt's ``<audio>`` placeholder stands, the message layout verl's
+``RLHFDataset`` builds for training) and **without it** (no clip, no audio
+features, the placeholder removed from the prompt).  Answers are graded by
+:func:`audio_reward.scoring.choice.score_choice`, the recipe's reward, with
+format weight 0: accuracy.  Decoding is greedy, as the recipe's validation
+(``val_kwargs.do_sample=false``) and the published ablation decode, at most
+the recipe's ``data.max_response_length`` tokens; ``--temperature T``
+samples instead, each question and mode under its own fixed seed.
+
+A model that reads the audio scores higher with it; the gap
+(``with - without``) is what shows the trained thinker listens rather than
+guessing from the text.  ``--out`` receives ``thinker_eval_results.json``
+(schema: ``audio_reward/protocol/schemas/v1/thinker_eval_results.schema.json``:
+accuracy per checkpoint and mode, the gap, and every answer with its grade
+and the count of audio tokens the model was given) and ``report.md`` (the
+checkpoints × with/without-audio table).  Before a model is loaded it checks
+the folders and that no validation row is a training row (by id, and by clip
+and question), one line per failure and exit 1; ``--allow-overlap`` reports
+instead of refusing.
+
+The model inputs are built from the checkpoint's own processor parts, the
+tokenizer (with its chat template) and the audio feature extractor, the
+way ``Qwen3OmniMoeProcessor`` builds them for audio (its audio keyword
+defaults, each audio token expanded to the encoder's output length by
+transformers' own length function).  The whole processor class is not
+used because it needs a video processor, which needs torchvision, and
+torchvision's only build for torch 2.13 on the package index (0.28.0) is a
+CUDA build that does not import beside the CPU torch the tests use; an audio
+question has no image or video anyway.  Clips are read with soundfile and
+resampled with soxr (high quality) to the extractor's rate, as Qwen's
+``process_mm_info`` loads them for training (librosa at 16 kHz, whose default
+resampler is soxr's).  Run it in the trainer environment (torch,
+transformers with ``qwen3_omni_moe``, pyarrow, soxr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import re
+import sys
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ....scoring.choice import EXTRACTION_METHODS, ground_truth_letter, parse_options, score_choice
+from ..overrides import THINKER_MAX_RESPONSE
+from ..qwen3_tts_grpo.eval_checkpoints import (
+    InputsInvalid,
+    check_held_out,
+    failure_printer,
+    heldout_parser,
+    missing_modules,
+    parquet_rows,
+    parse_specs,
+    read_validation,
+)
+
+if TYPE_CHECKING:
+    from ....protocol.reports import ThinkerEvalResults
+
+AUDIO_PLACEHOLDER = "<audio>"
+"""The placeholder verl's ``RLHFDataset`` replaces with the row's next clip (``_build_messages``)."""
+Mode = Literal["with_audio", "without_audio"]
+MODES: tuple[Mode, Mode] = ("with_audio", "without_audio")
+MODEL_TYPES = {"qwen3_omni_moe": "full Qwen3-Omni (the thinker is loaded)", "qwen3_omni_moe_thinker": "thinker only"}
+RESULTS_JSON = "thinker_eval_results.json"
+REPORT_MD = "report.md"
+
+
+@dataclass(frozen=True)
+class Question:
+    """One validation row: its chat, clips, options and correct letter."""
+
+    id: str
+    text: str
+    """What a leak would repeat (the clips and the user turn); the held-out check compares it normalised."""
+    prompt: tuple[tuple[str, str], ...]
+    """(role, content) of each message as prepare_data writes them, ``<audio>`` placeholders included."""
+    audios: tuple[str, ...]
+    options: dict[str, str]
+    truth: str
+
+
+def row_key(row: dict[str, Any], position: int) -> tuple[str, str]:
+    """A row's id (``extra_info.id``, else ``extra_info.index``) and its clips with the user turn."""
+    extra = row.get("extra_info") or {}
+    rid = extra.get("id", extra.get("index", position))
+    user = " ".join(str(m.get("content", "")) for m in row.get("prompt") or [] if m.get("role") == "user")
+    return str(rid), " ".join([*(str(a) for a in row.get("audios") or []), user])
+
+
+def questions(path: Path, limit: int | None) -> list[Question]:
+    """The rows of a thinker parquet; a row without clips, options or a readable answer raises ValueError."""
+    out: list[Question] = []
+    seen: set[str] = set()
+    for i, row in enumerate(parquet_rows(path)):
+        rid, text = row_key(row, i)
+        if rid in seen:
+            raise ValueError(f"{path}: id {rid!r} appears twice")
+        seen.add(rid)
+        prompt = tuple((str(m["role"]), str(m["content"])) for m in row.get("prompt") or [])
+        audios = tuple(str(a) for a in row.get("audios") or [])
+        placeholders = sum(content.count(AUDIO_PLACEHOLDER) for _, content in prompt)
+        if not audios or placeholders != len(audios):
+            raise ValueError(f"row {rid}: {len(audios)} clip(s) in 'audios' and {placeholders} {AUDIO_PLACEHOLDER} "
+                             "placeholder(s) in the prompt; an audio question needs one of each per clip")
+        options = parse_options((row.get("extra_info") or {}).get("options"))
+        if len(options) < 2:
+            raise ValueError(f"row {rid}: extra_info.options holds {len(options)} option(s)")
+        truth = ground_truth_letter((row.get("reward_model") or {}).get("ground_truth"), options)
+        out.append(Question(rid, text, prompt, audios, options, truth))
+    return out[:limit] if limit else out
+
+
+def messages(question: Question, mode: Mode) -> list[dict[str, Any]]:
+    """The chat the model gets: verl's training layout with the clips, or every placeholder removed without them.
+
+    With audio every message's content becomes a list of parts, as verl's
+    ``RLHFDataset._build_messages`` turns it for a row with media.
+    """
+    if mode == "without_audio":
+        return [{"role": role, "content": content.replace(AUDIO_PLACEHOLDER, "")} for role, content in question.prompt]
+    clips = iter(question.audios)
+    out = []
+    for role, content in question.prompt:
+        parts: list[dict[str, str]] = []
+        for segment in re.split(f"({re.escape(AUDIO_PLACEHOLDER)})", content):
+            if segment == AUDIO_PLACEHOLDER:
+                parts.append({"type": "audio", "audio": next(clips)})
+            elif segment:
+                parts.append({"type": "text", "text": segment})
+        out.append({"role": role, "content": parts})
+    return out
+
+
+def folder_problems(spec: str, path: Path) -> list[str]:
+    """Why ``path`` is not a Qwen3-Omni model folder this evaluation loads (empty when it is)."""
+    config = path / "config.json"
+    if not path.is_dir():
+        return [f"{spec}: {path} is not a local folder (download the model first)"]
+    if not config.is_file():
+        return [f"{spec}: {path} holds no config.json"]
+    try:
+        model_type = json.loads(config.read_text(encoding="utf-8")).get("model_type")
+    except (OSError, ValueError) as exc:
+        return [f"{spec}: {config} is not readable: {exc}"]
+    if model_type not in MODEL_TYPES:
+        return [f"{spec}: {path} is a {model_type!r} model, not Qwen3-Omni ({', '.join(MODEL_TYPES)})"]
+    if not any(path.glob("*.safetensors")):
+        return [f"{spec}: {path} holds no .safetensors weights"]
+    return []
+
+
+def processing_problems(spec: str, path: Path) -> list[str]:
+    """The base folder must hold the tokenizer and the audio feature extractor every checkpoint is asked with."""
+    missing = [name for name in ("preprocessor_config.json", "tokenizer_config.json") if not (path / name).is_file()]
+    return [f"{spec}: {path} lacks {', '.join(missing)}: the base folder gives the tokenizer and the audio feature "
+            "extractor"] if missing else []
+
+
+def check_inputs(specs: Sequence[str], val: Path, train: Sequence[Path], limit: int | None,
+              allow_overlap: bool) -> tuple[list[tuple[str, Path]], list[Question], dict[str, Any]]:
+    """Every check that can fail before a model is loaded; raises :class:`InputsInvalid` with all failures."""
+    failures: list[str] = []
+    try:
+        checkpoints = [(name, Path(folder).expanduser()) for name, folder in parse_specs(specs)]
+    except ValueError as exc:
+        raise InputsInvalid([str(exc)]) from None
+    for spec, (_, folder) in zip(specs, checkpoints, strict=True):
+        failures += folder_problems(spec, folder)
+    if checkpoints and not failures:
+        failures += processing_problems(specs[0], checkpoints[0][1])
+    rows, lines = read_validation(questions, val, limit)
+    failures += lines
+    missing = sorted({a for q in rows for a in q.audios if not Path(a).is_file()})
+    if missing:
+        failures.append(f"{len(missing)} clip(s) of {val} do not exist (e.g. {missing[0]})")
+    held, lines = check_held_out(rows, val, train, allow_overlap, row_key)
+    if failures or lines:
+        raise InputsInvalid(failures + lines)
+    return checkpoints, rows, held
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """Greedy by default (the recipe's validation); a temperature samples with a seed per question and mode."""
+
+    max_new_tokens: int = THINKER_MAX_RESPONSE
+    temperature: float = 0.0
+    seed: int = 0
+
+    def generate_kwargs(self, question_id: str, mode: Mode) -> dict[str, Any]:
+        """``generate`` keywords; sampling seeds torch's generator first, from (seed, id, mode)."""
+        if self.temperature <= 0:
+            return {"do_sample": False, "max_new_tokens": self.max_new_tokens}
+        import torch
+
+        torch.manual_seed(zlib.crc32(f"{self.seed}:{question_id}:{mode}".encode()))
+        # the rollout's top_p=1 and top_k=-1 (off), as the recipe leaves them
+        return {"do_sample": True, "temperature": self.temperature, "top_p": 1.0, "top_k": 0,
+                "max_new_tokens": self.max_new_tokens}
+
+    def record(self) -> dict[str, str | int | float]:
+        """What the results file records under ``decoding``."""
+        if self.temperature <= 0:
+            return {"decoding": "greedy", "max_new_tokens": self.max_new_tokens}
+        return {"decoding": "sampling", "temperature": self.temperature, "top_p": 1.0, "top_k": -1,
+                "seed": self.seed, "max_new_tokens": self.max_new_tokens}
+
+
+class Prompter:
+    """Model inputs from a folder's tokenizer and audio feature extractor, as the Qwen3-Omni processor builds them."""
+
+    def __init__(self, folder: Path) -> None:
+        from transformers import AutoFeatureExtractor, AutoTokenizer
+
+        self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        self.features = AutoFeatureExtractor.from_pretrained(str(folder))
+        self.audio_token: str = self.tokenizer.audio_token
+        self.audio_token_id: int = self.tokenizer.convert_tokens_to_ids(self.audio_token)  # type: ignore[assignment]
+        template = folder / "chat_template.json"  # the processor's file, where the tokenizer has no template
+        self.chat_template: str | None = (None if self.tokenizer.chat_template or not template.is_file()
+                                          else json.loads(template.read_text(encoding="utf-8"))["chat_template"])
+
+    def stop(self, model: Any) -> dict[str, Any]:
+        """The ids that end an answer: the model's own, and the tokenizer's end of turn (``<|im_end|>``) always."""
+        own = model.generation_config.eos_token_id
+        ids = [] if own is None else [own] if isinstance(own, int) else list(own)
+        return {"eos_token_id": sorted({*ids, int(self.tokenizer.eos_token_id)}),
+                "pad_token_id": self.tokenizer.pad_token_id}
+
+    def load_clip(self, path: str) -> Any:
+        import numpy as np
+        import soundfile as sf
+        import soxr
+
+        audio, rate = sf.read(path, dtype="float32", always_2d=True)
+        mono = audio.mean(axis=1)
+        target = int(self.features.sampling_rate)
+        return np.asarray(mono if rate == target else soxr.resample(mono, rate, target, quality="HQ"), np.float32)
+
+    def inputs(self, question: Question, mode: Mode) -> dict[str, Any]:
+        """Token ids, attention mask and, with audio, ``input_features``/``feature_attention_mask`` (batch of one)."""
+        from transformers.models.qwen3_omni_moe.processing_qwen3_omni_moe import (
+            Qwen3OmniMoeProcessorKwargs,
+            _get_feat_extract_output_lengths,
+        )
+
+        text = str(self.tokenizer.apply_chat_template(messages(question, mode), add_generation_prompt=True,
+                                                      tokenize=False, chat_template=self.chat_template))
+        clips = [self.load_clip(a) for a in question.audios] if mode == "with_audio" else []
+        if text.count(self.audio_token) != len(clips):
+            raise ValueError(f"question {question.id}: the chat template rendered {text.count(self.audio_token)} "
+                             f"audio token(s) for {len(clips)} clip(s)")
+        audio: dict[str, Any] = {}
+        if clips:
+            kwargs = dict(Qwen3OmniMoeProcessorKwargs._defaults["audio_kwargs"])  # type: ignore[attr-defined]
+            kwargs["sampling_rate"] = self.features.sampling_rate
+            feats = self.features(clips, return_tensors="pt", **kwargs)
+            lengths = _get_feat_extract_output_lengths(feats["attention_mask"].sum(-1)).tolist()
+            pieces = text.split(self.audio_token)
+            text = pieces[0] + "".join(self.audio_token * int(n) + p for n, p in zip(lengths, pieces[1:], strict=True))
+            audio = {"input_features": feats["input_features"], "feature_attention_mask": feats["attention_mask"]}
+        return {**self.tokenizer(text, return_tensors="pt"), **audio}
+
+
+def load_thinker(folder: Path, device: str) -> Any:
+    """The thinker of a full Qwen3-Omni folder (its talker not built) or of a thinker-only folder, in eval mode."""
+    import torch
+    from transformers import AutoConfig
+    from transformers.models.qwen3_omni_moe.modeling_qwen3_omni_moe import (
+        Qwen3OmniMoeForConditionalGeneration,
+        Qwen3OmniMoeThinkerForConditionalGeneration,
+    )
+
+    dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    config = AutoConfig.from_pretrained(str(folder))
+    if config.model_type == "qwen3_omni_moe":
+        config.enable_audio_output = False  # the talker answers nothing here; not building it saves its memory
+        model = Qwen3OmniMoeForConditionalGeneration.from_pretrained(str(folder), config=config, dtype=dtype).thinker
+    else:
+        model = Qwen3OmniMoeThinkerForConditionalGeneration.from_pretrained(str(folder), dtype=dtype)
+    return model.to(device).eval()
+
+
+def ask(model: Any, prompter: Prompter, question: Question, mode: Mode, decoding: Decoding,
+        device: str) -> dict[str, Any]:
+    """One question in one mode: the answer, graded, as a ``ThinkerAnswer`` row without its checkpoint."""
+    import torch
+
+    inputs = prompter.inputs(question, mode)
+    ids = inputs["input_ids"]
+    with torch.inference_mode():
+        out = model.generate(**{k: v.to(device) for k, v in inputs.items()},
+                             **prompter.stop(model), **decoding.generate_kwargs(question.id, mode))
+    new = out[0, ids.shape[1]:]
+    response = str(prompter.tokenizer.decode(new, skip_special_tokens=True))
+    grade = score_choice(response, question.truth, question.options)
+    chosen = int(grade["extracted"])
+    return {"id": question.id, "mode": mode, "ground_truth": question.truth,
+            "chosen": chr(ord("A") + chosen) if chosen >= 0 else None,
+            "extraction": EXTRACTION_METHODS[int(grade["extraction"])], "correct": grade["acc"] == 1.0,
+            "format_ok": grade["format_ok"] == 1.0,
+            "audio_clips": len(question.audios) if mode == "with_audio" else 0,
+            "audio_tokens": int((ids == prompter.audio_token_id).sum()), "prompt_tokens": int(ids.shape[1]),
+            "response_tokens": int(new.shape[0]), "response": response}
+
+
+def results(checkpoints: Sequence[tuple[str, Path]], answers: Sequence[dict[str, Any]], held: dict[str, Any],
+            decoding: dict[str, Any]) -> ThinkerEvalResults:
+    """The results file: accuracy per checkpoint and mode, the with-minus-without gap, every answer."""
+    from .... import __version__
+    from ....protocol.reports import HeldOut, ModeAccuracy, ThinkerAnswer, ThinkerCheckpoint, ThinkerEvalResults
+
+    def mode_accuracy(name: str, mode: Mode) -> ModeAccuracy:
+        rows = [a for a in answers if a["checkpoint"] == name and a["mode"] == mode]
+        correct = sum(a["correct"] for a in rows)
+        return ModeAccuracy(questions=len(rows), correct=correct, answered=sum(a["chosen"] is not None for a in rows),
+                            accuracy=correct / len(rows) if rows else None)
+
+    stats = []
+    for name, folder in checkpoints:
+        with_audio, without = mode_accuracy(name, "with_audio"), mode_accuracy(name, "without_audio")
+        gap = (with_audio.accuracy - without.accuracy
+               if with_audio.accuracy is not None and without.accuracy is not None else None)
+        stats.append(ThinkerCheckpoint(name=name, path=str(folder), with_audio=with_audio, without_audio=without,
+                                       audio_gap=gap))
+    return ThinkerEvalResults(created_by=f"audio-reward {__version__}", base=checkpoints[0][0], checkpoints=stats,
+                              answers=[ThinkerAnswer(**a) for a in answers],
+                              held_out=HeldOut(**held) if held else None, decoding=decoding, report=[REPORT_MD])
+
+
+def _percent(stats: Any) -> str:
+    return "n/a" if stats.accuracy is None else f"{100 * stats.accuracy:.1f} % ({stats.correct}/{stats.questions})"
+
+
+def report_markdown(res: ThinkerEvalResults) -> str:
+    """The checkpoints × with/without-audio accuracy table, with the gap, as markdown."""
+    lines = ["| checkpoint | with audio | without audio | gap (with - without) |", "|---|---|---|---|"]
+    for c in res.checkpoints:
+        gap = "n/a" if c.audio_gap is None else f"{100 * c.audio_gap:+.1f} pp"
+        lines.append(f"| {c.name} | {_percent(c.with_audio)} | {_percent(c.without_audio)} | {gap} |")
+    questions = res.checkpoints[0].with_audio.questions
+    decoding = ", ".join(f"{k}={v}" for k, v in res.decoding.items())
+    return (f"# Audio ablation: {questions} held-out questions\n\n" + "\n".join(lines) + "\n\n"
+            f"Accuracy is the multiple-choice reward's (format weight 0); decoding: {decoding}. Without audio the "
+            "model gets no clip and the prompt no audio placeholder. A gap near zero means the answers do not "
+            "depend on the audio.\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line; its decoding defaults are the thinker recipe's validation settings."""
+    parser = heldout_parser(__doc__, out_help="output folder", device_help="for the thinker")
+    parser.add_argument("--max-new-tokens", type=int, default=THINKER_MAX_RESPONSE,
+                        help=f"answer tokens at most (default {THINKER_MAX_RESPONSE}, the recipe's "
+                             "data.max_response_length)")
+    parser.add_argument("--temperature", type=float, default=0.0,
+                        help="0 (default): greedy, as the recipe validates; above 0: sample, seeded per question")
+    parser.add_argument("--seed", type=int, default=0, help="seed the per-question sampling seeds derive from")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    fail = failure_printer("eval_thinker")
+    if args.max_new_tokens < 1 or args.temperature < 0:
+        return fail(["--max-new-tokens must be at least 1 and --temperature 0 or more"])
+    missing = missing_modules(("torch", "pyarrow", "soxr", "transformers.models.qwen3_omni_moe"))
+    if missing:
+        return fail([f"{', '.join(missing)} not installed: run this in the trainer environment "
+                     "(scripts/envs/verl.sh), whose transformers has Qwen3-Omni"])
+    import torch
+
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        return fail([f"--device {args.device}: no CUDA device is visible here; pass --device cpu for tiny models"])
+    try:
+        checkpoints, rows, held = check_inputs(args.checkpoints, args.val, args.train, args.limit, args.allow_overlap)
+    except InputsInvalid as exc:
+        return fail(exc.lines)
+    decoding = Decoding(args.max_new_tokens, args.temperature, args.seed)
+    prompter = Prompter(checkpoints[0][1])
+    answers: list[dict[str, Any]] = []
+    for name, folder in checkpoints:
+        model = load_thinker(folder, args.device)
+        for mode in MODES:
+            print(f"eval_thinker: {name}, {mode.replace('_', ' ')}: {len(rows)} question(s)", file=sys.stderr)
+            answers += [{"checkpoint": name, **ask(model, prompter, q, mode, decoding, args.device)} for q in rows]
+        del model
+        gc.collect()
+    res = results(checkpoints, answers, held, {**decoding.record(), "device": args.device})
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / RESULTS_JSON).write_text(res.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    markdown = report_markdown(res)
+    (args.out / REPORT_MD).write_text(markdown, encoding="utf-8")
+    print(markdown, end="")
+    print(f"results: {args.out / RESULTS_JSON}  report: {args.out / REPORT_MD}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
