@@ -44,12 +44,12 @@ def _validate(args: argparse.Namespace) -> int:
     try:
         raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
     except OSError as exc:
-        print(f"error: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"audio-reward validate: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_UNREADABLE
     try:
         obj = parse_json(raw)
     except ProtocolError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"audio-reward validate: {exc}", file=sys.stderr)
         return EXIT_UNREADABLE
     kind, issues = validate_message(obj, args.kind, Limits(max_audio_seconds=args.max_audio_seconds))
     if not issues:

@@ -81,6 +81,25 @@ def _unreachable_model(settings: ServerSettings) -> str | None:
     return None
 
 
+def _port_taken(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be bound now (another server holds it), or None; checked before anything loads.
+
+    uvicorn would find out only after the model loaded, with a log line and exit 3.
+    """
+    import socket
+
+    if port == 0:
+        return None
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no obstacle
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            return f"cannot listen on {host}:{port}: {exc.strerror or exc} (another server holds it? pass --port)"
+    return None
+
+
 def serve(args: argparse.Namespace) -> int:
     import json
 
@@ -103,6 +122,10 @@ def serve(args: argparse.Namespace) -> int:
     from .app import build_app
     from .http.server import ForegroundServer, uvicorn_config
 
+    taken = None if args.ray else _port_taken(settings.host, settings.port)
+    if taken:
+        print(f"audio-reward serve: {taken}", file=sys.stderr)
+        return 2
     if args.ray:
         from .ray_serve import deploy_from_args
 

@@ -36,6 +36,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ev.set_defaults(func=_eval)
 
 
+EVAL_MODULES = {"matplotlib": "plots", "tqdm": "progress bar"}
+"""What each module of the eval extra draws."""
+
+
 def missing_eval_extras(progress: bool) -> list[str]:
     """The modules ``eval`` needs that do not import (matplotlib for plots, tqdm for the bar)."""
     missing = []
@@ -85,7 +89,8 @@ def _eval(args: argparse.Namespace) -> int:
         return 2
     missing = missing_eval_extras(not args.no_progress)
     if missing:
-        print(f"audio-reward eval: {' and '.join(missing)} not installed (plots, progress bar); {EVAL_EXTRA}",
+        uses = ", ".join(EVAL_MODULES[m] for m in missing)
+        print(f"audio-reward eval: {' and '.join(missing)} not installed ({uses}); {EVAL_EXTRA}",
               file=sys.stderr)
         return 2
 

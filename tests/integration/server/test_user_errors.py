@@ -149,3 +149,20 @@ def test_a_hub_model_with_no_local_copy_is_one_line(flags: list[str], repo: str,
     [line] = done.stderr.splitlines()
     assert line.startswith("audio-reward serve: model ") and "is not available offline" in line
     assert f"hf download {repo}" in line and "--model /path/to/folder" in line and "AUDIO_REWARD_SERVER_MODEL" in line
+
+
+def test_serve_on_a_port_another_server_holds_is_one_line_before_anything_loads() -> None:
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        proc = subprocess.run([sys.executable, "-m", "audio_reward.cli", "serve", "--port", str(port)], cwd=REPO_ROOT,
+                              capture_output=True, text=True, timeout=120)
+    # Not "listening on" followed by uvicorn's bind error and exit 3 once the model has loaded.
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+    assert proc.stderr.strip().splitlines() == [
+        f"audio-reward serve: cannot listen on 127.0.0.1:{port}: Address already in use "
+        "(another server holds it? pass --port)"
+    ]

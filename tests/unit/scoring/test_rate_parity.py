@@ -7,8 +7,6 @@ on the spaced-out text (and jiwer's CER on the text without its spaces).
 
 from __future__ import annotations
 
-import importlib.util
-
 import jiwer
 import pytest
 
@@ -17,18 +15,10 @@ from audio_reward.scoring import (
     compare_texts,
     get_normalizer,
 )
+from tests.testkit.extras import normalizer_params
 from tests.testkit.parity_battery import CASES
 
-MODES = [
-    pytest.param(
-        name,
-        marks=pytest.mark.skipif(
-            name == "whisper-en" and importlib.util.find_spec("whisper") is None,
-            reason="openai-whisper is not installed in this environment",
-        ),
-    )
-    for name in ("seed-tts-eval", "whisper-en", "basic")
-]
+MODES = normalizer_params()
 
 
 @pytest.mark.parametrize("name", MODES)

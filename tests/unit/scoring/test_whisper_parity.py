@@ -20,7 +20,9 @@ from audio_reward.scoring import (
 )
 from tests.testkit.parity_battery import CASES, TEXTS
 
-whisper_normalizers = pytest.importorskip("whisper.normalizers", reason="openai-whisper is not installed")
+whisper_normalizers = pytest.importorskip(
+    "whisper.normalizers", reason="needs the 'whisper-en' extra: pip install -e '.[whisper-en]'"
+)
 
 OPENAI_ENGLISH = whisper_normalizers.EnglishTextNormalizer()
 OPENAI_BASIC = whisper_normalizers.BasicTextNormalizer()

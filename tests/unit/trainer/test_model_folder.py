@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("safetensors")
+pytest.importorskip("safetensors", reason="needs safetensors: the trainer or the TTS environment")
 
 from audio_reward.trainer_plugin.model_folder import FolderKind, inspect_folder
 from audio_reward.trainer_plugin.preflight import check_model

@@ -34,7 +34,8 @@ def test_the_module_imports_without_verl_and_the_class_raises_a_clear_error() ->
 
 
 def test_with_verl_the_class_is_verls_reward_manager_built_once() -> None:
-    base = pytest.importorskip("verl.experimental.reward_loop.reward_manager.base").RewardManagerBase
+    base = pytest.importorskip("verl.experimental.reward_loop.reward_manager.base",
+                               reason="needs verl: the trainer environment (scripts/envs/verl.sh)").RewardManagerBase
     import audio_reward.trainer_plugin.reward_manager as rm
 
     cls = rm.AudioScoreRewardManager
