@@ -32,13 +32,6 @@ from .overrides import (
     VALIDATION_AUDIO_DIR,
     OverrideTable,
 )
-from .overrides import THINKER_LORA_EXCLUDE as THINKER_LORA_EXCLUDE
-from .overrides import THINKER_LORA_TARGETS as THINKER_LORA_TARGETS
-from .overrides import THINKER_MAX_PROMPT as THINKER_MAX_PROMPT
-from .overrides import THINKER_PROMPT_HEADROOM as THINKER_PROMPT_HEADROOM
-from .overrides import TTS_MAX_FRAMES as TTS_MAX_FRAMES
-from .overrides import TTS_SAMPLING as TTS_SAMPLING
-from .overrides import Sampling as Sampling
 
 ENTRY_POINT = ("-m", "verl_omni.trainer.main_omni")
 EXTERNAL_MODULES = ("verl_omni", "audio_reward.trainer_plugin.verl_plugin")

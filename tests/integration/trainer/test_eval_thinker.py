@@ -176,7 +176,7 @@ def test_a_lora_run_exported_by_export_checkpoint_is_evaluated(data: Path, folde
                                                                tmp_path: Path) -> None:
     """verl's own FSDP2 save of a LoRA run from the thinker folder, merged by the export, answers like peft's merge."""
     from audio_reward.cli import main as cli
-    from audio_reward.trainer_plugin.recipes.launch import THINKER_LORA_EXCLUDE
+    from audio_reward.trainer_plugin.recipes.overrides import THINKER_LORA_EXCLUDE
     from tests.testkit.verl_checkpoint import write_lora_checkpoint
 
     step = write_lora_checkpoint(tmp_path / "checkpoints", 2, THINKER_LORA_EXCLUDE, base=folders["trained"])
