@@ -43,7 +43,7 @@ EVAL_MODULES = {"matplotlib": "plots", "tqdm": "progress bar"}
 def missing_eval_extras(progress: bool) -> list[str]:
     """The modules ``eval`` needs that do not import (matplotlib for plots, tqdm for the bar)."""
     missing = []
-    for module in ["matplotlib"] + (["tqdm"] if progress else []):
+    for module in (m for m in EVAL_MODULES if progress or m != "tqdm"):
         try:
             importlib.import_module(module)
         except ImportError:
