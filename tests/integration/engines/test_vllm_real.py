@@ -13,7 +13,8 @@ One server serves the whole module (vLLM takes a minute to start here):
 ``max_num_seqs`` 64, ``max_queue`` 16, ``request_timeout_s`` 6.  A burst of
 100 clips of 30 s (224 decoded tokens each; 64 of them take about 13 s here)
 fills vLLM to exactly 64, queues 16 and refuses the rest with 429; the 80
-admitted time out with 504 and vLLM's running and waiting counts fall to 0
+admitted time out with 504 (but for the first few, which may reach vLLM
+before the burst and finish on a fast machine) and vLLM's running and waiting counts fall to 0
 within seconds, while finishing them would take several times longer: the
 timed-out requests were aborted inside vLLM.
 """
@@ -143,8 +144,14 @@ async def test_admission_bound_429_and_504_abort_inside_vllm(server: ServerHandl
     assert all(int(a.headers["Retry-After"]) >= 1 for a in refused)
     assert all(a.json()["error"]["code"] == "queue_full" for a in refused)
     timed_out = [a for a in answers if a.status_code == 504]
-    assert len(timed_out) == MAX_NUM_SEQS + MAX_QUEUE, codes
+    finished = [a for a in answers if a.status_code == 200]
+    # Every admitted request is answered, by a score or a 504.  The first few may reach vLLM alone, before the
+    # burst fills it, and finish inside the timeout on a fast machine; the queued ones and the bulk of the full
+    # batch cannot.
+    assert len(timed_out) + len(finished) == MAX_NUM_SEQS + MAX_QUEUE, codes
+    assert len(timed_out) >= MAX_QUEUE + MAX_NUM_SEQS // 2, codes
     assert all(a.json()["error"]["code"] == "timeout" for a in timed_out)
+    assert all(0.0 <= a.json()["score"] <= 1.0 for a in finished)
     assert all_answered < TIMEOUT_S + 5
     # vLLM held exactly max_num_seqs sequences (the server's bound), never more.
     stats = await asyncio.to_thread(scheduler, server.url)
