@@ -1,24 +1,24 @@
 """The FastAPI application: its parts built once, the routers over them, start-up and shutdown.
 
-:func:`build_app` builds every part of the service from the settings (the
-engine, the metrics, the recent answers, the normalizer and reward policy,
-the scoring pipeline, the transcription service and the ``/v1/info``
-description), keeps them on
-``app.state`` and includes the routers, which take them with ``Depends``
-(:mod:`.http.deps`).  The engine loads in the background after the server
-starts listening, so ``/healthz`` answers at once and ``/readyz`` says 503
-until the model is loaded and warmed up; then the scheduler starts and
-:class:`~.service.readiness.Readiness` holds it.  On shutdown uvicorn first
-lets requests in flight finish (``shutdown_grace_s``), then the scheduler
-drains what is queued.
+:func:`build_app` builds every part of the service from the settings
+(:class:`ServerParts`: the engine client over the engine, the signal
+service, the metrics, the scoring pipeline, the transcription service and
+the ``/v1/info`` description), keeps them on ``app.state.parts`` and
+includes the routers, which take them with ``Depends`` (:mod:`.http.deps`).
+The models load in the background after the server starts listening, so
+``/healthz`` answers at once and ``/readyz`` says 503 until they are loaded
+and warmed up; then the engine client starts its scheduler.  On shutdown
+uvicorn first lets requests in flight finish (``shutdown_grace_s``), then
+the schedulers drain what is queued.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI
@@ -39,11 +39,10 @@ from .http.errors import install_error_handlers
 from .http.middleware import RequestContextMiddleware
 from .openai_protocol import TranscriptionUploadDoc
 from .service.dedup import RecentResults
+from .service.engine_client import EngineClient, SchedulingConfig
 from .service.info import ServerInfo
 from .service.pipeline import ScoringPipeline
 from .service.prometheus import ServerMetrics
-from .service.readiness import Readiness
-from .service.scheduler import scheduler_for
 from .service.signals import SignalService
 from .service.transcription import TranscriptionService
 from .signals.quality import create_quality_scorer
@@ -82,21 +81,34 @@ def engine_from_settings(settings: ServerConfig) -> ASREngine:
     return create_engine(settings.engine, config)
 
 
-async def _load_engine(app: FastAPI) -> None:
-    settings: ServerConfig = app.state.settings
-    engine: ASREngine = app.state.engine
-    readiness: Readiness = app.state.readiness
-    server_metrics: ServerMetrics = app.state.metrics
+@dataclass
+class ServerParts:
+    """Every part of one app, built once by :func:`build_app`; the routers' dependencies read them here."""
+
+    settings: ServerConfig
+    engine_client: EngineClient
+    signals: SignalService
+    metrics: ServerMetrics
+    pipeline: ScoringPipeline
+    transcriptions: TranscriptionService
+    server_info: ServerInfo
+    engine_preloaded: bool = False
+    """The caller loaded and warmed the engine already (a Ray Serve replica loads before taking traffic)."""
+    on_fatal: Callable[[], None] | None = None
+    """Called when a model cannot load; the CLI uses it to stop the server."""
+
+
+async def _load_models(parts: ServerParts) -> None:
+    settings, engine_client = parts.settings, parts.engine_client
     loading = "engine"
     try:
-        if not app.state.engine_preloaded:
-            await asyncio.to_thread(engine.load)
-            await asyncio.to_thread(engine.warmup)
+        if not parts.engine_preloaded:
+            await asyncio.to_thread(engine_client.load)
         loading = "signals"
-        await asyncio.to_thread(app.state.signals.load)
+        await asyncio.to_thread(parts.signals.load)
     except Exception as exc:  # reported on /readyz and in the log, then the server stops
         # Only the exception type goes on the unauthenticated /readyz; the message (paths...) goes to the log.
-        readiness.load_error = type(exc).__name__
+        engine_client.failed(exc)
         if loading == "signals":
             what, extra = "a signal model", {"speaker_model": settings.speaker_model,
                                              "quality_model": settings.quality_model}
@@ -106,57 +118,37 @@ async def _load_engine(app: FastAPI) -> None:
             log.error("%s failed to load: %s", what, exc, extra=extra)
         else:
             log.exception("%s failed to load", what, extra=extra)
-        if readiness.on_fatal is not None:
-            readiness.on_fatal()
+        if parts.on_fatal is not None:
+            parts.on_fatal()
         return
-    if not engine.prefers_batches and not engine.schedules_itself and settings.max_batch_size > 1:
-        readiness.batching_note = (
-            f"max_batch_size {settings.max_batch_size} is not used: the {settings.engine} engine on "
-            f"{engine.info.device} decodes one utterance per call (batching is no faster there), "
-            "so the scheduler hands it one request at a time; on a GPU it batches up to max_batch_size"
-        )
-    scheduler = scheduler_for(
-        engine,
-        max_batch_size=settings.max_batch_size,
-        max_wait_s=settings.max_wait_ms / 1000.0,
-        max_queue=settings.max_queue,
-        max_batch_audio_s=settings.max_batch_audio_s,
-        max_batches_in_flight=settings.max_batches_in_flight,
-        on_batch=server_metrics.observe_batch,
-    )
-    scheduler.start()
-    app.state.signals.start()
-    if engine.scheduler_stats():
-        server_metrics.watch_engine_scheduler(engine.scheduler_stats)
-    readiness.started_scheduler = scheduler
-    readiness.ready = True
-    server_metrics.ready.set(1)
-    engine_info = engine.info
-    server_metrics.set_build(engine=engine_info.engine, model=engine_info.model_id)
-    log.info("ready", extra={"engine": engine_info.engine, "model": engine_info.model_id,
-                             "sha256": engine_info.weights_sha256,
-                             "max_batch_size": scheduler.describe()["max_batch_size"]})
-    if readiness.batching_note:
+    parts.signals.start()
+    engine_client.start()
+    info = engine_client.info
+    batching = engine_client.describe_batching()
+    log.info("ready", extra={"engine": info.engine, "model": info.model_id, "sha256": info.weights_sha256,
+                             "max_batch_size": batching["max_batch_size"]})
+    note = batching["note"]
+    if note:
         # A warning when the operator chose the batch size, so the setting is not silently ignored.
         chosen = "max_batch_size" in settings.model_fields_set
-        log.log(logging.WARNING if chosen else logging.INFO, readiness.batching_note)
+        log.log(logging.WARNING if chosen else logging.INFO, note)
 
 
-@asynccontextmanager
-async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    readiness: Readiness = app.state.readiness
-    loader = asyncio.create_task(_load_engine(app), name="engine-load")
-    try:
-        yield
-    finally:
-        readiness.ready = False
-        app.state.metrics.ready.set(0)
-        if not loader.done():
-            loader.cancel()
-        if readiness.started_scheduler is not None:
-            await readiness.started_scheduler.close(timeout_s=app.state.settings.shutdown_grace_s)
-        await app.state.signals.close(timeout_s=app.state.settings.shutdown_grace_s)
-        await asyncio.to_thread(app.state.engine.close)
+def _lifespan(parts: ServerParts) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        loader = asyncio.create_task(_load_models(parts), name="models-load")
+        try:
+            yield
+        finally:
+            parts.engine_client.stop_taking_requests()
+            if not loader.done():
+                loader.cancel()
+            grace_s = parts.settings.shutdown_grace_s
+            await parts.signals.close(timeout_s=grace_s)
+            await parts.engine_client.close(timeout_s=grace_s)
+
+    return lifespan
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:
@@ -207,44 +199,46 @@ def build_app(settings: ServerConfig, engine: ASREngine | None = None, *, engine
     engine = engine if engine is not None else engine_from_settings(settings)
     server_metrics = ServerMetrics()
     server_metrics.set_build(engine=settings.engine, model=settings.model)
-    readiness = Readiness()
-    signals = signals_from_settings(settings, server_metrics)
-    pipeline = ScoringPipeline(
-        engine=engine,
-        readiness=readiness,
-        normalizer=get_normalizer(settings.normalizer),
-        policy=settings.reward,
-        metrics=server_metrics,
+    engine_client = EngineClient(
+        engine,
+        scheduling=SchedulingConfig(
+            max_batch_size=settings.max_batch_size, max_wait_ms=settings.max_wait_ms, max_queue=settings.max_queue,
+            max_batch_audio_s=settings.max_batch_audio_s, max_batches_in_flight=settings.max_batches_in_flight,
+        ),
         recent=RecentResults(settings.dedup_cache_size, settings.dedup_ttl_s, settings.dedup_cache_bytes),
-        limits=settings.limits,
-        default_language=settings.language,
+        metrics=server_metrics,
         request_timeout_s=settings.request_timeout_s,
-        signals=signals,
+        default_language=settings.language,
     )
-    transcriptions = TranscriptionService(
-        pipeline=pipeline, model=settings.model, served_model_name=settings.served_model_name,
-        max_audio_seconds=settings.max_audio_seconds, max_audio_bytes=settings.max_audio_bytes,
+    signals = signals_from_settings(settings, server_metrics)
+    normalizer = get_normalizer(settings.normalizer)
+    parts = ServerParts(
+        settings=settings,
+        engine_client=engine_client,
+        signals=signals,
+        metrics=server_metrics,
+        pipeline=ScoringPipeline(engine_client=engine_client, normalizer=normalizer, policy=settings.reward,
+                                 metrics=server_metrics, limits=settings.limits, signals=signals),
+        transcriptions=TranscriptionService(
+            engine_client=engine_client, metrics=server_metrics, model=settings.model,
+            served_model_name=settings.served_model_name, max_audio_seconds=settings.max_audio_seconds,
+            max_audio_bytes=settings.max_audio_bytes,
+        ),
+        server_info=ServerInfo(settings, engine_client, normalizer, settings.reward, signals, _endpoints()),
+        engine_preloaded=engine_preloaded,
     )
     app = offline_docs_app(
         title="audio-reward scorer",
         version=__version__,
         description="Speech → ASR → CER/WER → reward, protocol v1. Errors: {\"error\": {code, message, retryable}}; "
                     "the OpenAI-compatible /v1/audio and /v1/models routes answer OpenAI's error shape.",
-        lifespan=_lifespan,
+        lifespan=_lifespan(parts),
         redirect_slashes=False,
     )
-    app.state.settings = settings
-    app.state.engine = engine
-    app.state.engine_preloaded = engine_preloaded
-    app.state.metrics = server_metrics
-    app.state.readiness = readiness
-    app.state.pipeline = pipeline
-    app.state.signals = signals
-    app.state.transcriptions = transcriptions
+    app.state.parts = parts
     app.add_middleware(RequestContextMiddleware, metrics=server_metrics)
     install_error_handlers(app)
     for router in _ROUTERS:
         app.include_router(router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
-    app.state.server_info = ServerInfo(settings, pipeline, _endpoints())
     return app

@@ -137,24 +137,25 @@ def serve(args: argparse.Namespace) -> int:
     except (ImportError, ValueError) as exc:
         print(f"audio-reward serve: {exc}", file=sys.stderr)
         return 2
+    parts = app.state.parts
     if args.verbose:
-        print("audio-reward serve engine options: " + json.dumps(dict(app.state.engine.options), sort_keys=True),
+        print("audio-reward serve engine options: " + json.dumps(parts.engine_client.options, sort_keys=True),
               flush=True)
     config = uvicorn_config(app, settings)
     server = ForegroundServer(config)
-    readiness = app.state.readiness
 
     def stop() -> None:
         server.should_exit = True
 
-    readiness.on_fatal = stop
+    parts.on_fatal = stop
     print(f"audio-reward serve: listening on http://{settings.host}:{settings.port} "
           f"(engine {settings.engine}, model {settings.model}); ready when /readyz answers 200", flush=True)
     server.run()
     if server.stop_signal is not None:
         print(f"audio-reward serve: stopped on {signal.Signals(server.stop_signal).name}", file=sys.stderr)
-    if readiness.load_error:
-        print(f"audio-reward serve: the model failed to load ({readiness.load_error}); the error is logged above",
+    load_error = parts.engine_client.state.load_error
+    if load_error:
+        print(f"audio-reward serve: the model failed to load ({load_error}); the error is logged above",
               file=sys.stderr)
         return 1
     return 0

@@ -104,9 +104,10 @@ class ScorerReplica:
     def check_health(self) -> None:
         """Ray Serve restarts a replica whose engine failed."""
         state = getattr(getattr(self, "_scorer_app", None), "state", None)
-        readiness = getattr(state, "readiness", None)
-        if readiness is not None and readiness.load_error:
-            raise RuntimeError(f"engine failed: {readiness.load_error}")
+        parts = getattr(state, "parts", None)
+        load_error = parts.engine_client.state.load_error if parts is not None else None
+        if load_error:
+            raise RuntimeError(f"engine failed: {load_error}")
 
 
 def _replica_id() -> str:

@@ -6,11 +6,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends
 
-from ..engines.base import ASREngine
 from ..errors import error_body
-from ..service.readiness import Readiness
+from ..service.engine_client import EngineClient
 from ..service.signals import SignalService
-from .deps import get_engine, get_readiness, get_signals
+from .deps import get_engine_client, get_signals
 from .responses import OrjsonResponse, error_responses
 
 router = APIRouter(tags=["health"])
@@ -23,15 +22,15 @@ async def healthz() -> OrjsonResponse:
 
 
 @router.get("/readyz", summary="Readiness", response_class=OrjsonResponse, responses=error_responses(503))
-async def readyz(readiness: Annotated[Readiness, Depends(get_readiness)],
-                 engine: Annotated[ASREngine, Depends(get_engine)],
+async def readyz(engine_client: Annotated[EngineClient, Depends(get_engine_client)],
                  signals: Annotated[SignalService, Depends(get_signals)]) -> OrjsonResponse:
     """200 once the model is loaded and warmed up; 503 (protocol error shape) before that."""
-    if readiness.ready:
+    state = engine_client.state
+    if state.ready:
         models = {name: model.info.model_id for name, model in signals.models.items()}
-        return OrjsonResponse({"status": "ready", "model": engine.info.model_id, "signals": models})
-    if readiness.load_error:
-        body = error_body("load_failed", f"the ASR model failed to load ({readiness.load_error}); see the server log",
+        return OrjsonResponse({"status": "ready", "model": engine_client.info.model_id, "signals": models})
+    if state.load_error:
+        body = error_body("load_failed", f"the ASR model failed to load ({state.load_error}); see the server log",
                           retryable=False)
     else:
         body = error_body("not_ready", "the ASR model is loading", retryable=True)

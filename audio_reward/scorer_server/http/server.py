@@ -158,7 +158,7 @@ def uvicorn_config(app: FastAPI, settings: ServerConfig, **overrides: Any) -> uv
         "host": settings.host,
         "port": settings.port,
         "http": GuardedHttpToolsProtocol.configured(settings.max_header_bytes, settings.header_timeout_s,
-                                                    app.state.metrics),
+                                                    app.state.parts.metrics),
         "timeout_keep_alive": settings.keep_alive_timeout_s,
         "limit_concurrency": settings.max_connections,
         "log_config": None,

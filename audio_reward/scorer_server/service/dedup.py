@@ -11,9 +11,10 @@ both scored: an id reused by mistake can never return another item's score.
 Only successes are kept; a failed request runs again when retried.  The map
 is bounded by entries and by bytes.
 
-:meth:`RecentResults.run_once` is the whole protocol for a caller: it claims
-every key of a request at once (a batch's new keys are produced together, so
-they enter the engine queue together), settles them and joins the others.
+A caller claims each key (:meth:`RecentResults.claim`): the first claim of a
+key leads and settles it with :meth:`~RecentResults.resolve` or
+:meth:`~RecentResults.fail`, later ones :meth:`~RecentResults.join` it
+(:class:`~.engine_client.EngineClient` does this for the server).
 """
 
 from __future__ import annotations
@@ -22,14 +23,12 @@ import asyncio
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import numpy as np
 
 Key = tuple[str, bytes]
-T = TypeVar("T")
 
 
 def request_key(request_id: str, *parts: object, waveform: np.ndarray) -> Key:
@@ -63,15 +62,6 @@ class Claim:
     """True: no request with this key is recent or in flight, so this one produces the value and settles it."""
 
 
-@dataclass(frozen=True)
-class Answer(Generic[T]):
-    """One position's outcome from :meth:`RecentResults.run_once`."""
-
-    value: T | BaseException
-    joined: bool
-    """True when the value came from another request with the same key (nothing was produced for it)."""
-
-
 class RecentResults:
     """A bounded, time-limited map from request key to its value (or the work still in flight)."""
 
@@ -90,61 +80,14 @@ class RecentResults:
     def __len__(self) -> int:
         return len(self._entries)
 
-    async def run_once(
-        self,
-        keys: Sequence[Key | None],
-        produce: Callable[[list[int]], Awaitable[Sequence[T | BaseException]]],
-        *,
-        size: Callable[[T], int],
-        wait_s: float,
-        timed_out: Callable[[], BaseException],
-        abandoned: Callable[[BaseException], BaseException],
-    ) -> list[Answer[T]]:
-        """Each position's value, produced once per key across the requests in flight and recent ones.
-
-        ``produce(positions)`` is called once, with the positions whose key is
-        None or new, and returns their outcomes in that order (a value or an
-        exception each); those outcomes settle the keys for every request
-        waiting on them.  The other positions join the request producing their
-        key, for at most ``wait_s`` (then ``timed_out()``).  When ``produce``
-        itself raises, its keys fail with ``abandoned(exc)`` and the exception
-        propagates.
-        """
-        claims = [self.claim(key) if key is not None else None for key in keys]
-        positions = [i for i, claim in enumerate(claims) if claim is None or claim.leader]
-        try:
-            produced = await produce(positions) if positions else []
-        except BaseException as exc:
-            failure = abandoned(exc)
-            for i in positions:
-                claim = claims[i]
-                if claim is not None:
-                    self.fail(claim, failure)
-            raise
-        own = dict(zip(positions, produced, strict=True))
-        answers: list[Answer[T]] = []
-        for i, claim in enumerate(claims):
-            if i in own:
-                value = own[i]
-                if isinstance(value, BaseException):
-                    if claim is not None:
-                        self.fail(claim, value)
-                elif claim is not None:
-                    self.resolve(claim, value, size(value))
-                answers.append(Answer(value, joined=False))
-            else:
-                assert claim is not None
-                answers.append(Answer(await self._join(claim, wait_s, timed_out), joined=True))
-        return answers
-
     @staticmethod
-    async def _join(claim: Claim, wait_s: float, timed_out: Callable[[], BaseException]) -> Any:
-        try:
-            return await asyncio.wait_for(asyncio.shield(claim.future), wait_s)
-        except asyncio.TimeoutError:
-            return timed_out()
-        except Exception as exc:  # noqa: BLE001 - the producing request's failure is this position's answer
-            return exc
+    async def join(claim: Claim, wait_s: float) -> Any:
+        """The value the claim's leader settles, waiting at most ``wait_s``.
+
+        Raises the leader's error, or :class:`asyncio.TimeoutError`; the leader's work is never
+        cancelled by a joiner giving up.
+        """
+        return await asyncio.wait_for(asyncio.shield(claim.future), wait_s)
 
     def claim(self, key: Key) -> Claim:
         """A hold on ``key``: its recent or in-flight value, or the duty to produce it."""

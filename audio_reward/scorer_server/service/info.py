@@ -7,10 +7,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from audio_reward import __version__
-from audio_reward.protocol import PROTOCOL_VERSION, SUPPORTED_VERSIONS
+from audio_reward.protocol import PROTOCOL_VERSION, SUPPORTED_VERSIONS, RewardPolicy
+from audio_reward.scoring import Normalizer
 
 from ..config import ServerConfig
-from .pipeline import ScoringPipeline
+from .engine_client import EngineClient
+from .signals import SignalService
 
 
 @dataclass(frozen=True)
@@ -22,21 +24,22 @@ class ServerInfo:
     """
 
     settings: ServerConfig
-    pipeline: ScoringPipeline
+    engine_client: EngineClient
+    normalizer: Normalizer
+    policy: RewardPolicy
+    signals: SignalService | None
     endpoints: tuple[str, ...]
 
     def describe(self) -> dict[str, Any]:
         """The body as JSON-ready values; the engine's and scheduler's parts change once it has loaded."""
-        s, pipeline = self.settings, self.pipeline
-        readiness = pipeline.readiness
-        engine = pipeline.engine.info
-        scheduler = readiness.started_scheduler
+        s, client = self.settings, self.engine_client
+        engine = client.info
         return {
             "server_version": __version__,
             "protocol_version": PROTOCOL_VERSION,
             "supported_protocol_versions": list(SUPPORTED_VERSIONS),
-            "ready": readiness.ready,
-            "uptime_s": round(time.time() - readiness.started_at, 3),
+            "ready": client.state.ready,
+            "uptime_s": round(time.time() - client.state.started_at, 3),
             "engine": {
                 "name": engine.engine,
                 "model_id": engine.model_id,
@@ -45,12 +48,12 @@ class ServerInfo:
                 "compute_type": engine.compute_type,
                 "beam_size": s.beam_size,
                 "extra": dict(engine.extra),
-                "options": dict(pipeline.engine.options),
+                "options": client.options,
             },
             "preset": s.preset,
-            "normalizer": pipeline.normalizer.name,
+            "normalizer": self.normalizer.name,
             "default_language": s.language,
-            "reward": pipeline.policy.model_dump(),
+            "reward": self.policy.model_dump(),
             "limits": {
                 "max_audio_seconds": s.max_audio_seconds,
                 "max_body_bytes": s.max_body_bytes,
@@ -61,15 +64,8 @@ class ServerInfo:
                 "max_queue": s.max_queue,
                 "request_timeout_s": s.request_timeout_s,
             },
-            "batching": {
-                "engine_batches": pipeline.engine.prefers_batches,
-                "engine_schedules_itself": pipeline.engine.schedules_itself,
-                **(scheduler.describe() if scheduler else {"max_batch_size": s.max_batch_size,
-                                                            "max_wait_ms": s.max_wait_ms}),
-                "max_batch_size_setting": s.max_batch_size,
-                "note": readiness.batching_note,
-            },
-            "signals": pipeline.signals.describe() if pipeline.signals is not None else None,
+            "batching": client.describe_batching(),
+            "signals": self.signals.describe() if self.signals is not None else None,
             "auth": s.api_key is not None,
             "endpoints": list(self.endpoints),
         }

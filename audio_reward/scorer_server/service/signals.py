@@ -37,7 +37,6 @@ from ..engines.base import ENGINE_SAMPLE_RATE, TranscriptionInput
 from ..errors import (
     BadRequestError,
     NotReadyError,
-    QueueFullError,
     RequestTimeoutError,
     ServerError,
     ShuttingDownError,
@@ -47,8 +46,9 @@ from ..errors import (
 from ..signals.quality import QualityScore, QualityScorer
 from ..signals.references import SpeakerReferenceStore, reference_id
 from ..signals.speaker import MIN_REFERENCE_S, SpeakerEncoder, cosine_similarity
+from .engine_client import admit
 from .pipeline import PreparedRequest, resample_16k
-from .scheduler import BatchStats, MicroBatchScheduler, SchedulerClosedError, SchedulerFullError
+from .scheduler import BatchStats, MicroBatchScheduler, SchedulerClosedError
 
 log = logging.getLogger(__name__)
 
@@ -229,12 +229,7 @@ class SignalService:
         scheduler = self._schedulers.get(name)
         if scheduler is None:
             raise NotReadyError(f"the {name} model is still loading", retry_after_s=5)
-        try:
-            return cast(list[asyncio.Future[Any]], scheduler.submit_many([TranscriptionInput(a) for a in audio]))
-        except SchedulerFullError as exc:
-            raise QueueFullError(f"the {name} model's queue is full", retry_after_s=exc.retry_after_s) from None
-        except SchedulerClosedError as exc:
-            raise ShuttingDownError(str(exc), retry_after_s=5) from None
+        return admit(scheduler, [TranscriptionInput(a) for a in audio], queue=f"the {name} model")
 
     async def measure(self, audio: Sequence[np.ndarray], jobs: Sequence[SignalJob | None]) -> list[SignalValues]:
         """Each item's signals (``audio`` at 16 kHz); raises :class:`ServerError` if a model call fails."""

@@ -2,8 +2,8 @@
 
 An upload is decoded in a worker thread (libsndfile for WAV/FLAC/OGG/MP3,
 FFmpeg through PyAV for containers such as M4A and WebM), resampled to
-16 kHz and sent through the same micro-batch scheduler and engine as ``/v1/score``,
-with the same limits.  Errors are :class:`ServerError` s, rendered in
+16 kHz and sent through the same engine client (scheduler, timeout, engine) as
+``/v1/score``, with the same limits.  Errors are :class:`ServerError` s, rendered in
 OpenAI's error shape by the router.
 """
 
@@ -36,7 +36,9 @@ from ..openai_protocol import (
     TranscriptionVerboseResponse,
 )
 from .audio_files import READABLE_FORMATS, decode_ffmpeg
-from .pipeline import ScoringPipeline, resample_16k
+from .engine_client import EngineClient
+from .pipeline import resample_16k
+from .prometheus import ServerMetrics
 
 
 class ModelNotFoundError(NotFoundError):
@@ -95,11 +97,12 @@ def decode_upload(raw: bytes, filename: str | None, max_seconds: float, max_byte
 
 
 class TranscriptionService:
-    """Transcribes uploads with the server's engine through the pipeline's scheduler; built once per app."""
+    """Transcribes uploads over the server's engine client; built once per app."""
 
-    def __init__(self, *, pipeline: ScoringPipeline, model: str, served_model_name: tuple[str, ...] | None,
-                 max_audio_seconds: float, max_audio_bytes: int) -> None:
-        self.pipeline = pipeline
+    def __init__(self, *, engine_client: EngineClient, metrics: ServerMetrics, model: str,
+                 served_model_name: tuple[str, ...] | None, max_audio_seconds: float, max_audio_bytes: int) -> None:
+        self.engine_client = engine_client
+        self.metrics = metrics
         self.model = model
         self.served_model_name = served_model_name
         self.max_audio_seconds = max_audio_seconds
@@ -110,17 +113,17 @@ class TranscriptionService:
         in ``vllm serve``), else the loaded model's id and the setting."""
         if self.served_model_name:
             return list(self.served_model_name)
-        return list(dict.fromkeys([self.pipeline.engine.info.model_id, self.model]))
+        return list(dict.fromkeys([self.engine_client.info.model_id, self.model]))
 
     def models(self) -> ModelList:
         """``GET /v1/models``."""
-        created = int(self.pipeline.readiness.started_at)
+        created = int(self.engine_client.state.started_at)
         return ModelList(data=[ModelCard(id=name, created=created) for name in self.model_names()])
 
     def model_card(self, model_id: str) -> ModelCard:
         """``GET /v1/models/{id}``; 404 for a model not served here."""
         self._check_model(model_id)
-        return ModelCard(id=model_id, created=int(self.pipeline.readiness.started_at))
+        return ModelCard(id=model_id, created=int(self.engine_client.state.started_at))
 
     def _check_model(self, model_id: str) -> None:
         names = self.model_names()
@@ -148,10 +151,10 @@ class TranscriptionService:
                          request_id: str) -> TranscriptionResult:
         """Check the form, decode the upload, transcribe it; raises :class:`ServerError`."""
         self._check_form(form)
-        language = self.pipeline.resolve_language(form.language, path="language")
+        language = self.engine_client.resolve_language(form.language, path="language")
         audio = await run_in_threadpool(decode_upload, raw, filename, self.max_audio_seconds, self.max_audio_bytes)
-        transcription = await self.pipeline.transcribe(audio, language, request_id)
-        self.pipeline.metrics.transcriptions.labels("ok").inc()
+        transcription = await self.engine_client.transcribe(audio, language, request_id)
+        self.metrics.transcriptions.labels("ok").inc()
         return TranscriptionResult(
             text=transcription.text,
             language=transcription.language or language or "",

@@ -150,7 +150,7 @@ def test_self_scheduling_engine_through_the_server_keeps_429_and_the_timeout() -
     with inprocess_server(engine, max_queue=1, request_timeout_s=1.0) as (url, app):
         assert httpx.get(f"{url}/v1/info").json()["batching"]["scheduler"] == "engine"
 
-        scheduler = app.state.readiness.started_scheduler
+        engine_client = app.state.parts.engine_client
 
         async def eventually(condition: Any) -> None:
             # The server runs on its own loop in another thread: its state is watched, not awaited.
@@ -164,7 +164,7 @@ def test_self_scheduling_engine_through_the_server_keeps_429_and_the_timeout() -
                 first = asyncio.create_task(client.post(f"{url}/v1/score", json=body))
                 await eventually(lambda: engine.in_engine == 1)
                 second = asyncio.create_task(client.post(f"{url}/v1/score", json=body))
-                await eventually(lambda: scheduler.queued == 1)
+                await eventually(lambda: engine_client.queued == 1)
                 third = await client.post(f"{url}/v1/score", json=body)
                 return [await first, await second, third]
 

@@ -1,0 +1,309 @@
+"""The one way into the ASR engine for every service: its state, its scheduler and what a call to it may answer.
+
+As vLLM's serving classes are each built over one ``EngineClient``, the scoring pipeline
+(:mod:`.pipeline`), the transcription API (:mod:`.transcription`) and ``/v1/info`` (:mod:`.info`) are built
+over one :class:`EngineClient` and never reach past it.  It owns:
+
+- readiness: loading and warming the engine, starting its scheduler, and why it is not ready;
+- the scheduler (:mod:`.scheduler`) and its settings;
+- the request timeout;
+- the language check (400 before anything is queued when the model does not transcribe a language);
+- single-flight dedup (:mod:`.dedup`): a retried request joins its first copy instead of running again;
+- the mapping of scheduler outcomes onto the error tree: queue full → 429, closed → 503, timeout → 504,
+  engine failure → 500, not ready → 503.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from audio_reward.scoring import language_code
+
+from ..engines.base import ASREngine, EngineInfo, Transcription, TranscriptionInput
+from ..errors import (
+    BadRequestError,
+    EngineError,
+    NotReadyError,
+    QueueFullError,
+    RequestTimeoutError,
+    ServerError,
+    ShuttingDownError,
+)
+from .dedup import Claim, Key, RecentResults
+from .prometheus import ServerMetrics
+from .scheduler import Scheduler, SchedulerClosedError, SchedulerFullError, scheduler_for
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SchedulingConfig:
+    """How the engine's scheduler forms its work (the server settings' batching part)."""
+
+    max_batch_size: int
+    max_wait_ms: float
+    max_queue: int
+    max_batch_audio_s: float | None = None
+    max_batches_in_flight: int | None = None
+
+
+@dataclass(frozen=True)
+class EngineRequest:
+    """One utterance to transcribe: 16 kHz audio, its language, its request id and its dedup key."""
+
+    audio: np.ndarray
+    language: str | None
+    request_id: str
+    key: Key | None = None
+    """Set when the client named the request: another request with the same key is answered by this one."""
+
+
+@dataclass(frozen=True)
+class EngineOutcome:
+    """One utterance's transcript or error, and whether it was joined from an earlier request with its key."""
+
+    value: Transcription | ServerError
+    joined: bool = False
+
+
+def admit(scheduler: Scheduler, inputs: Sequence[TranscriptionInput], *,
+          queue: str | None = None) -> list[asyncio.Future[Any]]:
+    """Queue ``inputs`` together (all or none); 429 when the queue is full, 503 when it is closed.
+
+    ``queue`` names the queue in the 429's message (the signal models' queues); else the scheduler's own words.
+    """
+    try:
+        return list(scheduler.submit_many(inputs))
+    except SchedulerFullError as exc:
+        raise QueueFullError(f"{queue}'s queue is full" if queue else str(exc),
+                             retry_after_s=exc.retry_after_s) from None
+    except SchedulerClosedError as exc:
+        raise ShuttingDownError(str(exc), retry_after_s=5) from None
+
+
+@dataclass
+class EngineState:
+    """Whether the engine is ready, and why not: what ``/readyz``, ``/v1/info`` and the CLI report."""
+
+    ready: bool = False
+    load_error: str | None = None
+    """The exception type that stopped the models loading (the message stays in the log)."""
+    batching_note: str | None = None
+    """Why the scheduler's batch size differs from ``max_batch_size``, when it does."""
+    started_at: float = field(default_factory=time.time)
+
+
+class EngineClient:
+    """The ASR engine as every service sees it; built once per app, started by the app's lifespan."""
+
+    def __init__(
+        self,
+        engine: ASREngine,
+        *,
+        scheduling: SchedulingConfig,
+        recent: RecentResults,
+        metrics: ServerMetrics,
+        request_timeout_s: float,
+        default_language: str | None,
+    ) -> None:
+        self._engine = engine
+        self._scheduling = scheduling
+        self._recent = recent
+        self._metrics = metrics
+        self.request_timeout_s = request_timeout_s
+        self.default_language = default_language
+        self.state = EngineState()
+        self._scheduler: Scheduler | None = None
+
+    # -- what it is ----------------------------------------------------------------------------------------------
+    @property
+    def info(self) -> EngineInfo:
+        """The loaded engine's identity (its model id, weights digest, device)."""
+        return self._engine.info
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The engine's own options as it resolved them."""
+        return dict(self._engine.options)
+
+    @property
+    def dedup_enabled(self) -> bool:
+        """Whether requests naming an id are answered once (callers then compute their key)."""
+        return self._recent.enabled
+
+    @property
+    def queued(self) -> int:
+        """Utterances waiting for the engine (0 before it is ready)."""
+        return self._scheduler.queued if self._scheduler is not None else 0
+
+    def describe_batching(self) -> dict[str, Any]:
+        """The ``/v1/info`` batching part: how the engine takes work, and the scheduler's limits once started."""
+        engine, s = self._engine, self._scheduling
+        started = self._scheduler.describe() if self._scheduler is not None else {
+            "max_batch_size": s.max_batch_size, "max_wait_ms": s.max_wait_ms}
+        return {"engine_batches": engine.prefers_batches, "engine_schedules_itself": engine.schedules_itself,
+                **started, "max_batch_size_setting": s.max_batch_size, "note": self.state.batching_note}
+
+    # -- life cycle ----------------------------------------------------------------------------------------------
+    def load(self) -> None:
+        """Load and warm the engine (blocking; the lifespan runs it in a thread)."""
+        self._engine.load()
+        self._engine.warmup()
+
+    def failed(self, exc: BaseException) -> None:
+        """Record that the models could not load: ``/readyz`` says so, requests get 503 naming it."""
+        self.state.load_error = type(exc).__name__
+
+    def start(self) -> None:
+        """Start the scheduler the loaded engine needs, and take requests (on the running loop)."""
+        engine, s = self._engine, self._scheduling
+        if not engine.prefers_batches and not engine.schedules_itself and s.max_batch_size > 1:
+            self.state.batching_note = (
+                f"max_batch_size {s.max_batch_size} is not used: the {engine.info.engine} engine on "
+                f"{engine.info.device} decodes one utterance per call (batching is no faster there), "
+                "so the scheduler hands it one request at a time; on a GPU it batches up to max_batch_size"
+            )
+        scheduler = scheduler_for(
+            engine, max_batch_size=s.max_batch_size, max_wait_s=s.max_wait_ms / 1000.0, max_queue=s.max_queue,
+            max_batch_audio_s=s.max_batch_audio_s, max_batches_in_flight=s.max_batches_in_flight,
+            on_batch=self._metrics.observe_batch,
+        )
+        scheduler.start()
+        if engine.scheduler_stats():
+            self._metrics.watch_engine_scheduler(engine.scheduler_stats)
+        self._scheduler = scheduler
+        self.state.ready = True
+        self._metrics.ready.set(1)
+        self._metrics.set_build(engine=engine.info.engine, model=engine.info.model_id)
+
+    def stop_taking_requests(self) -> None:
+        """Readiness off (``/readyz`` 503) while what is in flight finishes."""
+        self.state.ready = False
+        self._metrics.ready.set(0)
+
+    async def close(self, timeout_s: float) -> None:
+        """Drain the scheduler (at most ``timeout_s``), then release the engine."""
+        self.stop_taking_requests()
+        if self._scheduler is not None:
+            await self._scheduler.close(timeout_s=timeout_s)
+        await asyncio.to_thread(self._engine.close)
+
+    # -- languages -----------------------------------------------------------------------------------------------
+    def resolve_language(self, requested: str | None, *, path: str = "$.language") -> str | None:
+        """The language code to decode with (the request's, else the server default); 400 if the model lacks it."""
+        language = language_code(requested or self.default_language)
+        supported = self._engine.languages
+        if language is not None and supported is not None and language not in supported:
+            shown = ", ".join(sorted(supported)) if len(supported) <= 12 else f"{len(supported)} languages"
+            raise BadRequestError(
+                "unsupported_language",
+                f"model {self.info.model_id} does not transcribe language {requested or language!r} "
+                f"(it supports: {shown})",
+                path=path,
+            )
+        return language
+
+    # -- transcription -------------------------------------------------------------------------------------------
+    def arriving(self) -> contextlib.AbstractContextManager[None]:
+        """Tells the scheduler a request is being decoded, so an idle engine may wait for it to join a batch."""
+        return self._scheduler.arriving() if self._scheduler is not None else contextlib.nullcontext()
+
+    def _started(self) -> Scheduler:
+        """The scheduler to submit to; 503 with ``Retry-After`` while loading or after a failed load."""
+        if self._scheduler is None or not self.state.ready:
+            if self.state.load_error:
+                raise NotReadyError(f"the ASR model failed to load ({self.state.load_error}); see the server log",
+                                    retry_after_s=30)
+            raise NotReadyError("the ASR model is still loading", retry_after_s=5)
+        return self._scheduler
+
+    def _timeout(self) -> RequestTimeoutError:
+        return RequestTimeoutError(f"scoring took longer than the server's limit of {self.request_timeout_s:g} s")
+
+    async def _run(self, requests: Sequence[EngineRequest]) -> list[Transcription | ServerError]:
+        """Each request's transcript or error; a failure of the whole call (queue full, timeout) is raised."""
+        scheduler = self._started()
+        futures = admit(scheduler, [TranscriptionInput(r.audio, r.language) for r in requests])
+        self._metrics.queue_depth.set(scheduler.queued)
+        try:
+            outcomes = await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True),
+                                              self.request_timeout_s)
+        except asyncio.TimeoutError:
+            raise self._timeout() from None
+        return [_engine_error(outcome, r.request_id) if isinstance(outcome, BaseException) else outcome
+                for outcome, r in zip(outcomes, requests, strict=True)]
+
+    async def transcribe_many(self, requests: Sequence[EngineRequest]) -> list[EngineOutcome]:
+        """Each request's outcome, in order, transcribing each key once across the requests in flight and recent.
+
+        Requests without a key, and those whose key is new, go to the scheduler together (so a batch's
+        utterances enter the queue together); the others join the request that holds their key, for at most
+        the request timeout.  A failure of the whole call (not ready, queue full, timeout) is raised, and the
+        keys it held are released with that error, so their retries run again.
+        """
+        claims = [self._recent.claim(r.key) if r.key is not None else None for r in requests]
+        leading = [i for i, claim in enumerate(claims) if claim is None or claim.leader]
+        try:
+            produced = await self._run([requests[i] for i in leading]) if leading else []
+        except BaseException as exc:
+            failure = exc if isinstance(exc, ServerError) else RequestTimeoutError(
+                "the first request with this id stopped before it was scored; retry")
+            for i in leading:
+                claim = claims[i]
+                if claim is not None:
+                    self._recent.fail(claim, failure)
+            raise
+        own = dict(zip(leading, produced, strict=True))
+        outcomes: list[EngineOutcome] = []
+        for i, claim in enumerate(claims):
+            if i not in own:
+                outcomes.append(EngineOutcome(await self._join(_held(claim)), joined=True))
+                continue
+            value = own[i]
+            if claim is not None:
+                if isinstance(value, ServerError):
+                    self._recent.fail(claim, value)
+                else:
+                    self._recent.resolve(claim, value, sys.getsizeof(value.text))
+            outcomes.append(EngineOutcome(value))
+        return outcomes
+
+    async def _join(self, claim: Claim) -> Transcription | ServerError:
+        try:
+            value = await self._recent.join(claim, self.request_timeout_s)
+        except asyncio.TimeoutError:
+            return self._timeout()
+        except ServerError as exc:  # the producing request's failure is this one's answer
+            return exc
+        assert isinstance(value, Transcription)
+        return value
+
+    async def transcribe(self, audio: np.ndarray, language: str | None, request_id: str) -> Transcription:
+        """One 16 kHz utterance, unscored (the transcription API); raises :class:`ServerError`."""
+        (outcome,) = await self._run([EngineRequest(audio, language, request_id)])
+        if isinstance(outcome, ServerError):
+            raise outcome
+        return outcome
+
+
+def _held(claim: Claim | None) -> Claim:
+    assert claim is not None  # only keyed requests join another
+    return claim
+
+
+def _engine_error(exc: BaseException, request_id: str) -> ServerError:
+    if isinstance(exc, SchedulerClosedError):
+        return ShuttingDownError(str(exc), retry_after_s=5)
+    # The engine's own message may hold paths or internals: it goes to the log only
+    # (the scheduler logged the traceback once for the whole batch).
+    log.error("transcription failed", extra={"request_id": request_id, "error": repr(exc)})
+    return EngineError(f"the ASR engine failed on this request's batch (request id {request_id})")
