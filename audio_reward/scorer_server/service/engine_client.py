@@ -40,20 +40,9 @@ from ..errors import (
 )
 from .dedup import Claim, Key, RecentResults
 from .prometheus import ServerMetrics
-from .scheduler import Scheduler, SchedulerClosedError, SchedulerFullError, scheduler_for
+from .scheduler import Scheduler, SchedulerClosedError, SchedulerFullError, SchedulingConfig, scheduler_for
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class SchedulingConfig:
-    """How the engine's scheduler forms its work (the server settings' batching part)."""
-
-    max_batch_size: int
-    max_wait_ms: float
-    max_queue: int
-    max_batch_audio_s: float | None = None
-    max_batches_in_flight: int | None = None
 
 
 @dataclass(frozen=True)
@@ -172,11 +161,7 @@ class EngineClient:
                 f"{engine.info.device} decodes one utterance per call (batching is no faster there), "
                 "so the scheduler hands it one request at a time; on a GPU it batches up to max_batch_size"
             )
-        scheduler = scheduler_for(
-            engine, max_batch_size=s.max_batch_size, max_wait_s=s.max_wait_ms / 1000.0, max_queue=s.max_queue,
-            max_batch_audio_s=s.max_batch_audio_s, max_batches_in_flight=s.max_batches_in_flight,
-            on_batch=self._metrics.observe_batch,
-        )
+        scheduler = scheduler_for(engine, s, on_batch=self._metrics.observe_batch)
         scheduler.start()
         if engine.scheduler_stats():
             self._metrics.watch_engine_scheduler(engine.scheduler_stats)

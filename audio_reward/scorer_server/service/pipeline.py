@@ -14,7 +14,7 @@ side by side.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -75,6 +75,7 @@ def resample_16k(waveform: np.ndarray, sample_rate: int) -> np.ndarray:
     return soxr.resample(waveform, sample_rate, ENGINE_SAMPLE_RATE, quality="HQ").astype(np.float32, copy=False)
 
 
+@dataclass(eq=False)
 class ScoringPipeline:
     """Scores request bodies over the engine client, with one normalizer and reward policy; built once per app.
 
@@ -83,24 +84,13 @@ class ScoringPipeline:
     limits, and the signal service when the server measures speaker or quality.
     """
 
-    def __init__(
-        self,
-        *,
-        engine_client: EngineClient,
-        normalizer: Normalizer,
-        policy: RewardPolicy,
-        metrics: ServerMetrics,
-        limits: Limits,
-        offload: Offload | None = None,
-        signals: SignalService | None = None,
-    ) -> None:
-        self.engine_client = engine_client
-        self.normalizer = normalizer
-        self.policy = policy
-        self.metrics = metrics
-        self.limits = limits
-        self.offload = offload or Offload()
-        self.signals = signals
+    engine_client: EngineClient
+    normalizer: Normalizer
+    policy: RewardPolicy
+    metrics: ServerMetrics
+    limits: Limits
+    signals: SignalService | None = None
+    offload: Offload = field(default_factory=Offload)
 
     # -- preparation (worker thread) -----------------------------------------------------
     def _prepare(self, req: DecodedScoreRequest, request_id: str) -> PreparedRequest:

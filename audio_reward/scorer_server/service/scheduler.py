@@ -68,6 +68,18 @@ class SchedulerClosedError(SchedulerError):
     """The server is shutting down and takes no new work."""
 
 
+@dataclass(frozen=True)
+class SchedulingConfig:
+    """How the engine's scheduler forms its work (the server settings' batching part)."""
+
+    max_batch_size: int
+    max_wait_ms: float
+    max_queue: int
+    max_batch_audio_s: float | None = None
+    max_batches_in_flight: int | None = None
+
+
+
 @dataclass
 class BatchStats:
     """What the scheduler reports after each engine call (for metrics)."""
@@ -82,6 +94,12 @@ class BatchStats:
 class _Pending:
     item: TranscriptionInput
     future: asyncio.Future[Transcription]
+
+
+def _at_least_one(**values: int) -> None:
+    for name, value in values.items():
+        if value < 1:
+            raise ValueError(f"{name} must be at least 1")
 
 
 def _stopped_error() -> SchedulerClosedError:
@@ -275,9 +293,8 @@ class MicroBatchScheduler(BaseScheduler):
         max_batches_in_flight: int = 1,
         on_batch: Callable[[BatchStats], None] | None = None,
     ) -> None:
-        if max_batches_in_flight < 1:
-            raise ValueError("max_batches_in_flight must be at least 1")
         super().__init__(engine, max_queue=max_queue, on_batch=on_batch)
+        _at_least_one(max_batches_in_flight=max_batches_in_flight)
         self.max_batch_size = max_batch_size
         self.max_wait_s = max_wait_s
         self.max_batch_audio_s = max_batch_audio_s
@@ -384,17 +401,10 @@ class EngineScheduler(BaseScheduler):
 
     latency_weight = 0.05
 
-    def __init__(
-        self,
-        engine: ASREngine,
-        *,
-        max_in_flight: int,
-        max_queue: int = 512,
-        on_batch: Callable[[BatchStats], None] | None = None,
-    ) -> None:
-        if max_in_flight < 1:
-            raise ValueError("max_in_flight must be at least 1")
+    def __init__(self, engine: ASREngine, *, max_in_flight: int, max_queue: int = 512,
+                 on_batch: Callable[[BatchStats], None] | None = None) -> None:
         super().__init__(engine, max_queue=max_queue, on_batch=on_batch)
+        _at_least_one(max_in_flight=max_in_flight)
         self.max_in_flight = max_in_flight
 
     def describe(self) -> dict[str, Any]:
@@ -418,17 +428,9 @@ class EngineScheduler(BaseScheduler):
             pending.future.add_done_callback(functools.partial(_cancel_if_abandoned, task))
 
 
-def scheduler_for(
-    engine: ASREngine,
-    *,
-    max_batch_size: int,
-    max_wait_s: float,
-    max_queue: int,
-    max_batch_audio_s: float | None = None,
-    max_batches_in_flight: int | None = None,
-    on_batch: Callable[[BatchStats], None] | None = None,
-) -> EngineScheduler | MicroBatchScheduler:
-    """The scheduler a loaded ``engine`` needs.
+def scheduler_for(engine: ASREngine, config: SchedulingConfig,
+                  on_batch: Callable[[BatchStats], None] | None = None) -> EngineScheduler | MicroBatchScheduler:
+    """The scheduler a loaded ``engine`` needs, configured by ``config``.
 
     A self-scheduling engine gets every utterance straight away, bounded by
     its ``max_concurrency`` (``max_batch_size`` when it names none).  Other
@@ -437,17 +439,18 @@ def scheduler_for(
     (features of the next batch overlap the device) and 1 on the CPU (where
     the model already uses every core).
     """
+    c = config
     if engine.schedules_itself:
-        return EngineScheduler(engine, max_in_flight=engine.max_concurrency or max_batch_size,
-                               max_queue=max_queue, on_batch=on_batch)
+        return EngineScheduler(engine, max_in_flight=engine.max_concurrency or c.max_batch_size,
+                               max_queue=c.max_queue, on_batch=on_batch)
     batches = engine.prefers_batches
-    in_flight = max_batches_in_flight if max_batches_in_flight is not None else (2 if engine.on_accelerator else 1)
+    in_flight = c.max_batches_in_flight if c.max_batches_in_flight is not None else (2 if engine.on_accelerator else 1)
     return MicroBatchScheduler(
         engine,
-        max_batch_size=max_batch_size if batches else 1,
-        max_wait_s=max_wait_s if batches else 0.0,
-        max_queue=max_queue,
-        max_batch_audio_s=max_batch_audio_s if batches else None,
+        max_batch_size=c.max_batch_size if batches else 1,
+        max_wait_s=c.max_wait_ms / 1000.0 if batches else 0.0,
+        max_queue=c.max_queue,
+        max_batch_audio_s=c.max_batch_audio_s if batches else None,
         max_batches_in_flight=in_flight,
         on_batch=on_batch,
     )

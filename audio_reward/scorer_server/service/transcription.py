@@ -96,17 +96,16 @@ def decode_upload(raw: bytes, filename: str | None, max_seconds: float, max_byte
     return audio
 
 
+@dataclass(eq=False)
 class TranscriptionService:
     """Transcribes uploads over the server's engine client; built once per app."""
 
-    def __init__(self, *, engine_client: EngineClient, metrics: ServerMetrics, model: str,
-                 served_model_name: tuple[str, ...] | None, max_audio_seconds: float, max_audio_bytes: int) -> None:
-        self.engine_client = engine_client
-        self.metrics = metrics
-        self.model = model
-        self.served_model_name = served_model_name
-        self.max_audio_seconds = max_audio_seconds
-        self.max_audio_bytes = max_audio_bytes
+    engine_client: EngineClient
+    metrics: ServerMetrics
+    model: str
+    served_model_name: tuple[str, ...] | None
+    max_audio_seconds: float
+    max_audio_bytes: int
 
     def model_names(self) -> list[str]:
         """The ids a request may name: the ``served_model_name`` s when set (the first is the main one, as
