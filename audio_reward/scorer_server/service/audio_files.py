@@ -1,4 +1,5 @@
-"""Audio files libsndfile does not read (M4A, WebM, MP4...), decoded by FFmpeg through PyAV.
+"""Audio brought to the engine's 16 kHz: files libsndfile does not read (M4A, WebM, MP4...), decoded by
+FFmpeg through PyAV, and waveforms at other rates, resampled by soxr.
 
 Both endpoints that take files use it after libsndfile: ``/v1/audio/transcriptions``
 for uploads and ``/v1/score`` for ``audio_file_base64`` (as the protocol's
@@ -13,6 +14,7 @@ from __future__ import annotations
 import io
 
 import numpy as np
+import soxr
 
 from audio_reward.protocol.codecs import AudioDecodeError, FileDecoder
 
@@ -66,3 +68,10 @@ def _score_file(raw: bytes, field: str, max_seconds: float, max_bytes: int) -> t
 
 FFMPEG_FILES = FileDecoder(_score_file, READABLE_FORMATS)
 """What ``/v1/score`` decodes ``audio_file_base64`` with when libsndfile does not know the format."""
+
+
+def resample_16k(waveform: np.ndarray, sample_rate: int) -> np.ndarray:
+    """Mono float32 at the engine's 16 kHz (soxr, high quality)."""
+    if sample_rate == ENGINE_SAMPLE_RATE:
+        return np.ascontiguousarray(waveform, dtype=np.float32)
+    return soxr.resample(waveform, sample_rate, ENGINE_SAMPLE_RATE, quality="HQ").astype(np.float32, copy=False)

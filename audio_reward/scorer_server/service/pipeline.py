@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import soxr
 from starlette.concurrency import run_in_threadpool
 
 from audio_reward.protocol import (
@@ -39,9 +38,9 @@ from audio_reward.scoring import (
     score_transcript,
 )
 
-from ..engines.base import ENGINE_SAMPLE_RATE, Transcription
+from ..engines.base import Transcription
 from ..errors import BadRequestError, ServerError, server_error_body
-from .audio_files import FFMPEG_FILES
+from .audio_files import FFMPEG_FILES, resample_16k
 from .dedup import Key, request_key
 from .engine_client import EngineClient, EngineRequest
 from .offload import Offload
@@ -66,13 +65,6 @@ class PreparedRequest:
     """Set when the client named the request: retries with the same id and content are answered once."""
     signals: SignalJob | None = None
     """What the request asks of the speaker and quality models (None: nothing)."""
-
-
-def resample_16k(waveform: np.ndarray, sample_rate: int) -> np.ndarray:
-    """Mono float32 at the engine's 16 kHz (soxr, high quality)."""
-    if sample_rate == ENGINE_SAMPLE_RATE:
-        return np.ascontiguousarray(waveform, dtype=np.float32)
-    return soxr.resample(waveform, sample_rate, ENGINE_SAMPLE_RATE, quality="HQ").astype(np.float32, copy=False)
 
 
 @dataclass(eq=False)

@@ -46,8 +46,9 @@ from ..errors import (
 from ..signals.quality import QualityScore, QualityScorer
 from ..signals.references import SpeakerReferenceStore, reference_id
 from ..signals.speaker import MIN_REFERENCE_S, SpeakerEncoder, cosine_similarity
+from .audio_files import resample_16k
 from .engine_client import admit
-from .pipeline import PreparedRequest, resample_16k
+from .pipeline import PreparedRequest
 from .scheduler import BatchStats, MicroBatchScheduler, SchedulerClosedError
 
 log = logging.getLogger(__name__)

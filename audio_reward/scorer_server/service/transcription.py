@@ -35,9 +35,8 @@ from ..openai_protocol import (
     TranscriptionResponse,
     TranscriptionVerboseResponse,
 )
-from .audio_files import READABLE_FORMATS, decode_ffmpeg
+from .audio_files import READABLE_FORMATS, decode_ffmpeg, resample_16k
 from .engine_client import EngineClient
-from .pipeline import resample_16k
 from .prometheus import ServerMetrics
 
 
