@@ -31,7 +31,7 @@ from .reward import RewardOptions
 from .version import SUPPORTED_VERSIONS, is_supported
 
 MessageKind = Literal["score_request", "score_response", "error", "batch_request", "batch_response",
-                      "speaker_request", "speaker_response"]
+                      "speaker_request", "speaker_response", "info_response"]
 
 AUDIO_FIELDS = ("waveform_f32_base64", "waveform_pcm16_base64", "audio_file_base64")
 

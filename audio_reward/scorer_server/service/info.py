@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from audio_reward import __version__
-from audio_reward.protocol import PROTOCOL_VERSION, SUPPORTED_VERSIONS
+from audio_reward.protocol import PROTOCOL_VERSION, SUPPORTED_VERSIONS, InfoResponse
 
 from ..config import ServerConfig
 from .pipeline import ScoringPipeline
@@ -25,13 +24,13 @@ class ServerInfo:
     pipeline: ScoringPipeline
     endpoints: tuple[str, ...]
 
-    def describe(self) -> dict[str, Any]:
-        """The body as JSON-ready values; the engine's and scheduler's parts change once it has loaded."""
+    def describe(self) -> InfoResponse:
+        """The body; the engine's and scheduler's parts change once it has loaded."""
         s, pipeline = self.settings, self.pipeline
         readiness = pipeline.readiness
         engine = pipeline.engine.info
         scheduler = readiness.started_scheduler
-        return {
+        return InfoResponse.model_validate({
             "server_version": __version__,
             "protocol_version": PROTOCOL_VERSION,
             "supported_protocol_versions": list(SUPPORTED_VERSIONS),
@@ -72,4 +71,4 @@ class ServerInfo:
             "signals": pipeline.signals.describe() if pipeline.signals is not None else None,
             "auth": s.api_key is not None,
             "endpoints": list(self.endpoints),
-        }
+        })

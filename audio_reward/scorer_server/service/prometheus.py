@@ -11,7 +11,6 @@ use them and they made up a third of the exposition.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
 
 from prometheus_client import (
     CollectorRegistry,
@@ -27,6 +26,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from audio_reward import __version__
+from audio_reward.protocol import ScoreResponse
 
 from .scheduler import BatchStats
 
@@ -133,11 +133,12 @@ class ServerMetrics:
     def set_build(self, *, engine: str, model: str) -> None:
         self.build.info({"version": __version__, "engine": engine, "model": model})
 
-    def observe_result(self, result: Mapping[str, Any]) -> None:
+    def observe_result(self, result: ScoreResponse) -> None:
         """Count one scored utterance and record its score and CER."""
         self.items.labels("ok").inc()
-        self.score.observe(float(result["score"]))
-        self.cer.observe(float(result["cer"]))
+        self.score.observe(result.score)
+        if result.cer is not None:
+            self.cer.observe(result.cer)
 
     def observe_signal_batch(self, signal: str, stats: BatchStats) -> None:
         """One speaker or quality model call."""

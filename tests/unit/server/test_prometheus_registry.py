@@ -8,8 +8,8 @@ import textwrap
 
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 
-from audio_reward.scorer_server.service.scheduler import BatchStats
 from audio_reward.scorer_server.service.prometheus import ServerMetrics
+from audio_reward.scorer_server.service.scheduler import BatchStats
 
 
 def test_importing_the_metrics_module_leaves_prometheus_client_alone() -> None:
