@@ -209,12 +209,11 @@ class ScoreResponse(BaseModel):
     @classmethod
     def _undeclared_are_finite_scalars(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            for key, value in data.items():
-                if key not in _SCORE_RESPONSE_FIELDS:
-                    try:
-                        _finite_scalar(value)
-                    except ValueError as exc:
-                        raise ValueError(f"diagnostic {key!r} {exc}") from None
+            for key in data.keys() - _SCORE_RESPONSE_FIELDS:  # one set operation: the server sends none
+                try:
+                    _finite_scalar(data[key])
+                except ValueError as exc:
+                    raise ValueError(f"diagnostic {key!r} {exc}") from None
         return data
 
 

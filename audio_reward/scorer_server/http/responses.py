@@ -15,8 +15,8 @@ from audio_reward.protocol import ErrorResponse
 def wire_json(content: Any) -> bytes:
     """``content`` as JSON bytes; a protocol model as the fields the server set, in their declared order.
 
-    ``model_dump`` + orjson, not pydantic's own JSON: the bytes stay those the dict answers had (orjson's
-    number and string forms), and they cost about the same (bench/protocol_codec.py measures both).
+    ``model_dump`` + orjson rather than pydantic's own JSON: the bytes stay those the dict answers had
+    (orjson's number and string forms).  bench/protocol_codec.py measures the model's cost against a dict.
     """
     if isinstance(content, BaseModel):
         content = content.model_dump(exclude_unset=True)
