@@ -91,7 +91,7 @@ def main() -> None:
     med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
     print(f"audio: {args.seconds:g} s at {args.rate} Hz ({wave.nbytes / 1e6:.2f} MB float32), "
           f"{args.repeats} interleaved repeats")
-    print(f"ours  (wire.prepare + decode_score_request):          median {med['ours']:.2f} ms")
+    print(f"ours  (wire.prepare + decode_score_request):        median {med['ours']:.2f} ms")
     print(f"plain (json + base64 + numpy, verl-omni style):     median {med['plain']:.2f} ms")
     print(f"ratio plain/ours: {med['plain'] / med['ours']:.2f}x  (>1 means ours is faster)")
 
