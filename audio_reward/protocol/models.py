@@ -15,6 +15,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainValidator,
+    Strict,
     StrictBool,
     StrictInt,
     StrictStr,
@@ -24,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from .reward import RewardOptions
+from .reward import RewardOptions, RewardPolicy
 
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 
@@ -56,6 +57,8 @@ MAX_SAMPLE_RATE = 192_000
 class _ScoreFields(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    # Declared first, so a body dumped from a model starts with it (subclasses narrow it in place).
+    protocol_version: StrictStr | None = None
     waveform_f32_base64: StrictStr | None = Field(
         None, description="Mono float32 little-endian samples, base64 (verl-omni v1)."
     )
@@ -76,16 +79,16 @@ class _ScoreFields(BaseModel):
     metadata: dict[str, Scalar] = Field(
         default_factory=dict, description="Trainer extra_info: finite JSON scalars only."
     )
-    language: Annotated[StrictStr, Field(min_length=2, max_length=16)] | None = Field(
-        None, description="Extension: language code of the target text (e.g. en, zh)."
-    )
     request_id: Annotated[StrictStr, Field(min_length=1, max_length=128)] | None = Field(
         None, description="Extension: echoed in the response; stays the same across retries."
     )
-    reward: RewardOptions | None = Field(None, description="Extension: reward shaping options.")
+    language: Annotated[StrictStr, Field(min_length=2, max_length=16)] | None = Field(
+        None, description="Extension: language code of the target text (e.g. en, zh)."
+    )
     reference_duration_s: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = Field(
         None, description="Extension: expected duration of the speech, for the duration-ratio penalty."
     )
+    reward: RewardOptions | None = Field(None, description="Extension: reward shaping options.")
     speaker_reference_id: SpeakerReferenceId | None = Field(
         None, description="Extension: a reference recording registered with POST /v1/speakers; "
                           "the answer gains speaker_similarity."
@@ -117,8 +120,6 @@ class ScoreRequest(_ScoreFields):
 class BatchItem(_ScoreFields):
     """A score request inside a batch; its version defaults to the batch's."""
 
-    protocol_version: StrictStr | None = None
-
 
 class BatchScoreRequest(BaseModel):
     """Several candidates in one call: ``POST /v1/score/batch``."""
@@ -129,42 +130,94 @@ class BatchScoreRequest(BaseModel):
     items: list[BatchItem] = Field(..., min_length=1)
 
 
+Number = Annotated[float, Strict(), Field(allow_inf_nan=False)]
+"""A finite JSON number (an integer too); a string or bool is refused, as verl-omni's client refuses them."""
+Rate = Annotated[Number, Field(ge=0)]
+Count = Annotated[StrictInt, Field(ge=0)]
+
+
 class ScoreResponse(BaseModel):
-    """A flat result: ``score`` plus diagnostics, every value a JSON scalar."""
+    """A flat result: ``score`` plus diagnostics, every value a JSON scalar.
+
+    Every field a scorer server of this package sends is declared here, in the
+    order it sends them; all but ``score`` are optional, since other protocol v1
+    servers (verl-omni's reference scorer) send only a few.  Such a server may
+    add diagnostics of its own: a reader checks that they are finite scalars and
+    keeps them out of the model (``additionalProperties`` in the schema).
+    """
 
     model_config = ConfigDict(
-        extra="allow",
+        extra="ignore",
         json_schema_extra={"additionalProperties": {"type": ["string", "number", "boolean", "null"]}},
     )
 
-    score: FiniteFloat
+    score: Number = Field(..., description="The reward the trainer gets.")
+    cer: Rate | None = Field(None, description="Character error rate of the normalised texts (before clipping).")
+    wer: Rate | None = Field(None, description="Word error rate of the normalised texts.")
+    error_rate: Rate | None = Field(None, description="The rate the reward formula read (reward_metric).")
+    error_clipped: Rate | None = Field(None, description="error_rate clipped at the policy's error_clip.")
+    ref_chars: Count | None = Field(None, description="Characters of the normalised reference.")
+    ref_words: Count | None = Field(None, description="Words of the normalised reference.")
+    char_edits: Count | None = Field(None, description="Character edits between the normalised texts.")
+    word_edits: Count | None = Field(None, description="Word edits between the normalised texts.")
+    transcript: StrictStr | None = Field(None, description="What the ASR model heard.")
+    normalized_transcript: StrictStr | None = Field(None, description="The transcript after normalisation.")
+    normalized_reference: StrictStr | None = Field(None, description="The prompt after normalisation.")
+    normalizer: StrictStr | None = Field(None, description="The normaliser's name.")
+    language: StrictStr | None = Field(
+        None, description='The language the audio was decoded in ("" when neither asked for nor detected).')
+    char_level: StrictBool | None = Field(None, description="Whether the Chinese (per-character) rules applied.")
+    duration_s: Number | None = Field(None, description="Seconds of the audio.")
+    expected_duration_s: Number | None = Field(None, description="Seconds the speech was expected to last.")
+    expected_duration_source: StrictStr | None = Field(
+        None, description='Where the expectation came from: "reference" (reference_duration_s) or "estimate".')
+    duration_ratio: Number | None = Field(None, description="duration_s / expected_duration_s (0: unchecked).")
+    duration_checked: StrictBool | None = Field(None, description="Whether the duration-ratio check ran.")
+    reward_formula: StrictStr | None = Field(None, description="The formula that shaped the reward.")
+    reward_metric: StrictStr | None = Field(None, description='The rate the formula read: "cer" or "wer".')
+    reward_base: Number | None = Field(None, description="The formula's value before penalties.")
+    penalty_empty: Number | None = Field(None, description="Subtracted for an empty transcript.")
+    penalty_duration: Number | None = Field(None, description="Subtracted for a duration ratio out of range.")
+    penalty_short_audio: Number | None = Field(None, description="Subtracted for audio shorter than the minimum.")
+    penalty_repeat: Number | None = Field(None, description="Subtracted for repeated n-grams.")
+    repeated_ngram_fraction: Number | None = Field(
+        None, description="Fraction of the transcript's n-grams seen earlier in it.")
+    empty_transcript: StrictBool | None = Field(None, description="Whether the normalised transcript is empty.")
+    model: StrictStr | None = Field(None, description="The ASR model that transcribed the audio.")
+    engine: StrictStr | None = Field(None, description="The engine that ran it.")
     protocol_version: StrictStr | None = None
-    request_id: StrictStr | None = None
-    model: StrictStr | None = None
-    reward_formula: StrictStr | None = None
-    transcript: StrictStr | None = None
-    normalized_transcript: StrictStr | None = None
-    normalized_reference: StrictStr | None = None
-    cer: FiniteFloat | None = None
-    wer: FiniteFloat | None = None
-    duration_s: FiniteFloat | None = None
-    duration_ratio: FiniteFloat | None = None
-    speaker_similarity: FiniteFloat | None = Field(
+    request_id: StrictStr | None = Field(None, description="The request's id, echoed.")
+    reward_asr: Number | None = Field(
+        None, description="With signals: the CER reward that speaker and quality share the score with.")
+    speaker_similarity: Number | None = Field(
         None, description="Cosine of the speaker embeddings of the speech and the reference, -1..1."
     )
-    dnsmos_ovrl: FiniteFloat | None = Field(None, description="DNSMOS P.835 overall quality, 1..5.")
-    dnsmos_sig: FiniteFloat | None = Field(None, description="DNSMOS P.835 speech signal quality, 1..5.")
-    dnsmos_bak: FiniteFloat | None = Field(None, description="DNSMOS P.835 background quality, 1..5.")
-    dnsmos_p808: FiniteFloat | None = Field(None, description="DNSMOS P.808 overall quality, 1..5.")
+    speaker_reference_id: SpeakerReferenceId | None = Field(
+        None, description="The id of the reference the similarity was measured against (an inline one's too).")
+    reward_speaker: Number | None = Field(None, description="The speaker term, 0..1.")
+    speaker_weight: Number | None = Field(None, description="The policy's weight of the speaker term.")
+    speaker_floor_applied: StrictBool | None = Field(
+        None, description="Whether the similarity fell below speaker_floor and zeroed the score.")
+    dnsmos_ovrl: Number | None = Field(None, description="DNSMOS P.835 overall quality, 1..5.")
+    dnsmos_sig: Number | None = Field(None, description="DNSMOS P.835 speech signal quality, 1..5.")
+    dnsmos_bak: Number | None = Field(None, description="DNSMOS P.835 background quality, 1..5.")
+    dnsmos_p808: Number | None = Field(None, description="DNSMOS P.808 overall quality, 1..5.")
+    reward_quality: Number | None = Field(None, description="The quality term, 0..1.")
+    quality_weight: Number | None = Field(None, description="The policy's weight of the quality term.")
 
-    @model_validator(mode="after")
-    def _extras_are_finite_scalars(self) -> ScoreResponse:
-        for key, value in (self.model_extra or {}).items():
-            try:
-                _finite_scalar(value)
-            except ValueError as exc:
-                raise ValueError(f"diagnostic {key!r} {exc}") from None
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _undeclared_are_finite_scalars(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key in data.keys() - _SCORE_RESPONSE_FIELDS:  # one set operation: the server sends none
+                try:
+                    _finite_scalar(data[key])
+                except ValueError as exc:
+                    raise ValueError(f"diagnostic {key!r} {exc}") from None
+        return data
+
+
+_SCORE_RESPONSE_FIELDS = frozenset(ScoreResponse.model_fields)
 
 
 class ErrorDetail(BaseModel):
@@ -234,6 +287,103 @@ class SpeakerResponse(BaseModel):
     ttl_s: FiniteFloat = Field(..., description="How long the server keeps it unused (it may evict it sooner).")
 
 
+class _InfoPart(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EngineDescription(_InfoPart):
+    """The ASR engine and model behind every score."""
+
+    name: StrictStr = Field(..., description="The engine (faster-whisper, transformers, vllm, funasr...).")
+    model_id: StrictStr
+    weights_sha256: StrictStr | None = None
+    device: StrictStr
+    compute_type: StrictStr | None = None
+    beam_size: StrictInt = Field(..., ge=1)
+    extra: dict[str, StrictStr] = Field(default_factory=dict, description="What else the engine reports.")
+    options: dict[str, Scalar] = Field(default_factory=dict, description="The engine's resolved --engine-option "
+                                                                         "values, every key it knows.")
+
+
+class LimitsDescription(_InfoPart):
+    """The bounds the server enforces (each a server setting of the same name)."""
+
+    max_audio_seconds: FiniteFloat
+    max_body_bytes: StrictInt
+    max_batch_items: StrictInt
+    max_prompt_chars: StrictInt
+    max_audio_bytes: StrictInt
+    max_batch_audio_bytes: StrictInt
+    max_queue: StrictInt
+    request_timeout_s: FiniteFloat
+
+
+class BatchingDescription(_InfoPart):
+    """How utterances are batched; the scheduler's own keys appear once it has started."""
+
+    engine_batches: StrictBool = Field(..., description="Whether the engine gains from batches.")
+    engine_schedules_itself: StrictBool = Field(..., description="Whether the engine forms its own batches (vLLM).")
+    scheduler: StrictStr | None = Field(None, description='"micro-batches" or "engine"; absent before start.')
+    max_batch_size: StrictInt
+    max_wait_ms: FiniteFloat
+    max_batch_audio_s: FiniteFloat | None = Field(None, description="Micro-batches: most seconds of audio per call.")
+    max_batches_in_flight: StrictInt | None = Field(None, description="Micro-batches: engine calls at once.")
+    max_in_flight: StrictInt | None = Field(None, description="Engine scheduler: utterances inside the engine.")
+    max_batch_size_setting: StrictInt = Field(..., description="The max_batch_size setting.")
+    note: StrictStr | None = Field(..., description="Why the batch size differs from the setting, when it does.")
+
+
+class SignalModelDescription(_InfoPart):
+    """A speaker or quality model."""
+
+    engine: StrictStr
+    model_id: StrictStr
+    device: StrictStr
+    extra: dict[str, StrictStr] = Field(default_factory=dict)
+    ready: StrictBool
+
+
+class SpeakerReferencesDescription(_InfoPart):
+    """The store of registered speaker references."""
+
+    kept: StrictInt
+    bytes: StrictInt
+    max_count: StrictInt
+    max_bytes: StrictInt
+    ttl_s: FiniteFloat
+    min_reference_s: FiniteFloat
+
+
+class SignalsDescription(_InfoPart):
+    """The signal models beside the transcription (null: that signal is off)."""
+
+    speaker: SignalModelDescription | None
+    quality: SignalModelDescription | None
+    max_batch_size: StrictInt
+    speaker_references: SpeakerReferencesDescription
+
+
+class InfoResponse(_InfoPart):
+    """``GET /v1/info``: what the server scores with, so results can be reproduced."""
+
+    server_version: StrictStr
+    protocol_version: StrictStr
+    supported_protocol_versions: list[StrictStr]
+    ready: StrictBool = Field(..., description="Whether the model is loaded and warmed up.")
+    uptime_s: FiniteFloat
+    engine: EngineDescription
+    preset: StrictStr | None
+    normalizer: StrictStr
+    default_language: StrictStr | None
+    reward: RewardPolicy = Field(..., description="The server's reward policy (a request's reward options "
+                                                  "override it per request).")
+    limits: LimitsDescription
+    batching: BatchingDescription
+    signals: SignalsDescription | None = Field(..., description="null: no signal model is configured.")
+    auth: StrictBool = Field(..., description="Whether requests need an API key.")
+    endpoints: list[StrictStr] = Field(..., description="The paths the server serves.")
+
+
 MESSAGES: dict[str, type[BaseModel]] = {
     "score_request": ScoreRequest,
     "score_response": ScoreResponse,
@@ -242,5 +392,6 @@ MESSAGES: dict[str, type[BaseModel]] = {
     "batch_response": BatchScoreResponse,
     "speaker_request": SpeakerRequest,
     "speaker_response": SpeakerResponse,
+    "info_response": InfoResponse,
 }
 """Every wire message by its kind name (schema file names and ``validate --kind``)."""

@@ -31,7 +31,7 @@ from .reward import RewardOptions
 from .version import SUPPORTED_VERSIONS, is_supported
 
 MessageKind = Literal["score_request", "score_response", "error", "batch_request", "batch_response",
-                      "speaker_request", "speaker_response"]
+                      "speaker_request", "speaker_response", "info_response"]
 
 AUDIO_FIELDS = ("waveform_f32_base64", "waveform_pcm16_base64", "audio_file_base64")
 
@@ -446,6 +446,21 @@ def decode_batch_request(
     that item's :class:`ProtocolError` in the returned list, in request order.
     Items of unknown length share what is left of the budget, in order.
     """
+    version, items = _check_envelope(obj, limits)
+    checked = _check_items(items, limits, version, decoder)
+    declared = sum(c.audio.decoded_bytes or 0 for c in checked if isinstance(c, _Checked))
+    if declared > limits.max_batch_audio_bytes:
+        raise ProtocolError.single(
+            "batch_too_large",
+            f"the batch's items decode to {declared} bytes of float32 audio together; the limit is "
+            f"{limits.max_batch_audio_bytes} bytes (max_batch_audio_bytes): send fewer or shorter items per batch",
+            "$.items",
+        )
+    return version, _finish_items(checked, limits, limits.max_batch_audio_bytes - declared)
+
+
+def _check_envelope(obj: Any, limits: Limits) -> tuple[str, list[Any]]:
+    """The batch's version and items, by hand: each refusal has its own code and wording, the first one raised."""
     if not isinstance(obj, dict):
         raise ProtocolError.single("invalid_request", "a batch request must be a JSON object", "$")
     issue = _version_issue(obj, "$")
@@ -462,7 +477,12 @@ def decode_batch_request(
             "batch_too_large",
             f"items holds {len(items)} requests; the limit is {limits.max_batch_items} (max_batch_items)", "$.items"
         )
-    version = obj["protocol_version"]
+    return obj["protocol_version"], items
+
+
+def _check_items(items: list[Any], limits: Limits, version: str,
+                 decoder: codecs.FileDecoder | None) -> list[_Checked | ProtocolError]:
+    """Every item through the checks that decode no sample; files only the decoder reads count as they decode."""
     checked: list[_Checked | ProtocolError] = []
     predecoded = 0
     for i, item in enumerate(items):
@@ -479,15 +499,12 @@ def decode_batch_request(
                     "batch_too_large",
                     f"the batch's items decode to more than {limits.max_batch_audio_bytes} bytes of float32 audio "
                     "together (max_batch_audio_bytes): send fewer or shorter items per batch", "$.items")
-    declared = sum(c.audio.decoded_bytes or 0 for c in checked if isinstance(c, _Checked))
-    if declared > limits.max_batch_audio_bytes:
-        raise ProtocolError.single(
-            "batch_too_large",
-            f"the batch's items decode to {declared} bytes of float32 audio together; the limit is "
-            f"{limits.max_batch_audio_bytes} bytes (max_batch_audio_bytes): send fewer or shorter items per batch",
-            "$.items",
-        )
-    left = limits.max_batch_audio_bytes - declared
+    return checked
+
+
+def _finish_items(checked: list[_Checked | ProtocolError], limits: Limits,
+                  left: int) -> list[DecodedScoreRequest | ProtocolError]:
+    """Decode each checked item; those of unknown length, and inline references, share ``left`` bytes in order."""
     out: list[DecodedScoreRequest | ProtocolError] = []
     for entry in checked:
         if isinstance(entry, ProtocolError):
@@ -513,7 +530,7 @@ def decode_batch_request(
                     "$.items",
                 )
         out.append(decoded)
-    return version, out
+    return out
 
 
 def detect_kind(obj: Any) -> MessageKind:

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from pydantic import ValidationError
+
 from .. import __version__
-from ..protocol import RewardOptions
+from ..protocol import InfoResponse, RewardOptions
 from .audio_file import AudioFileError, read_audio
 from .errors import (
     AudioTooLongError,
@@ -142,6 +144,17 @@ class ServerFacts:
 
 
 def _read_facts(body: bytes) -> ServerFacts:
+    try:
+        info = InfoResponse.model_validate_json(body)
+    except ValidationError:
+        return _read_partial_facts(body)
+    seconds = info.limits.max_audio_seconds
+    return ServerFacts(BATCH_PATH in info.endpoints, seconds if seconds > 0 else None)
+
+
+def _read_partial_facts(body: bytes) -> ServerFacts:
+    """The facts in a ``/v1/info`` that is not this package's server's (another protocol v1 server may list
+    only its endpoints): each one read where it is well-formed, else unknown."""
     try:
         info = decode_body(body)
     except ProtocolViolationError:

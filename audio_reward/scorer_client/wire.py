@@ -20,12 +20,15 @@ from ..protocol import (
     ErrorResponse,
     ProtocolError,
     RewardOptions,
+    ScoreRequest,
+    SpeakerRequest,
     as_float32_mono,
     encode_f32,
     is_finite_scalar,
     parse_json,
     validate_message,
 )
+from ..protocol.errors import validation_reasons
 from ..protocol.models import MAX_SAMPLE_RATE, MIN_SAMPLE_RATE
 from .errors import InvalidInputError, ProtocolViolationError
 
@@ -191,37 +194,35 @@ def _prepare(item: ScoreItem, request_id: str) -> PreparedItem:
         raise InvalidInputError(f"text must be a string, got {type(item.text).__name__}")
     rate = check_sample_rate(item.sample_rate)
     samples = check_waveform(item.waveform)
-    body: dict[str, Any] = {
-        "protocol_version": PROTOCOL_VERSION,
-        "waveform_f32_base64": encode_f32(samples),
-        "num_samples": int(samples.size),
-        "sample_rate": rate,
-        "prompt": item.text,
-        "metadata": _metadata(item.metadata),
-        "request_id": request_id,
-    }
-    if item.language is not None:
-        body["language"] = item.language
+    reference_duration_s = None
     if item.reference_duration_s is not None:
         ref = item.reference_duration_s
         if isinstance(ref, bool) or not isinstance(ref, (int, float)) or not math.isfinite(ref) or ref <= 0:
             raise InvalidInputError(f"reference_duration_s must be a positive finite number, got {ref!r}")
-        body["reference_duration_s"] = float(ref)
+        reference_duration_s = float(ref)
+    options = None
     if item.reward is not None:
         try:
             options = (item.reward if isinstance(item.reward, RewardOptions)
                        else RewardOptions.model_validate(item.reward))
         except ValidationError as exc:
             raise InvalidInputError(f"reward options: {exc}") from None
-        body["reward"] = options.model_dump(exclude_none=True)
     speaker = item.speaker_reference_id
-    if speaker is not None:
-        if not isinstance(speaker, str) or not _REFERENCE_ID.fullmatch(speaker):
-            raise InvalidInputError(
-                f"speaker_reference_id must be 64 hex digits (from register_speaker), got {speaker!r}")
-        body["speaker_reference_id"] = speaker
-    return PreparedItem(request_id=request_id, body=orjson.dumps(body), duration_s=samples.size / rate,
-                        speaker_reference_id=speaker)
+    if speaker is not None and (not isinstance(speaker, str) or not _REFERENCE_ID.fullmatch(speaker)):
+        raise InvalidInputError(
+            f"speaker_reference_id must be 64 hex digits (from register_speaker), got {speaker!r}")
+    try:
+        request = ScoreRequest(
+            protocol_version=PROTOCOL_VERSION, waveform_f32_base64=encode_f32(samples), num_samples=int(samples.size),
+            sample_rate=rate, prompt=item.text, metadata=_metadata(item.metadata), request_id=request_id,
+            language=item.language, reference_duration_s=reference_duration_s, reward=options,
+            speaker_reference_id=speaker,
+        )
+    except ValidationError as exc:
+        raise InvalidInputError("the score request breaks protocol v1: " + "; ".join(validation_reasons(exc))) from None
+    # Unset extensions stay off the wire, as in a verl-omni v1 body.
+    body = orjson.dumps(request.model_dump(exclude_none=True))
+    return PreparedItem(request_id=request_id, body=body, duration_s=samples.size / rate, speaker_reference_id=speaker)
 
 
 _REFERENCE_ID = re.compile(r"[0-9a-f]{64}")
@@ -231,8 +232,9 @@ def speaker_body(waveform: Any, sample_rate: int) -> tuple[str, bytes]:
     """A ``POST /v1/speakers`` body for a reference recording, and the sha256 of that body (the client's key)."""
     rate = check_sample_rate(sample_rate)
     samples = check_waveform(waveform, "speaker reference")
-    body = orjson.dumps({"protocol_version": PROTOCOL_VERSION, "waveform_f32_base64": encode_f32(samples),
-                         "num_samples": int(samples.size), "sample_rate": rate})
+    request = SpeakerRequest(protocol_version=PROTOCOL_VERSION, waveform_f32_base64=encode_f32(samples),
+                             num_samples=int(samples.size), sample_rate=rate)
+    body = orjson.dumps(request.model_dump(exclude_none=True))
     return hashlib.sha256(body).hexdigest(), body
 
 

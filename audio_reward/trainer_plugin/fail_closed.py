@@ -34,6 +34,7 @@ import json
 import logging
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from ._verl import replay_buffers
@@ -44,7 +45,7 @@ ReplayBuffer, ReplayBufferAsync = replay_buffers()
 
 logger = logging.getLogger(__name__)
 
-SAMPLER_FOR_MODE = {"sync": "FailClosedSyncReplayBuffer"}
+SAMPLER_FOR_MODE = MappingProxyType({"sync": "FailClosedSyncReplayBuffer"})
 """The fail-closed sampler matching verl's built-in choice per trainer mode (other modes: the async one)."""
 DEFAULT_SAMPLER = "FailClosedReplayBuffer"
 

@@ -56,15 +56,17 @@ class AudioRewardScorer:
     """Scores samples on the configured scorer, batching concurrent calls into one request.
 
     One instance belongs to one event loop (the client's connection pool
-    does); :meth:`aclose` releases it.
+    does); :meth:`aclose` releases it.  Given a ``client``, the scorer sends
+    through it and leaves closing it to its owner.
     """
 
     RECENT_BATCHES = 64
     """How many batch sizes :attr:`batches` keeps: a training run sends one batch per step for days."""
 
-    def __init__(self, settings: PluginSettings) -> None:
+    def __init__(self, settings: PluginSettings, client: AsyncScorerClient | None = None) -> None:
         self.settings = settings
-        self.client = AsyncScorerClient(settings=settings.client)
+        self._owns_client = client is None
+        self.client = client if client is not None else AsyncScorerClient(settings=settings.client)
         self._coalescer: Coalescer[ScoreItem, ScoreResult] = Coalescer(
             self._score_batch, window_s=settings.coalesce_window_ms / 1000.0, max_batch=settings.max_batch
         )
@@ -80,7 +82,8 @@ class AudioRewardScorer:
         return await self.client.score_many(items)
 
     async def aclose(self) -> None:
-        await self.client.aclose()
+        if self._owns_client:
+            await self.client.aclose()
 
     def _extra_info(self, diagnostics: dict[str, Any] | None, failed: bool) -> dict[str, float]:
         out: dict[str, float] = {}

@@ -23,6 +23,7 @@ import functools
 import logging
 from typing import Any
 
+from ..scorer_client.client_cache import ClientCache
 from ._verl import reward_manager_base
 from .remote_scorer import AudioRewardScorer, record_failure
 from .samples import (
@@ -40,7 +41,6 @@ logger = logging.getLogger(__name__)
 
 REGISTERED_NAME = "audio_score"
 """Name of the manager in verl's reward-manager registry."""
-
 
 
 def _adv_estimator(config: Any) -> str | None:
@@ -75,7 +75,9 @@ class AudioScoreRewardMixin:
     report one) and ``score_failed``.
 
     ``compute_score`` is accepted for verl's constructor signature and unused:
-    scoring goes through the scorer client.
+    scoring goes through the scorer client.  The manager owns that client: one
+    per event loop it runs in (a connection pool belongs to one loop), closed
+    when that loop shuts down or by :meth:`aclose`.
     """
 
     def __init__(
@@ -95,8 +97,8 @@ class AudioScoreRewardMixin:
                 f"reward.audio_reward.failure_policy=mask needs algorithm.adv_estimator in {list(MASKING_ESTIMATORS)} "
                 f"(got {estimator!r}): other estimators would treat a failed sample's reward as a measurement"
             )
+        self._clients = ClientCache(max_clients=1)
         self._scorer: AudioRewardScorer | None = None
-        self._scorer_loop: asyncio.AbstractEventLoop | None = None
         self.validation = (
             ValidationLogger(self.settings.validation_dir, self.settings.validation_max_wavs,
                              self.settings.reference_audio)
@@ -105,20 +107,23 @@ class AudioScoreRewardMixin:
         )
         logger.info("AudioScoreRewardManager settings: %s", self.settings.describe())
 
-    @property
-    def scorer(self) -> AudioRewardScorer:
-        """The scorer of the running event loop (a client's connection pool is bound to one loop)."""
-        loop = asyncio.get_running_loop()
-        if self._scorer is None or self._scorer_loop is not loop:
-            self._scorer = AudioRewardScorer(self.settings)
-            self._scorer_loop = loop
+    async def scorer(self) -> AudioRewardScorer:
+        """The scorer of the running event loop, over this manager's client for that loop."""
+        client = await self._clients.client(self.settings.client)
+        if self._scorer is None or self._scorer.client is not client:
+            self._scorer = AudioRewardScorer(self.settings, client)
         return self._scorer
+
+    async def aclose(self) -> None:
+        """Close the running loop's client (the loop's shutdown closes it too)."""
+        self._scorer = None
+        await self._clients.aclose()
 
     async def run_single(self, data: Any) -> dict[str, Any]:
         if len(data) != 1:
             raise ValueError(f"{type(self).__name__}.run_single scores one sample, got a batch of {len(data)}")
         item = data[0]
-        scorer = self.scorer
+        scorer = await self.scorer()
         try:
             sample = audio_sample_from_item(
                 item,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from types import MappingProxyType
 from typing import Any
 
 from ...extras import install_command
@@ -36,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ev.set_defaults(func=_eval)
 
 
-EVAL_MODULES = {"matplotlib": "plots", "tqdm": "progress bar"}
+EVAL_MODULES = MappingProxyType({"matplotlib": "plots", "tqdm": "progress bar"})
 """What each module of the eval extra draws."""
 
 

@@ -15,6 +15,7 @@ import math
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ WORST_ROWS = 10
 CER_BIN_PERCENT = 5
 """Histogram bins of 5 CER points from 0 to 100 %; CER above 100 % (insertions) lands in the last bin."""
 DURATION_BUCKETS = (0.0, 2.0, 4.0, 6.0, 10.0, 20.0, math.inf)
-AUDIO_TYPES = {".wav": "audio/wav", ".flac": "audio/flac", ".ogg": "audio/ogg", ".mp3": "audio/mpeg"}
+AUDIO_TYPES = MappingProxyType({".wav": "audio/wav", ".flac": "audio/flac", ".ogg": "audio/ogg", ".mp3": "audio/mpeg"})
 MAX_EMBEDDED_AUDIO_BYTES = 8 << 20
 """Audio above this is linked rather than embedded, so a report of long utterances stays openable."""
 FAILED_COLOR = "#c62828"

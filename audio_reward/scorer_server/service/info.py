@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from audio_reward import __version__
-from audio_reward.protocol import PROTOCOL_VERSION, SUPPORTED_VERSIONS, RewardPolicy
+from audio_reward.protocol import PROTOCOL_VERSION, SUPPORTED_VERSIONS, InfoResponse, RewardPolicy
 from audio_reward.scoring import Normalizer
 
 from ..config import ServerConfig
@@ -30,11 +29,11 @@ class ServerInfo:
     signals: SignalService | None
     endpoints: tuple[str, ...]
 
-    def describe(self) -> dict[str, Any]:
-        """The body as JSON-ready values; the engine's and scheduler's parts change once it has loaded."""
+    def describe(self) -> InfoResponse:
+        """The body; the engine's and scheduler's parts change once it has loaded."""
         s, client = self.settings, self.engine_client
         engine = client.info
-        return {
+        return InfoResponse.model_validate({
             "server_version": __version__,
             "protocol_version": PROTOCOL_VERSION,
             "supported_protocol_versions": list(SUPPORTED_VERSIONS),
@@ -68,4 +67,4 @@ class ServerInfo:
             "signals": self.signals.describe() if self.signals is not None else None,
             "auth": s.api_key is not None,
             "endpoints": list(self.endpoints),
-        }
+        })

@@ -15,17 +15,20 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from starlette.concurrency import run_in_threadpool
 
 from audio_reward.protocol import (
     PROTOCOL_VERSION,
+    BatchScoreResponse,
     DecodedScoreRequest,
+    ErrorResponse,
     Limits,
     ProtocolError,
     RewardPolicy,
+    ScoreResponse,
     decode_batch_request,
     decode_score_request,
     parse_json,
@@ -138,7 +141,7 @@ class ScoringPipeline:
         return items
 
     # -- scoring --------------------------------------------------------------------------
-    def _result(self, item: PreparedRequest, transcription: Transcription) -> dict[str, Any]:
+    def _result(self, item: PreparedRequest, transcription: Transcription) -> ScoreResponse:
         req = item.request
         result = score_transcript(
             req.prompt,
@@ -160,16 +163,17 @@ class ScoringPipeline:
             protocol_version=PROTOCOL_VERSION,
             request_id=item.request_id,
         )
-        return out
+        # Forbidding extras here (readers ignore them): a diagnostic the model does not declare is a server bug.
+        return ScoreResponse.model_validate(out, extra="forbid")
 
-    def _results(self, pairs: list[tuple[PreparedRequest, Transcription, SignalValues | None]]) -> list[dict[str, Any]]:
+    def _results(self, pairs: list[tuple[PreparedRequest, Transcription, SignalValues | None]]) -> list[ScoreResponse]:
         """Score transcripts against their prompts, with their signals; runs in a worker thread."""
         from .signals import add_signals
 
         return [add_signals(self._result(item, transcription), item.policy, item.signals, values)
                 for item, transcription, values in pairs]
 
-    def _count(self, outcome: dict[str, Any] | ServerError, *, joined: bool) -> None:
+    def _count(self, outcome: ScoreResponse | ServerError, *, joined: bool) -> None:
         """One utterance's outcome in the metrics; an error joined from another request was counted there."""
         if isinstance(outcome, ServerError):
             if not joined:
@@ -179,7 +183,7 @@ class ScoringPipeline:
         else:
             self.metrics.observe_result(outcome)
 
-    async def _score_items(self, items: list[PreparedRequest]) -> list[dict[str, Any] | ServerError]:
+    async def _score_items(self, items: list[PreparedRequest]) -> list[ScoreResponse | ServerError]:
         """Each item's flat result or error, in order.
 
         An item whose id and content match a recent or in-flight request is
@@ -199,17 +203,17 @@ class ScoringPipeline:
         pairs = [(item, t.value, v) for item, t, v in zip(items, transcripts, signals, strict=True)
                  if isinstance(t.value, Transcription) and not isinstance(v, ServerError)]
         scored = iter(await self.offload.run(lambda: self._results(pairs)) if pairs else [])
-        results: list[dict[str, Any] | ServerError] = []
+        results: list[ScoreResponse | ServerError] = []
         for transcript, values in zip(transcripts, signals, strict=True):
-            outcome: dict[str, Any] | ServerError = (
+            outcome: ScoreResponse | ServerError = (
                 transcript.value if isinstance(transcript.value, ServerError)
                 else values if isinstance(values, ServerError) else next(scored))
             self._count(outcome, joined=transcript.joined)
             results.append(outcome)
         return results
 
-    async def score(self, body: bytes, request_id: str) -> dict[str, Any]:
-        """One request body → the flat response dict; raises :class:`ServerError`."""
+    async def score(self, body: bytes, request_id: str) -> ScoreResponse:
+        """One request body → its flat response; raises :class:`ServerError`."""
         try:
             with self.engine_client.arriving():
                 item = await run_in_threadpool(self._prepare_one, body, request_id)
@@ -221,20 +225,19 @@ class ScoringPipeline:
             raise outcome
         return outcome
 
-    async def score_batch(self, body: bytes, request_id: str) -> dict[str, Any]:
-        """A batch body → ``{"protocol_version", "results"}``; item failures stay in their slot."""
+    async def score_batch(self, body: bytes, request_id: str) -> BatchScoreResponse:
+        """A batch body → its results in request order; item failures stay in their slot."""
         with self.engine_client.arriving():
             prepared = await run_in_threadpool(self._prepare_batch, body, request_id)
         valid = [p for p in prepared if isinstance(p, PreparedRequest)]
         outcomes = iter(await self._score_items(valid) if valid else [])
-        results: list[dict[str, Any]] = []
+        results: list[ScoreResponse | ErrorResponse] = []
         for i, entry in enumerate(prepared):
             if isinstance(entry, ServerError):
                 self.metrics.items.labels(entry.code).inc()
-                results.append(server_error_body(entry, f"{request_id}-{i}"))
+                results.append(ErrorResponse.model_validate(server_error_body(entry, f"{request_id}-{i}")))
                 continue
             outcome = next(outcomes)
-            if isinstance(outcome, ServerError):
-                outcome = server_error_body(outcome, entry.request_id)
-            results.append(outcome)
-        return {"protocol_version": PROTOCOL_VERSION, "results": results}
+            results.append(ErrorResponse.model_validate(server_error_body(outcome, entry.request_id))
+                           if isinstance(outcome, ServerError) else outcome)
+        return BatchScoreResponse(protocol_version=PROTOCOL_VERSION, results=results)

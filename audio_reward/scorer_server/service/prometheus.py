@@ -3,14 +3,14 @@ servers in one process, as in tests, never share counters).
 
 Besides the server's own series the registry carries prometheus-client's
 process, platform (Python version) and garbage-collector collectors.  The
-``_created`` timestamp series are switched off: Prometheus does not use them
-and they made up a third of the exposition.
+``_created`` timestamp series are left out of that registry's collection
+(prometheus-client's own switch for them is process-wide): Prometheus does not
+use them and they made up a third of the exposition.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from prometheus_client import (
     CollectorRegistry,
@@ -21,16 +21,14 @@ from prometheus_client import (
     Info,
     PlatformCollector,
     ProcessCollector,
-    disable_created_metrics,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from audio_reward import __version__
+from audio_reward.protocol import ScoreResponse
 
 from .scheduler import BatchStats
-
-disable_created_metrics()
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -56,11 +54,25 @@ class EngineSchedulerCollector(Collector):
         yield family
 
 
+class CreatedlessRegistry(CollectorRegistry):
+    """A registry whose counters, histograms and summaries collect without their ``_created`` series."""
+
+    def collect(self) -> Iterable[Metric]:
+        for metric in super().collect():
+            created = f"{metric.name}_created"
+            if not any(sample.name == created for sample in metric.samples):
+                yield metric
+                continue
+            kept = Metric(metric.name, metric.documentation, metric.type, metric.unit)
+            kept.samples = [sample for sample in metric.samples if sample.name != created]
+            yield kept
+
+
 class ServerMetrics:
     """Every metric the server exports under the ``audio_reward_`` prefix."""
 
     def __init__(self) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)
+        self.registry: CollectorRegistry = CreatedlessRegistry(auto_describe=True)
         r = self.registry
         ProcessCollector(registry=r)
         PlatformCollector(registry=r)
@@ -121,11 +133,12 @@ class ServerMetrics:
     def set_build(self, *, engine: str, model: str) -> None:
         self.build.info({"version": __version__, "engine": engine, "model": model})
 
-    def observe_result(self, result: Mapping[str, Any]) -> None:
+    def observe_result(self, result: ScoreResponse) -> None:
         """Count one scored utterance and record its score and CER."""
         self.items.labels("ok").inc()
-        self.score.observe(float(result["score"]))
-        self.cer.observe(float(result["cer"]))
+        self.score.observe(result.score)
+        if result.cer is not None:
+            self.cer.observe(result.cer)
 
     def observe_signal_batch(self, signal: str, stats: BatchStats) -> None:
         """One speaker or quality model call."""

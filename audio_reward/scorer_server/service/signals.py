@@ -28,6 +28,7 @@ from audio_reward.protocol import (
     Limits,
     ProtocolError,
     RewardPolicy,
+    ScoreResponse,
     decode_speaker_request,
     parse_json,
 )
@@ -321,27 +322,24 @@ async def _outcomes(waits: list[asyncio.Future[Any]], failed: str) -> list[Any]:
         raise SignalError(failed) from None
 
 
-def add_signals(out: dict[str, Any], policy: RewardPolicy, job: SignalJob | None,
-                values: SignalValues | None) -> dict[str, Any]:
-    """``out`` (a scored result) with its signals, and its score shared with them per ``policy``.
+def add_signals(result: ScoreResponse, policy: RewardPolicy, job: SignalJob | None,
+                values: SignalValues | None) -> ScoreResponse:
+    """``result`` (a scored answer) with its signals, and its score shared with them per ``policy``.
 
-    Without signals ``out`` is returned as it is, so a request that asks for none gets the same keys as before.
+    Without signals ``result`` is returned as it is, so a request that asks for none gets the same keys as before.
     """
     if job is None or values is None:
-        return out
+        return result
     quality = values.quality
-    composed = compose_reward(policy, float(out["score"]), speaker_similarity=values.speaker_similarity,
+    composed = compose_reward(policy, result.score, speaker_similarity=values.speaker_similarity,
                               quality_mos=quality.ovrl if quality is not None else None)
-    out["score"] = composed.score
-    out["reward_asr"] = composed.asr
+    # compose_reward refuses non-finite inputs, so the update needs no second validation.
+    update: dict[str, Any] = {"score": composed.score, "reward_asr": composed.asr}
     if values.speaker_similarity is not None:
-        out["speaker_similarity"] = values.speaker_similarity
-        out["speaker_reference_id"] = job.reference_id
-        out["reward_speaker"] = composed.speaker_term
-        out["speaker_weight"] = policy.speaker_weight
-        out["speaker_floor_applied"] = composed.speaker_floor_applied
+        update.update(speaker_similarity=values.speaker_similarity, speaker_reference_id=job.reference_id,
+                      reward_speaker=composed.speaker_term, speaker_weight=policy.speaker_weight,
+                      speaker_floor_applied=composed.speaker_floor_applied)
     if quality is not None:
-        out.update(quality.fields())
-        out["reward_quality"] = composed.quality_term
-        out["quality_weight"] = policy.quality_weight
-    return out
+        update.update(quality.fields())
+        update.update(reward_quality=composed.quality_term, quality_weight=policy.quality_weight)
+    return result.model_copy(update=update)

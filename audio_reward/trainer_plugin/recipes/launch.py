@@ -23,6 +23,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 from .overrides import (
     TEST_FREQ,
@@ -95,7 +96,7 @@ _COMMON_TAIL = (
              default="0"),
 )
 
-RECIPES: dict[str, Recipe] = {
+RECIPES: Mapping[str, Recipe] = MappingProxyType({
     "qwen3_tts_grpo": Recipe(
         "qwen3_tts_grpo",
         "GRPO on Qwen3-TTS-12Hz-0.6B-Base codec-0, rewarded by the audio-reward scorer",
@@ -133,7 +134,7 @@ RECIPES: dict[str, Recipe] = {
         ),
         THINKER_OVERRIDES,
     ),
-}
+})
 
 
 def recipe(name: str) -> Recipe:

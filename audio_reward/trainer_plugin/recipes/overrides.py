@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from string import Template
+from types import MappingProxyType
 from typing import Literal
 
 # verl keys that the pre-flight reads as well as the launch writes
@@ -91,7 +92,7 @@ class Override:
         return f"{self.add}{self.key}={Template(self.value).substitute(values)}"
 
 
-_PREFIXES: dict[str, Literal["", "+", "++"]] = {"": "", "+": "+", "++": "++"}
+_PREFIXES: Mapping[str, Literal["", "+", "++"]] = MappingProxyType({"": "", "+": "+", "++": "++"})
 
 
 def ov(spelled: str, value: object, why: str = "", *, when: str = "") -> Override:

@@ -57,6 +57,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from ....scoring.choice import EXTRACTION_METHODS, ground_truth_letter, parse_options, score_choice
@@ -79,7 +80,8 @@ AUDIO_PLACEHOLDER = "<audio>"
 """The placeholder verl's ``RLHFDataset`` replaces with the row's next clip (``_build_messages``)."""
 Mode = Literal["with_audio", "without_audio"]
 MODES: tuple[Mode, Mode] = ("with_audio", "without_audio")
-MODEL_TYPES = {"qwen3_omni_moe": "full Qwen3-Omni (the thinker is loaded)", "qwen3_omni_moe_thinker": "thinker only"}
+MODEL_TYPES = MappingProxyType({"qwen3_omni_moe": "full Qwen3-Omni (the thinker is loaded)",
+                               "qwen3_omni_moe_thinker": "thinker only"})
 RESULTS_JSON = "thinker_eval_results.json"
 REPORT_MD = "report.md"
 
