@@ -61,6 +61,9 @@ class ScoreItem:
     request_id: str | None = None
     speaker_reference_id: str | None = None
     """A reference registered with :meth:`AsyncScorerClient.register_speaker`: the answer gains its similarity."""
+    measure_quality: bool = False
+    """Ask for DNSMOS (the ``dnsmos_*`` fields) although the reward does not weigh it (a server with a quality
+    model; docs/signals.md)."""
 
 
 @dataclass(frozen=True)
@@ -220,6 +223,8 @@ def _prepare(item: ScoreItem, request_id: str) -> PreparedItem:
             raise InvalidInputError(
                 f"speaker_reference_id must be 64 hex digits (from register_speaker), got {speaker!r}")
         body["speaker_reference_id"] = speaker
+    if item.measure_quality:
+        body["measure_quality"] = True
     return PreparedItem(request_id=request_id, body=orjson.dumps(body), duration_s=samples.size / rate,
                         speaker_reference_id=speaker)
 
