@@ -12,8 +12,8 @@ from one spectrogram of the clip, so a batch scores as each clip would alone in
 speechmos.  Samples are clipped to [-1, 1] first (speechmos refuses others).
 
 Its cost is the P.835 model's convolutions, about 4 GFLOP per window, and a
-clip of n seconds has max(1, n' - 8) windows, n' being n doubled until it
-reaches 9 s (a 4.4 s clip: 17.7 s, 8 windows).
+clip has max(1, floor(n) - 9) windows, n being its seconds doubled until they
+reach 9.01 (a 4.4 s clip: 17.7 s, 8 windows, of which speechmos's rounding skips one).
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ from ..engines.base import ENGINE_SAMPLE_RATE
 from .base import SignalInfo, SignalModel, import_backend
 
 DNSMOS = "dnsmos"
+
+_P808_HOP, _P808_FFT, _P808_MELS = 160, 321, 120
+"""speechmos's ``audio_melspec`` defaults: 10 ms hop, 321-point FFT, 120 mel bands."""
 
 
 @dataclass(frozen=True)
@@ -177,10 +180,6 @@ class DnsmosScorer(QualityScorer):
             out.append(QualityScore(ovrl=float(np.mean(ovr[mine])), sig=float(np.mean(sig[mine])),
                                     bak=float(np.mean(bak[mine])), p808=float(np.mean(p808[mine]))))
         return out
-
-
-_P808_HOP, _P808_FFT, _P808_MELS = 160, 321, 120
-"""speechmos's ``audio_melspec`` defaults: 10 ms hop, 321-point FFT, 120 mel bands."""
 
 
 def create_quality_scorer(name: str, *, device: str = "cpu", cpu_threads: int = 0) -> QualityScorer | None:
