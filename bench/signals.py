@@ -2,12 +2,15 @@
 
     python -m bench.signals [--requests 64] [--rounds 1] [--json FILE]
 
-Three real ``audio-reward serve`` processes (tiny.en on the CPU), one after the other, on the same clips
+Four real ``audio-reward serve`` processes (tiny.en on the CPU), one after the other, on the same clips
 (hibari speech, 2–4 s):
 
 - ``cer``: no signal model (what every server did before);
-- ``speaker``: ``--speaker-model resemblyzer``, every request naming a registered reference;
-- ``speaker+quality``: the same plus ``--quality-model dnsmos``.
+- ``speaker``: ``--speaker-model resemblyzer``, every request naming a registered reference and weighing
+  its similarity (``speaker_weight`` 0.3);
+- ``speaker, dnsmos on``: the same requests on a server that also has ``--quality-model dnsmos`` (they do
+  not ask for DNSMOS, so it must not run);
+- ``speaker+quality``: that server, every request weighing both terms (``quality_weight`` 0.2 as well).
 
 Each is driven at concurrency 1 (``--requests`` / 8 requests, one at a time: the latency one request
 pays) and at concurrency 32 (``--requests`` requests, 32 in flight: the time per request under load,
@@ -33,15 +36,24 @@ from audio_reward.protocol import encode_f32, encode_file
 from tests.testkit.server import running_server
 from tests.testkit.speech import SENTENCES, espeak_speech, synth_speech
 
+BOTH = {"speaker_model": "resemblyzer", "quality_model": "dnsmos"}
 MODES: dict[str, dict[str, Any]] = {
     "cer": {},
     "speaker": {"speaker_model": "resemblyzer"},
-    "speaker+quality": {"speaker_model": "resemblyzer", "quality_model": "dnsmos"},
+    "speaker, dnsmos on": BOTH,
+    "speaker+quality": BOTH,
 }
+REWARDS: dict[str, dict[str, float]] = {
+    "cer": {},
+    "speaker": {"speaker_weight": 0.3},
+    "speaker, dnsmos on": {"speaker_weight": 0.3},
+    "speaker+quality": {"speaker_weight": 0.3, "quality_weight": 0.2},
+}
+"""What each mode's requests weigh: a signal is measured for a request that weighs it (or asks for it)."""
 TARGET_C32 = 1.3
 
 
-def _bodies(reference_id: str | None) -> list[dict[str, Any]]:
+def _bodies(reference_id: str | None, reward: dict[str, float]) -> list[dict[str, Any]]:
     out = []
     for text in SENTENCES:
         audio, rate = synth_speech(text)
@@ -49,7 +61,8 @@ def _bodies(reference_id: str | None) -> list[dict[str, Any]]:
                                 "sample_rate": rate, "prompt": text}
         if reference_id is not None:
             body["speaker_reference_id"] = reference_id
-            body["reward"] = {"speaker_weight": 0.3}
+        if reward:
+            body["reward"] = reward
         out.append(body)
     return out
 
@@ -84,7 +97,7 @@ def _run_mode(mode: str, requests: int) -> dict[str, dict[str, float]]:
                 "protocol_version": "1", "audio_file_base64": encode_file(voice, rate)}, timeout=60)
             answer.raise_for_status()
             reference_id = answer.json()["speaker_reference_id"]
-        bodies = _bodies(reference_id)
+        bodies = _bodies(reference_id, REWARDS[mode])
         asyncio.run(_drive(server.url, bodies, 4, 4))  # warm the connection pool and every path once
         return {"c1": asyncio.run(_drive(server.url, bodies, max(4, requests // 8), 1)),
                 "c32": asyncio.run(_drive(server.url, bodies, requests, 32))}
@@ -93,7 +106,7 @@ def _run_mode(mode: str, requests: int) -> dict[str, dict[str, float]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=64, help="requests at concurrency 32 (1/8 of it at 1)")
-    parser.add_argument("--rounds", type=int, default=1, help="runs of the three modes, in turn")
+    parser.add_argument("--rounds", type=int, default=1, help="runs of the four modes, in turn")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
     runs: dict[str, list[dict[str, dict[str, float]]]] = {mode: [] for mode in MODES}
@@ -105,11 +118,11 @@ def main(argv: list[str] | None = None) -> int:
         table[mode] = {f"{c}_{k}": statistics.median(r[c][k] for r in results)
                        for c in ("c1", "c32") for k in ("per_request_s", "p50_s")}
     base = table["cer"]
-    print(f"{'mode':<16} {'c=1 p50 ms':>11} {'ratio':>6} {'c=32 ms/req':>12} {'ratio':>6} {'c=32 p50 ms':>12}")
+    print(f"{'mode':<20} {'c=1 p50 ms':>11} {'ratio':>6} {'c=32 ms/req':>12} {'ratio':>6} {'c=32 p50 ms':>12}")
     for mode, row in table.items():
         row["c1_ratio"] = row["c1_p50_s"] / base["c1_p50_s"]
         row["c32_ratio"] = row["c32_per_request_s"] / base["c32_per_request_s"]
-        print(f"{mode:<16} {row['c1_p50_s'] * 1000:>11.0f} {row['c1_ratio']:>6.2f} "
+        print(f"{mode:<20} {row['c1_p50_s'] * 1000:>11.0f} {row['c1_ratio']:>6.2f} "
               f"{row['c32_per_request_s'] * 1000:>12.0f} {row['c32_ratio']:>6.2f} {row['c32_p50_s'] * 1000:>12.0f}")
     both = table["speaker+quality"]["c32_ratio"]
     met = both <= TARGET_C32

@@ -97,6 +97,10 @@ class _ScoreFields(BaseModel):
         None, description="Extension: the reference recording inline, a whole WAV or FLAC file, base64 "
                           "(at least 1 s); the answer gains speaker_similarity."
     )
+    measure_quality: StrictBool | None = Field(
+        None, description="Extension: true asks for DNSMOS (the dnsmos_* fields) although the reward does not "
+                          "weigh it (quality_weight > 0 asks by itself); needs a server with a quality model."
+    )
 
     @field_validator("prompt")
     @classmethod

@@ -24,6 +24,14 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class SignalStats(_Model):
+    """One per-utterance signal over a run's scored utterances."""
+
+    mean: float
+    median: float
+    count: int = Field(ge=1, description="scored utterances that hold the signal")
+
+
 class CheckpointStats(_Model):
     """One evaluated run: a checkpoint's synthesised utterances as the scorer scored them."""
 
@@ -44,6 +52,10 @@ class CheckpointStats(_Model):
     mean_duration_ratio: float | None = Field(None, description="audio duration / expected duration of the text")
     median_duration_ratio: float | None = None
     mean_reward: float | None = Field(None, description="mean of the scorer's per-utterance score")
+    signals: dict[str, SignalStats] = Field(
+        default_factory=dict,
+        description="each signal the scorer answered per utterance (speaker_similarity, dnsmos_ovrl, dnsmos_sig, "
+                    "dnsmos_bak, dnsmos_p808; docs/signals.md): its mean, median and count; empty without them")
 
 
 class UtteranceDelta(_Model):

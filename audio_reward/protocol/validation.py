@@ -86,6 +86,8 @@ class DecodedScoreRequest:
     speaker_reference_id: str | None = None
     speaker_reference: DecodedAudio | None = None
     """The inline reference recording (``speaker_reference_audio_base64``), decoded."""
+    measure_quality: bool = False
+    """The request asked for DNSMOS whatever its reward weighs (``measure_quality``)."""
 
     @property
     def duration_s(self) -> float:
@@ -414,6 +416,7 @@ def _finish(checked: _Checked, limits: Limits, budget: int | None = None) -> Dec
         reference_duration_s=req.reference_duration_s,
         speaker_reference_id=req.speaker_reference_id,
         speaker_reference=reference,
+        measure_quality=bool(req.measure_quality),
     )
 
 

@@ -286,17 +286,19 @@ class AsyncScorerClient:
         reference_duration_s: float | None = None,
         request_id: str | None = None,
         speaker_reference_id: str | None = None,
+        measure_quality: bool = False,
     ) -> ScoreResult:
         """Score one candidate.
 
         ``waveform`` is mono audio as a numpy array, a CPU torch tensor or a
         list; ``text`` is what it should say; ``speaker_reference_id`` (from
-        :meth:`register_speaker`) adds its speaker similarity.  Raises a
+        :meth:`register_speaker`) adds its speaker similarity, ``measure_quality``
+        its DNSMOS where the reward does not weigh it already.  Raises a
         :class:`ScorerError` subclass on failure (see :mod:`audio_reward.scorer_client.errors`).
         """
         self._bind()
         item = ScoreItem(waveform, sample_rate, text, language, metadata, reward, reference_duration_s, request_id,
-                         speaker_reference_id)
+                         speaker_reference_id, measure_quality)
         prepared = (await self._prepare_all([item]))[0]
         if isinstance(prepared, ScorerError):
             raise prepared

@@ -64,6 +64,9 @@ class ScoreItem:
     request_id: str | None = None
     speaker_reference_id: str | None = None
     """A reference registered with :meth:`AsyncScorerClient.register_speaker`: the answer gains its similarity."""
+    measure_quality: bool = False
+    """Ask for DNSMOS (the ``dnsmos_*`` fields) although the reward does not weigh it (a server with a quality
+    model; docs/signals.md)."""
 
 
 @dataclass(frozen=True)
@@ -216,7 +219,7 @@ def _prepare(item: ScoreItem, request_id: str) -> PreparedItem:
             protocol_version=PROTOCOL_VERSION, waveform_f32_base64=encode_f32(samples), num_samples=int(samples.size),
             sample_rate=rate, prompt=item.text, metadata=_metadata(item.metadata), request_id=request_id,
             language=item.language, reference_duration_s=reference_duration_s, reward=options,
-            speaker_reference_id=speaker,
+            speaker_reference_id=speaker, measure_quality=True if item.measure_quality else None,
         )
     except ValidationError as exc:
         raise InvalidInputError("the score request breaks protocol v1: " + "; ".join(validation_reasons(exc))) from None

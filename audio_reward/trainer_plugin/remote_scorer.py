@@ -71,6 +71,8 @@ class AudioRewardScorer:
             self._score_batch, window_s=settings.coalesce_window_ms / 1000.0, max_batch=settings.max_batch
         )
         self._recent_batches: collections.deque[int] = collections.deque(maxlen=self.RECENT_BATCHES)
+        # Logging a DNSMOS field asks the scorer to measure it (docs/signals.md: it runs only when asked).
+        self._logs_quality = any(key.startswith("dnsmos_") for key in settings.diagnostics)
 
     @property
     def batches(self) -> list[int]:
@@ -107,7 +109,8 @@ class AudioRewardScorer:
         """``{"reward_score": float, "reward_extra_info": {...}}`` for one sample.
 
         A sample whose row names a reference recording (``speaker_reference_path``) is scored against that
-        voice: the recording is registered once per scorer and its id sent.
+        voice: the recording is registered once per scorer and its id sent.  DNSMOS is asked for when the
+        ``diagnostics`` log one of its fields, whether or not the reward weighs it.
         """
         try:
             speaker = (await self.client.register_speaker_file(sample.speaker_reference)
@@ -122,6 +125,7 @@ class AudioRewardScorer:
             metadata=sample.metadata,
             reward=self.settings.reward,
             speaker_reference_id=speaker,
+            measure_quality=self._logs_quality,
         )
         try:
             result = await self._coalescer.submit(item)

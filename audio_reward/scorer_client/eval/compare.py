@@ -21,6 +21,7 @@ from ...protocol.reports import (
     Comparison,
     EvalResults,
     HeldOut,
+    SignalStats,
     UtteranceDelta,
 )
 from .evaluate import (
@@ -31,9 +32,11 @@ from .evaluate import (
     load_rows,
     scoring_differences,
     scoring_identity,
+    signal_stats,
 )
 from .recordings import RunAudio
 from .stats import (
+    SIGNAL_FIELDS,
     failed_rows,
     grouped_sem,
     is_scored,
@@ -88,7 +91,7 @@ class Run:
 
 
 def run_stats(run: Run) -> CheckpointStats:
-    """Count, failures and mean/median CER, WER and duration ratio, mean reward, from the run's rows."""
+    """Count, failures, mean/median CER, WER and duration ratio, mean reward and the signals, from the run's rows."""
     failed = failed_rows(run.rows)
     cer, wer = scored_values(run.rows, "cer"), scored_values(run.rows, "wer")
     ratio = scored_values(run.rows, "duration_ratio")
@@ -100,6 +103,7 @@ def run_stats(run: Run) -> CheckpointStats:
         mean_wer=mean(wer), median_wer=median(wer),
         mean_duration_ratio=mean(ratio), median_duration_ratio=median(ratio),
         mean_reward=mean(scored_values(run.rows, "score")),
+        signals={key: SignalStats.model_validate(figures) for key, figures in signal_stats(run.rows).items()},
     )
 
 
@@ -183,6 +187,11 @@ def compare_runs(runs: Sequence[Run], out_dir: Path, *, held_out: HeldOut | None
     return results
 
 
+def signals_present(checkpoints: Sequence[CheckpointStats]) -> list[str]:
+    """The signals any run holds, in :data:`~.stats.SIGNAL_FIELDS` order."""
+    return [key for key in SIGNAL_FIELDS if any(key in c.signals for c in checkpoints)]
+
+
 def results_markdown(results: EvalResults) -> str:
     """The checkpoints side by side and each comparison in a few lines, for a terminal or summary.md."""
     def pct(v: float | None) -> str:
@@ -196,6 +205,13 @@ def results_markdown(results: EvalResults) -> str:
     lines += [f"| {c.name} | {c.count} | {c.failures} | {pct(c.mean_cer)} | {pct(c.median_cer)} | {pct(c.mean_wer)} "
               f"| {num(c.mean_duration_ratio)} | {num(c.median_duration_ratio)} | {num(c.mean_reward)} |"
               for c in results.checkpoints]
+    present = signals_present(results.checkpoints)
+    if present:
+        lines += ["", "| run | " + " | ".join(f"{key} mean | {key} median" for key in present) + " |",
+                  "|---|" + "---|---|" * len(present)]
+        lines += [f"| {c.name} | " + " | ".join(
+            f"{num(c.signals[k].mean)} | {num(c.signals[k].median)}" if k in c.signals else "n/a | n/a"
+            for k in present) + " |" for c in results.checkpoints]
     for comp in results.comparisons:
         lines += ["", f"{comp.checkpoint} vs {comp.base}: {comp.paired} paired, {comp.improved} better, "
                       f"{comp.worse} worse, {comp.unchanged} equal, {comp.failed_either} failed on a side; "

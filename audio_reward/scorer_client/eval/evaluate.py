@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from ..errors import DeadlineExceededError, ScorerError
 from ..settings import ClientSettings
 from ..wire import ScoreItem, ScoreResult
 from .recordings import HASH_KEY, RunAudio, audio_location, file_sha256
-from .stats import failed_rows, mean, median, scored_values, timeouts
+from .stats import SIGNAL_FIELDS, failed_rows, mean, median, scored_values, timeouts
 
 UTTERANCES = "utterances.jsonl"
 SUMMARY_JSON = "summary.json"
@@ -197,6 +197,12 @@ async def scorer_info(client: AsyncScorerClient) -> dict[str, Any]:
     return infos[0]
 
 
+def measures_quality(info: dict[str, Any]) -> bool:
+    """Whether the scorer of this ``/v1/info`` has a quality model: an evaluation then asks for DNSMOS on every row."""
+    signals = info.get("signals")
+    return isinstance(signals, dict) and signals.get("quality") is not None
+
+
 async def run_eval(
     manifest: Path,
     out_dir: Path,
@@ -247,6 +253,7 @@ async def run_eval(
                 write(bad)
             pending = iter(todo)
             references: dict[Path, str | _LoadFailure] = {}
+            quality = measures_quality(info)
 
             async def _reference(utt: Utterance) -> str | _LoadFailure:
                 """The row's reference recording, registered once per run (rows often share a speaker)."""
@@ -275,7 +282,7 @@ async def run_eval(
                         write(_failure(utt.id, utt.audio, speaker.code, speaker.message, "SpeakerReferenceError"))
                         continue
                     item = ScoreItem(audio.samples, audio.rate, utt.text, language=utt.language or language,
-                                     speaker_reference_id=speaker)
+                                     speaker_reference_id=speaker, measure_quality=quality)
                     outcome = (await client.score_many([item]))[0]
                     write(_row(utt, outcome, audio))
 
@@ -351,7 +358,7 @@ def summarize(rows: list[dict[str, Any]], *, manifest: str = "") -> dict[str, An
         "duration_ratio_mean": mean(ratio),
         "duration_ratio_median": median(ratio),
         "score": _distribution(scores),
-        "signals": _signals(rows),
+        "signals": signal_stats(rows),
         "failures": [
             {"id": r.get("id"), "audio": r.get("audio"), "reason": (r.get("error") or {}).get("code")
              or (r.get("error") or {}).get("type"), "message": (r.get("error") or {}).get("message")}
@@ -361,11 +368,7 @@ def summarize(rows: list[dict[str, Any]], *, manifest: str = "") -> dict[str, An
     return summary
 
 
-SIGNAL_FIELDS = ("speaker_similarity", "dnsmos_ovrl", "dnsmos_sig", "dnsmos_bak", "dnsmos_p808")
-"""The per-utterance signals a server with speaker and quality models answers (docs/signals.md)."""
-
-
-def _signals(rows: list[dict[str, Any]]) -> dict[str, dict[str, float | int | None]]:
+def signal_stats(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float | int | None]]:
     """Mean, median and count of each signal the scored rows hold (Seed-TTS-eval's SIM is the mean similarity)."""
     out: dict[str, dict[str, float | int | None]] = {}
     for key in SIGNAL_FIELDS:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .recordings import RunAudio
-from .stats import failed_rows, is_scored, number, percentage_points, scored_rows, scored_values
+from .stats import SIGNAL_FIELDS, failed_rows, is_scored, number, percentage_points, scored_rows, scored_values
 
 CER_PLOT = "cer_histogram.png"
 DURATION_PLOT = "score_vs_duration.png"
@@ -181,16 +181,44 @@ def compare_plot(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], out_path:
     plt.close(fig)
 
 
+PLOTTED_SIGNALS = {"speaker_similarity": ("speaker similarity (cosine)", -1.0, 1.0, 0.1),
+                   "dnsmos_ovrl": ("DNSMOS overall (MOS)", 1.0, 5.0, 0.2)}
+"""The signals a compare plot shows beside the CER when the runs hold them: axis label, range and bin width."""
+
+
+def _signal_panel(ax: Any, runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], key: str) -> None:
+    """Every run's distribution of one signal, each with its mean as a dashed line."""
+    label, lo, hi, width = PLOTTED_SIGNALS[key]
+    edges = np.arange(lo, hi + width / 2, width)
+    for (name, rows), color in zip(runs, COLORS * 4, strict=False):
+        values = np.asarray(scored_values(rows, key))
+        if not values.size:
+            continue
+        counts, _ = np.histogram(np.clip(values, lo, hi), bins=edges)
+        ax.stairs(counts, edges, color=color, linewidth=2, label=f"{name}: n={values.size}")
+        ax.axvline(float(values.mean()), color=color, linestyle="--", linewidth=1.5,
+                   label=f"{name}: mean {values.mean():.3f}")
+    _integer_counts(ax)
+    ax.set_xlim(lo, hi)
+    ax.set_xlabel(f"{label} per utterance")
+    ax.set_ylabel("utterances")
+    ax.set_title(_wrapped(f"{label} distribution"), fontsize=11)
+    ax.legend(loc="upper left", fontsize=7)
+
+
 def compare_figure(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> Any:
     """Per-utterance CER of each later run against the first (scatter, diagonal) and every run's CER distribution.
 
     Utterances paired by id; one failed on either side is drawn on the
     red "failed" band right of 100 %, so a failure never hides as a good score.
-    Returns the laid-out matplotlib figure.
+    When the runs hold speaker similarity or DNSMOS (docs/signals.md), each gets
+    its own distribution panel beside the CER's.  Returns the laid-out matplotlib figure.
     """
     plt = _pyplot()
     (base_name, base_rows), others = runs[0], runs[1:]
-    fig, axes = plt.subplots(1, len(others) + 1, figsize=(5.2 * (len(others) + 1), 4.8), squeeze=False)
+    signals = [key for key in PLOTTED_SIGNALS if any(scored_values(rows, key) for _, rows in runs)]
+    panels = len(others) + 1 + len(signals)
+    fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 4.8), squeeze=False)
     base = {r["id"]: r for r in base_rows}
     for ax, (name, rows), color in zip(axes[0], others, COLORS[1:] * 4, strict=False):
         xs, ys, fx, fy = [], [], [], []
@@ -225,7 +253,7 @@ def compare_figure(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> Any:
         ax.set_ylabel(_wrapped(f"CER {name} (%)"))
         ax.set_title(_wrapped(f"{name} vs {base_name} (n={len(xs) + len(fx)} paired)"), fontsize=11)
         ax.legend(loc="upper left", fontsize=7)
-    dist = axes[0][-1]
+    dist = axes[0][len(others)]
     any_failed = any(not is_scored(r) for _, rows in runs for r in rows)
     for slot, ((name, rows), color) in enumerate(zip(runs, COLORS * 4, strict=False)):
         failed = len(failed_rows(rows))
@@ -234,6 +262,8 @@ def compare_figure(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> Any:
     dist.set_title(_wrapped("CER distribution (n=" + ", ".join(f"{name} {len(rows)}" for name, rows in runs) + ")"),
                    fontsize=11)
     dist.legend(loc="upper right", fontsize=7)
+    for ax, key in zip(axes[0][len(others) + 1:], signals, strict=True):
+        _signal_panel(ax, runs, key)
     fig.tight_layout()
     return fig
 
@@ -389,7 +419,7 @@ def write_compare_report(results: dict[str, Any], runs: Sequence[tuple[str, Sequ
             "mean_cer", "median_cer", "mean_wer", "median_wer", "mean_duration_ratio", "median_duration_ratio",
             "mean_reward")) + "</tr>" for c in results["checkpoints"])
     body = ["<h1>Before / after</h1>", f"<table><tr>{head}</tr>{rows_html}</table>",
-            *_images(out_dir, [COMPARE_PLOT])]
+            *_signal_table(results["checkpoints"]), *_images(out_dir, [COMPARE_PLOT])]
     by_name = dict(runs)
     for comp in results["comparisons"]:
         body.append(f"<h2>{html.escape(comp['checkpoint'])} vs {html.escape(comp['base'])}</h2>")
@@ -418,6 +448,21 @@ def write_compare_report(results: dict[str, Any], runs: Sequence[tuple[str, Sequ
     body += ["<h2>Scorer</h2>", _table(flat_settings(results.get("scoring") or {}))]
     (out_dir / REPORT_HTML).write_text(_page("Before / after", body), encoding="utf-8")
     return [COMPARE_PLOT, REPORT_HTML]
+
+
+def _signal_table(checkpoints: Sequence[dict[str, Any]]) -> list[str]:
+    """The signals' means and medians per checkpoint, as an HTML table; nothing when no run holds a signal."""
+    keys = [key for key in SIGNAL_FIELDS if any(key in (c.get("signals") or {}) for c in checkpoints)]
+    if not keys:
+        return []
+    head = "".join(f"<th>{html.escape(k)} mean</th><th>{html.escape(k)} median</th>" for k in keys)
+    rows = "".join(
+        f"<tr><td>{html.escape(c['name'])}</td>" + "".join(
+            f"<td class=num>{_fmt(((c.get('signals') or {}).get(k) or {}).get('mean'))}</td>"
+            f"<td class=num>{_fmt(((c.get('signals') or {}).get(k) or {}).get('median'))}</td>" for k in keys)
+        + "</tr>" for c in checkpoints)
+    return ["<h2>Speaker similarity and speech quality</h2>",
+            f"<table><tr><th>checkpoint</th>{head}</tr>{rows}</table>"]
 
 
 def _pct(value: Any) -> str:

@@ -16,6 +16,9 @@ import numpy as np
 
 Row = dict[str, Any]
 
+SIGNAL_FIELDS = ("speaker_similarity", "dnsmos_ovrl", "dnsmos_sig", "dnsmos_bak", "dnsmos_p808")
+"""The per-utterance signals a server with speaker and quality models answers (docs/signals.md)."""
+
 
 def number(value: Any) -> float | None:
     """``value`` as a float when it is a finite int or float (not a bool), else None."""

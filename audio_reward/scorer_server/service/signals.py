@@ -198,14 +198,17 @@ class SignalService:
                 "names no reference: send speaker_reference_id or speaker_reference_audio_base64",
                 path="$.reward",
             )
-        if policy.quality_weight > 0 and self.quality is None:
+        # DNSMOS costs several 9 s windows per clip whatever its length, so it runs only for a request that
+        # weighs it or asks for it: a request that does neither gets the answer it got without the model.
+        quality = policy.quality_weight > 0 or req.measure_quality
+        if quality and self.quality is None:
+            asked = "the request asks for" if req.measure_quality else "the reward policy weighs"
             raise BadRequestError(
                 "signal_unavailable",
-                f"the reward policy weighs speech quality but quality scoring is off on this server: start it "
+                f"{asked} speech quality but quality scoring is off on this server: start it "
                 f"with {QUALITY_FLAG} (the signals extra)",
-                path="$.reward.quality_weight",
+                path="$.measure_quality" if req.measure_quality else "$.reward.quality_weight",
             )
-        quality = self.quality is not None
         if req.speaker_reference_id is not None:
             self._require_speaker("$.speaker_reference_id")
             embedding = self.store.get(req.speaker_reference_id)

@@ -5,9 +5,15 @@ Engine ``dnsmos`` (the ``quality_model`` setting): the ONNX models PyPI's
 signal (SIG), background (BAK) and overall (OVRL) quality, P.808 one overall
 MOS; all on the 1–5 scale.  speechmos scores a clip in 9.01 s windows one
 hop (1 s) apart, a shorter clip doubled until it fills one, and averages the
-windows; here the windows of every clip of a batch go through each model in one
-call, with speechmos's own features and calibration, so a batch scores as each
-clip would alone.  Samples are clipped to [-1, 1] first (speechmos refuses others).
+windows; here the windows of every clip of a batch go through each model
+together (:attr:`DnsmosScorer.max_windows_per_call` at a time), with speechmos's
+own calibration, and the P.808 mel features of a clip's overlapping windows come
+from one spectrogram of the clip, so a batch scores as each clip would alone in
+speechmos.  Samples are clipped to [-1, 1] first (speechmos refuses others).
+
+Its cost is the P.835 model's convolutions, about 4 GFLOP per window, and a
+clip has max(1, floor(n) - 9) windows, n being its seconds doubled until they
+reach 9.01 (a 4.4 s clip: 17.7 s, 8 windows, of which speechmos's rounding skips one).
 """
 
 from __future__ import annotations
@@ -24,6 +30,9 @@ from ..engines.base import ENGINE_SAMPLE_RATE
 from .base import SignalInfo, SignalModel, import_backend
 
 DNSMOS = "dnsmos"
+
+_P808_HOP, _P808_FFT, _P808_MELS = 160, 321, 120
+"""speechmos's ``audio_melspec`` defaults: 10 ms hop, 321-point FFT, 120 mel bands."""
 
 
 @dataclass(frozen=True)
@@ -59,13 +68,17 @@ class QualityScorer(SignalModel):
 class DnsmosScorer(QualityScorer):
     """speechmos's DNSMOS (P.835 and P.808 ONNX models); see the module docstring."""
 
-    MAX_WINDOWS_PER_CALL = 64  # bounds one ONNX call's input (64 windows of 9 s: 37 MB)
+    max_windows_per_call = 8
+    """Windows in one ONNX call: the P.835 model's first layers hold 74 MB of activations per window, and on
+    a CPU a larger batch is no faster (its convolutions already fill the cores one window at a time)."""
 
     def __init__(self, device: str = "cpu", cpu_threads: int = 0) -> None:
         super().__init__()
         self.device = device
         self.cpu_threads = cpu_threads
         self._dnsmos: Any = None
+        self._module: Any = None
+        self._librosa: Any = None
         self.info = SignalInfo("quality", DNSMOS, "speechmos/dnsmos_models (sig_bak_ovr, model_v8)", device)
 
     def load(self) -> None:
@@ -80,6 +93,8 @@ class DnsmosScorer(QualityScorer):
         options = ort.SessionOptions()
         if self.cpu_threads:
             options.intra_op_num_threads = self.cpu_threads
+        # The ASR engine shares these cores: threads that spin waiting for work would take its time.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if self.device in ("cuda", "auto") \
             else ["CPUExecutionProvider"]
         available = set(ort.get_available_providers())
@@ -88,42 +103,75 @@ class DnsmosScorer(QualityScorer):
         model.p808_onnx_sess = ort.InferenceSession(p808, options, providers=providers)
         self._dnsmos = model
         self._module = dnsmos
+        self._librosa = import_backend("librosa", "the DNSMOS quality model")
         used = model.onnx_sess.get_providers()[0]
         self.info = SignalInfo("quality", DNSMOS, self.info.model_id, "cuda" if used.startswith("CUDA") else "cpu",
                                {"onnxruntime": ort.__version__, "provider": used})
 
-    def _windows(self, audio: np.ndarray) -> list[np.ndarray]:
-        """speechmos's windows of one clip: 9.01 s each, 1 s apart, a short clip repeated to fill one."""
+    def _clip(self, audio: np.ndarray) -> tuple[np.ndarray, list[int]]:
+        """speechmos's view of one clip: the samples its windows cut from (a short clip doubled until it fills
+        one window) and where each window starts (1 s apart, each 9.01 s long)."""
         fs = ENGINE_SAMPLE_RATE
         length = int(self._module.INPUT_LENGTH * fs)
         audio = np.clip(np.asarray(audio, dtype=np.float32), -1.0, 1.0)
         while len(audio) < length:  # doubled, as speechmos does, so the windows fall where its own do
             audio = np.concatenate([audio, audio])
         hops = int(np.floor(len(audio) / fs) - self._module.INPUT_LENGTH) + 1
-        windows = [audio[int(i * fs): int((i + self._module.INPUT_LENGTH) * fs)] for i in range(hops)]
-        return [w for w in windows if len(w) >= length]
+        # speechmos's own float arithmetic for the end, and its check: a window the rounding cuts one sample
+        # short is skipped (16.01 * 16000 < 256160), and so is it here.
+        ends = [(i * fs, int((i + self._module.INPUT_LENGTH) * fs)) for i in range(hops)]
+        return audio, [start for start, end in ends if len(audio[start:end]) >= length]
+
+    def _p808_inputs(self, audio: np.ndarray, starts: Sequence[int]) -> list[np.ndarray]:
+        """Each window's P.808 input, ``model.audio_melspec(window[:-160])``, from one mel spectrogram of the clip.
+
+        The windows of a clip overlap by 8 s, so their mel frames are the clip's own, except the few that
+        speechmos's per-window spectrogram zero-pads at the window's two edges: those are computed from the
+        edge samples alone, the rest sliced from the clip's spectrogram, and each window is then scaled to dB
+        against its own maximum, as ``audio_melspec`` does.
+        """
+        librosa = self._librosa
+        hop = _P808_HOP
+        span = int(self._module.INPUT_LENGTH * ENGINE_SAMPLE_RATE) - hop  # the samples audio_melspec sees
+
+        def power(samples: np.ndarray) -> np.ndarray:
+            return np.asarray(librosa.feature.melspectrogram(y=samples, sr=ENGINE_SAMPLE_RATE, n_fft=_P808_FFT,
+                                                             hop_length=hop, n_mels=_P808_MELS))
+
+        whole = power(audio)  # frame j is centred on sample j * hop, as frame k of a window on start + k * hop
+        last = span // hop  # a window's frames are 0..last; 0, last - 1 and last reach into its zero padding
+        out = []
+        for start in starts:
+            first = start // hop
+            head = power(audio[start:start + 3 * hop])[:, :1]
+            tail = power(audio[start + span - 3 * hop:start + span])[:, 2:]
+            mel = np.concatenate([head, whole[:, first + 1:first + last - 1], tail], axis=1)
+            out.append(((librosa.power_to_db(mel, ref=np.max) + 40) / 40).T)
+        return out
 
     def score_sync(self, batch: Sequence[np.ndarray]) -> list[QualityScore]:
         model = self._dnsmos
         if model is None:
             raise RuntimeError("the DNSMOS model is not loaded")
+        length = int(self._module.INPUT_LENGTH * ENGINE_SAMPLE_RATE)
         windows: list[np.ndarray] = []
+        mels: list[np.ndarray] = []
         owner: list[int] = []
         for index, audio in enumerate(batch):
             if len(audio) == 0:
                 raise ValueError("DNSMOS needs at least one sample")
-            clip = self._windows(audio)
-            windows.extend(clip)
-            owner.extend([index] * len(clip))
+            clip, starts = self._clip(audio)
+            windows.extend(clip[start:start + length] for start in starts)
+            mels.extend(self._p808_inputs(clip, starts))
+            owner.extend([index] * len(starts))
         raw = np.zeros((len(windows), 3), dtype=np.float64)
         p808 = np.zeros(len(windows), dtype=np.float64)
-        step = self.MAX_WINDOWS_PER_CALL
+        step = self.max_windows_per_call
         for start in range(0, len(windows), step):
-            chunk = windows[start:start + step]
-            signal = np.stack(chunk).astype(np.float32)
-            mels = np.stack([model.audio_melspec(audio=w[:-160]) for w in chunk]).astype(np.float32)
-            raw[start:start + len(chunk)] = model.onnx_sess.run(None, {"input_1": signal})[0]
-            p808[start:start + len(chunk)] = model.p808_onnx_sess.run(None, {"input_1": mels})[0][:, 0]
+            end = start + step
+            raw[start:end] = model.onnx_sess.run(None, {"input_1": np.stack(windows[start:end])})[0]
+            p808[start:end] = model.p808_onnx_sess.run(
+                None, {"input_1": np.stack(mels[start:end]).astype(np.float32)})[0][:, 0]
         sig, bak, ovr = model.get_polyfit_val(raw[:, 0], raw[:, 1], raw[:, 2], False)
         owners = np.asarray(owner)
         out = []

@@ -1,8 +1,9 @@
 """Border tests with verl-omni's own code, both ways.
 
 - verl-omni's client (``verl_omni/utils/reward_score/audio_http_scorer_client.py``)
-  scores on our real server, at ``/score`` and ``/v1/score``, and takes our
-  refusals as final.
+  scores on our real server, at ``/score`` and ``/v1/score``, takes our
+  refusals as final, and gets the same scores from a server with the speaker
+  and quality models loaded.
 - Our client scores on verl-omni's reference scorer (``whisper_cer_scorer.py``
   of its Qwen3-TTS recipe), which has only ``POST /score``.
 
@@ -88,6 +89,22 @@ async def test_their_client_scores_on_our_server(their_client: ModuleType, score
     assert (
         out["protocol_version"] == "1" and out["normalized_reference"] == "the quick brown fox jumps over the lazy dog"
     )
+
+
+async def test_their_client_scores_on_a_signals_server_as_on_one_without(their_client: ModuleType, scorer_url: str,
+                                                                         signals_url: str) -> None:
+    # A server with --speaker-model resemblyzer --quality-model dnsmos; their request names no reference and
+    # weighs nothing more than the CER, so the answer is the one a server without the models gives.
+    audio, rate = synth_speech(TEXT)
+    extra_info = {"id": "sample-1", "index": np.int64(3), "audio": audio}
+    try:
+        plain, signals = [await their_client.compute_score(
+            (audio, rate), TEXT, extra_info, "tts", server_url=url + "/score", max_retries=2, retry_backoff=0.0)
+            for url in (scorer_url, signals_url)]
+    finally:
+        await _close_session(their_client)
+    assert signals["score"] == plain["score"] and signals["cer"] == plain["cer"]
+    assert set(signals) == set(plain) and not {"speaker_similarity", "dnsmos_ovrl", "reward_asr"} & set(signals)
 
 
 async def test_their_client_takes_our_refusals_as_final(their_client: ModuleType, scorer_url: str) -> None:

@@ -50,9 +50,9 @@ def test_a_registered_reference_ranks_its_own_speaker_first_in_a_batch(signals_u
     hibari, hibari_rate = synth_speech(SENTENCES[1])
     rid = registered["speaker_reference_id"]
     reward = {"speaker_weight": 0.5}
-    items = [_item(same, same_rate, SENTENCES[1], speaker_reference_id=rid, reward=reward),
-             _item(other, other_rate, SENTENCES[1], speaker_reference_id=rid, reward=reward),
-             _item(hibari, hibari_rate, SENTENCES[1], speaker_reference_id=rid, reward=reward)]
+    items = [_item(same, same_rate, SENTENCES[1], speaker_reference_id=rid, reward=reward, measure_quality=True),
+             _item(other, other_rate, SENTENCES[1], speaker_reference_id=rid, reward=reward, measure_quality=True),
+             _item(hibari, hibari_rate, SENTENCES[1], speaker_reference_id=rid, reward=reward, measure_quality=True)]
     answer = httpx.post(f"{signals_url}/v1/score/batch", json={"protocol_version": "1", "items": items}, timeout=120)
     assert answer.status_code == 200, answer.text
     assert validate_message(answer.json(), "batch_response")[1] == []
@@ -82,8 +82,8 @@ def test_an_inline_reference_gives_the_registered_answer_and_is_kept(signals_url
 
 def test_dnsmos_ranks_clean_speech_above_the_same_speech_with_noise(signals_url: str) -> None:
     clean, rate = synth_speech(SENTENCES[0])
-    single = [httpx.post(f"{signals_url}/v1/score", json=_item(audio, rate, SENTENCES[0]), timeout=60).json()
-              for audio in (clean, _noisy(clean))]
+    single = [httpx.post(f"{signals_url}/v1/score", json=_item(audio, rate, SENTENCES[0], measure_quality=True),
+                         timeout=60).json() for audio in (clean, _noisy(clean))]
     items = [_item(clean, rate, SENTENCES[0], reward={"quality_weight": 0.5}),
              _item(_noisy(clean), rate, SENTENCES[0], reward={"quality_weight": 0.5})]
     batch = httpx.post(f"{signals_url}/v1/score/batch", json={"protocol_version": "1", "items": items},
@@ -95,6 +95,30 @@ def test_dnsmos_ranks_clean_speech_above_the_same_speech_with_noise(signals_url:
     assert batch[0]["score"] > batch[1]["score"]
     assert batch[0]["score"] == pytest.approx(0.5 * batch[0]["reward_asr"] + 0.5 * batch[0]["reward_quality"])
     assert "speaker_similarity" not in single[0]
+    assert single[0]["quality_weight"] == 0.0 and single[0]["score"] == single[0]["reward_asr"]
+
+
+def _quality_calls(url: str) -> float:
+    return read_metrics(url).get('audio_reward_signal_latency_seconds_count{signal="quality"}', 0.0)
+
+
+def test_dnsmos_runs_only_for_a_request_that_weighs_or_asks_for_it(signals_url: str, scorer_url: str) -> None:
+    speech, rate = synth_speech(SENTENCES[2])
+    before = _quality_calls(signals_url)
+    plain = httpx.post(f"{signals_url}/v1/score", json=_item(speech, rate, SENTENCES[2]), timeout=60)
+    assert plain.status_code == 200, plain.text
+    assert _quality_calls(signals_url) == before  # the model was not run
+    without_signals = httpx.post(f"{scorer_url}/v1/score", json=_item(speech, rate, SENTENCES[2]), timeout=60).json()
+    assert set(plain.json()) - {"request_id"} == set(without_signals) - {"request_id"}
+    assert plain.json()["score"] == without_signals["score"]
+    asked = httpx.post(f"{signals_url}/v1/score", json=_item(speech, rate, SENTENCES[2], measure_quality=True),
+                       timeout=60).json()
+    weighed = httpx.post(f"{signals_url}/v1/score", json=_item(speech, rate, SENTENCES[2],
+                                                                reward={"quality_weight": 0.2}), timeout=60).json()
+    assert _quality_calls(signals_url) == before + 2
+    assert asked["dnsmos_ovrl"] == pytest.approx(weighed["dnsmos_ovrl"], abs=1e-6)
+    assert asked["score"] == plain.json()["score"]  # measured, not weighed
+    assert weighed["score"] == pytest.approx(0.8 * weighed["reward_asr"] + 0.2 * weighed["reward_quality"])
 
 
 def _error(answer: httpx.Response, status: int) -> str:
@@ -142,7 +166,8 @@ def test_info_metrics_and_readiness_name_the_signals(signals_url: str) -> None:
     ready = httpx.get(f"{signals_url}/readyz", timeout=10).json()
     assert ready["signals"] == {"speaker": info["speaker"]["model_id"], "quality": info["quality"]["model_id"]}
     speech, rate = synth_speech(SENTENCES[1])
-    assert httpx.post(f"{signals_url}/v1/score", json=_item(speech, rate, SENTENCES[1]), timeout=60).status_code == 200
+    assert httpx.post(f"{signals_url}/v1/score", json=_item(speech, rate, SENTENCES[1], measure_quality=True),
+                      timeout=60).status_code == 200
     metrics = read_metrics(signals_url)
     assert metrics['audio_reward_signal_latency_seconds_count{signal="quality"}'] >= 1
     assert metrics['audio_reward_signal_latency_seconds_count{signal="speaker"}'] >= 1
@@ -159,6 +184,10 @@ def test_a_server_without_signals_names_the_flag_that_loads_them(scorer_url: str
                                                              reward={"quality_weight": 0.2}), timeout=30)
     assert _error(answer, 400) == "signal_unavailable"
     assert "--quality-model dnsmos" in answer.json()["error"]["message"]
+    answer = httpx.post(f"{scorer_url}/v1/score", json=_item(speech, rate, SENTENCES[0], measure_quality=True),
+                        timeout=30)
+    assert _error(answer, 400) == "signal_unavailable"
+    assert answer.json()["error"]["path"] == "$.measure_quality"
     plain = httpx.post(f"{scorer_url}/v1/score", json=_item(speech, rate, SENTENCES[0]), timeout=30).json()
     assert not {"speaker_similarity", "dnsmos_ovrl", "reward_asr"} & set(plain)  # nothing asked, nothing added
 

@@ -257,6 +257,7 @@ def test_eval_results_valid_and_equal_to_the_rows(evaluation: Path) -> None:
             assert stats[f"mean_{key}"] == pytest.approx(float(np.mean(values)))
             assert stats[f"median_{key}"] == pytest.approx(float(np.median(values)))
         assert stats["mean_reward"] == pytest.approx(float(np.mean([r["score"] for r in ok])))
+        assert stats["signals"] == {}  # a scorer without speaker and quality models answers neither
     (comparison,) = results["comparisons"]
     assert comparison["paired"] == LIMIT
     base_rows = {r["id"]: r for r in rows["base"]}
@@ -267,6 +268,77 @@ def test_eval_results_valid_and_equal_to_the_rows(evaluation: Path) -> None:
     assert comparison["improved"] + comparison["worse"] + comparison["unchanged"] == LIMIT
     for name in ("compare.png", "report.html", "deltas.jsonl"):
         assert (evaluation / name).is_file() and name in results["plots"]
+
+
+@pytest.fixture(scope="module")
+def signals_evaluation(folders: Folders, signals_url: str) -> tuple[Path, str]:
+    """The evaluation against a scorer with resemblyzer and DNSMOS, on rows prepared with a speaker reference."""
+    import soundfile as sf
+
+    from tests.testkit.speech import espeak_available, espeak_speech
+
+    if not espeak_available():
+        pytest.skip("espeak-ng is not installed: it speaks the reference recording")
+    voice, rate = espeak_speech(SENTENCES[0], "en-us+f4")
+    reference = folders.root / "reference.wav"
+    sf.write(reference, voice, rate)
+    text = folders.root / "sentences.txt"
+    data = folders.root / "data-speaker"
+    assert prepare_data.main([str(text), "--out-dir", str(data), "--val-size", "5",
+                              "--speaker-reference", str(reference)]) == 0
+    out = folders.root / "eval-signals"
+    code = eval_checkpoints.main([
+        f"base={folders.base}", f"step1={folders.trained}", "--val", str(data / "val.parquet"), "--train",
+        str(data / "train.parquet"), "--spk-embed", str(folders.spk_embed), "--url", signals_url, "--out", str(out),
+        "--device", "cpu", "--limit", "2", "--greedy",
+        "--max-new-tokens", str(tiny.GENERATION_CONFIG["max_new_tokens"])])
+    assert code == 0
+    return out, str(reference.resolve())
+
+
+def test_eval_results_carry_speaker_similarity_and_dnsmos(signals_evaluation: tuple[Path, str],
+                                                          folders: Folders) -> None:
+    out, reference = signals_evaluation
+    results = json.loads((out / "eval_results.json").read_text())
+    jsonschema.validate(results, json.loads((SCHEMA_DIR / "eval_results.schema.json").read_text()))
+    manifest = [json.loads(line) for line in (out / "base" / "audio" / "manifest.jsonl").read_text().splitlines()]
+    assert {m["speaker_reference"] for m in manifest} == {reference}
+    for stats in results["checkpoints"]:
+        ok = [r for r in _rows(out / stats["name"] / "eval") if r["status"] == "ok"]
+        assert len(ok) == 2
+        assert set(stats["signals"]) == {"speaker_similarity", "dnsmos_ovrl", "dnsmos_sig", "dnsmos_bak",
+                                         "dnsmos_p808"}
+        for key, figures in stats["signals"].items():
+            values = [r[key] for r in ok]
+            assert figures == {"mean": pytest.approx(float(np.mean(values))),
+                               "median": pytest.approx(float(np.median(values))), "count": 2}
+        assert all(-1.0 <= r["speaker_similarity"] <= 1.0 and 1.0 <= r["dnsmos_ovrl"] <= 5.0 for r in ok)
+        assert all(r["score"] == r["reward_asr"] for r in ok)  # measured, not weighed: the reward is the CER's
+    report = (out / "report.html").read_text()
+    assert "Speaker similarity and speech quality" in report and "dnsmos_ovrl median" in report
+    # --speaker-reference names another recording for every row, whatever the rows say
+    rows, embedding, _ = eval_checkpoints.check_inputs(
+        eval_checkpoints.parse_checkpoints([f"base={folders.base}", f"step1={folders.trained}"]), folders.spk_embed,
+        folders.val, [folders.train], 2, allow_overlap=False)
+    other = folders.root / "other-reference.wav"
+    eval_checkpoints.synthesize(folders.base, rows, embedding, "Auto", out / "base" / "audio", "cpu",
+                                eval_checkpoints.Decoding(greedy=True, max_new_tokens=tiny.GENERATION_CONFIG[
+                                    "max_new_tokens"]), speaker_reference=other)
+    manifest = [json.loads(line) for line in (out / "base" / "audio" / "manifest.jsonl").read_text().splitlines()]
+    assert {m["speaker_reference"] for m in manifest} == {str(other.resolve())}
+
+
+def test_compare_plot_shows_the_signals_beside_the_cer(signals_evaluation: tuple[Path, str],
+                                                      evaluation: Path) -> None:
+    from audio_reward.scorer_client.eval.compare import Run
+    from audio_reward.scorer_client.eval.report import compare_figure
+
+    out, _ = signals_evaluation
+    runs = [Run.load(out / name / "eval", name=name) for name in ("base", "step1")]
+    titles = [ax.get_title() for ax in compare_figure([(r.name, r.rows) for r in runs]).axes]
+    assert len(titles) == 4 and "speaker similarity" in titles[2] and "DNSMOS overall" in titles[3]
+    plain = [Run.load(evaluation / name / "eval", name=name) for name in ("base", "step1")]
+    assert len(compare_figure([(r.name, r.rows) for r in plain]).axes) == 2  # no signals, no panels for them
 
 
 def test_trained_talker_speaks_differently(evaluation: Path) -> None:

@@ -120,3 +120,18 @@ async def test_a_rows_reference_recording_enters_the_reward(signals_url: str, tm
         info = r["reward_extra_info"]
         assert r["reward_score"] == pytest.approx(0.5 * r["diagnostics"]["reward_asr"] + 0.5 * info["reward_speaker"])
     assert math.isnan(missing["reward_score"]) and missing["reward_extra_info"]["score_failed"] == 1.0
+
+
+async def test_logging_a_dnsmos_field_asks_the_scorer_for_it(signals_url: str) -> None:
+    audio, rate = synth_speech(TEXTS[0])
+    logged = AudioRewardScorer(PluginSettings(server_url=signals_url, diagnostics=("cer", "dnsmos_ovrl")))
+    plain = AudioRewardScorer(PluginSettings(server_url=signals_url, diagnostics=("cer",)))
+    try:
+        with_quality = await logged.score(AudioSample(audio, rate, TEXTS[0], "en"))
+        without = await plain.score(AudioSample(audio, rate, TEXTS[0], "en"))
+    finally:
+        await logged.aclose()
+        await plain.aclose()
+    assert 1.0 <= with_quality["reward_extra_info"]["dnsmos_ovrl"] <= 5.0
+    assert "dnsmos_ovrl" not in without["diagnostics"]  # not logged, not measured
+    assert with_quality["reward_score"] == without["reward_score"]  # measured, not weighed

@@ -61,3 +61,18 @@ def test_a_registration_takes_the_audio_encodings_and_nothing_else() -> None:
     with pytest.raises(ProtocolError) as raised:
         decode_speaker_request({"protocol_version": "2", "audio_file_base64": encode_file(TONE, RATE)})
     assert raised.value.code == "unsupported_protocol_version"
+
+
+def test_measure_quality_is_decoded_and_sent_only_when_asked() -> None:
+    import orjson
+
+    from audio_reward.scorer_client.wire import ScoreItem, prepare
+
+    assert decode_score_request(_request(measure_quality=True)).measure_quality
+    assert not decode_score_request(_request()).measure_quality
+    with pytest.raises(ProtocolError) as raised:
+        decode_score_request(_request(measure_quality="yes"))
+    assert raised.value.issues[0].path == "$.measure_quality"
+    asked = orjson.loads(prepare(ScoreItem(TONE, RATE, "hi", measure_quality=True)).body)
+    assert asked["measure_quality"] is True
+    assert "measure_quality" not in orjson.loads(prepare(ScoreItem(TONE, RATE, "hi")).body)

@@ -30,7 +30,11 @@ decodes one greedy sample per text instead (the published evaluations'
 setting; greedy decoding of a codec LM tends to loop, a regime the policy
 was not trained in).  ``audio-reward eval`` scores the WAVs, and ``eval --compare``'s
 implementation writes ``eval_results.json``, ``compare.png`` and
-``report.html`` under ``--out``.  Synthesis and scoring resume where a
+``report.html`` under ``--out``.  Against a scorer with speaker and quality
+models (``--speaker-model``, ``--quality-model``) every utterance also gets
+DNSMOS and its speaker similarity to the run's reference recording
+(``--speaker-reference``, else each row's ``extra_info.speaker_reference_path``),
+and ``eval_results.json`` their means and medians.  Synthesis and scoring resume where a
 previous run into the same ``--out`` stopped.  Run it in the TTS-model
 environment (qwen-tts; its transformers pin differs from verl's).
 """
@@ -47,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from ....scorer_client.compute import SPEAKER_REFERENCE_KEY
 from ....settings_flags import one_line
 from ...model_folder import (
     FolderKind,
@@ -121,6 +126,9 @@ class EvalRow:
     text: str
     language: str | None = None
     """The row's ``extra_info.language`` (prepare_data writes one), sent to the scorer for this utterance."""
+    speaker_reference: str | None = None
+    """The row's reference recording of the voice (``extra_info.speaker_reference_path``, which prepare_data's
+    ``--speaker-reference`` writes): the scorer measures each utterance's speaker similarity against it."""
 
 
 @dataclass
@@ -150,7 +158,8 @@ def row_id_and_text(row: dict[str, Any], position: int) -> tuple[str, str]:
 
 
 def validation_rows(path: Path, limit: int | None) -> list[EvalRow]:
-    rows = [EvalRow(*row_id_and_text(r, i), language=(r.get("extra_info") or {}).get("language"))
+    rows = [EvalRow(*row_id_and_text(r, i), language=(r.get("extra_info") or {}).get("language"),
+                    speaker_reference=(r.get("extra_info") or {}).get(SPEAKER_REFERENCE_KEY))
             for i, r in enumerate(parquet_rows(path))]
     seen: dict[str, str] = {}
     for row in rows:
@@ -293,10 +302,12 @@ def sample_ids(row: EvalRow, decoding: Decoding) -> list[str]:
 
 
 def synthesize(load_dir: Path, rows: Sequence[EvalRow], embedding: list[float], language: str, out: Path,
-               device: str, decoding: Decoding) -> Path:
+               device: str, decoding: Decoding, speaker_reference: Path | None = None) -> Path:
     """Synthesise every row the way the run's rollout does; returns the manifest.  WAVs already there are kept.
 
-    A folder synthesised with other decoding settings is refused (its WAVs would be mixed with these).
+    Each manifest row names ``speaker_reference`` (else the row's own) as its reference recording, so a
+    scorer with a speaker model measures the utterance's similarity to the voice it should have.  A folder
+    synthesised with other decoding settings is refused (its WAVs would be mixed with these).
     """
     import numpy as np
     import soundfile as sf
@@ -334,6 +345,9 @@ def synthesize(load_dir: Path, rows: Sequence[EvalRow], embedding: list[float], 
                 entry = {"id": sid, "audio": f"{_safe(sid)}.wav", "text": row.text}
                 if row.language:
                     entry["language"] = row.language
+                reference = speaker_reference or row.speaker_reference
+                if reference:  # absolute: the manifest lives elsewhere than the path was written for
+                    entry["speaker_reference"] = str(Path(reference).resolve())
                 f.write(json.dumps(entry, ensure_ascii=False) + "\n")
     return manifest
 
@@ -413,6 +427,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="seed the per-sample seeds derive from (default 0)")
     parser.add_argument("--greedy", action="store_true",
                         help="one greedy sample per text instead of the rollout's sampling")
+    parser.add_argument("--speaker-reference", type=Path, default=None,
+                        help="the recording the speaker embedding was made from (tts-speaker REF.wav); default: "
+                             "each validation row's extra_info.speaker_reference_path. With a scorer started with "
+                             "--speaker-model, each utterance gets its speaker similarity to it")
     add_client_options(parser)
     return parser
 
@@ -451,6 +469,8 @@ def main(argv: list[str] | None = None) -> int:
                                              args.allow_overlap)
     except InputsInvalid as exc:
         return fail(exc.lines)
+    if args.speaker_reference is not None and not args.speaker_reference.is_file():
+        return fail([f"--speaker-reference {args.speaker_reference} does not exist"])
 
     from ....protocol.reports import HeldOut
     from ....scorer_client.errors import ScorerError
@@ -479,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
         assert ckpt.load_dir is not None
         try:
             manifest = synthesize(ckpt.load_dir, rows, embedding, args.tts_language,
-                                  args.out / ckpt.name / SYNTH_DIR, args.device, decoding)
+                                  args.out / ckpt.name / SYNTH_DIR, args.device, decoding, args.speaker_reference)
         except ValueError as exc:
             return fail([f"{ckpt.name}: {exc}"])
         bar = ProgressBar(sys.stderr.isatty())
