@@ -181,8 +181,8 @@ def compare_plot(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], out_path:
     plt.close(fig)
 
 
-PLOTTED_SIGNALS = {"speaker_similarity": ("speaker similarity (cosine)", -1.0, 1.0, 0.1),
-                   "dnsmos_ovrl": ("DNSMOS overall (MOS)", 1.0, 5.0, 0.2)}
+PLOTTED_SIGNALS = MappingProxyType({"speaker_similarity": ("speaker similarity (cosine)", -1.0, 1.0, 0.1),
+                                    "dnsmos_ovrl": ("DNSMOS overall (MOS)", 1.0, 5.0, 0.2)})
 """The signals a compare plot shows beside the CER when the runs hold them: axis label, range and bin width."""
 
 

@@ -191,7 +191,8 @@ class ScoringPipeline:
         of the whole call (queue full, not ready, timeout) is raised.
         """
         timeout_s = self.engine_client.request_timeout_s
-        measuring = self.signals.start_measuring(items, timeout_s) if self.signals is not None else None
+        measuring = (self.signals.start_measuring([item.audio for item in items], [item.signals for item in items],
+                                                  timeout_s) if self.signals is not None else None)
         try:
             transcripts = await self.engine_client.transcribe_many(
                 [EngineRequest(item.audio, item.language, item.request_id, item.key) for item in items])

@@ -16,7 +16,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
@@ -49,7 +49,6 @@ from ..signals.references import SpeakerReferenceStore, reference_id
 from ..signals.speaker import MIN_REFERENCE_S, SpeakerEncoder, cosine_similarity
 from .audio_files import resample_16k
 from .engine_client import admit
-from .pipeline import PreparedRequest
 from .scheduler import BatchStats, MicroBatchScheduler, SchedulerClosedError
 
 log = logging.getLogger(__name__)
@@ -88,28 +87,18 @@ class _ModelCall:
         return list(await self._call([item.audio for item in batch]))
 
 
+@dataclass(eq=False)
 class SignalService:
     """The speaker and quality models, their schedulers and the reference store; built once per app."""
 
-    def __init__(
-        self,
-        *,
-        speaker: SpeakerEncoder | None,
-        quality: QualityScorer | None,
-        store: SpeakerReferenceStore,
-        limits: Limits,
-        max_batch_size: int,
-        max_queue: int,
-        on_batch: Callable[[str, BatchStats], None] | None = None,
-    ) -> None:
-        self.speaker = speaker
-        self.quality = quality
-        self.store = store
-        self.limits = limits
-        self.max_batch_size = max_batch_size
-        self.max_queue = max_queue
-        self._on_batch = on_batch
-        self._schedulers: dict[str, MicroBatchScheduler] = {}
+    speaker: SpeakerEncoder | None
+    quality: QualityScorer | None
+    store: SpeakerReferenceStore
+    limits: Limits
+    max_batch_size: int
+    max_queue: int
+    on_batch: Callable[[str, BatchStats], None] | None = None
+    _schedulers: dict[str, MicroBatchScheduler] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def models(self) -> dict[str, SpeakerEncoder | QualityScorer]:
@@ -138,7 +127,7 @@ class SignalService:
         for name, call in calls.items():
             scheduler = MicroBatchScheduler(
                 _ModelCall(call), max_batch_size=self.max_batch_size, max_wait_s=0.0, max_queue=self.max_queue,
-                on_batch=functools.partial(self._on_batch, name) if self._on_batch is not None else None,
+                on_batch=functools.partial(self.on_batch, name) if self.on_batch is not None else None,
             )
             scheduler.start()
             self._schedulers[name] = scheduler
@@ -267,13 +256,12 @@ class SignalService:
         return [SignalValues(similarity.get(i), quality.get(i)) for i in range(len(jobs))]
 
     def start_measuring(
-        self, items: Sequence[PreparedRequest], timeout_s: float
+        self, audio: Sequence[np.ndarray], jobs: Sequence[SignalJob | None], timeout_s: float
     ) -> asyncio.Task[list[SignalValues | ServerError | None]] | None:
-        """Start measuring ``items``' signals beside their transcription; None when none asks for any."""
-        jobs = [item.signals for item in items]
+        """Start measuring the signals of 16 kHz ``audio`` beside its transcription; None when no job asks any."""
         if not any(job is not None for job in jobs):
             return None
-        return asyncio.ensure_future(self._measure_each([item.audio for item in items], jobs, timeout_s))
+        return asyncio.ensure_future(self._measure_each(list(audio), list(jobs), timeout_s))
 
     async def _measure_each(self, audio: list[np.ndarray], jobs: list[SignalJob | None],
                             timeout_s: float) -> list[SignalValues | ServerError | None]:

@@ -42,6 +42,12 @@ def test_the_engine_client_and_what_it_owns_know_nothing_of_the_services_above(b
     assert not imports_of(service(below)) & above
 
 
+def test_the_signals_sit_beside_the_engine_client_under_the_pipeline() -> None:
+    imported = imports_of(service("signals"))
+    assert "service.engine_client" in imported  # its queues answer as the engine's do
+    assert not imported & {"service.pipeline", "service.transcription", "service.info"}
+
+
 @pytest.mark.parametrize("name", ["transcription", "info"])
 def test_transcription_and_info_take_the_engine_client_not_the_pipeline(name: str) -> None:
     imported = imports_of(service(name))
