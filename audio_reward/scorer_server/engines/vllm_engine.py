@@ -95,13 +95,15 @@ class EngineClient(Protocol):
 
 
 class SchedulerStatsSink:
-    """The latest counts vLLM's scheduler reported (one ``SchedulerStats`` per engine step), the peak, and how
+    """The latest counts vLLM's scheduler reported (one ``SchedulerStats`` per engine step), their peaks, and how
     many requests vLLM finished (its ``IterationStats``)."""
 
     def __init__(self) -> None:
         self.running = 0
         self.waiting = 0
         self.peak_running = 0
+        self.peak_held = 0
+        """The most requests vLLM held at once, running or waiting: what the server's admission bound limits."""
         self.finished = 0
 
     def record(self, scheduler_stats: Any, iteration_stats: Any = None) -> None:
@@ -113,6 +115,7 @@ class SchedulerStatsSink:
         self.waiting = int(scheduler_stats.num_waiting_reqs) + int(
             getattr(scheduler_stats, "num_skipped_waiting_reqs", 0))
         self.peak_running = max(self.peak_running, self.running)
+        self.peak_held = max(self.peak_held, self.running + self.waiting)
 
 
 def stat_logger_factory(sink: SchedulerStatsSink) -> Any:
@@ -255,10 +258,11 @@ class VLLMEngine(ASREngine):
         return not self.config.device.startswith("cpu")
 
     def scheduler_stats(self) -> dict[str, float]:
-        """vLLM's own scheduler counts: requests running and waiting now, and the most running at once."""
+        """vLLM's own scheduler counts: requests running and waiting now, the most running and held at once."""
         stats = self.stats
         out = {"running": float(stats.running), "waiting": float(stats.waiting),
-               "peak_running": float(stats.peak_running), "finished": float(stats.finished)}
+               "peak_running": float(stats.peak_running), "peak_held": float(stats.peak_held),
+               "finished": float(stats.finished)}
         client = self._client
         if client is not None and hasattr(client, "get_num_unfinished_requests"):
             out["unfinished"] = float(client.get_num_unfinished_requests())

@@ -47,7 +47,7 @@ class EngineSchedulerCollector(Collector):
         family = GaugeMetricFamily(
             "audio_reward_engine_scheduler_requests",
             "Requests inside a self-scheduling engine by state, as its own scheduler reports them "
-            "(vLLM: running, waiting, unfinished; peak_running and finished: since start).",
+            "(vLLM: running, waiting, unfinished; peak_running, peak_held and finished: since start).",
             labels=("state",))
         for state, value in sorted(self._stats().items()):
             family.add_metric((state,), value)

@@ -12,7 +12,7 @@ on ``/metrics``, filled by a vLLM stat logger from each engine step's
 One server serves the whole module (vLLM takes a minute to start here):
 ``max_num_seqs`` 64, ``max_queue`` 16, ``request_timeout_s`` 6.  A burst of
 100 clips of 30 s (224 decoded tokens each; 64 of them take about 13 s here)
-fills vLLM to exactly 64, queues 16 and refuses the rest with 429; the 80
+fills vLLM to exactly 64 (running or waiting in vLLM's scheduler), queues 16 and refuses the rest with 429; the 80
 admitted time out with 504 (but for the first few, which may reach vLLM
 before the burst and finish on a fast machine) and vLLM's running and waiting counts fall to 0
 within seconds, while finishing them would take several times longer: the
@@ -153,9 +153,11 @@ async def test_admission_bound_429_and_504_abort_inside_vllm(server: ServerHandl
     assert all(a.json()["error"]["code"] == "timeout" for a in timed_out)
     assert all(0.0 <= a.json()["score"] <= 1.0 for a in finished)
     assert all_answered < TIMEOUT_S + 5
-    # vLLM held exactly max_num_seqs sequences (the server's bound), never more.
+    # vLLM held exactly max_num_seqs requests (the server's bound), never more.  How many of them ran in one
+    # step depends on how fast vLLM admits encoder work on this machine, so that count is only bounded.
     stats = await asyncio.to_thread(scheduler, server.url)
-    assert stats["peak_running"] == MAX_NUM_SEQS, stats
+    assert stats["peak_held"] == MAX_NUM_SEQS, stats
+    assert 1 < stats["peak_running"] <= MAX_NUM_SEQS, stats
     # Finishing 64 such clips takes about 13 s here (and the 16 queued ones as long again); aborted, vLLM is
     # empty within a few seconds of the 504s.
     deadline = time.monotonic() + 4.0
