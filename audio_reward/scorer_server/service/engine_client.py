@@ -185,7 +185,16 @@ class EngineClient:
     # -- languages -----------------------------------------------------------------------------------------------
     def resolve_language(self, requested: str | None, *, path: str = "$.language") -> str | None:
         """The language code to decode with (the request's, else the server default); 400 if the model lacks it."""
-        language = language_code(requested or self.default_language)
+        language = self.language_for(requested)
+        self.check_language(language, requested, path=path)
+        return language
+
+    def language_for(self, requested: str | None) -> str | None:
+        """The language code a request decodes with: its own, else the server default (None: detect)."""
+        return language_code(requested or self.default_language)
+
+    def check_language(self, language: str | None, requested: str | None, *, path: str = "$.language") -> None:
+        """400 ``unsupported_language`` when the model does not transcribe ``language`` (``requested`` as sent)."""
         supported = self._engine.languages
         if language is not None and supported is not None and language not in supported:
             shown = ", ".join(sorted(supported)) if len(supported) <= 12 else f"{len(supported)} languages"
@@ -195,7 +204,6 @@ class EngineClient:
                 f"(it supports: {shown})",
                 path=path,
             )
-        return language
 
     # -- transcription -------------------------------------------------------------------------------------------
     def arriving(self) -> contextlib.AbstractContextManager[None]:

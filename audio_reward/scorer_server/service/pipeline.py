@@ -94,9 +94,9 @@ class ScoringPipeline:
         except ValueError as exc:
             raise BadRequestError("invalid_reward_options", str(exc), path="$.reward") from None
         # The prompt first: the normalizer's refusal of a language names its rules, the model's only the model.
-        language = language_code(req.language or self.engine_client.default_language)
+        language = self.engine_client.language_for(req.language)
         self._check_prompt(req.prompt, language)
-        self.engine_client.resolve_language(req.language)  # 400 before queueing when the model lacks it
+        self.engine_client.check_language(language, req.language)  # 400 before queueing when the model lacks it
         signals = self.signals.job(req, policy) if self.signals is not None else None
         audio = resample_16k(req.waveform, req.sample_rate)
         key = None
