@@ -65,6 +65,10 @@ class ServerConfig(BaseModel):
     device: str = Field("cpu", description="cpu, cuda or auto.")
     compute_type: str = Field("default", description="CTranslate2 compute type (default, int8, float16, ...).")
     cpu_threads: int = Field(0, ge=0, description="Engine intra-op threads; 0 lets the engine choose.")
+    numpy_threads: int = Field(
+        1, ge=0, description="Threads of numpy's BLAS (the feature arithmetic around the models) in the server "
+                             "process; 0 leaves its default, one per core, whose idle threads spin on the cores "
+                             "the models need.")
     beam_size: int = Field(1, ge=1, le=16, description="1 is greedy decoding.")
     engine_options: dict[str, Any] = Field(
         default_factory=dict,

@@ -5,15 +5,18 @@ Engine ``dnsmos`` (the ``quality_model`` setting): the ONNX models PyPI's
 signal (SIG), background (BAK) and overall (OVRL) quality, P.808 one overall
 MOS; all on the 1–5 scale.  speechmos scores a clip in 9.01 s windows one
 hop (1 s) apart, a shorter clip doubled until it fills one, and averages the
-windows; here the windows of every clip of a batch go through each model
-together (:attr:`DnsmosScorer.max_windows_per_call` at a time), with speechmos's
-own calibration, and the P.808 mel features of a clip's overlapping windows come
-from one spectrogram of the clip, so a batch scores as each clip would alone in
-speechmos.  Samples are clipped to [-1, 1] first (speechmos refuses others).
+windows, with its own calibration; so does this scorer, and a clip scores as
+it would alone in speechmos.  Samples are clipped to [-1, 1] first (speechmos
+refuses others).
 
-Its cost is the P.835 model's convolutions, about 4 GFLOP per window, and a
-clip has max(1, floor(n) - 9) windows, n being its seconds doubled until they
-reach 9.01 (a 4.4 s clip: 17.7 s, 8 windows, of which speechmos's rounding skips one).
+What it shares: a clip's windows overlap by 8 s, so the P.835 model's
+full-resolution convolutions (95 % of its time, about 19 GMAC a window) run
+once over the clip and each window takes its slice (:mod:`.p835`); the P.808
+mel features of the windows come from one spectrogram of the clip; and the
+windows of a batch go through the P.808 model together.  A clip costs the
+convolutions of its doubled length's frames once, not once a window: a 4.4 s
+clip (doubled to 17.7 s, 7 windows) costs 1500 frames, not 6300; and when
+its copies fall on the same grid, as Qwen3-TTS's do, one copy's: 440.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import numpy as np
 
 from ..engines.base import ENGINE_SAMPLE_RATE
 from .base import SignalInfo, SignalModel, import_backend
+from .p835 import SharedWindowP835, repeat_period
 
 DNSMOS = "dnsmos"
 
@@ -69,14 +73,14 @@ class DnsmosScorer(QualityScorer):
     """speechmos's DNSMOS (P.835 and P.808 ONNX models); see the module docstring."""
 
     max_windows_per_call = 8
-    """Windows in one ONNX call: the P.835 model's first layers hold 74 MB of activations per window, and on
-    a CPU a larger batch is no faster (its convolutions already fill the cores one window at a time)."""
+    """Windows in one call of the P.835 head or the P.808 model; on a CPU a larger batch is no faster."""
 
     def __init__(self, device: str = "cpu", cpu_threads: int = 0) -> None:
         super().__init__()
         self.device = device
         self.cpu_threads = cpu_threads
         self._dnsmos: Any = None
+        self._p835: SharedWindowP835 | None = None
         self._module: Any = None
         self._librosa: Any = None
         self.info = SignalInfo("quality", DNSMOS, "speechmos/dnsmos_models (sig_bak_ovr, model_v8)", device)
@@ -88,8 +92,8 @@ class DnsmosScorer(QualityScorer):
         models = Path(dnsmos.__file__).parent / "dnsmos_models"
         primary, p808 = str(models / "sig_bak_ovr.onnx"), str(models / "model_v8.onnx")
         model = dnsmos.DNSMOS(primary, p808)
-        # speechmos builds its sessions with onnxruntime's defaults; rebuild them with this server's threads
-        # and device, from the same files.
+        # speechmos builds its sessions with onnxruntime's defaults; this server opens the same files with its
+        # own threads and device, the P.835 model in the parts that let a clip's windows share work.
         options = ort.SessionOptions()
         if self.cpu_threads:
             options.intra_op_num_threads = self.cpu_threads
@@ -99,12 +103,13 @@ class DnsmosScorer(QualityScorer):
             else ["CPUExecutionProvider"]
         available = set(ort.get_available_providers())
         providers = [p for p in providers if p in available]
-        model.onnx_sess = ort.InferenceSession(primary, options, providers=providers)
+        self._p835 = SharedWindowP835.load(primary, options, providers)
+        model.onnx_sess = None  # the whole P.835 model never runs here: its parts do
         model.p808_onnx_sess = ort.InferenceSession(p808, options, providers=providers)
         self._dnsmos = model
         self._module = dnsmos
         self._librosa = import_backend("librosa", "the DNSMOS quality model")
-        used = model.onnx_sess.get_providers()[0]
+        used = self._p835.providers()[0]
         self.info = SignalInfo("quality", DNSMOS, self.info.model_id, "cuda" if used.startswith("CUDA") else "cpu",
                                {"onnxruntime": ort.__version__, "provider": used})
 
@@ -150,29 +155,27 @@ class DnsmosScorer(QualityScorer):
         return out
 
     def score_sync(self, batch: Sequence[np.ndarray]) -> list[QualityScore]:
-        model = self._dnsmos
-        if model is None:
+        model, p835 = self._dnsmos, self._p835
+        if model is None or p835 is None:
             raise RuntimeError("the DNSMOS model is not loaded")
-        length = int(self._module.INPUT_LENGTH * ENGINE_SAMPLE_RATE)
-        windows: list[np.ndarray] = []
+        raw: list[np.ndarray] = []
         mels: list[np.ndarray] = []
         owner: list[int] = []
         for index, audio in enumerate(batch):
             if len(audio) == 0:
                 raise ValueError("DNSMOS needs at least one sample")
             clip, starts = self._clip(audio)
-            windows.extend(clip[start:start + length] for start in starts)
+            period = repeat_period(len(audio), len(clip) // len(audio))
+            raw.append(p835.window_scores(clip, starts, self.max_windows_per_call, period))
             mels.extend(self._p808_inputs(clip, starts))
             owner.extend([index] * len(starts))
-        raw = np.zeros((len(windows), 3), dtype=np.float64)
-        p808 = np.zeros(len(windows), dtype=np.float64)
+        p808 = np.zeros(len(mels), dtype=np.float64)
         step = self.max_windows_per_call
-        for start in range(0, len(windows), step):
-            end = start + step
-            raw[start:end] = model.onnx_sess.run(None, {"input_1": np.stack(windows[start:end])})[0]
-            p808[start:end] = model.p808_onnx_sess.run(
-                None, {"input_1": np.stack(mels[start:end]).astype(np.float32)})[0][:, 0]
-        sig, bak, ovr = model.get_polyfit_val(raw[:, 0], raw[:, 1], raw[:, 2], False)
+        for start in range(0, len(mels), step):
+            p808[start:start + step] = model.p808_onnx_sess.run(
+                None, {"input_1": np.stack(mels[start:start + step]).astype(np.float32)})[0][:, 0]
+        scores = np.concatenate(raw).astype(np.float64)
+        sig, bak, ovr = model.get_polyfit_val(scores[:, 0], scores[:, 1], scores[:, 2], False)
         owners = np.asarray(owner)
         out = []
         for index in range(len(batch)):
@@ -180,7 +183,6 @@ class DnsmosScorer(QualityScorer):
             out.append(QualityScore(ovrl=float(np.mean(ovr[mine])), sig=float(np.mean(sig[mine])),
                                     bak=float(np.mean(bak[mine])), p808=float(np.mean(p808[mine]))))
         return out
-
 
 def create_quality_scorer(name: str, *, device: str = "cpu", cpu_threads: int = 0) -> QualityScorer | None:
     """The scorer the ``quality_model`` setting names (unloaded); None for ``none``."""

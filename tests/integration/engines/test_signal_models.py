@@ -89,6 +89,39 @@ def test_dnsmos_p808_features_of_a_clip_equal_speechmos_window_by_window(dnsmos_
         np.testing.assert_allclose(features, alone, atol=1e-5)
 
 
+def test_dnsmos_p835_shared_windows_equal_the_whole_model_window_by_window(dnsmos_scorer: DnsmosScorer) -> None:
+    """The cut model's raw scores against speechmos's whole sig_bak_ovr.onnx on each window: a clip of 7
+    windows, a 40 s one whose convolutions run in several segments, and clips whose doubled copies repeat the
+    pool's grid (one of Qwen3-TTS's lengths, 55 codec frames of 1280 samples, and a copy 160 samples off it,
+    whose pairs of copies do), so the convolutions run over one period."""
+    import onnxruntime as ort
+    from speechmos import dnsmos
+
+    from audio_reward.scorer_server.signals.p835 import SEGMENT_FRAMES, repeat_period
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    whole = ort.InferenceSession(str(Path(dnsmos.__file__).parent / "dnsmos_models" / "sig_bak_ovr.onnx"),
+                                 options, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    long = np.concatenate([speech_16k(text) for text in SENTENCES] * 3)
+    long = (long + 0.01 * rng.standard_normal(len(long))).astype(np.float32)
+    codec_frames = speech_16k(SENTENCES[3])[:55 * 1280]
+    half_cell_off = speech_16k(SENTENCES[3])[:50 * 1280 + 160]
+    for audio, period in ((speech_16k(SENTENCES[3]), None), (long, None), (codec_frames, 55 * 1280),
+                          (half_cell_off, 2 * (50 * 1280 + 160))):
+        clip, starts = dnsmos_scorer._clip(audio)
+        assert repeat_period(len(audio), len(clip) // len(audio)) == period
+        shared = dnsmos_scorer._p835.window_scores(clip, starts, max_windows_per_call=3, period=period)
+        alone = np.concatenate([whole.run(None, {"input_1": clip[s:s + 144_160][np.newaxis]})[0] for s in starts])
+        assert len(starts) > 1
+        np.testing.assert_allclose(shared, alone, rtol=0, atol=1e-5)
+        if audio is long:
+            assert starts[-1] // 160 + 900 > 2 * SEGMENT_FRAMES
+    with pytest.raises(ValueError, match="does not repeat every 1280 samples"):
+        dnsmos_scorer._p835.window_scores(clip, starts, max_windows_per_call=3, period=1280)
+
+
 def test_dnsmos_of_a_batch_equals_each_clip_alone(dnsmos_scorer: DnsmosScorer, clips: list[np.ndarray]) -> None:
     batch = [speech_16k(text) for text in SENTENCES] + clips  # 4.5 windows a clip: several ONNX calls
     assert sum(len(dnsmos_scorer._clip(c)[1]) for c in batch) > dnsmos_scorer.max_windows_per_call

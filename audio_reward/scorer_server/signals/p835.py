@@ -1,0 +1,187 @@
+"""DNSMOS's P.835 model cut in four, so that the overlapping windows of a clip share its convolutions.
+
+speechmos runs the whole ``sig_bak_ovr.onnx`` model once per 9.01 s window, and a clip's windows start 1 s
+apart, so a 4 s clip (doubled to 16 s) has 7 windows that cover each second up to 7 times.  The model:
+
+1. frames its 144,160 samples (320 samples, hop 160: 900 frames) and takes each frame's log power spectrum
+   (161 bins): the *spectrogram*;
+2. runs four 3×3 convolutions with zero padding and a 2×2 max pool at full resolution: the *trunk*, about
+   85 % of the model's time;
+3. one more convolution and pool at half resolution: the *neck*, about 10 %;
+4. two more convolutions at lower resolution, a global max pool and dense layers: the *head*.
+
+Windows start 100 frames apart, on the frame grid and on the grid of the neck's output cells (4 frames). So
+each layer of the trunk and the neck computes, inside a window, what it computes at the same place in the
+whole clip. Only the neck's first and last :data:`EDGE_CELLS` cells of a window differ, where the window's
+zero padding stands in for the clip's neighbouring frames: those are computed again from the window's own
+first and last :data:`EDGE_FRAMES` frames.  The spectrogram, the trunk (in segments, so a long clip's
+activations stay bounded) and the neck run once over the clip, the head once per window.
+
+A clip under 9.01 s is doubled until it fills a window, so it repeats. When a whole number of its copies
+spans a whole number of the trunk's pool cells (320 samples), the trunk repeats with it, and runs over one
+period only: Qwen3-TTS's clips, 1920 samples at 24 kHz (1280 at 16 kHz) a codec frame, repeat every copy.
+Either way, on onnxruntime's CPU provider the outputs are equal, bit for bit, to the whole model's window by
+window (tests/integration/engines/test_signal_models.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .base import import_backend
+
+WINDOW_SAMPLES = 144_160
+"""The model's input: speechmos's 9.01 s at 16 kHz."""
+HOP, FRAMES = 160, 900
+"""The spectrogram's hop (samples) and the frames of one window."""
+HALO = 4
+"""Spectrogram frames on each side that a trunk output frame depends on (its four 3×3 convolutions)."""
+CELL = 4
+"""Spectrogram frames in one cell of the neck's output (two 2×2 pools)."""
+EDGE_CELLS, EDGE_FRAMES = 2, 16
+"""A window's first and last 2 neck cells see its zero padding. Each cell depends on the 6 frames before it
+and the 9 after its first, so the window's first or last 16 frames, run alone, give those 2 cells exactly."""
+SEGMENT_FRAMES = 1800
+"""Frames of the clip the trunk takes in one call (activations: 128 channels × 161 bins × 4 B a frame)."""
+
+_SPECTROGRAM = "adjusted_input6"  # (N, 1, frames, 161): the log power spectrum the first convolution takes
+_POOLED = "mos_estimator_logpow/conv2d_3/Relu:0_pooling0"  # (N, 32, frames / 2, 80): the trunk's max pool
+_NECK = "mos_estimator_logpow/max_pooling2d/MaxPool_1_conv0"  # (N, 32, frames / 4, 40): the neck's
+_INPUT, _OUTPUT = "input_1", "Identity:0"
+
+
+def repeat_period(length: int, copies: int) -> int | None:
+    """The shortest shift, in samples, that maps ``copies`` copies of a ``length``-sample clip onto themselves
+    and the trunk's pool cells (2 frames, 320 samples) onto pool cells; None when no shift under the copies'
+    length does."""
+    shift = length
+    while shift < length * copies:
+        if shift % (2 * HOP) == 0:
+            return shift
+        shift *= 2
+    return None
+
+
+def _cut(model: Any, onnx: Any, start: str, end: str, shapes: tuple[list[Any], list[Any]]) -> bytes:
+    """The part of ``model`` from tensor ``start`` to tensor ``end``, its input and output of the given shapes
+    (a string is a dimension named, not fixed), serialised for onnxruntime."""
+    part = onnx.utils.Extractor(model).extract_model([start], [end])
+    del part.graph.value_info[:]  # the whole model's shapes fix the frame count, which the trunk leaves free
+    for value, dims in zip((part.graph.input[0], part.graph.output[0]), shapes, strict=True):
+        shape = value.type.tensor_type.shape
+        del shape.dim[:]
+        for size in dims:
+            dim = shape.dim.add()
+            if isinstance(size, str):
+                dim.dim_param = size
+            else:
+                dim.dim_value = size
+    onnx.checker.check_model(part)
+    return bytes(part.SerializeToString())
+
+
+@dataclass
+class SharedWindowP835:
+    """The four parts of the P.835 model, as onnxruntime sessions; see the module docstring."""
+
+    spectrogram: Any
+    """(N, 144160) samples -> (N, 1, 900, 161)."""
+    trunk: Any
+    """(N, 1, frames, 161) -> (N, 32, frames / 2, 80), for any even number of frames."""
+    neck: Any
+    """(N, 32, half, 80) -> (N, 32, half / 2, 40), for any even number of half-resolution frames."""
+    head: Any
+    """(N, 32, 225, 40) -> (N, 3): the raw SIG, BAK and OVRL before speechmos's calibration."""
+
+    @classmethod
+    def load(cls, path: str, options: Any, providers: list[str]) -> SharedWindowP835:
+        """Cut the model file at ``path`` and open each part with these onnxruntime options and providers."""
+        onnx = import_backend("onnx", "the DNSMOS quality model")  # its import brings utils, checker, shape_inference
+        import onnxruntime as ort
+
+        model = onnx.shape_inference.infer_shapes(onnx.load(path))
+        parts = (
+            _cut(model, onnx, _INPUT, _SPECTROGRAM, (["N", WINDOW_SAMPLES], ["N", 1, FRAMES, 161])),
+            _cut(model, onnx, _SPECTROGRAM, _POOLED, (["N", 1, "frames", 161], ["N", 32, "pooled", 80])),
+            _cut(model, onnx, _POOLED, _NECK, (["N", 32, "half", 80], ["N", 32, "quarter", 40])),
+            _cut(model, onnx, _NECK, _OUTPUT, (["N", 32, FRAMES // CELL, 40], ["N", 3])),
+        )
+        spectrogram, trunk, neck, head = (ort.InferenceSession(part, options, providers=providers)
+                                          for part in parts)
+        return cls(spectrogram, trunk, neck, head)
+
+    def providers(self) -> list[str]:
+        """The execution providers onnxruntime chose, best first."""
+        return list(self.trunk.get_providers())
+
+    def _spectrogram(self, clip: np.ndarray, frames: int) -> np.ndarray:
+        """The clip's first ``frames`` spectrogram frames, (1, 1, frames, 161), from the model's own STFT part
+        run on 900-frame pieces of the clip (zero-padded past its end: those frames are not used)."""
+        pieces = -(-frames // FRAMES)
+        padded = np.zeros(pieces * FRAMES * HOP + WINDOW_SAMPLES - FRAMES * HOP, dtype=np.float32)
+        used = min(len(clip), len(padded))
+        padded[:used] = clip[:used]
+        batch = np.stack([padded[i * FRAMES * HOP:i * FRAMES * HOP + WINDOW_SAMPLES] for i in range(pieces)])
+        spectra = self.spectrogram.run(None, {_INPUT: batch})[0]  # (pieces, 1, 900, 161)
+        return np.ascontiguousarray(np.concatenate(list(spectra), axis=1)[np.newaxis, :, :frames])
+
+    def _trunk(self, spectrum: np.ndarray, period: int | None) -> np.ndarray:
+        """The trunk over the whole clip, (32, frames / 2, 80); over one period of it and repeated, when the
+        clip repeats every ``period`` samples (:func:`repeat_period`)."""
+        frames = spectrum.shape[2]
+        period_frames = frames if period is None else period // HOP
+        if period_frames + 2 * HALO >= frames:
+            return self._segments(spectrum)
+        # A pool cell's value is the same one period on, except in the first HALO / 2 cells, whose inputs
+        # reach the zero padding before the clip; the base covers those and one period beyond them.
+        lead, cells = HALO // 2, period_frames // 2
+        base = self._segments(spectrum[:, :, :period_frames + 2 * HALO])
+        index = np.arange(frames // 2)
+        index = np.where(index < lead, index, lead + (index - lead) % cells)
+        return base[:, index]
+
+    def _segments(self, spectrum: np.ndarray) -> np.ndarray:
+        """The trunk over ``spectrum``, (32, frames / 2, 80), in segments of :data:`SEGMENT_FRAMES`, each run
+        with :data:`HALO` frames of its neighbours so that its own frames come out as in one call."""
+        frames = spectrum.shape[2]
+        pooled = []
+        for start in range(0, frames, SEGMENT_FRAMES):
+            end = min(start + SEGMENT_FRAMES, frames)
+            low, high = max(0, start - HALO), min(frames, end + HALO)
+            out = self.trunk.run(None, {_SPECTROGRAM: spectrum[:, :, low:high]})[0][0]
+            pooled.append(out[:, (start - low) // 2:(end - low) // 2])
+        return np.concatenate(pooled, axis=1)
+
+    def window_scores(self, clip: np.ndarray, starts: Sequence[int], max_windows_per_call: int,
+                      period: int | None = None) -> np.ndarray:
+        """The model's raw (SIG, BAK, OVRL) of each window ``clip[start:start + 144160]``, (len(starts), 3).
+
+        ``starts`` are multiples of 640 samples (speechmos's are of 16,000), each window inside ``clip``;
+        ``period``, if given, a multiple of 320 samples after which ``clip`` repeats itself.
+        """
+        if not starts:
+            return np.zeros((0, 3), dtype=np.float32)
+        if any(start % (CELL * HOP) for start in starts):
+            raise ValueError(f"a window must start on a cell of the neck (a multiple of {CELL * HOP} samples)")
+        offsets = [start // HOP for start in starts]
+        spectrum = self._spectrogram(clip, offsets[-1] + FRAMES)
+        if period is not None and (period % (2 * HOP) or not np.array_equal(clip[period:], clip[:-period])):
+            raise ValueError(f"the clip does not repeat every {period} samples on the pool's grid")
+        shared = self.neck.run(None, {_POOLED: self._trunk(spectrum, period)[np.newaxis]})[0][0]
+        pieces = np.stack([spectrum[0, :, o:o + EDGE_FRAMES] for o in offsets]
+                          + [spectrum[0, :, o + FRAMES - EDGE_FRAMES:o + FRAMES] for o in offsets])
+        edge = self.neck.run(None, {_POOLED: self.trunk.run(None, {_SPECTROGRAM: pieces})[0]})[0]
+        cells, piece_cells, count = FRAMES // CELL, EDGE_FRAMES // CELL, len(offsets)
+        raw = []
+        for first in range(0, count, max_windows_per_call):
+            chosen = range(first, min(first + max_windows_per_call, count))
+            windows = np.stack([shared[:, offsets[i] // CELL:offsets[i] // CELL + cells] for i in chosen])
+            for row, i in enumerate(chosen):
+                windows[row, :, :EDGE_CELLS] = edge[i, :, :EDGE_CELLS]
+                windows[row, :, cells - EDGE_CELLS:] = edge[count + i, :, piece_cells - EDGE_CELLS:]
+            raw.append(self.head.run(None, {_NECK: windows})[0])
+        return np.concatenate(raw)
