@@ -12,10 +12,10 @@ apart, so a 4 s clip (doubled to 16 s) has 7 windows that cover each second up t
 
 Windows start 100 frames apart, on the frame grid and on the grid of the neck's output cells (4 frames). So
 each layer of the trunk and the neck computes, inside a window, what it computes at the same place in the
-whole clip. Only the neck's first and last :data:`EDGE_CELLS` cells of a window differ, where the window's
-zero padding stands in for the clip's neighbouring frames: those are computed again from the window's own
-first and last :data:`EDGE_FRAMES` frames.  The spectrogram, the trunk (in segments, so a long clip's
-activations stay bounded) and the neck run once over the clip, the head once per window.
+whole clip, except at the window's edges, where its zero padding stands in for the clip's neighbouring
+frames: the trunk's first and last :data:`HALO` frames, and the neck's first and last :data:`EDGE_CELLS`
+cells. Those are computed again from the window's own edges.  The spectrogram, the trunk (in segments, so a
+long clip's activations stay bounded) and the neck run once over the clip, the head once per window.
 
 A clip under 9.01 s is doubled until it fills a window, so it repeats. When a whole number of its copies
 spans a whole number of the trunk's pool cells (320 samples), the trunk repeats with it, and runs over one
@@ -42,9 +42,9 @@ HALO = 4
 """Spectrogram frames on each side that a trunk output frame depends on (its four 3×3 convolutions)."""
 CELL = 4
 """Spectrogram frames in one cell of the neck's output (two 2×2 pools)."""
-EDGE_CELLS, EDGE_FRAMES = 2, 16
-"""A window's first and last 2 neck cells see its zero padding. Each cell depends on the 6 frames before it
-and the 9 after its first, so the window's first or last 16 frames, run alone, give those 2 cells exactly."""
+EDGE_CELLS, EDGE_HALF_FRAMES = 2, 8
+"""A window's first and last 2 neck cells see its zero padding. Each depends on the trunk's output from one
+half-resolution frame before it to two after it, so the window's first or last 8 such frames give them."""
 SEGMENT_FRAMES = 1800
 """Frames of the clip the trunk takes in one call (activations: 128 channels × 161 bins × 4 B a frame)."""
 
@@ -171,11 +171,23 @@ class SharedWindowP835:
         spectrum = self._spectrogram(clip, offsets[-1] + FRAMES)
         if period is not None and (period % (2 * HOP) or not np.array_equal(clip[period:], clip[:-period])):
             raise ValueError(f"the clip does not repeat every {period} samples on the pool's grid")
-        shared = self.neck.run(None, {_POOLED: self._trunk(spectrum, period)[np.newaxis]})[0][0]
-        pieces = np.stack([spectrum[0, :, o:o + EDGE_FRAMES] for o in offsets]
-                          + [spectrum[0, :, o + FRAMES - EDGE_FRAMES:o + FRAMES] for o in offsets])
-        edge = self.neck.run(None, {_POOLED: self.trunk.run(None, {_SPECTROGRAM: pieces})[0]})[0]
-        cells, piece_cells, count = FRAMES // CELL, EDGE_FRAMES // CELL, len(offsets)
+        trunk = self._trunk(spectrum, period)
+        shared = self.neck.run(None, {_POOLED: trunk[np.newaxis]})[0][0]
+        count, halo_half, span = len(offsets), HALO // 2, EDGE_HALF_FRAMES
+        pieces = np.stack([spectrum[0, :, o:o + 2 * HALO] for o in offsets]
+                          + [spectrum[0, :, o + FRAMES - 2 * HALO:o + FRAMES] for o in offsets])
+        trunk_edges = self.trunk.run(None, {_SPECTROGRAM: pieces})[0]  # (2 windows, 32, HALO, 80)
+        necks = []
+        for i, o in enumerate(offsets):  # each window's first half-resolution frames, its own edge in front
+            left = trunk[:, o // 2:o // 2 + span].copy()
+            left[:, :halo_half] = trunk_edges[i, :, :halo_half]
+            necks.append(left)
+        for i, o in enumerate(offsets):  # and its last, its own edge behind
+            right = trunk[:, (o + FRAMES) // 2 - span:(o + FRAMES) // 2].copy()
+            right[:, span - halo_half:] = trunk_edges[count + i, :, HALO - halo_half:]
+            necks.append(right)
+        edge = self.neck.run(None, {_POOLED: np.stack(necks)})[0]  # (2 windows, 32, span / 2, 40)
+        cells, piece_cells = FRAMES // CELL, span // 2
         raw = []
         for first in range(0, count, max_windows_per_call):
             chosen = range(first, min(first + max_windows_per_call, count))
