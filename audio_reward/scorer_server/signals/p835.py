@@ -47,6 +47,9 @@ EDGE_CELLS, EDGE_HALF_FRAMES = 2, 8
 half-resolution frame before it to two after it, so the window's first or last 8 such frames give them."""
 SEGMENT_FRAMES = 1800
 """Frames of the clip the trunk takes in one call (activations: 128 channels × 161 bins × 4 B a frame)."""
+MAX_SHARED_WINDOWS = 32
+"""Windows that share one pass over the clip (40 s of it): a longer clip goes in such runs, so that its
+activations stay bounded (about 10 MB a second of clip)."""
 
 _SPECTROGRAM = "adjusted_input6"  # (N, 1, frames, 161): the log power spectrum the first convolution takes
 _POOLED = "mos_estimator_logpow/conv2d_3/Relu:0_pooling0"  # (N, 32, frames / 2, 80): the trunk's max pool
@@ -66,11 +69,12 @@ def repeat_period(length: int, copies: int) -> int | None:
     return None
 
 
-def _cut(model: Any, onnx: Any, start: str, end: str, shapes: tuple[list[Any], list[Any]]) -> bytes:
-    """The part of ``model`` from tensor ``start`` to tensor ``end``, its input and output of the given shapes
-    (a string is a dimension named, not fixed), serialised for onnxruntime."""
+def cut_model(model: Any, start: str, end: str, shapes: tuple[list[Any], list[Any]]) -> bytes:
+    """The part of the ONNX ``model`` from tensor ``start`` to tensor ``end``, its input and output of the given
+    shapes (a string is a dimension named, not fixed), serialised for onnxruntime."""
+    onnx = import_backend("onnx", "the DNSMOS quality model")
     part = onnx.utils.Extractor(model).extract_model([start], [end])
-    del part.graph.value_info[:]  # the whole model's shapes fix the frame count, which the trunk leaves free
+    del part.graph.value_info[:]  # the whole model's shapes fix the frame count, which the parts leave free
     for value, dims in zip((part.graph.input[0], part.graph.output[0]), shapes, strict=True):
         shape = value.type.tensor_type.shape
         del shape.dim[:]
@@ -100,15 +104,15 @@ class SharedWindowP835:
     @classmethod
     def load(cls, path: str, options: Any, providers: list[str]) -> SharedWindowP835:
         """Cut the model file at ``path`` and open each part with these onnxruntime options and providers."""
-        onnx = import_backend("onnx", "the DNSMOS quality model")  # its import brings utils, checker, shape_inference
+        onnx = import_backend("onnx", "the DNSMOS quality model")  # its import brings shape_inference
         import onnxruntime as ort
 
         model = onnx.shape_inference.infer_shapes(onnx.load(path))
         parts = (
-            _cut(model, onnx, _INPUT, _SPECTROGRAM, (["N", WINDOW_SAMPLES], ["N", 1, FRAMES, 161])),
-            _cut(model, onnx, _SPECTROGRAM, _POOLED, (["N", 1, "frames", 161], ["N", 32, "pooled", 80])),
-            _cut(model, onnx, _POOLED, _NECK, (["N", 32, "half", 80], ["N", 32, "quarter", 40])),
-            _cut(model, onnx, _NECK, _OUTPUT, (["N", 32, FRAMES // CELL, 40], ["N", 3])),
+            cut_model(model, _INPUT, _SPECTROGRAM, (["N", WINDOW_SAMPLES], ["N", 1, FRAMES, 161])),
+            cut_model(model, _SPECTROGRAM, _POOLED, (["N", 1, "frames", 161], ["N", 32, "pooled", 80])),
+            cut_model(model, _POOLED, _NECK, (["N", 32, "half", 80], ["N", 32, "quarter", 40])),
+            cut_model(model, _NECK, _OUTPUT, (["N", 32, FRAMES // CELL, 40], ["N", 3])),
         )
         spectrogram, trunk, neck, head = (ort.InferenceSession(part, options, providers=providers)
                                           for part in parts)
@@ -167,10 +171,15 @@ class SharedWindowP835:
             return np.zeros((0, 3), dtype=np.float32)
         if any(start % (CELL * HOP) for start in starts):
             raise ValueError(f"a window must start on a cell of the neck (a multiple of {CELL * HOP} samples)")
-        offsets = [start // HOP for start in starts]
-        spectrum = self._spectrogram(clip, offsets[-1] + FRAMES)
         if period is not None and (period % (2 * HOP) or not np.array_equal(clip[period:], clip[:-period])):
             raise ValueError(f"the clip does not repeat every {period} samples on the pool's grid")
+        if len(starts) > MAX_SHARED_WINDOWS:
+            return np.concatenate([self.window_scores(clip, starts[i:i + MAX_SHARED_WINDOWS], max_windows_per_call)
+                                   for i in range(0, len(starts), MAX_SHARED_WINDOWS)])
+        origin = starts[0]  # the run's windows share the clip from its first one on
+        clip = clip[origin:]
+        offsets = [(start - origin) // HOP for start in starts]
+        spectrum = self._spectrogram(clip, offsets[-1] + FRAMES)
         trunk = self._trunk(spectrum, period)
         shared = self.neck.run(None, {_POOLED: trunk[np.newaxis]})[0][0]
         count, halo_half, span = len(offsets), HALO // 2, EDGE_HALF_FRAMES

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..engines.base import ENGINE_SAMPLE_RATE
 from .base import SignalInfo, SignalModel, import_backend
+from .p808 import SharedWindowP808
 from .p835 import SharedWindowP835, repeat_period
 
 DNSMOS = "dnsmos"
@@ -81,6 +82,7 @@ class DnsmosScorer(QualityScorer):
         self.cpu_threads = cpu_threads
         self._dnsmos: Any = None
         self._p835: SharedWindowP835 | None = None
+        self._p808: SharedWindowP808 | None = None
         self._module: Any = None
         self._librosa: Any = None
         self.info = SignalInfo("quality", DNSMOS, "speechmos/dnsmos_models (sig_bak_ovr, model_v8)", device)
@@ -93,7 +95,7 @@ class DnsmosScorer(QualityScorer):
         primary, p808 = str(models / "sig_bak_ovr.onnx"), str(models / "model_v8.onnx")
         model = dnsmos.DNSMOS(primary, p808)
         # speechmos builds its sessions with onnxruntime's defaults; this server opens the same files with its
-        # own threads and device, the P.835 model in the parts that let a clip's windows share work.
+        # own threads and device, in the parts that let a clip's windows share work.
         options = ort.SessionOptions()
         if self.cpu_threads:
             options.intra_op_num_threads = self.cpu_threads
@@ -104,8 +106,8 @@ class DnsmosScorer(QualityScorer):
         available = set(ort.get_available_providers())
         providers = [p for p in providers if p in available]
         self._p835 = SharedWindowP835.load(primary, options, providers)
-        model.onnx_sess = None  # the whole P.835 model never runs here: its parts do
-        model.p808_onnx_sess = ort.InferenceSession(p808, options, providers=providers)
+        self._p808 = SharedWindowP808.load(p808, options, providers)
+        model.onnx_sess = model.p808_onnx_sess = None  # speechmos's own sessions never run here
         self._dnsmos = model
         self._module = dnsmos
         self._librosa = import_backend("librosa", "the DNSMOS quality model")
@@ -127,8 +129,9 @@ class DnsmosScorer(QualityScorer):
         ends = [(i * fs, int((i + self._module.INPUT_LENGTH) * fs)) for i in range(hops)]
         return audio, [start for start, end in ends if len(audio[start:end]) >= length]
 
-    def _p808_inputs(self, audio: np.ndarray, starts: Sequence[int]) -> list[np.ndarray]:
-        """Each window's P.808 input, ``model.audio_melspec(window[:-160])``, from one mel spectrogram of the clip.
+    def _p808_inputs(self, audio: np.ndarray, starts: Sequence[int]) -> tuple[list[np.ndarray], list[float]]:
+        """Each window's P.808 input, ``model.audio_melspec(window[:-160])``, from one mel spectrogram of the
+        clip, and the loudest mel bin of each window, its 0 dB.
 
         The windows of a clip overlap by 8 s, so their mel frames are the clip's own, except the few that
         speechmos's per-window spectrogram zero-pads at the window's two edges: those are computed from the
@@ -145,21 +148,22 @@ class DnsmosScorer(QualityScorer):
 
         whole = power(audio)  # frame j is centred on sample j * hop, as frame k of a window on start + k * hop
         last = span // hop  # a window's frames are 0..last; 0, last - 1 and last reach into its zero padding
-        out = []
+        out, references = [], []
         for start in starts:
             first = start // hop
             head = power(audio[start:start + 3 * hop])[:, :1]
             tail = power(audio[start + span - 3 * hop:start + span])[:, 2:]
             mel = np.concatenate([head, whole[:, first + 1:first + last - 1], tail], axis=1)
+            references.append(float(np.max(mel)))
             out.append(((librosa.power_to_db(mel, ref=np.max) + 40) / 40).T)
-        return out
+        return out, references
 
     def score_sync(self, batch: Sequence[np.ndarray]) -> list[QualityScore]:
-        model, p835 = self._dnsmos, self._p835
-        if model is None or p835 is None:
+        model, p835, p808 = self._dnsmos, self._p835, self._p808
+        if model is None or p835 is None or p808 is None:
             raise RuntimeError("the DNSMOS model is not loaded")
         raw: list[np.ndarray] = []
-        mels: list[np.ndarray] = []
+        p808_scores: list[np.ndarray] = []
         owner: list[int] = []
         for index, audio in enumerate(batch):
             if len(audio) == 0:
@@ -167,13 +171,12 @@ class DnsmosScorer(QualityScorer):
             clip, starts = self._clip(audio)
             period = repeat_period(len(audio), len(clip) // len(audio))
             raw.append(p835.window_scores(clip, starts, self.max_windows_per_call, period))
-            mels.extend(self._p808_inputs(clip, starts))
+            features, references = self._p808_inputs(clip, starts)
+            p808_scores.append(p808.window_scores([f.astype(np.float32) for f in features], references,
+                                                  [start // _P808_HOP for start in starts],
+                                                  self.max_windows_per_call))
             owner.extend([index] * len(starts))
-        p808 = np.zeros(len(mels), dtype=np.float64)
-        step = self.max_windows_per_call
-        for start in range(0, len(mels), step):
-            p808[start:start + step] = model.p808_onnx_sess.run(
-                None, {"input_1": np.stack(mels[start:start + step]).astype(np.float32)})[0][:, 0]
+        p808_mos = np.concatenate(p808_scores)
         scores = np.concatenate(raw).astype(np.float64)
         sig, bak, ovr = model.get_polyfit_val(scores[:, 0], scores[:, 1], scores[:, 2], False)
         owners = np.asarray(owner)
@@ -181,7 +184,7 @@ class DnsmosScorer(QualityScorer):
         for index in range(len(batch)):
             mine = owners == index
             out.append(QualityScore(ovrl=float(np.mean(ovr[mine])), sig=float(np.mean(sig[mine])),
-                                    bak=float(np.mean(bak[mine])), p808=float(np.mean(p808[mine]))))
+                                    bak=float(np.mean(bak[mine])), p808=float(np.mean(p808_mos[mine]))))
         return out
 
 def create_quality_scorer(name: str, *, device: str = "cpu", cpu_threads: int = 0) -> QualityScorer | None:

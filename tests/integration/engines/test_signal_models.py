@@ -84,7 +84,7 @@ def test_dnsmos_p808_features_of_a_clip_equal_speechmos_window_by_window(dnsmos_
     clip, starts = dnsmos_scorer._clip(speech_16k(SENTENCES[3]))
     length = int(9.01 * 16_000)
     assert len(starts) > 1
-    for start, features in zip(starts, dnsmos_scorer._p808_inputs(clip, starts), strict=True):
+    for start, features in zip(starts, dnsmos_scorer._p808_inputs(clip, starts)[0], strict=True):
         alone = dnsmos_scorer._dnsmos.audio_melspec(audio=clip[start:start + length][:-160])
         np.testing.assert_allclose(features, alone, atol=1e-5)
 
@@ -120,6 +120,30 @@ def test_dnsmos_p835_shared_windows_equal_the_whole_model_window_by_window(dnsmo
             assert starts[-1] // 160 + 900 > 2 * SEGMENT_FRAMES
     with pytest.raises(ValueError, match="does not repeat every 1280 samples"):
         dnsmos_scorer._p835.window_scores(clip, starts, max_windows_per_call=3, period=1280)
+
+
+def test_dnsmos_p808_shared_windows_equal_the_whole_model_window_by_window(dnsmos_scorer: DnsmosScorer) -> None:
+    """Runs of windows with the same loudest bin share the P.808 body: a doubled clip of Qwen3-TTS's length
+    (55 codec frames of 1280 samples); 20 copies of it, 88 s, in runs of at most 32 windows; and 12 s of
+    speech with a click in its first second, loudest in the first window only, which runs through the whole
+    model alone."""
+    from audio_reward.scorer_server.signals.p808 import MAX_SHARED_WINDOWS
+
+    codec_frames = speech_16k(SENTENCES[3])[:55 * 1280]
+    click = np.concatenate([speech_16k(text) for text in SENTENCES])
+    click[8_000:8_016] = 0.9
+    for audio in (codec_frames, np.tile(codec_frames, 20), click):
+        clip, starts = dnsmos_scorer._clip(audio)
+        features, references = dnsmos_scorer._p808_inputs(clip, starts)
+        features = [f.astype(np.float32) for f in features]
+        got = dnsmos_scorer._p808.window_scores(features, references, [s // 160 for s in starts],
+                                                max_windows_per_call=3)
+        alone = np.concatenate([dnsmos_scorer._p808.whole.run(None, {"input_1": f[np.newaxis]})[0][:, 0]
+                                for f in features])
+        np.testing.assert_allclose(got, alone, rtol=0, atol=1e-5)
+        assert len(starts) > 2 and references[1] == references[2]  # a run that shares
+        assert (references[0] != references[1]) == (audio is click)
+    assert len(dnsmos_scorer._clip(np.tile(codec_frames, 20))[1]) > MAX_SHARED_WINDOWS
 
 
 def test_dnsmos_of_a_batch_equals_each_clip_alone(dnsmos_scorer: DnsmosScorer, clips: list[np.ndarray]) -> None:
