@@ -18,8 +18,9 @@ cells. Those are computed again from the window's own edges.  The spectrogram, t
 long clip's activations stay bounded) and the neck run once over the clip, the head once per window.
 
 A clip under 9.01 s is doubled until it fills a window, so it repeats. When a whole number of its copies
-spans a whole number of the trunk's pool cells (320 samples), the trunk repeats with it, and runs over one
-period only: Qwen3-TTS's clips, 1920 samples at 24 kHz (1280 at 16 kHz) a codec frame, repeat every copy.
+spans a whole number of frames (160 samples), the trunk's convolutions repeat with it, and run over one
+period only (then the trunk's pool over the whole clip): Qwen3-TTS's clips, 1920 samples at 24 kHz (1280 at
+16 kHz) a codec frame, repeat every copy.
 Either way, on onnxruntime's CPU provider the outputs are equal, bit for bit, to the whole model's window by
 window (tests/integration/engines/test_signal_models.py).
 """
@@ -52,6 +53,7 @@ MAX_SHARED_WINDOWS = 32
 activations stay bounded (about 10 MB a second of clip)."""
 
 _SPECTROGRAM = "adjusted_input6"  # (N, 1, frames, 161): the log power spectrum the first convolution takes
+_CONVOLVED = "mos_estimator_logpow/conv2d_3/Relu:0"  # (N, 32, frames, 161): the trunk before its pool
 _POOLED = "mos_estimator_logpow/conv2d_3/Relu:0_pooling0"  # (N, 32, frames / 2, 80): the trunk's max pool
 _NECK = "mos_estimator_logpow/max_pooling2d/MaxPool_1_conv0"  # (N, 32, frames / 4, 40): the neck's
 _INPUT, _OUTPUT = "input_1", "Identity:0"
@@ -59,14 +61,25 @@ _INPUT, _OUTPUT = "input_1", "Identity:0"
 
 def repeat_period(length: int, copies: int) -> int | None:
     """The shortest shift, in samples, that maps ``copies`` copies of a ``length``-sample clip onto themselves
-    and the trunk's pool cells (2 frames, 320 samples) onto pool cells; None when no shift under the copies'
-    length does."""
+    and spectrogram frames (160 samples) onto frames; None when no shift under the copies' length does."""
     shift = length
     while shift < length * copies:
-        if shift % (2 * HOP) == 0:
+        if shift % HOP == 0:
             return shift
         shift *= 2
     return None
+
+
+def _repeat(values: np.ndarray, lead: int, period: int, length: int) -> np.ndarray:
+    """``values`` (channels, time, ...) continued to ``length`` steps: after its first ``lead`` steps, the next
+    ``period`` repeat."""
+    parts = [values[:, :min(length, lead + period)]]
+    done = parts[0].shape[1]
+    while done < length:
+        take = min(period, length - done)
+        parts.append(values[:, lead:lead + take])
+        done += take
+    return np.concatenate(parts, axis=1)
 
 
 def cut_model(model: Any, start: str, end: str, shapes: tuple[list[Any], list[Any]]) -> bytes:
@@ -96,6 +109,8 @@ class SharedWindowP835:
     """(N, 144160) samples -> (N, 1, 900, 161)."""
     trunk: Any
     """(N, 1, frames, 161) -> (N, 32, frames / 2, 80), for any even number of frames."""
+    convolutions: Any
+    """The trunk without its pool: (N, 1, frames, 161) -> (N, 32, frames, 161)."""
     neck: Any
     """(N, 32, half, 80) -> (N, 32, half / 2, 40), for any even number of half-resolution frames."""
     head: Any
@@ -111,12 +126,13 @@ class SharedWindowP835:
         parts = (
             cut_model(model, _INPUT, _SPECTROGRAM, (["N", WINDOW_SAMPLES], ["N", 1, FRAMES, 161])),
             cut_model(model, _SPECTROGRAM, _POOLED, (["N", 1, "frames", 161], ["N", 32, "pooled", 80])),
+            cut_model(model, _SPECTROGRAM, _CONVOLVED, (["N", 1, "frames", 161], ["N", 32, "frames", 161])),
             cut_model(model, _POOLED, _NECK, (["N", 32, "half", 80], ["N", 32, "quarter", 40])),
             cut_model(model, _NECK, _OUTPUT, (["N", 32, FRAMES // CELL, 40], ["N", 3])),
         )
-        spectrogram, trunk, neck, head = (ort.InferenceSession(part, options, providers=providers)
-                                          for part in parts)
-        return cls(spectrogram, trunk, neck, head)
+        spectrogram, trunk, convolutions, neck, head = (ort.InferenceSession(part, options, providers=providers)
+                                                        for part in parts)
+        return cls(spectrogram, trunk, convolutions, neck, head)
 
     def providers(self) -> list[str]:
         """The execution providers onnxruntime chose, best first."""
@@ -140,13 +156,19 @@ class SharedWindowP835:
         period_frames = frames if period is None else period // HOP
         if period_frames + 2 * HALO >= frames:
             return self._segments(spectrum)
-        # A pool cell's value is the same one period on, except in the first HALO / 2 cells, whose inputs
-        # reach the zero padding before the clip; the base covers those and one period beyond them.
-        lead, cells = HALO // 2, period_frames // 2
-        base = self._segments(spectrum[:, :, :period_frames + 2 * HALO])
-        index = np.arange(frames // 2)
-        index = np.where(index < lead, index, lead + (index - lead) % cells)
-        return base[:, index]
+        # A value is the same one period on, except in the first HALO frames, whose inputs reach the zero
+        # padding before the clip; the base covers those and one period beyond them.
+        end = period_frames + 2 * HALO
+        if period_frames % 2 == 0:  # the pool's cells repeat too: repeat the pooled base
+            lead, cells = HALO // 2, period_frames // 2
+            return _repeat(self._segments(spectrum[:, :, :end]), lead, cells, frames // 2)
+        convolved = _repeat(self.convolutions.run(None, {_SPECTROGRAM: spectrum[:, :, :end]})[0][0], HALO,
+                            period_frames, frames)
+        rows, columns = frames // 2, convolved.shape[2] // 2  # the trunk's 2×2 max pool: no padding
+        pooled = convolved[:, 0:2 * rows:2, 0:2 * columns:2].copy()
+        for row, column in ((0, 1), (1, 0), (1, 1)):
+            np.maximum(pooled, convolved[:, row:2 * rows:2, column:2 * columns:2], out=pooled)
+        return pooled
 
     def _segments(self, spectrum: np.ndarray) -> np.ndarray:
         """The trunk over ``spectrum``, (32, frames / 2, 80), in segments of :data:`SEGMENT_FRAMES`, each run
@@ -165,14 +187,14 @@ class SharedWindowP835:
         """The model's raw (SIG, BAK, OVRL) of each window ``clip[start:start + 144160]``, (len(starts), 3).
 
         ``starts`` are multiples of 640 samples (speechmos's are of 16,000), each window inside ``clip``;
-        ``period``, if given, a multiple of 320 samples after which ``clip`` repeats itself.
+        ``period``, if given, a multiple of 160 samples after which ``clip`` repeats itself.
         """
         if not starts:
             return np.zeros((0, 3), dtype=np.float32)
         if any(start % (CELL * HOP) for start in starts):
             raise ValueError(f"a window must start on a cell of the neck (a multiple of {CELL * HOP} samples)")
-        if period is not None and (period % (2 * HOP) or not np.array_equal(clip[period:], clip[:-period])):
-            raise ValueError(f"the clip does not repeat every {period} samples on the pool's grid")
+        if period is not None and (period % HOP or not np.array_equal(clip[period:], clip[:-period])):
+            raise ValueError(f"the clip does not repeat every {period} samples on the frames' grid")
         if len(starts) > MAX_SHARED_WINDOWS:
             return np.concatenate([self.window_scores(clip, starts[i:i + MAX_SHARED_WINDOWS], max_windows_per_call)
                                    for i in range(0, len(starts), MAX_SHARED_WINDOWS)])

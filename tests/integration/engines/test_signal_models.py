@@ -92,8 +92,8 @@ def test_dnsmos_p808_features_of_a_clip_equal_speechmos_window_by_window(dnsmos_
 def test_dnsmos_p835_shared_windows_equal_the_whole_model_window_by_window(dnsmos_scorer: DnsmosScorer) -> None:
     """The cut model's raw scores against speechmos's whole sig_bak_ovr.onnx on each window: a clip of 7
     windows, a 40 s one whose convolutions run in several segments, and clips whose doubled copies repeat the
-    pool's grid (one of Qwen3-TTS's lengths, 55 codec frames of 1280 samples, and a copy 160 samples off it,
-    whose pairs of copies do), so the convolutions run over one period."""
+    frames' grid (one of Qwen3-TTS's lengths, 55 codec frames of 1280 samples; one 80 samples off it, whose
+    pairs of copies do; and one an odd number of frames long), so the convolutions run over one period."""
     import onnxruntime as ort
     from speechmos import dnsmos
 
@@ -107,9 +107,10 @@ def test_dnsmos_p835_shared_windows_equal_the_whole_model_window_by_window(dnsmo
     long = np.concatenate([speech_16k(text) for text in SENTENCES] * 3)
     long = (long + 0.01 * rng.standard_normal(len(long))).astype(np.float32)
     codec_frames = speech_16k(SENTENCES[3])[:55 * 1280]
-    half_cell_off = speech_16k(SENTENCES[3])[:50 * 1280 + 160]
-    for audio, period in ((speech_16k(SENTENCES[3]), None), (long, None), (codec_frames, 55 * 1280),
-                          (half_cell_off, 2 * (50 * 1280 + 160))):
+    half_frame_off = speech_16k(SENTENCES[3])[:50 * 1280 + 80]
+    odd_frames = speech_16k(SENTENCES[3])[:441 * 160]
+    for audio, period in ((speech_16k(SENTENCES[3]), 2 * 70_800), (long, None), (codec_frames, 55 * 1280),
+                          (half_frame_off, 2 * (50 * 1280 + 80)), (odd_frames, 441 * 160)):
         clip, starts = dnsmos_scorer._clip(audio)
         assert repeat_period(len(audio), len(clip) // len(audio)) == period
         shared = dnsmos_scorer._p835.window_scores(clip, starts, max_windows_per_call=3, period=period)
