@@ -16,7 +16,8 @@ second (its convolutions run over one copy of a short clip, audio_reward/scorer_
 
 Each is driven at concurrency 1 (``--requests`` / 8 requests, one at a time: the latency one request
 pays) and at concurrency 32 (``--requests`` requests, 32 in flight: the time per request under load,
-wall time / requests).  Printed, per kind of clip: the medians over ``--rounds`` and each mode's ratio to
+wall time / requests; and the server process's CPU time per request, which the other tenants of a shared
+machine disturb less).  Printed, per kind of clip: the medians over ``--rounds`` and each mode's ratio to
 ``cer`` on the same clips.
 
 Target (docs/signals.md): at concurrency 32 on the CPU the speaker and quality terms together add at
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import time
 from pathlib import Path
@@ -75,7 +77,14 @@ def _bodies(reference_id: str | None, reward: dict[str, float], multiple: int) -
     return out
 
 
-async def _drive(url: str, bodies: list[dict[str, Any]], requests: int, concurrency: int) -> dict[str, float]:
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process ``pid`` and its threads so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _drive(url: str, bodies: list[dict[str, Any]], requests: int, concurrency: int,
+                 pid: int) -> dict[str, float]:
     latencies: list[float] = []
     gate = asyncio.Semaphore(concurrency)
     async with httpx.AsyncClient(base_url=url, timeout=900,
@@ -89,10 +98,10 @@ async def _drive(url: str, bodies: list[dict[str, Any]], requests: int, concurre
                 if answer.status_code != 200:
                     raise RuntimeError(f"request {i}: {answer.status_code} {answer.text[:200]}")
 
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), _cpu_seconds(pid)
         await asyncio.gather(*(one(i) for i in range(requests)))
-        wall = time.perf_counter() - started
-    return {"per_request_s": wall / requests, "p50_s": statistics.median(latencies)}
+        wall, cpu = time.perf_counter() - started, _cpu_seconds(pid) - cpu
+    return {"per_request_s": wall / requests, "p50_s": statistics.median(latencies), "cpu_s": cpu / requests}
 
 
 def _run_mode(mode: str, requests: int) -> dict[str, dict[str, dict[str, float]]]:
@@ -108,9 +117,10 @@ def _run_mode(mode: str, requests: int) -> dict[str, dict[str, dict[str, float]]
         out = {}
         for clips, multiple in CLIPS.items():
             bodies = _bodies(reference_id, REWARDS[mode], multiple)
-            asyncio.run(_drive(server.url, bodies, 4, 4))  # warm the connection pool and every path once
-            out[clips] = {"c1": asyncio.run(_drive(server.url, bodies, max(4, requests // 8), 1)),
-                          "c32": asyncio.run(_drive(server.url, bodies, requests, 32))}
+            pid = server.proc.pid
+            asyncio.run(_drive(server.url, bodies, 4, 4, pid))  # warm the connection pool and every path once
+            out[clips] = {"c1": asyncio.run(_drive(server.url, bodies, max(4, requests // 8), 1, pid)),
+                          "c32": asyncio.run(_drive(server.url, bodies, requests, 32, pid))}
         return out
 
 
@@ -119,14 +129,17 @@ def _table(runs: dict[str, list[dict[str, dict[str, float]]]]) -> dict[str, dict
     table: dict[str, dict[str, float]] = {}
     for mode, results in runs.items():
         table[mode] = {f"{c}_{k}": statistics.median(r[c][k] for r in results)
-                       for c in ("c1", "c32") for k in ("per_request_s", "p50_s")}
+                       for c in ("c1", "c32") for k in ("per_request_s", "p50_s", "cpu_s")}
     base = table["cer"]
-    print(f"{'mode':<20} {'c=1 p50 ms':>11} {'ratio':>6} {'c=32 ms/req':>12} {'ratio':>6} {'c=32 p50 ms':>12}")
+    print(f"{'mode':<20} {'c=1 p50 ms':>11} {'ratio':>6} {'c=32 ms/req':>12} {'ratio':>6} {'c=32 p50 ms':>12}"
+          f" {'c=32 cpu ms/req':>16} {'ratio':>6}")
     for mode, row in table.items():
         row["c1_ratio"] = row["c1_p50_s"] / base["c1_p50_s"]
         row["c32_ratio"] = row["c32_per_request_s"] / base["c32_per_request_s"]
+        row["c32_cpu_ratio"] = row["c32_cpu_s"] / base["c32_cpu_s"]
         print(f"{mode:<20} {row['c1_p50_s'] * 1000:>11.0f} {row['c1_ratio']:>6.2f} "
-              f"{row['c32_per_request_s'] * 1000:>12.0f} {row['c32_ratio']:>6.2f} {row['c32_p50_s'] * 1000:>12.0f}")
+              f"{row['c32_per_request_s'] * 1000:>12.0f} {row['c32_ratio']:>6.2f} {row['c32_p50_s'] * 1000:>12.0f}"
+              f" {row['c32_cpu_s'] * 1000:>16.0f} {row['c32_cpu_ratio']:>6.2f}")
     return table
 
 
