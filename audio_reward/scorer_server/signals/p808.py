@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .base import import_backend
-from .p835 import cut_model
+from .windows import cut_model, window_heads
 
 WINDOW_FRAMES, BANDS = 900, 120
 """A window's features: 900 mel frames (10 ms apart) of 120 bands."""
@@ -97,7 +97,7 @@ class SharedWindowP808:
 
     def _run(self, run: Sequence[np.ndarray], offsets: Sequence[int], max_windows_per_call: int) -> np.ndarray:
         """The scores of a run of windows with the same reference: the body once over their frames."""
-        count, at = len(run), [o - offsets[0] for o in offsets]
+        at = [o - offsets[0] for o in offsets]
         frames = np.empty((at[-1] + WINDOW_FRAMES, BANDS), dtype=np.float32)
         # The clip's frames: each window's own but its edge frames (its first and last), which differ from
         # the clip's and are left only where no other window's inside covers them (the cells they reach are
@@ -108,13 +108,5 @@ class SharedWindowP808:
         shared = self.body.run(None, {_INPUT: frames[np.newaxis]})[0][0]
         left = self.body.run(None, {_INPUT: np.stack([w[:EDGE_FRAMES] for w in run])})[0]
         right = self.body.run(None, {_INPUT: np.stack([w[WINDOW_FRAMES - EDGE_FRAMES:] for w in run])})[0]
-        cells, piece_cells = WINDOW_FRAMES // CELL, EDGE_FRAMES // CELL
-        scores = []
-        for first in range(0, count, max_windows_per_call):
-            chosen = range(first, min(first + max_windows_per_call, count))
-            windows = np.stack([shared[:, at[k] // CELL:at[k] // CELL + cells] for k in chosen])
-            for row, k in enumerate(chosen):
-                windows[row, :, :EDGE_CELLS] = left[k, :, :EDGE_CELLS]
-                windows[row, :, cells - EDGE_CELLS:] = right[k, :, piece_cells - EDGE_CELLS:]
-            scores.append(self.head.run(None, {_BODY: windows})[0][:, 0])
-        return np.concatenate(scores)
+        return window_heads(self.head, _BODY, shared, [o // CELL for o in at], WINDOW_FRAMES // CELL, EDGE_CELLS,
+                            left, right, max_windows_per_call)[:, 0]

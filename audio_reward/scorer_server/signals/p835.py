@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from .base import import_backend
+from .windows import cut_model, window_heads
 
 WINDOW_SAMPLES = 144_160
 """The model's input: speechmos's 9.01 s at 16 kHz."""
@@ -80,25 +81,6 @@ def _repeat(values: np.ndarray, lead: int, period: int, length: int) -> np.ndarr
         parts.append(values[:, lead:lead + take])
         done += take
     return np.concatenate(parts, axis=1)
-
-
-def cut_model(model: Any, start: str, end: str, shapes: tuple[list[Any], list[Any]]) -> bytes:
-    """The part of the ONNX ``model`` from tensor ``start`` to tensor ``end``, its input and output of the given
-    shapes (a string is a dimension named, not fixed), serialised for onnxruntime."""
-    onnx = import_backend("onnx", "the DNSMOS quality model")
-    part = onnx.utils.Extractor(model).extract_model([start], [end])
-    del part.graph.value_info[:]  # the whole model's shapes fix the frame count, which the parts leave free
-    for value, dims in zip((part.graph.input[0], part.graph.output[0]), shapes, strict=True):
-        shape = value.type.tensor_type.shape
-        del shape.dim[:]
-        for size in dims:
-            dim = shape.dim.add()
-            if isinstance(size, str):
-                dim.dim_param = size
-            else:
-                dim.dim_value = size
-    onnx.checker.check_model(part)
-    return bytes(part.SerializeToString())
 
 
 @dataclass
@@ -218,13 +200,5 @@ class SharedWindowP835:
             right[:, span - halo_half:] = trunk_edges[count + i, :, HALO - halo_half:]
             necks.append(right)
         edge = self.neck.run(None, {_POOLED: np.stack(necks)})[0]  # (2 windows, 32, span / 2, 40)
-        cells, piece_cells = FRAMES // CELL, span // 2
-        raw = []
-        for first in range(0, count, max_windows_per_call):
-            chosen = range(first, min(first + max_windows_per_call, count))
-            windows = np.stack([shared[:, offsets[i] // CELL:offsets[i] // CELL + cells] for i in chosen])
-            for row, i in enumerate(chosen):
-                windows[row, :, :EDGE_CELLS] = edge[i, :, :EDGE_CELLS]
-                windows[row, :, cells - EDGE_CELLS:] = edge[count + i, :, piece_cells - EDGE_CELLS:]
-            raw.append(self.head.run(None, {_NECK: windows})[0])
-        return np.concatenate(raw)
+        return window_heads(self.head, _NECK, shared, [o // CELL for o in offsets], FRAMES // CELL, EDGE_CELLS,
+                            edge[:count], edge[count:], max_windows_per_call)
