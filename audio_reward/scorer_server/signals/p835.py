@@ -6,8 +6,8 @@ apart, so a 4 s clip (doubled to 16 s) has 7 windows that cover each second up t
 1. frames its 144,160 samples (320 samples, hop 160: 900 frames) and takes each frame's log power spectrum
    (161 bins): the *spectrogram*;
 2. runs four 3×3 convolutions with zero padding and a 2×2 max pool at full resolution: the *trunk*, about
-   85 % of the model's time;
-3. one more convolution and pool at half resolution: the *neck*, about 10 %;
+   93 % of the model's time;
+3. one more convolution and pool at half resolution: the *neck*, about 3 %;
 4. two more convolutions at lower resolution, a global max pool and dense layers: the *head*.
 
 Windows start 100 frames apart, on the frame grid and on the grid of the neck's output cells (4 frames). So

@@ -10,13 +10,13 @@ it would alone in speechmos.  Samples are clipped to [-1, 1] first (speechmos
 refuses others).
 
 What it shares: a clip's windows overlap by 8 s, so the P.835 model's
-full-resolution convolutions (95 % of its time, about 19 GMAC a window) run
-once over the clip and each window takes its slice (:mod:`.p835`); the P.808
-mel features of the windows come from one spectrogram of the clip; and the
-windows of a batch go through the P.808 model together.  A clip costs the
-convolutions of its doubled length's frames once, not once a window: a 4.4 s
-clip (doubled to 17.7 s, 7 windows) costs 1500 frames, not 6300; and when
-its copies fall on the same grid, as Qwen3-TTS's do, one copy's: 440.
+convolutions (about 19 GMAC a window) run once over the clip and each window
+takes its slice (:mod:`.p835`), over one period of a doubled clip whose copies
+fall on the spectrogram's grid (Qwen3-TTS's do); windows with the same 0 dB
+share the P.808 model's convolutions the same way (:mod:`.p808`); and the
+P.808 mel features of the windows come from one spectrogram of the clip.  A
+4.4 s clip (doubled to 17.7 s, 7 windows) costs the P.835 convolutions of 893
+frames (448 at a Qwen3-TTS length), not 6300.
 """
 
 from __future__ import annotations
