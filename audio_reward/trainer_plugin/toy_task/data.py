@@ -1,0 +1,42 @@
+"""The toy task's verl parquet: one prompt per row asking for one word, the target text in ``ground_truth``."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+from .speech import WORDS, check_kind, target_text
+
+DATA_SOURCE = "audio_reward_toy_tts"
+
+
+def row(index: int, word: str, kind: str, split: str) -> dict[str, Any]:
+    """One verl row: the chat prompt, the target text the scorer should hear, and what the agent loop needs."""
+    text = target_text(word, kind)
+    return {
+        "data_source": DATA_SOURCE,
+        "prompt": [{"role": "user", "content": f"say {word}"}],
+        "ability": "tts",
+        "agent_name": "speak_agent",
+        "reward_model": {"style": "model", "ground_truth": text},
+        "extra_info": {"index": index, "split": split, "text": text, "word": word, "speech": kind},
+    }
+
+
+def write_data(out_dir: str | Path, kind: str = "instant", train_rows: int = 256, val_rows: int = 8,
+               seed: int = 0) -> tuple[Path, Path]:
+    """Write ``train.parquet`` and ``val.parquet`` (validation holds each word once, in order) to ``out_dir``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    check_kind(kind)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    train = [row(i, rng.choice(WORDS), kind, "train") for i in range(train_rows)]
+    val = [row(i, WORDS[i % len(WORDS)], kind, "val") for i in range(val_rows)]
+    paths = out / "train.parquet", out / "val.parquet"
+    for rows, path in zip((train, val), paths, strict=True):
+        pq.write_table(pa.Table.from_pylist(rows), path)
+    return paths

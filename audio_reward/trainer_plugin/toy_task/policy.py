@@ -1,0 +1,54 @@
+"""The toy policy: a tiny random Qwen3 with a word-level tokenizer, built offline from a config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .speech import WORDS
+
+SPECIAL = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "\n", "<unk>")
+"""Qwen's chat markers: verl's Qwen token builder needs ``<|im_end|>`` and a one-token newline."""
+FILLERS = ("user", "assistant", "say", "the", "a", "is", "and", "now", "please", "word")
+"""Words the policy can say besides the toy words, so that a random policy is often wrong."""
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def vocabulary() -> dict[str, int]:
+    return {token: i for i, token in enumerate((*SPECIAL, *FILLERS, *WORDS))}
+
+
+def build_policy(out_dir: str | Path, seed: int = 0, hidden_size: int = 128, layers: int = 2) -> Path:
+    """Write the tiny policy (weights, config, tokenizer, chat template) to ``out_dir``; returns it.
+
+    Two attention heads of 64: vLLM's CPU attention takes head sizes from 32 up
+    (``vllm/_custom_ops.py`` line 3856 refuses 16).
+    """
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
+    out = Path(out_dir)
+    vocab = vocabulary()
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<|endoftext|>", eos_token="<|im_end|>",
+                                   unk_token="<unk>")
+    # Matched before the whitespace split, so the template's markers and newlines stay tokens
+    fast.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "\n"]})
+    fast.chat_template = CHAT_TEMPLATE
+    fast.save_pretrained(out)
+    # transformers 5 rebuilds a Qwen2 model's tokenizer as Qwen2's byte-level BPE whatever tokenizer.json says
+    # (qwen2 is in MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS); for Qwen3 it trusts the saved word-level one.
+    torch.manual_seed(seed)
+    config = Qwen3Config(
+        vocab_size=len(vocab), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
+        num_hidden_layers=layers, num_attention_heads=hidden_size // 64, num_key_value_heads=hidden_size // 64,
+        max_position_embeddings=256, tie_word_embeddings=True, bos_token_id=vocab["<|endoftext|>"],
+        eos_token_id=vocab["<|im_end|>"], pad_token_id=vocab["<|endoftext|>"], architectures=["Qwen3ForCausalLM"], head_dim=64,
+        torch_dtype="float32",
+    )
+    Qwen3ForCausalLM(config).save_pretrained(out)
+    return out
