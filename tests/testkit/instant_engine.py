@@ -29,33 +29,20 @@ from audio_reward.scorer_server.engines.base import (
     Transcription,
     TranscriptionInput,
 )
+from audio_reward.trainer_plugin.toy_task.speech import WATERMARK_SCALE, watermark
+from audio_reward.trainer_plugin.toy_task.speech import instant_transcript as prompt_of
+from audio_reward.trainer_plugin.toy_task.speech import number_of as index_of
 
 from .speech import tone
 
+__all__ = ["WATERMARK_SCALE", "InstantEngine", "clip", "index_of", "main", "prompt_of", "watermark"]
+
 SAMPLE_RATE = 16_000
-WATERMARK_SCALE = 1e-5
-"""Item ``i`` is written as ``i * 1e-5`` in the first sample (exact in float32 below 10^6 items)."""
 
 
 def clip(index: int, seconds: float = 0.1) -> np.ndarray:
     """A short tone whose first sample carries ``index`` for :class:`InstantEngine`."""
     return watermark(tone(seconds, rate=SAMPLE_RATE), index)
-
-
-def watermark(audio: np.ndarray, index: int) -> np.ndarray:
-    """``audio`` with ``index`` written in its first sample (in place), as the instant engines read it."""
-    audio[0] = np.float32(index * WATERMARK_SCALE)
-    return audio
-
-
-def index_of(audio: np.ndarray) -> int:
-    """The index :func:`watermark` wrote into ``audio``."""
-    return round(float(audio[0]) / WATERMARK_SCALE)
-
-
-def prompt_of(index: int) -> str:
-    """What the instant engines answer for clip ``index``, and so the prompt that scores 1."""
-    return f"item {index}"
 
 
 class InstantEngine(ASREngine):

