@@ -7,6 +7,8 @@ Tiers, by folder (each test gets the folder's marker, so ``-m unit`` works too):
 - ``tests/integration``: real parts together: a real uvicorn server on
   loopback, real ASR weights, real verl classes, the peer's own code, the CLIs.
 - ``tests/reliability``: faults, load, fuzzing and hostile clients against real servers.
+- ``tests/training``: the whole GRPO loop through real verl on the CPU (the trainer environment), with
+  the faults that must stop or be masked inside it.
 - ``tests/environments``: the documented environments, each built fresh from its install line by
   ``scripts/test_environments.sh``, running the commands the docs list for it (skipped otherwise).
 
@@ -31,7 +33,7 @@ import pytest
 from tests.testkit.server import free_port, running_server, server_python
 
 TESTS = Path(__file__).resolve().parent
-TIERS = ("unit", "integration", "reliability", "environments")
+TIERS = ("unit", "integration", "reliability", "environments", "training")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

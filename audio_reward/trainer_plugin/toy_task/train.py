@@ -36,6 +36,7 @@ from .speech import SPEECH_KINDS
 
 logger = logging.getLogger(__name__)
 
+FP32 = "{param_dtype:fp32,reduce_dtype:fp32,buffer_dtype:fp32}"
 AGENT_LOOPS = "- name: speak_agent\n  _target_: audio_reward.trainer_plugin.toy_task.speak_agent.SpeakAgentLoop\n"
 
 
@@ -152,6 +153,8 @@ def trainer_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
         f"data.train_batch_size={settings.prompts_per_step}", "data.max_prompt_length=16",
         "data.max_response_length=4", "data.dataloader_num_workers=0", f"data.seed={settings.seed}",
         f"actor_rollout_ref.model.path={paths.policy}", "actor_rollout_ref.model.use_remove_padding=false",
+        # float32 throughout, as the rollout computes: the probabilities of actor and rollout then agree
+        *(f"+actor_rollout_ref.{role}.fsdp_config.mixed_precision={FP32}" for role in ("actor", "ref")),
         f"actor_rollout_ref.actor.optim.lr={settings.learning_rate}", "actor_rollout_ref.actor.use_kl_loss=false",
         f"actor_rollout_ref.actor.ppo_mini_batch_size={settings.prompts_per_step}",
         f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={batch}",
