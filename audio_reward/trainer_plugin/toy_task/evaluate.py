@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from .policy import CHAT_TEMPLATE
 from .speech import WORDS, speak, target_text
@@ -27,12 +28,12 @@ def synthesize(model_dir: str | Path, out_dir: str | Path, kind: str) -> Path:
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer: Any = AutoTokenizer.from_pretrained(model_dir)
     tokenizer.chat_template = tokenizer.chat_template or CHAT_TEMPLATE
     model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32).eval()
     rows = []
     for word in WORDS:
-        prompt = tokenizer.apply_chat_template([{"role": "user", "content": f"say {word}"}],
+        prompt: Any = tokenizer.apply_chat_template([{"role": "user", "content": f"say {word}"}],
                                                add_generation_prompt=True, return_tensors="pt", return_dict=True)
         with torch.no_grad():
             ids = model.generate(**prompt, max_new_tokens=4, do_sample=False,

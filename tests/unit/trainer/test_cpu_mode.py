@@ -14,8 +14,8 @@ import torch
 
 pytest.importorskip("verl", reason="verl's CPU mode is tested in the trainer environment (scripts/envs/verl.sh)")
 
-from audio_reward.trainer_plugin.cpu import ENABLE_MODULE, REQUIRED_OVERRIDES, patches  # noqa: E402
-from audio_reward.trainer_plugin.cpu.platform import CPUPlatform, device_module  # noqa: E402
+from audio_reward.trainer_plugin.cpu import ENABLE_MODULE, REQUIRED_OVERRIDES, patches
+from audio_reward.trainer_plugin.cpu.platform import CPUPlatform, device_module
 
 
 def test_the_platform_is_chosen_by_name_only(monkeypatch: pytest.MonkeyPatch) -> None:
