@@ -53,6 +53,8 @@ class LoopSettings:
     learning_rate: float = 2e-3
     prompts_per_step: int = 8
     group_size: int = 8
+    updates_per_step: int = 4
+    """Actor updates per step, each on an equal share of the step's groups (verl's mini-batches)."""
     seed: int = 0
     overrides: list[str] = field(default_factory=list)
     """Further Hydra overrides, appended last (they win)."""
@@ -66,6 +68,9 @@ class LoopSettings:
             raise ValueError(f"failure_policy must be raise or mask, got {self.failure_policy!r}")
         if self.steps < 1:
             raise ValueError(f"steps must be >= 1, got {self.steps}")
+        if self.updates_per_step < 1 or self.prompts_per_step % self.updates_per_step:
+            raise ValueError(f"updates_per_step ({self.updates_per_step}) must divide prompts_per_step "
+                             f"({self.prompts_per_step})")
 
 
 @dataclass
@@ -147,6 +152,7 @@ def _reward_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
 def trainer_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
     """The ``main_ppo`` command-line overrides of the run (CPU mode's required ones first when on the CPU)."""
     batch = settings.prompts_per_step * settings.group_size
+    mini_batch = settings.prompts_per_step // settings.updates_per_step  # in prompts, as verl counts it
     return [
         *(REQUIRED_OVERRIDES if settings.device == "cpu" else []),
         f"data.train_files={paths.data / 'train.parquet'}", f"data.val_files={paths.data / 'val.parquet'}",
@@ -156,8 +162,9 @@ def trainer_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
         # float32 throughout, as the rollout computes: the probabilities of actor and rollout then agree
         *(f"+actor_rollout_ref.{role}.fsdp_config.mixed_precision={FP32}" for role in ("actor", "ref")),
         f"actor_rollout_ref.actor.optim.lr={settings.learning_rate}", "actor_rollout_ref.actor.use_kl_loss=false",
-        f"actor_rollout_ref.actor.ppo_mini_batch_size={settings.prompts_per_step}",
-        f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={batch}",
+        # several small updates a step: a tiny policy learns in a dozen steps, not a hundred
+        f"actor_rollout_ref.actor.ppo_mini_batch_size={mini_batch}",
+        f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={mini_batch * settings.group_size}",
         f"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu={batch}",
         f"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu={batch}",
         "actor_rollout_ref.rollout.name=vllm", "actor_rollout_ref.rollout.mode=async",
@@ -278,6 +285,7 @@ def parse_args(argv: Sequence[str] | None = None) -> LoopSettings:
     parser.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
     parser.add_argument("--prompts-per-step", type=int, default=defaults.prompts_per_step)
     parser.add_argument("--group-size", type=int, default=defaults.group_size)
+    parser.add_argument("--updates-per-step", type=int, default=defaults.updates_per_step)
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.epilog = "Further Hydra overrides for main_ppo go after --; they win over the loop's own."
     argv = list(sys.argv[1:] if argv is None else argv)
