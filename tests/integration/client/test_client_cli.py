@@ -330,3 +330,61 @@ def test_score_exit_status_follows_the_documented_table(fault_server: FaultServe
     assert down.stderr.splitlines()[-1].startswith(f"audio-reward score: cannot reach the scorer at {dead_url}: ")
     assert "Traceback" not in down.stderr
     assert score("ftp://nowhere", wav).returncode == 2
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "audio_reward.cli", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_a_scorer_that_wants_an_api_key_is_named_so_not_unreachable(tone: np.ndarray, tmp_path: Path) -> None:
+    from tests.testkit.server import running_server
+
+    sf.write(tmp_path / "a.wav", tone, 16000)
+    manifest = tmp_path / "manifest.jsonl"
+    manifest.write_text(json.dumps({"audio": "a.wav", "text": "hi"}) + "\n")
+    with running_server(instant=True, env={"AUDIO_REWARD_API_KEY": "the-key"}) as server:
+        env_free = ["--url", server.url]
+        runs = {
+            "score needs": _cli("score", "--text", "hi", str(tmp_path / "a.wav"), *env_free),
+            "eval needs": _cli("eval", str(manifest), "--out", str(tmp_path / "run"), "--no-progress", *env_free),
+            "score refused": _cli("score", "--text", "hi", str(tmp_path / "a.wav"), "--api-key", "wrong", *env_free),
+        }
+        assert _cli("score", "--text", "hi", str(tmp_path / "a.wav"), "--api-key", "the-key", *env_free).returncode == 0
+    for name, proc in runs.items():
+        command, wanted = name.split()
+        last = proc.stderr.splitlines()[-1]
+        assert proc.returncode == 2, (name, proc.stderr)
+        words = "needs an API key" if wanted == "needs" else "refused the API key"
+        assert last.startswith(f"audio-reward {command}: the scorer at {server.url} {words} (HTTP 401"), last
+        assert last.endswith("give it with --api-key or AUDIO_REWARD_CLIENT_API_KEY")
+        assert "cannot reach" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_scorer_answering_504_is_named_so_not_unreachable(fault_server: FaultServer, tone: np.ndarray,
+                                                            tmp_path: Path) -> None:
+    sf.write(tmp_path / "a.wav", tone, 16000)
+    manifest = tmp_path / "manifest.jsonl"
+    manifest.write_text(json.dumps({"audio": "a.wav", "text": "hi"}) + "\n")
+    fault_server.policy = lambda seen: Status(504, code="gateway_timeout")
+    score = _cli("score", "--text", "hi", str(tmp_path / "a.wav"), "--url", fault_server.url, "--max-retries", "1",
+                 "--backoff", "0")
+    assert score.returncode == 2
+    assert score.stderr.splitlines()[-1].startswith(
+        f"audio-reward score: the scorer at {fault_server.url} answered errors through every retry (")
+    fault_server.info_status = Status(504, code="gateway_timeout")  # a proxy in front of a stuck scorer
+    ev = _cli("eval", str(manifest), "--out", str(tmp_path / "run"), "--no-progress", "--url", fault_server.url)
+    assert ev.returncode == 2
+    assert ev.stderr.splitlines()[-1].startswith(
+        f"audio-reward eval: the scorer at {fault_server.url} answered but could not serve the request; try again")
+    assert "cannot reach" not in score.stderr + ev.stderr
+
+
+def test_an_unreachable_plain_http_scorer_is_described_without_tls_words(tone: np.ndarray, tmp_path: Path,
+                                                                         dead_url: str) -> None:
+    sf.write(tmp_path / "a.wav", tone, 16000)
+    proc = _cli("score", "--text", "hi", str(tmp_path / "a.wav"), "--url", dead_url, "--max-retries", "0")
+    port = dead_url.rsplit(":", 1)[1]
+    assert proc.returncode == 2
+    assert f"cannot connect to 127.0.0.1:{port}: " in proc.stderr.splitlines()[-1]
+    assert "ssl" not in proc.stderr
