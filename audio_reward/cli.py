@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -52,7 +53,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    return int(args.func(args) or 0)
+    try:
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # inside the try: a closed pipe must surface here, not at interpreter exit
+    except BrokenPipeError:
+        return _reader_gone()
+    return status
+
+
+SIGPIPE_STATUS = 128 + 13
+"""What a shell reports for a command whose output pipe closed (``| head``), as for one killed by SIGPIPE."""
+
+
+def _reader_gone() -> int:
+    """The reader of stdout has left (``audio-reward score ... | head``): stop quietly, as a shell tool does.
+
+    Python would otherwise print a BrokenPipeError traceback, and another when it flushes stdout at exit;
+    pointing stdout at the null device leaves that last flush nothing to fail on.
+    """
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)
+    return SIGPIPE_STATUS
 
 
 if __name__ == "__main__":

@@ -388,3 +388,22 @@ def test_an_unreachable_plain_http_scorer_is_described_without_tls_words(tone: n
     assert proc.returncode == 2
     assert f"cannot connect to 127.0.0.1:{port}: " in proc.stderr.splitlines()[-1]
     assert "ssl" not in proc.stderr
+
+
+def test_score_into_a_closed_pipe_stops_quietly(fault_server: FaultServer, tone: np.ndarray, tmp_path: Path) -> None:
+    # `audio-reward score ... | head -1`: the reader leaves before the output is written. The read end is
+    # closed before the command starts, so every write meets a closed pipe (no race with the pipe's buffer).
+    files = []
+    for i in range(3):
+        sf.write(tmp_path / f"a{i}.wav", tone, 16000)
+        files.append(str(tmp_path / f"a{i}.wav"))
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "audio_reward.cli", "score", "--text", "hi", "--url",
+                               fault_server.url, *files], stdout=write_end, stderr=subprocess.PIPE, text=True,
+                              timeout=120)
+    finally:
+        os.close(write_end)
+    assert proc.stderr == "" and proc.returncode == 141, proc.stderr
+    assert fault_server.http_requests["batch"] == 1  # it did score before writing
