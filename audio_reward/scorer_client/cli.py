@@ -102,8 +102,10 @@ def failure_line(command: str, settings: ClientSettings, error: ScorerError) -> 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     score = subparsers.add_parser("score", help="score audio files against a text on a scorer server",
-                                  description="Score WAV/FLAC files: prints the score and diagnostics of each.")
-    score.add_argument("files", nargs="+", metavar="FILE", help="WAV or FLAC files (multi-channel is averaged)")
+                                  description="Score audio files: prints the score and diagnostics of each.")
+    score.add_argument("files", nargs="+", metavar="FILE",
+                       help="audio files: WAV, FLAC, MP3, OGG; M4A, WebM and other FFmpeg formats where PyAV is "
+                            "installed (the server environment has it); multi-channel is averaged")
     score.add_argument("--text", required=True, help="the text the speech should say")
     score.add_argument("--language", help="language code of the text, e.g. en")
     score.add_argument("--json", action="store_true", help="one JSON object per file instead of tables")

@@ -407,3 +407,29 @@ def test_score_into_a_closed_pipe_stops_quietly(fault_server: FaultServer, tone:
         os.close(write_end)
     assert proc.stderr == "" and proc.returncode == 141, proc.stderr
     assert fault_server.http_requests["batch"] == 1  # it did score before writing
+
+
+def test_score_and_eval_read_m4a_and_webm_as_the_server_does(scorer_url: str, tmp_path: Path) -> None:
+    from tests.testkit.speech import ffmpeg_bytes, synth_speech
+
+    text = "The quick brown fox jumps over the lazy dog."
+    audio, rate = synth_speech(text)
+    (tmp_path / "speech.m4a").write_bytes(ffmpeg_bytes(audio, rate, "ipod", "aac", 24_000))
+    (tmp_path / "speech.webm").write_bytes(ffmpeg_bytes(audio, rate, "webm", "libopus", 48_000))
+    files = [str(tmp_path / "speech.m4a"), str(tmp_path / "speech.webm")]
+    score = _cli("score", "--text", text, "--json", "--url", scorer_url, *files)
+    assert score.returncode == 0, score.stdout + score.stderr
+    rows = [json.loads(line) for line in score.stdout.splitlines()]
+    assert [r["file"] for r in rows] == files and all(r["cer"] < 0.05 for r in rows), rows
+    manifest = tmp_path / "manifest.jsonl"
+    manifest.write_text("".join(json.dumps({"audio": Path(f).name, "text": text}) + "\n" for f in files))
+    ev = _cli("eval", str(manifest), "--out", str(tmp_path / "run"), "--no-progress", "--url", scorer_url)
+    assert ev.returncode == 0, ev.stdout + ev.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["scored"] == 2 and summary["cer_percent"] < 5
+
+
+def test_score_help_names_the_formats_it_reads() -> None:
+    usage = _cli("score", "--help").stdout
+    assert "WAV or FLAC files" not in usage
+    assert all(name in usage for name in ("WAV", "FLAC", "MP3", "OGG", "M4A", "WebM"))
