@@ -68,9 +68,13 @@ def _missing_extras(settings: ServerSettings) -> tuple[list[str], ModuleNotFound
 
 
 def _unreachable_model(settings: ServerSettings) -> str | None:
-    """Why a hub model cannot be had (no local copy, no hub), checked before the server starts; None if it can."""
-    from .engines.model_store import ModelNotAvailableError, ensure_hub_model, hub_repository
+    """Why the model cannot be had (a local folder that is not there, a hub model with no local copy and no hub),
+    checked before the server starts; None if it can."""
+    from .engines.model_store import ModelNotAvailableError, ensure_hub_model, hub_repository, missing_model_folder
 
+    missing = missing_model_folder(settings.model)
+    if missing is not None:
+        return missing
     repo = hub_repository(settings.engine, settings.model)
     if repo is None:
         return None
@@ -79,6 +83,39 @@ def _unreachable_model(settings: ServerSettings) -> str | None:
     except ModelNotAvailableError as exc:
         return str(exc)
     return None
+
+
+CUDA_PROBES = {"faster-whisper": "ctranslate2"} | dict.fromkeys(("transformers", "vllm", "funasr"), "torch")
+"""Per engine, the library that places the model on a GPU, and so the one asked whether it sees one."""
+
+
+def _cuda_devices(library: str) -> int:
+    if library == "ctranslate2":
+        import ctranslate2
+
+        return int(ctranslate2.get_cuda_device_count())
+    import torch
+
+    return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
+
+
+def _missing_device(settings: ServerSettings) -> str | None:
+    """Why ``--device cuda`` cannot be honoured on this machine (no GPU the engine's library sees), or None.
+
+    Without this check the server says where it listens, then the background load fails with the
+    library's traceback ("CUDA driver version is insufficient...").
+    """
+    library = CUDA_PROBES.get(settings.engine)
+    if library is None or not settings.device.startswith("cuda"):
+        return None
+    try:
+        if _cuda_devices(library) > 0:
+            return None
+    except (ImportError, RuntimeError, AttributeError) as exc:
+        return f"--device {settings.device}: {library} cannot look for a CUDA device ({exc}); pass --device cpu"
+    return (f"--device {settings.device}: {library} (engine {settings.engine}) sees no CUDA device on this machine "
+            "(no GPU, or its driver is missing or too old); pass --device cpu, or --device auto to use a GPU "
+            "where there is one")
 
 
 def _port_taken(host: str, port: int) -> str | None:
@@ -114,9 +151,10 @@ def serve(args: argparse.Namespace) -> int:
     if missing:  # one line before anything starts, not a traceback from an import or the background load
         print(missing_extra_message(missing, "audio-reward serve:", error), file=sys.stderr)
         return 2
-    unreachable = _unreachable_model(settings)
-    if unreachable:
-        print(f"audio-reward serve: {unreachable}", file=sys.stderr)
+    # With --ray the GPUs are the Ray workers', not necessarily this machine's.
+    unusable = _unreachable_model(settings) or (None if args.ray else _missing_device(settings))
+    if unusable:
+        print(f"audio-reward serve: {unusable}", file=sys.stderr)
         return 2
 
     from .app import build_app

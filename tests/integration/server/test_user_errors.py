@@ -166,3 +166,29 @@ def test_serve_on_a_port_another_server_holds_is_one_line_before_anything_loads(
         f"audio-reward serve: cannot listen on 127.0.0.1:{port}: Address already in use "
         "(another server holds it? pass --port)"
     ]
+
+
+def _gpus_ctranslate2_sees() -> int:
+    import ctranslate2
+
+    return int(ctranslate2.get_cuda_device_count())
+
+
+@pytest.mark.skipif(_gpus_ctranslate2_sees() > 0, reason="this machine has a GPU: --device cuda is usable here")
+def test_serve_device_cuda_without_a_gpu_is_one_line_before_it_listens() -> None:
+    done = _serve(["--device", "cuda"], {})
+    # Not "listening on" followed by CTranslate2's traceback from the background load.
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert done.stderr.splitlines() == [
+        "audio-reward serve: --device cuda: ctranslate2 (engine faster-whisper) sees no CUDA device on this machine "
+        "(no GPU, or its driver is missing or too old); pass --device cpu, or --device auto to use a GPU where there "
+        "is one"]
+
+
+@pytest.mark.parametrize("model", ["/nonexistent", "./models/whisper-tiny", "~/no-such-model"])
+def test_serve_with_a_model_folder_that_is_not_there_is_one_line_before_it_listens(model: str) -> None:
+    done = _serve(["--model", model], {})
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert done.stderr.splitlines() == [
+        f"audio-reward serve: model folder {model!r} does not exist (--model takes tiny.en, base, a hub id, "
+        "or the folder of a model)"]
