@@ -39,7 +39,7 @@ from .http.errors import install_error_handlers
 from .http.middleware import RequestContextMiddleware
 from .openai_protocol import TranscriptionUploadDoc
 from .service.dedup import RecentResults
-from .service.engine_client import EngineClient, SchedulingConfig
+from .service.engine_client import EngineClient, SchedulingConfig, UnsupportedDefaultLanguageError
 from .service.info import ServerInfo
 from .service.pipeline import ScoringPipeline
 from .service.prometheus import ServerMetrics
@@ -128,7 +128,8 @@ async def _load_models(parts: ServerParts) -> None:
                                              "quality_model": settings.quality_model}
         else:
             what, extra = "engine", {"engine": settings.engine, "model": settings.model}
-        if isinstance(exc, ModelNotAvailableError):  # its message says what to do: one line, no traceback
+        if isinstance(exc, (ModelNotAvailableError, UnsupportedDefaultLanguageError)):
+            # Its message says what to do: one line, no traceback.
             log.error("%s failed to load: %s", what, exc, extra=extra)
         else:
             log.exception("%s failed to load", what, extra=extra)

@@ -85,6 +85,23 @@ def _unreachable_model(settings: ServerSettings) -> str | None:
     return None
 
 
+def _language_the_model_lacks(settings: ServerSettings) -> str | None:
+    """Why ``--language`` cannot be decoded by an English-only Whisper (a model named ``*.en``), or None.
+
+    Known from the name before anything loads; a model that does not say so by its name is checked
+    once it has loaded (:meth:`EngineClient.load`), where the server then stops with one line.
+    """
+    from pathlib import PurePath
+
+    from audio_reward.scoring import language_code
+
+    language = language_code(settings.language)
+    if language is None or language == "en" or not PurePath(settings.model.rstrip("/")).name.endswith(".en"):
+        return None
+    return (f"--language {settings.language}: model {settings.model} is English-only; pass --language en (or "
+            "none), or a multilingual model (--model base)")
+
+
 CUDA_PROBES = {"faster-whisper": "ctranslate2"} | dict.fromkeys(("transformers", "vllm", "funasr"), "torch")
 """Per engine, the library that places the model on a GPU, and so the one asked whether it sees one."""
 
@@ -152,7 +169,8 @@ def serve(args: argparse.Namespace) -> int:
         print(missing_extra_message(missing, "audio-reward serve:", error), file=sys.stderr)
         return 2
     # With --ray the GPUs are the Ray workers', not necessarily this machine's.
-    unusable = _unreachable_model(settings) or (None if args.ray else _missing_device(settings))
+    unusable = (_unreachable_model(settings) or _language_the_model_lacks(settings)
+                or (None if args.ray else _missing_device(settings)))
     if unusable:
         print(f"audio-reward serve: {unusable}", file=sys.stderr)
         return 2

@@ -192,3 +192,39 @@ def test_serve_with_a_model_folder_that_is_not_there_is_one_line_before_it_liste
     assert done.stderr.splitlines() == [
         f"audio-reward serve: model folder {model!r} does not exist (--model takes tiny.en, base, a hub id, "
         "or the folder of a model)"]
+
+
+@pytest.mark.parametrize(("flags", "line"), [
+    (["--preset", "bogus"], "invalid settings: unknown preset 'bogus'; available: fast-en, qwen3-asr, "
+                            "seed-tts-eval-en, seed-tts-eval-zh"),
+    (["--max-audio-seconds", "-1"], "invalid settings: --max-audio-seconds -1.0: input should be greater than 0"),
+    (["--max-batch-size", "0", "--reward-formula", "square"],
+     "invalid settings: --max-batch-size 0: input should be greater than or equal to 1"),
+    (["--language", "xx"], "--language xx: model tiny.en is English-only; pass --language en (or none), "
+                           "or a multilingual model (--model base)"),
+], ids=["preset", "max-audio-seconds", "two-errors", "language"])
+def test_bad_serve_settings_are_one_line_naming_the_flag(flags: list[str], line: str) -> None:
+    done = _serve(flags, {})
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    [said] = done.stderr.splitlines()
+    assert said.startswith(f"audio-reward serve: {line}"), said
+    assert "pydantic" not in said and "type=" not in said
+
+
+def test_an_unknown_serve_flag_shows_serves_usage() -> None:
+    done = _serve(["--bogus-flag"], {})
+    assert done.returncode == 2
+    assert done.stderr.startswith("usage: audio-reward serve ")
+    assert done.stderr.splitlines()[-1] == "audio-reward serve: error: unrecognized arguments: --bogus-flag"
+
+
+def test_a_language_the_loaded_model_lacks_stops_the_server_with_one_line(tmp_path: Path) -> None:
+    # The same English-only weights under a name that does not say so: found once the model has loaded.
+    from audio_reward.scorer_server.engines.model_store import resolve_ctranslate2_model
+
+    folder = tmp_path / "whisper-small-english"
+    folder.symlink_to(resolve_ctranslate2_model("tiny.en").path)
+    done = _serve(["--model", str(folder), "--language", "fr"], {})
+    assert done.returncode == 1
+    assert f"--language fr: model {folder} does not transcribe it (it supports: en)" in done.stderr
+    assert "Traceback" not in done.stderr
