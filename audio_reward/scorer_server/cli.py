@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .flags import InvalidSettingsError, add_server_flags, settings_from_args
 from .scale_out import add_scale_out_flags
@@ -154,9 +156,27 @@ def _port_taken(host: str, port: int) -> str | None:
     return None
 
 
-def serve(args: argparse.Namespace) -> int:
+def _flat(prefix: str, values: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    for name, value in sorted(values.items()):
+        if isinstance(value, Mapping) and value:
+            yield from _flat(f"{prefix}{name}.", value)
+        else:
+            yield f"{prefix}{name}", value
+
+
+def _print_lines(prefix: str, values: Mapping[str, Any], *, empty: str | None = None) -> None:
+    """``values`` one ``audio-reward serve: name = value`` line each (nested ones by their dotted name), sorted,
+    as the client's commands print theirs with ``-v``."""
     import json
 
+    if not values and empty is not None:
+        print(f"audio-reward serve: {empty}", flush=True)
+    for name, value in _flat("", values):
+        shown = value if isinstance(value, str) else json.dumps(value)
+        print(f"audio-reward serve: {prefix}{name} = {shown}", flush=True)
+
+
+def serve(args: argparse.Namespace) -> int:
     from audio_reward.extras import missing_extra_message
 
     try:
@@ -187,7 +207,7 @@ def serve(args: argparse.Namespace) -> int:
 
         return deploy_from_args(settings, args)
     if args.verbose:
-        print("audio-reward serve settings: " + json.dumps(settings.describe(), sort_keys=True), flush=True)
+        _print_lines("", settings.describe())
     try:
         app = build_app(settings)
     except (ImportError, ValueError) as exc:
@@ -195,8 +215,7 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     parts = app.state.parts
     if args.verbose:
-        print("audio-reward serve engine options: " + json.dumps(parts.engine_client.options, sort_keys=True),
-              flush=True)
+        _print_lines("engine option ", parts.engine_client.options, empty="engine options: none")
     config = uvicorn_config(app, settings)
     server = ForegroundServer(config)
 
@@ -204,7 +223,15 @@ def serve(args: argparse.Namespace) -> int:
         server.should_exit = True
 
     parts.on_fatal = stop
-    print(f"audio-reward serve: listening on http://{settings.host}:{settings.port} "
+    started = time.monotonic()
+    url = f"http://{settings.host}:{settings.port}"
+
+    def ready() -> None:
+        # The load takes seconds to minutes (the signal models): say when it is over, not only how to ask.
+        print(f"audio-reward serve: ready on {url} after {time.monotonic() - started:.0f} s", flush=True)
+
+    parts.on_ready = ready
+    print(f"audio-reward serve: listening on {url} "
           f"(engine {settings.engine}, model {settings.model}); ready when /readyz answers 200", flush=True)
     server.run()
     if server.stop_signal is not None:
