@@ -84,6 +84,12 @@ def test_eval_writes_report_and_resumes(fault_server: FaultServer, tone: np.ndar
     summary = json.loads((out / "summary.json").read_text())
     assert summary["utterances"] == 16 and summary["scored"] == 12 and summary["failed"] == 4
     assert "torn" not in load_rows(out / "utterances.jsonl")
+    # One line per id after a resume, in manifest order, as the summary counts them (not 16 + the retried rows).
+    lines = [json.loads(line) for line in (out / "utterances.jsonl").read_text().splitlines()]
+    assert [row["id"] for row in lines] == summary["ids"] and len(lines) == 16
+    assert sum(row["status"] == "ok" for row in lines) == 12
+    assert main(base) == 1  # a third run retries the bad rows only, and the file stays one line per id
+    assert len((out / "utterances.jsonl").read_text().splitlines()) == 16
 
 
 def test_eval_counts_every_item_once_on_the_bar_and_in_the_summary(fault_server: FaultServer, tone: np.ndarray,
