@@ -321,6 +321,10 @@ def test_docs_replacing_vllm_serve_run_as_written(tmp_path: Path) -> None:
         with openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=120) as sdk:
             assert [m.id for m in sdk.models.list().data] == ["openai/whisper-large-v3", "whisper-1"]
             assert sdk.models.retrieve("whisper-1").id == "whisper-1"
+            # Each alias names the model actually loaded, as vLLM's root does.
+            listed = httpx.get(f"{server.url}/v1/models", timeout=30).json()["data"]
+            assert [(m["root"], m["parent"]) for m in listed] == [("tiny.en", None)] * 2
+            assert httpx.get(f"{server.url}/v1/models/whisper-1", timeout=30).json()["root"] == "tiny.en"
             sent = sdk.audio.transcriptions.create(model="whisper-1", file=("speech.wav", wav_bytes(audio, rate)))
             assert sent.text.strip() == TEXT
             with pytest.raises(openai.NotFoundError) as info:
