@@ -52,17 +52,44 @@ def test_missing_fields_are_named_as_missing(scorer_url: str) -> None:
     assert no_audio["message"].startswith("$: the audio is missing: send one of waveform_f32_base64")
 
 
-def test_multipart_and_raw_audio_to_json_endpoints_get_415_with_a_hint(scorer_url: str) -> None:
+def test_multipart_to_the_batch_endpoint_and_raw_audio_get_415_with_a_hint(scorer_url: str) -> None:
     audio, rate = synth_speech(TEXT)
     wav = base64.b64decode(encode_file(audio, rate))
-    for path in ("/v1/score", "/score", "/v1/score/batch"):
-        r = httpx.post(f"{scorer_url}{path}", files={"file": ("speech.wav", wav)}, data={"prompt": TEXT}, timeout=60)
-        error = r.json()["error"]
-        assert r.status_code == 415 and error["code"] == "unsupported_media_type", r.text
-        assert "multipart/form-data" in error["message"] and "audio_file_base64" in error["message"]
-        assert "/v1/audio/transcriptions" in error["message"] and "surrogates" not in error["message"]
+    r = httpx.post(f"{scorer_url}/v1/score/batch", files={"file": ("speech.wav", wav)}, data={"text": TEXT},
+                   timeout=60)
+    error = r.json()["error"]
+    assert r.status_code == 415 and error["code"] == "unsupported_media_type", r.text
+    assert "multipart/form-data to POST /v1/score" in error["message"] and "audio_file_base64" in error["message"]
+    assert "surrogates" not in error["message"]
     raw = httpx.post(f"{scorer_url}/v1/score", content=wav, headers={"Content-Type": "audio/wav"}, timeout=60)
     assert raw.status_code == 415 and "base64-encoded in audio_file_base64" in raw.json()["error"]["message"]
+
+
+def test_score_takes_a_file_upload_as_curl_F_sends_it(scorer_url: str, tmp_path: Path) -> None:
+    # No base64 in a shell argument: the file as a form part, the text beside it (as the OpenAI route takes it).
+    audio, rate = synth_speech(TEXT)
+    (tmp_path / "speech.wav").write_bytes(base64.b64decode(encode_file(audio, rate)))
+    for path in ("/v1/score", "/score"):
+        done = subprocess.run(["curl", "-s", "-F", "file=@speech.wav", "-F", f"text={TEXT}", "-F", "language=en",
+                               "-F", 'reward={"formula": "exp"}', "-F", "reference_duration_s=3",
+                               "-F", "request_id=form-1", f"{scorer_url}{path}"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True)
+        answer = json.loads(done.stdout)
+        assert answer["transcript"] == TEXT and answer["score"] == 1.0, answer
+        assert answer["request_id"] == "form-1" and answer["expected_duration_source"] == "reference"
+    wav = (tmp_path / "speech.wav").read_bytes()
+    refusals = [
+        ({"language": "en"}, "missing_field", "text", "the form has no 'text' field"),
+        ({"text": TEXT, "colour": "red"}, "unknown_field", "colour", "the form field 'colour' is not known"),
+        ({"text": TEXT, "reward": "exp"}, "invalid_request", "reward", "form field 'reward' must be a JSON value"),
+    ]
+    for data, code, field, says in refusals:
+        r = httpx.post(f"{scorer_url}/v1/score", files={"file": ("speech.wav", wav)}, data=data, timeout=60)
+        error = r.json()["error"]
+        assert (r.status_code, error["code"], error["path"]) == (400, code, field), r.text
+        assert error["message"].startswith(says)
+    no_file = httpx.post(f"{scorer_url}/v1/score", data={"text": TEXT}, files={"x": ("x", b"")}, timeout=60)
+    assert no_file.status_code == 400 and no_file.json()["error"]["path"] == "file"
 
 
 def test_json_sent_the_way_curl_d_sends_it_still_scores(scorer_url: str) -> None:
