@@ -224,6 +224,18 @@ def measures_quality(info: dict[str, Any]) -> bool:
     return isinstance(signals, dict) and signals.get("quality") is not None
 
 
+def _save_scorer(out_dir: Path, info: dict[str, Any], *, resumed: bool) -> None:
+    """Write the scorer's ``/v1/info`` as ``scorer.json``; a resumed run refuses one that scores differently."""
+    saved = out_dir / SCORER_JSON
+    if saved.is_file() and resumed:
+        diff = scoring_differences(json.loads(saved.read_text(encoding="utf-8")), info)
+        if diff:
+            raise ScoringMismatchError(
+                f"{out_dir} was scored by a scorer that scores differently ({'; '.join(diff)}); "
+                "resume with the same scorer settings, or write to a new --out folder")
+    saved.write_text(json.dumps(info, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 async def run_eval(
     manifest: Path,
     out_dir: Path,
@@ -253,14 +265,7 @@ async def run_eval(
         await asyncio.to_thread(out_dir.mkdir, parents=True, exist_ok=True)
         done = {uid for uid, row in load_rows(path).items() if row.get("status") == "ok"}
         todo = [u for u in rows.good if u.id not in done]
-        saved = out_dir / SCORER_JSON
-        if saved.is_file() and done:
-            diff = scoring_differences(json.loads(saved.read_text(encoding="utf-8")), info)
-            if diff:
-                raise ScoringMismatchError(
-                    f"{out_dir} was scored by a scorer that scores differently ({'; '.join(diff)}); "
-                    "resume with the same scorer settings, or write to a new --out folder")
-        saved.write_text(json.dumps(info, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+        _save_scorer(out_dir, info, resumed=bool(done))
         if on_start is not None:
             on_start(len(rows.good) + len(rows.bad), len(rows.good) - len(todo))
         with path.open("a", encoding="utf-8") as sink:
