@@ -439,3 +439,20 @@ def test_score_help_names_the_formats_it_reads() -> None:
     usage = _cli("score", "--help").stdout
     assert "WAV or FLAC files" not in usage
     assert all(name in usage for name in ("WAV", "FLAC", "MP3", "OGG", "M4A", "WebM"))
+
+
+def test_without_pyav_an_m4a_file_says_how_to_get_it(fault_server: FaultServer, tmp_path: Path) -> None:
+    # The client environment has no PyAV: the file is refused with the way to read it, and never sent.
+    from tests.testkit.speech import ffmpeg_bytes, synth_speech
+
+    (tmp_path / "speech.m4a").write_bytes(ffmpeg_bytes(*synth_speech("Hello world."), "ipod", "aac", 24_000))
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "sitecustomize.py").write_text("import sys\nsys.modules['av'] = None\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hidden), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "audio_reward.cli", "score", "--text", "Hello world.", "--url",
+                           fault_server.url, str(tmp_path / "speech.m4a")], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 1
+    assert "M4A, WebM and other FFmpeg formats need PyAV: pip install av" in done.stdout
+    assert sum(fault_server.http_requests.values()) == 0
