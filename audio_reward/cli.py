@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+from typing import cast
 
 from . import __version__
 
@@ -48,11 +50,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(command if command in COMMANDS else None)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # argparse reports a subcommand's unknown flag from the top-level parser, with the top-level usage;
+        # the command's own usage is the one that lists the flags the user can use instead.
+        (_command_parser(parser, args.command) or parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    return int(args.func(args) or 0)
+    try:
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # inside the try: a closed pipe must surface here, not at interpreter exit
+    except BrokenPipeError:
+        return _reader_gone()
+    return status
+
+
+def _command_parser(parser: argparse.ArgumentParser, name: str | None) -> argparse.ArgumentParser | None:
+    """The parser of subcommand ``name``; argparse keeps no public handle on it, so its action is looked up."""
+    for action in parser._actions:
+        choices = getattr(action, "choices", None)
+        if isinstance(choices, dict) and name in choices:
+            return cast(argparse.ArgumentParser, choices[name])
+    return None
+
+
+SIGPIPE_STATUS = 128 + 13
+"""What a shell reports for a command whose output pipe closed (``| head``), as for one killed by SIGPIPE."""
+
+
+def _reader_gone() -> int:
+    """The reader of stdout has left (``audio-reward score ... | head``): stop quietly, as a shell tool does.
+
+    Python would otherwise print a BrokenPipeError traceback, and another when it flushes stdout at exit;
+    pointing stdout at the null device leaves that last flush nothing to fail on.
+    """
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)
+    return SIGPIPE_STATUS
 
 
 if __name__ == "__main__":

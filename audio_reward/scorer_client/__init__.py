@@ -5,8 +5,10 @@
 - :func:`compute_score`: verl-omni's audio reward function signature.
 
 Failures are :class:`ScorerError` subclasses; see :mod:`.errors`.
+:class:`RewardOptions` (the ``reward=`` argument) is the protocol's, re-exported here.
 """
 
+from ..protocol import RewardOptions
 from .async_client import AsyncScorerClient
 from .compute import close_cached_clients, compute_score
 from .errors import (
@@ -31,6 +33,7 @@ __all__ = [
     "InvalidInputError",
     "ProtocolViolationError",
     "RequestRejectedError",
+    "RewardOptions",
     "ScoreItem",
     "ScoreResult",
     "ScorerClient",

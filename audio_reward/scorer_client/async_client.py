@@ -258,6 +258,7 @@ class AsyncScorerClient:
 
     @property
     def closed(self) -> bool:
+        """True once :meth:`aclose` has run."""
         return self._closed
 
     def _bind(self) -> None:

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..settings_flags import Flag, add_flags, flags_for, one_line, values_from_args
 
 if TYPE_CHECKING:
+    from .errors import ScorerError
     from .settings import ClientSettings
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -70,10 +71,41 @@ def command_settings(command: str, args: argparse.Namespace) -> ClientSettings |
     return settings
 
 
+def failure_line(command: str, settings: ClientSettings, error: ScorerError) -> str:
+    """The one line a command prints when the scorer gave it nothing to work with, naming what went wrong.
+
+    An unreachable scorer, one that wants an API key, one that answered errors through every retry and
+    one that is not a scorer at all need different fixes, so each gets its own words.
+    """
+    from .errors import ProtocolViolationError, RequestRejectedError, ScorerUnavailableError, TransientServerError
+    from .transport import TransportTimeout, is_retryable_status
+
+    where = ", ".join(settings.urls)
+    head = f"audio-reward {command}:"
+    if isinstance(error, RequestRejectedError) and error.status in (401, 403):
+        wanted = "refused the API key" if settings.api_key else "needs an API key"
+        return (f"{head} the scorer at {where} {wanted} ({error}); give it with --api-key or "
+                "AUDIO_REWARD_CLIENT_API_KEY")
+    if isinstance(error, RequestRejectedError) and error.status is not None and is_retryable_status(error.status):
+        return f"{head} the scorer at {where} answered but could not serve the request; try again later ({error})"
+    if isinstance(error, RequestRejectedError):
+        return f"{head} the scorer at {where} refused the request ({error})"
+    if isinstance(error, ProtocolViolationError):
+        return f"{head} the server at {where} does not answer as a scorer does ({error})"
+    cause = error.last_cause if isinstance(error, ScorerUnavailableError) else None
+    if isinstance(cause, TransientServerError):
+        return f"{head} the scorer at {where} answered errors through every retry ({error})"
+    if isinstance(cause, TransportTimeout):
+        return f"{head} the scorer at {where} did not answer in time ({error})"
+    return f"{head} cannot reach the scorer at {where}: {error}"
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     score = subparsers.add_parser("score", help="score audio files against a text on a scorer server",
-                                  description="Score WAV/FLAC files: prints the score and diagnostics of each.")
-    score.add_argument("files", nargs="+", metavar="FILE", help="WAV or FLAC files (multi-channel is averaged)")
+                                  description="Score audio files: prints the score and diagnostics of each.")
+    score.add_argument("files", nargs="+", metavar="FILE",
+                       help="audio files: WAV, FLAC, MP3, OGG; M4A, WebM and other FFmpeg formats where PyAV is "
+                            "installed (the server environment has it); multi-channel is averaged")
     score.add_argument("--text", required=True, help="the text the speech should say")
     score.add_argument("--language", help="language code of the text, e.g. en")
     score.add_argument("--json", action="store_true", help="one JSON object per file instead of tables")
@@ -86,7 +118,6 @@ def _score(args: argparse.Namespace) -> int:
     import json
 
     from .audio_file import AudioFileError, read_audio
-    from .errors import ScorerError, ScorerUnavailableError
     from .sync_client import ScorerClient
     from .wire import ScoreItem, ScoreResult
 
@@ -120,12 +151,20 @@ def _score(args: argparse.Namespace) -> int:
             print(json.dumps(row, ensure_ascii=False))
         else:
             _print_table(row)
-    unavailable = [outcomes[name] for name in names if isinstance(outcomes[name], ScorerUnavailableError)]
-    if names and len(unavailable) == len(names):  # nothing was answered: the scorer is down or unreachable
-        print(f"audio-reward score: cannot reach the scorer at {', '.join(settings.urls)}: {unavailable[0]}",
-              file=sys.stderr)
+    whole = [outcomes[name] for name in names if _whole_scorer_failure(outcomes[name])]
+    if names and len(whole) == len(names):  # no file was scored, for a reason of the scorer's, not the files'
+        print(failure_line("score", settings, cast("ScorerError", whole[0])), file=sys.stderr)
         return 2
     return 1 if failed else 0
+
+
+def _whole_scorer_failure(outcome: object) -> bool:
+    """A failure that says nothing about the file: the scorer unreachable, overloaded, or wanting an API key."""
+    from .errors import RequestRejectedError, ScorerUnavailableError
+
+    if isinstance(outcome, ScorerUnavailableError):
+        return True
+    return isinstance(outcome, RequestRejectedError) and outcome.status in (401, 403)
 
 
 def _print_table(row: dict[str, Any]) -> None:

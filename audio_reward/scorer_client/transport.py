@@ -143,7 +143,7 @@ class AiohttpTransport(AsyncTransport):
         except asyncio.TimeoutError as exc:
             raise TransportTimeout(f"no answer from {request.url} within {total:g} s") from exc
         except aiohttp.ClientConnectorError as exc:
-            raise ConnectError(str(exc)) from exc
+            raise ConnectError(_connect_message(exc)) from exc
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
             raise ReadError(str(exc) or type(exc).__name__) from exc
         except aiohttp.ClientResponseError as exc:
@@ -154,6 +154,17 @@ class AiohttpTransport(AsyncTransport):
         session, self._session = self._session, None
         if session is not None and not session.closed:
             await session.close()
+
+
+def _connect_message(exc: aiohttp.ClientConnectorError) -> str:
+    """Why no connection was made, without aiohttp's ``ssl:default`` for a plain-HTTP URL.
+
+    A TLS failure keeps aiohttp's whole text: there the TLS settings are what the reader needs.
+    """
+    if isinstance(exc, aiohttp.ClientSSLError):
+        return str(exc)
+    reason = exc.os_error.strerror or str(exc.os_error)
+    return f"cannot connect to {exc.host}:{exc.port}: {reason}"
 
 
 # ---------------------------------------------------------------- what an answer means

@@ -39,7 +39,7 @@ from .http.errors import install_error_handlers
 from .http.middleware import RequestContextMiddleware
 from .openai_protocol import TranscriptionUploadDoc
 from .service.dedup import RecentResults
-from .service.engine_client import EngineClient, SchedulingConfig
+from .service.engine_client import EngineClient, SchedulingConfig, UnsupportedDefaultLanguageError
 from .service.info import ServerInfo
 from .service.pipeline import ScoringPipeline
 from .service.prometheus import ServerMetrics
@@ -96,6 +96,8 @@ class ServerParts:
     """The caller loaded and warmed the engine already (a Ray Serve replica loads before taking traffic)."""
     on_fatal: Callable[[], None] | None = None
     """Called when a model cannot load; the CLI uses it to stop the server."""
+    on_ready: Callable[[], None] | None = None
+    """Called once the models have loaded and requests are taken; the CLI uses it to say so."""
 
 
 def limit_numpy_threads(threads: int) -> None:
@@ -128,7 +130,8 @@ async def _load_models(parts: ServerParts) -> None:
                                              "quality_model": settings.quality_model}
         else:
             what, extra = "engine", {"engine": settings.engine, "model": settings.model}
-        if isinstance(exc, ModelNotAvailableError):  # its message says what to do: one line, no traceback
+        if isinstance(exc, (ModelNotAvailableError, UnsupportedDefaultLanguageError)):
+            # Its message says what to do: one line, no traceback.
             log.error("%s failed to load: %s", what, exc, extra=extra)
         else:
             log.exception("%s failed to load", what, extra=extra)
@@ -141,6 +144,8 @@ async def _load_models(parts: ServerParts) -> None:
     batching = engine_client.describe_batching()
     log.info("ready", extra={"engine": info.engine, "model": info.model_id, "sha256": info.weights_sha256,
                              "max_batch_size": batching["max_batch_size"]})
+    if parts.on_ready is not None:
+        parts.on_ready()
     note = batching["note"]
     if note:
         # A warning when the operator chose the batch size, so the setting is not silently ignored.

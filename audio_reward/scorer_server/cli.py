@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .flags import InvalidSettingsError, add_server_flags, settings_from_args
 from .scale_out import add_scale_out_flags
@@ -68,9 +70,13 @@ def _missing_extras(settings: ServerSettings) -> tuple[list[str], ModuleNotFound
 
 
 def _unreachable_model(settings: ServerSettings) -> str | None:
-    """Why a hub model cannot be had (no local copy, no hub), checked before the server starts; None if it can."""
-    from .engines.model_store import ModelNotAvailableError, ensure_hub_model, hub_repository
+    """Why the model cannot be had (a local folder that is not there, a hub model with no local copy and no hub),
+    checked before the server starts; None if it can."""
+    from .engines.model_store import ModelNotAvailableError, ensure_hub_model, hub_repository, missing_model_folder
 
+    missing = missing_model_folder(settings.model)
+    if missing is not None:
+        return missing
     repo = hub_repository(settings.engine, settings.model)
     if repo is None:
         return None
@@ -79,6 +85,56 @@ def _unreachable_model(settings: ServerSettings) -> str | None:
     except ModelNotAvailableError as exc:
         return str(exc)
     return None
+
+
+def _language_the_model_lacks(settings: ServerSettings) -> str | None:
+    """Why ``--language`` cannot be decoded by an English-only Whisper (a model named ``*.en``), or None.
+
+    Known from the name before anything loads; a model that does not say so by its name is checked
+    once it has loaded (:meth:`EngineClient.load`), where the server then stops with one line.
+    """
+    from pathlib import PurePath
+
+    from audio_reward.scoring import language_code
+
+    language = language_code(settings.language)
+    if language is None or language == "en" or not PurePath(settings.model.rstrip("/")).name.endswith(".en"):
+        return None
+    return (f"--language {settings.language}: model {settings.model} is English-only; pass --language en (or "
+            "none), or a multilingual model (--model base)")
+
+
+CUDA_PROBES = {"faster-whisper": "ctranslate2"} | dict.fromkeys(("transformers", "vllm", "funasr"), "torch")
+"""Per engine, the library that places the model on a GPU, and so the one asked whether it sees one."""
+
+
+def _cuda_devices(library: str) -> int:
+    if library == "ctranslate2":
+        import ctranslate2
+
+        return int(ctranslate2.get_cuda_device_count())
+    import torch
+
+    return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
+
+
+def _missing_device(settings: ServerSettings) -> str | None:
+    """Why ``--device cuda`` cannot be honoured on this machine (no GPU the engine's library sees), or None.
+
+    Without this check the server says where it listens, then the background load fails with the
+    library's traceback ("CUDA driver version is insufficient...").
+    """
+    library = CUDA_PROBES.get(settings.engine)
+    if library is None or not settings.device.startswith("cuda"):
+        return None
+    try:
+        if _cuda_devices(library) > 0:
+            return None
+    except (ImportError, RuntimeError, AttributeError) as exc:
+        return f"--device {settings.device}: {library} cannot look for a CUDA device ({exc}); pass --device cpu"
+    return (f"--device {settings.device}: {library} (engine {settings.engine}) sees no CUDA device on this machine "
+            "(no GPU, or its driver is missing or too old); pass --device cpu, or --device auto to use a GPU "
+            "where there is one")
 
 
 def _port_taken(host: str, port: int) -> str | None:
@@ -100,9 +156,27 @@ def _port_taken(host: str, port: int) -> str | None:
     return None
 
 
-def serve(args: argparse.Namespace) -> int:
+def _flat(prefix: str, values: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    for name, value in sorted(values.items()):
+        if isinstance(value, Mapping) and value:
+            yield from _flat(f"{prefix}{name}.", value)
+        else:
+            yield f"{prefix}{name}", value
+
+
+def _print_lines(prefix: str, values: Mapping[str, Any], *, empty: str | None = None) -> None:
+    """``values`` one ``audio-reward serve: name = value`` line each (nested ones by their dotted name), sorted,
+    as the client's commands print theirs with ``-v``."""
     import json
 
+    if not values and empty is not None:
+        print(f"audio-reward serve: {empty}", flush=True)
+    for name, value in _flat("", values):
+        shown = value if isinstance(value, str) else json.dumps(value)
+        print(f"audio-reward serve: {prefix}{name} = {shown}", flush=True)
+
+
+def serve(args: argparse.Namespace) -> int:
     from audio_reward.extras import missing_extra_message
 
     try:
@@ -114,9 +188,11 @@ def serve(args: argparse.Namespace) -> int:
     if missing:  # one line before anything starts, not a traceback from an import or the background load
         print(missing_extra_message(missing, "audio-reward serve:", error), file=sys.stderr)
         return 2
-    unreachable = _unreachable_model(settings)
-    if unreachable:
-        print(f"audio-reward serve: {unreachable}", file=sys.stderr)
+    # With --ray the GPUs are the Ray workers', not necessarily this machine's.
+    unusable = (_unreachable_model(settings) or _language_the_model_lacks(settings)
+                or (None if args.ray else _missing_device(settings)))
+    if unusable:
+        print(f"audio-reward serve: {unusable}", file=sys.stderr)
         return 2
 
     from .app import build_app
@@ -131,7 +207,7 @@ def serve(args: argparse.Namespace) -> int:
 
         return deploy_from_args(settings, args)
     if args.verbose:
-        print("audio-reward serve settings: " + json.dumps(settings.describe(), sort_keys=True), flush=True)
+        _print_lines("", settings.describe())
     try:
         app = build_app(settings)
     except (ImportError, ValueError) as exc:
@@ -139,8 +215,7 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     parts = app.state.parts
     if args.verbose:
-        print("audio-reward serve engine options: " + json.dumps(parts.engine_client.options, sort_keys=True),
-              flush=True)
+        _print_lines("engine option ", parts.engine_client.options, empty="engine options: none")
     config = uvicorn_config(app, settings)
     server = ForegroundServer(config)
 
@@ -148,7 +223,15 @@ def serve(args: argparse.Namespace) -> int:
         server.should_exit = True
 
     parts.on_fatal = stop
-    print(f"audio-reward serve: listening on http://{settings.host}:{settings.port} "
+    started = time.monotonic()
+    url = f"http://{settings.host}:{settings.port}"
+
+    def ready() -> None:
+        # The load takes seconds to minutes (the signal models): say when it is over, not only how to ask.
+        print(f"audio-reward serve: ready on {url} after {time.monotonic() - started:.0f} s", flush=True)
+
+    parts.on_ready = ready
+    print(f"audio-reward serve: listening on {url} "
           f"(engine {settings.engine}, model {settings.model}); ready when /readyz answers 200", flush=True)
     server.run()
     if server.stop_signal is not None:

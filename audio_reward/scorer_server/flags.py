@@ -56,6 +56,30 @@ class InvalidSettingsError(ValueError):
     """
 
 
+def describe_invalid(exc: Exception) -> str:
+    """Why settings do not validate, in one line naming each setting by its flag and the value given.
+
+    pydantic's own text spans several lines with its type codes and a documentation link for each error;
+    a user wants the flag to change and why (``--max-audio-seconds -1.0: input should be greater than 0``).
+    """
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return " ".join(str(exc).split())
+    options = {flag.path: flag.option for flag in server_flags()}
+    parts = []
+    for error in errors():
+        reason = str(error.get("msg", "")).removeprefix("Value error, ")
+        loc = tuple(str(p) for p in error.get("loc", ()))
+        option = options.get(loc)
+        if option is None:  # a check across fields (an unknown preset, a reward policy): its message says what
+            parts.append(reason)
+            continue
+        given = error.get("input")
+        value = f" {given}" if isinstance(given, (str, int, float)) and not isinstance(given, bool) else ""
+        parts.append(f"{option}{value}: {reason[:1].lower()}{reason[1:]}")
+    return "; ".join(parts)
+
+
 def settings_from_args(args: argparse.Namespace) -> ServerSettings:
     """The settings the command line gives, over the environment, with logging configured from them.
 
@@ -69,6 +93,6 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
     try:
         settings = ServerSettings(**server_overrides(args))
     except (ValidationError, ValueError) as exc:
-        raise InvalidSettingsError(f"invalid settings:\n{exc}") from exc
+        raise InvalidSettingsError(f"invalid settings: {describe_invalid(exc)}") from exc
     configure_logging(settings.log_level, json_lines=settings.log_json)
     return settings

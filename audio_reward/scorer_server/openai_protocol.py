@@ -87,6 +87,10 @@ class ModelCard(BaseModel):
     object: Literal["model"] = "model"
     created: int
     owned_by: str = "audio-reward"
+    root: str = Field(..., description="The model the engine loaded, which this id serves: an alias set with "
+                                       "--served-model-name names the real model here (vLLM's /v1/models does "
+                                       "the same).")
+    parent: str | None = Field(None, description="Always null: no fine-tuned models are served (as vLLM's field).")
 
 
 class ModelList(BaseModel):

@@ -15,10 +15,35 @@ mask a sample, so it never returns a made-up score.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Any
 
 from ..scorer_client import compute_score as _client_compute_score
+
+VERL_KEYWORDS = frozenset({"reward_router_address", "reward_model_tokenizer", "model_name"})
+"""Keywords verl's reward managers (and verl-omni's ``AudioRewardManager``) pass when a reward model is
+configured; they concern a reward model, not this scorer, so they are accepted and not used."""
+
+SETTINGS = ("server_url", "solution_audio", "timeout", "max_retries", "retry_backoff", "api_key")
+"""The keywords this function reads from ``reward_kwargs``, in the order of its signature."""
+
+
+def check_keywords(extra: Mapping[str, Any]) -> None:
+    """Raise TypeError for a keyword that is neither a setting nor one verl passes.
+
+    A misspelt ``reward_kwargs`` entry (``time_out=``) would otherwise be dropped and the run would go on
+    with the default, so the error names the keyword, the closest setting and every accepted one.
+    """
+    unknown = sorted(set(extra) - VERL_KEYWORDS)
+    if not unknown:
+        return
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, SETTINGS, n=1)
+        hints.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
+    raise TypeError(f"compute_score() got unexpected keyword argument(s) {', '.join(hints)}; "
+                    f"it takes {', '.join(SETTINGS)}")
 
 
 async def compute_score(
@@ -33,13 +58,15 @@ async def compute_score(
     max_retries: int = 2,
     retry_backoff: float = 0.5,
     api_key: str | None = None,
-    **_: Any,
+    **verl_keywords: Any,
 ) -> dict[str, Any]:
     """``{"score": reward, **diagnostics}`` for one rollout; raises a ``ScorerError`` on failure.
 
     ``solution_str`` (the decoded response tokens) is not used: the speech is scored, not its tokens.
-    Extra ``reward_kwargs`` verl passes (e.g. ``reward_router_address``) are ignored.
+    The keywords verl passes for a reward model (:data:`VERL_KEYWORDS`, e.g. ``reward_router_address``)
+    are accepted and not used; any other unknown keyword raises TypeError naming the closest setting.
     """
+    check_keywords(verl_keywords)
     return await _client_compute_score(
         solution_audio=solution_audio,
         ground_truth=ground_truth,

@@ -66,7 +66,8 @@ class Check:
     """stderr is exactly one line (a refusal naming what to install)."""
 
 
-SUBCOMMANDS = ("serve", "score", "eval", "validate", "schema", "preflight", "tts-speaker", "error-rate")
+SUBCOMMANDS = ("serve", "score", "eval", "validate", "schema", "preflight", "tts-speaker", "export-checkpoint",
+               "error-rate")
 TRANSCRIPTS = '{"id": "u1", "reference": "Hello, world!", "hypothesis": "hello word"}\n'
 
 CHECKS: dict[str, tuple[Check, ...]] = {

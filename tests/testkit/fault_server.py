@@ -120,6 +120,7 @@ class FaultServer(LoopbackServer):
         self.http_requests: collections.Counter[str] = collections.Counter()
         self.headers: list[dict[str, str]] = []
         self.info: dict = {"protocol_version": "1", "model": "fault"}  # what GET /v1/info answers
+        self.info_status: Status | None = None  # set: GET /v1/info answers this error instead
         self._lock = threading.Lock()
 
     def add_routes(self, app: web.Application) -> None:
@@ -133,6 +134,10 @@ class FaultServer(LoopbackServer):
         return web.json_response({"status": "ready"})
 
     async def _info(self, request: web.Request) -> web.Response:
+        if self.info_status is not None:
+            error = self.info_status
+            body = {"error": {"code": error.code, "message": f"injected {error.code}", "retryable": error.retryable}}
+            return web.json_response(body, status=error.status)
         return web.json_response(self.info)
 
     def _see(self, kind: str, request_ids: list[str], headers: dict[str, str]) -> Seen:

@@ -125,3 +125,21 @@ def tone(seconds: float = 0.5, *, hz: float = 220.0, rate: int = 16_000, amplitu
     """A float32 sine of ``hz`` lasting ``seconds`` at ``rate``: audio with no words in it."""
     t = np.arange(int(seconds * rate), dtype=np.float32) / rate
     return (amplitude * np.sin(2 * np.pi * hz * t)).astype(np.float32)
+
+
+def ffmpeg_bytes(audio: np.ndarray, rate: int, container: str, codec: str, codec_rate: int) -> bytes:
+    """Encode with FFmpeg (PyAV) into containers libsndfile cannot read: ``("ipod", "aac")`` is an M4A file,
+    ``("webm", "libopus")`` a WebM one."""
+    import av
+    import soxr
+
+    samples = soxr.resample(audio, rate, codec_rate).astype(np.float32)
+    buf = io.BytesIO()
+    with av.open(buf, "w", format=container) as out:
+        stream = out.add_stream(codec, rate=codec_rate, layout="mono")
+        frame = av.AudioFrame.from_ndarray(samples[None, :], format="fltp" if codec == "aac" else "flt",
+                                           layout="mono")
+        frame.sample_rate = codec_rate
+        for packet in [*stream.encode(frame), *stream.encode(None)]:
+            out.mux(packet)
+    return buf.getvalue()

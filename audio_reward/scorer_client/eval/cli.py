@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ...extras import install_command
-from ..cli import add_client_options, command_settings
+from ..cli import add_client_options, command_settings, failure_line
 
 EVAL_EXTRA = f"{install_command('eval')}  (from an audio-reward checkout; or: pip install matplotlib tqdm)"
 
@@ -109,7 +109,7 @@ def _eval(args: argparse.Namespace) -> int:
         print(f"audio-reward eval: {exc}", file=sys.stderr)
         return 2
     except ScorerError as exc:
-        print(f"audio-reward eval: cannot reach the scorer at {', '.join(settings.urls)}: {exc}", file=sys.stderr)
+        print(failure_line("eval", settings, exc), file=sys.stderr)
         return 2
     finally:
         bar.close()

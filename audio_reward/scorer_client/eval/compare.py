@@ -192,28 +192,51 @@ def signals_present(checkpoints: Sequence[CheckpointStats]) -> list[str]:
     return [key for key in SIGNAL_FIELDS if any(key in c.signals for c in checkpoints)]
 
 
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{100 * v:.2f} %"
+
+
+def _num(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def comparison_lines(results: EvalResults) -> list[str]:
+    """Each comparison in a line: the paired counts, the CER of the paired rows on each side and its change.
+
+    When the runs hold different utterances their own means (the table) are not comparable, so the line
+    says how many rows each side had and how many are on one side only.
+    """
+    rows = {c.name: c.count for c in results.checkpoints}
+    lines = []
+    for comp in results.comparisons:
+        both = [(u.base_cer, u.cer) for u in comp.utterances if u.base_cer is not None and u.cer is not None]
+        paired_means = (f"paired mean CER {_pct(mean([a for a, _ in both]))} → {_pct(mean([b for _, b in both]))}, "
+                        if both else "")
+        lines.append(f"{comp.checkpoint} vs {comp.base}: {comp.paired} paired ({comp.base} has {rows[comp.base]} "
+                     f"rows, {comp.checkpoint} {rows[comp.checkpoint]}), {comp.improved} better, {comp.worse} worse, "
+                     f"{comp.unchanged} equal, {comp.failed_either} failed on a side; {paired_means}"
+                     f"mean CER change {percentage_points(comp.mean_delta_cer)}")
+        if comp.only_in_base or comp.only_in_checkpoint:
+            lines.append(f"  not paired: {len(comp.only_in_base)} only in {comp.base}, {len(comp.only_in_checkpoint)} "
+                         f"only in {comp.checkpoint}; the table's means are over each run's own rows, so compare "
+                         "the paired figures above")
+    return lines
+
+
 def results_markdown(results: EvalResults) -> str:
-    """The checkpoints side by side and each comparison in a few lines, for a terminal or summary.md."""
-    def pct(v: float | None) -> str:
-        return "n/a" if v is None else f"{100 * v:.2f} %"
-
-    def num(v: float | None) -> str:
-        return "n/a" if v is None else f"{v:.3f}"
-
-    lines = ["| run | count | failures | CER mean | CER median | WER mean | dur. ratio mean | dur. ratio median "
-             "| reward mean |", "|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {c.name} | {c.count} | {c.failures} | {pct(c.mean_cer)} | {pct(c.median_cer)} | {pct(c.mean_wer)} "
-              f"| {num(c.mean_duration_ratio)} | {num(c.median_duration_ratio)} | {num(c.mean_reward)} |"
-              for c in results.checkpoints]
+    """Each comparison in a few lines (the paired figures first), then the runs side by side, for a terminal
+    or summary.md."""
+    lines = [*comparison_lines(results), ""]
+    lines += ["| run | count | failures | CER mean | CER median | WER mean | dur. ratio mean | dur. ratio median "
+              "| reward mean |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {c.name} | {c.count} | {c.failures} | {_pct(c.mean_cer)} | {_pct(c.median_cer)} | "
+              f"{_pct(c.mean_wer)} | {_num(c.mean_duration_ratio)} | {_num(c.median_duration_ratio)} | "
+              f"{_num(c.mean_reward)} |" for c in results.checkpoints]
     present = signals_present(results.checkpoints)
     if present:
         lines += ["", "| run | " + " | ".join(f"{key} mean | {key} median" for key in present) + " |",
                   "|---|" + "---|---|" * len(present)]
         lines += [f"| {c.name} | " + " | ".join(
-            f"{num(c.signals[k].mean)} | {num(c.signals[k].median)}" if k in c.signals else "n/a | n/a"
+            f"{_num(c.signals[k].mean)} | {_num(c.signals[k].median)}" if k in c.signals else "n/a | n/a"
             for k in present) + " |" for c in results.checkpoints]
-    for comp in results.comparisons:
-        lines += ["", f"{comp.checkpoint} vs {comp.base}: {comp.paired} paired, {comp.improved} better, "
-                      f"{comp.worse} worse, {comp.unchanged} equal, {comp.failed_either} failed on a side; "
-                      f"mean CER change {percentage_points(comp.mean_delta_cer)}"]
     return "\n".join(lines) + "\n"

@@ -130,6 +130,27 @@ def load_rows(path: Path) -> dict[str, dict[str, Any]]:
     return latest
 
 
+def _compact(path: Path, final: list[dict[str, Any]], latest: dict[str, dict[str, Any]]) -> None:
+    """Where ``utterances.jsonl`` holds an id twice, rewrite it with one row per id: the manifest's, in its
+    order, then any other id's.
+
+    A resumed run appends the rows it scores again (so an interruption loses nothing already written);
+    once it has finished, the earlier rows of those ids are dropped, so the file holds what the summary
+    counts.  A first run's file, one row per id in the order they finished, is left as it is.  Written
+    beside it and renamed over it: an interruption here leaves the old file whole.
+    """
+    if path.read_bytes().count(b"\n") == len(latest):
+        return
+    kept = {row["id"] for row in final}
+    rows = [*final, *(row for uid, row in latest.items() if uid not in kept)]
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        f.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
 def _error_fields(outcome: ScorerError) -> dict[str, Any]:
     """The row's ``error``: type, message, code and HTTP status of the (last) fault, and whether it was a timeout."""
     error: dict[str, Any] = {"type": type(outcome).__name__, "message": str(outcome)}
@@ -203,6 +224,18 @@ def measures_quality(info: dict[str, Any]) -> bool:
     return isinstance(signals, dict) and signals.get("quality") is not None
 
 
+def _save_scorer(out_dir: Path, info: dict[str, Any], *, resumed: bool) -> None:
+    """Write the scorer's ``/v1/info`` as ``scorer.json``; a resumed run refuses one that scores differently."""
+    saved = out_dir / SCORER_JSON
+    if saved.is_file() and resumed:
+        diff = scoring_differences(json.loads(saved.read_text(encoding="utf-8")), info)
+        if diff:
+            raise ScoringMismatchError(
+                f"{out_dir} was scored by a scorer that scores differently ({'; '.join(diff)}); "
+                "resume with the same scorer settings, or write to a new --out folder")
+    saved.write_text(json.dumps(info, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 async def run_eval(
     manifest: Path,
     out_dir: Path,
@@ -232,14 +265,7 @@ async def run_eval(
         await asyncio.to_thread(out_dir.mkdir, parents=True, exist_ok=True)
         done = {uid for uid, row in load_rows(path).items() if row.get("status") == "ok"}
         todo = [u for u in rows.good if u.id not in done]
-        saved = out_dir / SCORER_JSON
-        if saved.is_file() and done:
-            diff = scoring_differences(json.loads(saved.read_text(encoding="utf-8")), info)
-            if diff:
-                raise ScoringMismatchError(
-                    f"{out_dir} was scored by a scorer that scores differently ({'; '.join(diff)}); "
-                    "resume with the same scorer settings, or write to a new --out folder")
-        saved.write_text(json.dumps(info, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+        _save_scorer(out_dir, info, resumed=bool(done))
         if on_start is not None:
             on_start(len(rows.good) + len(rows.bad), len(rows.good) - len(todo))
         with path.open("a", encoding="utf-8") as sink:
@@ -292,6 +318,7 @@ async def run_eval(
     latest = load_rows(path)
     wanted = [u.id for u in rows.good] + [b["id"] for b in rows.bad]
     final = [latest[uid] for uid in dict.fromkeys(wanted) if uid in latest]
+    await asyncio.to_thread(_compact, path, final, latest)
     manifest_path = await asyncio.to_thread(manifest.resolve)
     summary = summarize(final, manifest=str(manifest_path))
     summary.update(audio_location(manifest_path.parent, out_dir))

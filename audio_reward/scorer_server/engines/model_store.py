@@ -133,6 +133,21 @@ def _is_local(name: str) -> bool:
     return name in PACKAGED_MODELS or path.exists() or bool(path.suffix) or name.startswith(("/", ".", "~"))
 
 
+def missing_model_folder(name: str) -> str | None:
+    """Why ``name``, written as a local path (``/…``, ``./…``, ``~/…``), names nothing; None otherwise.
+
+    Checked before the server listens: a typo in ``--model`` would otherwise surface only in the
+    background load, after the server said where it listens.
+    """
+    if name in PACKAGED_MODELS or not name.startswith(("/", ".", "~")):
+        return None
+    path = Path(name).expanduser()
+    if path.exists():
+        return None
+    return (f"model folder {name!r} does not exist (--model takes {', '.join(PACKAGED_MODELS)}, a hub id, "
+            "or the folder of a model)")
+
+
 def hub_repository(engine: str, name: str) -> str | None:
     """The hub repository ``engine`` downloads for model ``name``; None when the model is local or packaged.
 

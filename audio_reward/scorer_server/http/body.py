@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from typing import Any
 
 from fastapi import Request
+from starlette.datastructures import FormData
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import (
     BadRequestError,
@@ -74,6 +77,32 @@ async def _read(request: Request, max_bytes: int, max_audio_seconds: float | Non
     return b"".join(chunks)
 
 
+async def parse_form(request: Request, body: bytes, *, max_files: int, max_fields: int) -> FormData:
+    """The multipart form of a body already read (and size-checked); 400 ``malformed_multipart`` if unreadable.
+
+    The caller closes the form (its uploads are spooled files).
+    """
+    async def replay() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    try:
+        return await Request(request.scope, replay).form(max_files=max_files, max_fields=max_fields,
+                                                         max_part_size=len(body) + 1)
+    except StarletteHTTPException as exc:
+        raise BadRequestError("malformed_multipart", f"the multipart body cannot be read: {exc.detail}") from None
+
+
+def is_multipart_form(request: Request) -> bool:
+    """Whether the request declares a ``multipart/form-data`` body."""
+    return request.headers.get("content-type", "").lower().startswith("multipart/form-data")
+
+
+async def require_json_or_form(request: Request) -> None:
+    """FastAPI dependency of ``/v1/score``: JSON, or a ``multipart/form-data`` upload (:mod:`.score_form`)."""
+    if not is_multipart_form(request):
+        await require_json(request)
+
+
 async def require_json(request: Request) -> None:
     """FastAPI dependency: 415 with a hint for a body that is declared as something other than JSON."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -81,8 +110,8 @@ async def require_json(request: Request) -> None:
         return
     hint = "send the request as a JSON object with Content-Type: application/json (see /docs)"
     if content_type.startswith("multipart/"):
-        hint += "; to upload an audio file, put it base64-encoded in audio_file_base64, or use the " \
-                "OpenAI-compatible POST /v1/audio/transcriptions for transcripts"
+        hint += "; to upload an audio file, send multipart/form-data to POST /v1/score (a 'file' part and a " \
+                "'text' field), or put it base64-encoded in audio_file_base64"
     elif content_type.startswith("audio/"):
         hint += "; raw audio goes base64-encoded in audio_file_base64 (WAV, FLAC, MP3, OGG, M4A...)"
     raise UnsupportedMediaTypeError(f"this endpoint takes JSON, not {content_type}: {hint}")

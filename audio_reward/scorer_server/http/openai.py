@@ -33,7 +33,7 @@ from ..openai_protocol import (
 )
 from ..service.transcription import TranscriptionService, render
 from .auth import require_api_key
-from .body import read_body
+from .body import parse_form, read_body
 from .deps import get_metrics, get_settings, get_transcriptions
 from .errors import openai_error_body, server_error_openai_body, validation_message
 from .middleware import request_id_of
@@ -115,15 +115,8 @@ async def _parse_upload(request: Request, body: bytes) -> tuple[TranscriptionFor
             f"{shown} is not accepted here: send multipart/form-data with the audio in a 'file' part and a "
             "'model' field, as OpenAI clients do (curl -F file=@speech.wav -F model=...)")
 
-    async def replay() -> dict[str, Any]:
-        return {"type": "http.request", "body": body, "more_body": False}
-
     # The body was read (and size-checked) already; the multipart parser reads it from memory.
-    try:
-        form = await Request(request.scope, replay).form(max_files=1, max_fields=MAX_FORM_FIELDS,
-                                                         max_part_size=len(body) + 1)
-    except StarletteHTTPException as exc:
-        raise BadRequestError("malformed_multipart", f"the multipart body cannot be read: {exc.detail}") from None
+    form = await parse_form(request, body, max_files=1, max_fields=MAX_FORM_FIELDS)
     try:
         for name in form:
             reason = UNSUPPORTED_FIELDS.get(name.removesuffix("[]"))

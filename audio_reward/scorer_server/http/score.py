@@ -17,12 +17,13 @@ from audio_reward.protocol import BatchScoreResponse, ScoreResponse
 from ..config import ServerConfig
 from ..service.pipeline import ScoringPipeline
 from .auth import require_api_key
-from .body import read_body, require_json
+from .body import is_multipart_form, read_body, require_json, require_json_or_form
 from .deps import get_pipeline, get_settings
 from .middleware import request_id_of
 from .responses import OrjsonResponse, encode_off_loop, error_responses, json_body
+from .score_form import form_score_body, score_body
 
-router = APIRouter(tags=["scoring"], dependencies=[Depends(require_api_key), Depends(require_json)])
+router = APIRouter(tags=["scoring"], dependencies=[Depends(require_api_key)])
 
 Settings = Annotated[ServerConfig, Depends(get_settings)]
 Pipeline = Annotated[ScoringPipeline, Depends(get_pipeline)]
@@ -31,13 +32,16 @@ _ERRORS = error_responses(400, 401, 408, 413, 415, 429, 500, 503, 504)
 _SCORE_DOC: dict[str, Any] = {
     "response_class": OrjsonResponse,
     "responses": {200: {"model": ScoreResponse, "description": "Flat score and diagnostics."}, **_ERRORS},
-    "openapi_extra": json_body("ScoreRequest"),
+    "openapi_extra": score_body(),
+    "dependencies": [Depends(require_json_or_form)],
 }
 
 
 async def _score(request: Request, settings: ServerConfig, pipeline: ScoringPipeline) -> OrjsonResponse:
     body = await read_body(request, settings.max_body_bytes, settings.body_timeout_s,
                            max_audio_seconds=settings.max_audio_seconds)
+    if is_multipart_form(request):
+        body = await form_score_body(request, body)
     return OrjsonResponse(await pipeline.score(body, request_id_of(request)))
 
 
@@ -59,6 +63,7 @@ async def score_compat(request: Request, settings: Settings, pipeline: Pipeline)
     response_class=OrjsonResponse,
     responses={200: {"model": BatchScoreResponse, "description": "Results in request order."}, **_ERRORS},
     openapi_extra=json_body("BatchScoreRequest"),
+    dependencies=[Depends(require_json)],
 )
 async def score_batch(request: Request, settings: Settings, pipeline: Pipeline) -> Response:
     """Score every item; a failing item becomes an error object in its slot, the others still score."""

@@ -91,6 +91,10 @@ class EngineState:
     started_at: float = field(default_factory=time.time)
 
 
+class UnsupportedDefaultLanguageError(ValueError):
+    """The server's ``--language`` is one its loaded model does not transcribe: every request would be refused."""
+
+
 class EngineClient:
     """The ASR engine as every service sees it; built once per app, started by the app's lifespan."""
 
@@ -146,7 +150,19 @@ class EngineClient:
     def load(self) -> None:
         """Load and warm the engine (blocking; the lifespan runs it in a thread)."""
         self._engine.load()
+        self._check_default_language()
         self._engine.warmup()
+
+    def _check_default_language(self) -> None:
+        """Fail the load when ``--language`` is one the model lacks: the server would refuse every request
+        that names no language of its own, so it is a start-up error, not a per-request one."""
+        language, supported = language_code(self.default_language), self._engine.languages
+        if language is None or supported is None or language in supported:
+            return
+        shown = ", ".join(sorted(supported)) if len(supported) <= 12 else f"{len(supported)} languages"
+        raise UnsupportedDefaultLanguageError(
+            f"--language {self.default_language}: model {self.info.model_id} does not transcribe it "
+            f"(it supports: {shown})")
 
     def failed(self, exc: BaseException) -> None:
         """Record that the models could not load: ``/readyz`` says so, requests get 503 naming it."""

@@ -115,13 +115,14 @@ class TranscriptionService:
 
     def models(self) -> ModelList:
         """``GET /v1/models``."""
-        created = int(self.engine_client.state.started_at)
-        return ModelList(data=[ModelCard(id=name, created=created) for name in self.model_names()])
+        created, root = int(self.engine_client.state.started_at), self.engine_client.info.model_id
+        return ModelList(data=[ModelCard(id=name, created=created, root=root) for name in self.model_names()])
 
     def model_card(self, model_id: str) -> ModelCard:
         """``GET /v1/models/{id}``; 404 for a model not served here."""
         self._check_model(model_id)
-        return ModelCard(id=model_id, created=int(self.engine_client.state.started_at))
+        return ModelCard(id=model_id, created=int(self.engine_client.state.started_at),
+                         root=self.engine_client.info.model_id)
 
     def _check_model(self, model_id: str) -> None:
         names = self.model_names()

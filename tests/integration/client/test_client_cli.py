@@ -84,6 +84,12 @@ def test_eval_writes_report_and_resumes(fault_server: FaultServer, tone: np.ndar
     summary = json.loads((out / "summary.json").read_text())
     assert summary["utterances"] == 16 and summary["scored"] == 12 and summary["failed"] == 4
     assert "torn" not in load_rows(out / "utterances.jsonl")
+    # One line per id after a resume, in manifest order, as the summary counts them (not 16 + the retried rows).
+    lines = [json.loads(line) for line in (out / "utterances.jsonl").read_text().splitlines()]
+    assert [row["id"] for row in lines] == summary["ids"] and len(lines) == 16
+    assert sum(row["status"] == "ok" for row in lines) == 12
+    assert main(base) == 1  # a third run retries the bad rows only, and the file stays one line per id
+    assert len((out / "utterances.jsonl").read_text().splitlines()) == 16
 
 
 def test_eval_counts_every_item_once_on_the_bar_and_in_the_summary(fault_server: FaultServer, tone: np.ndarray,
@@ -330,3 +336,123 @@ def test_score_exit_status_follows_the_documented_table(fault_server: FaultServe
     assert down.stderr.splitlines()[-1].startswith(f"audio-reward score: cannot reach the scorer at {dead_url}: ")
     assert "Traceback" not in down.stderr
     assert score("ftp://nowhere", wav).returncode == 2
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "audio_reward.cli", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_a_scorer_that_wants_an_api_key_is_named_so_not_unreachable(tone: np.ndarray, tmp_path: Path) -> None:
+    from tests.testkit.server import running_server
+
+    sf.write(tmp_path / "a.wav", tone, 16000)
+    manifest = tmp_path / "manifest.jsonl"
+    manifest.write_text(json.dumps({"audio": "a.wav", "text": "hi"}) + "\n")
+    with running_server(instant=True, env={"AUDIO_REWARD_API_KEY": "the-key"}) as server:
+        env_free = ["--url", server.url]
+        runs = {
+            "score needs": _cli("score", "--text", "hi", str(tmp_path / "a.wav"), *env_free),
+            "eval needs": _cli("eval", str(manifest), "--out", str(tmp_path / "run"), "--no-progress", *env_free),
+            "score refused": _cli("score", "--text", "hi", str(tmp_path / "a.wav"), "--api-key", "wrong", *env_free),
+        }
+        assert _cli("score", "--text", "hi", str(tmp_path / "a.wav"), "--api-key", "the-key", *env_free).returncode == 0
+    for name, proc in runs.items():
+        command, wanted = name.split()
+        last = proc.stderr.splitlines()[-1]
+        assert proc.returncode == 2, (name, proc.stderr)
+        words = "needs an API key" if wanted == "needs" else "refused the API key"
+        assert last.startswith(f"audio-reward {command}: the scorer at {server.url} {words} (HTTP 401"), last
+        assert last.endswith("give it with --api-key or AUDIO_REWARD_CLIENT_API_KEY")
+        assert "cannot reach" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_scorer_answering_504_is_named_so_not_unreachable(fault_server: FaultServer, tone: np.ndarray,
+                                                            tmp_path: Path) -> None:
+    sf.write(tmp_path / "a.wav", tone, 16000)
+    manifest = tmp_path / "manifest.jsonl"
+    manifest.write_text(json.dumps({"audio": "a.wav", "text": "hi"}) + "\n")
+    fault_server.policy = lambda seen: Status(504, code="gateway_timeout")
+    score = _cli("score", "--text", "hi", str(tmp_path / "a.wav"), "--url", fault_server.url, "--max-retries", "1",
+                 "--backoff", "0")
+    assert score.returncode == 2
+    assert score.stderr.splitlines()[-1].startswith(
+        f"audio-reward score: the scorer at {fault_server.url} answered errors through every retry (")
+    fault_server.info_status = Status(504, code="gateway_timeout")  # a proxy in front of a stuck scorer
+    ev = _cli("eval", str(manifest), "--out", str(tmp_path / "run"), "--no-progress", "--url", fault_server.url)
+    assert ev.returncode == 2
+    assert ev.stderr.splitlines()[-1].startswith(
+        f"audio-reward eval: the scorer at {fault_server.url} answered but could not serve the request; try again")
+    assert "cannot reach" not in score.stderr + ev.stderr
+
+
+def test_an_unreachable_plain_http_scorer_is_described_without_tls_words(tone: np.ndarray, tmp_path: Path,
+                                                                         dead_url: str) -> None:
+    sf.write(tmp_path / "a.wav", tone, 16000)
+    proc = _cli("score", "--text", "hi", str(tmp_path / "a.wav"), "--url", dead_url, "--max-retries", "0")
+    port = dead_url.rsplit(":", 1)[1]
+    assert proc.returncode == 2
+    assert f"cannot connect to 127.0.0.1:{port}: " in proc.stderr.splitlines()[-1]
+    assert "ssl" not in proc.stderr
+
+
+def test_score_into_a_closed_pipe_stops_quietly(fault_server: FaultServer, tone: np.ndarray, tmp_path: Path) -> None:
+    # `audio-reward score ... | head -1`: the reader leaves before the output is written. The read end is
+    # closed before the command starts, so every write meets a closed pipe (no race with the pipe's buffer).
+    files = []
+    for i in range(3):
+        sf.write(tmp_path / f"a{i}.wav", tone, 16000)
+        files.append(str(tmp_path / f"a{i}.wav"))
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "audio_reward.cli", "score", "--text", "hi", "--url",
+                               fault_server.url, *files], stdout=write_end, stderr=subprocess.PIPE, text=True,
+                              timeout=120)
+    finally:
+        os.close(write_end)
+    assert proc.stderr == "" and proc.returncode == 141, proc.stderr
+    assert fault_server.http_requests["batch"] == 1  # it did score before writing
+
+
+def test_score_and_eval_read_m4a_and_webm_as_the_server_does(scorer_url: str, tmp_path: Path) -> None:
+    from tests.testkit.speech import ffmpeg_bytes, synth_speech
+
+    text = "The quick brown fox jumps over the lazy dog."
+    audio, rate = synth_speech(text)
+    (tmp_path / "speech.m4a").write_bytes(ffmpeg_bytes(audio, rate, "ipod", "aac", 24_000))
+    (tmp_path / "speech.webm").write_bytes(ffmpeg_bytes(audio, rate, "webm", "libopus", 48_000))
+    files = [str(tmp_path / "speech.m4a"), str(tmp_path / "speech.webm")]
+    score = _cli("score", "--text", text, "--json", "--url", scorer_url, *files)
+    assert score.returncode == 0, score.stdout + score.stderr
+    rows = [json.loads(line) for line in score.stdout.splitlines()]
+    assert [r["file"] for r in rows] == files and all(r["cer"] < 0.05 for r in rows), rows
+    manifest = tmp_path / "manifest.jsonl"
+    manifest.write_text("".join(json.dumps({"audio": Path(f).name, "text": text}) + "\n" for f in files))
+    ev = _cli("eval", str(manifest), "--out", str(tmp_path / "run"), "--no-progress", "--url", scorer_url)
+    assert ev.returncode == 0, ev.stdout + ev.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["scored"] == 2 and summary["cer_percent"] < 5
+
+
+def test_score_help_names_the_formats_it_reads() -> None:
+    usage = _cli("score", "--help").stdout
+    assert "WAV or FLAC files" not in usage
+    assert all(name in usage for name in ("WAV", "FLAC", "MP3", "OGG", "M4A", "WebM"))
+
+
+def test_without_pyav_an_m4a_file_says_how_to_get_it(fault_server: FaultServer, tmp_path: Path) -> None:
+    # The client environment has no PyAV: the file is refused with the way to read it, and never sent.
+    from tests.testkit.speech import ffmpeg_bytes, synth_speech
+
+    (tmp_path / "speech.m4a").write_bytes(ffmpeg_bytes(*synth_speech("Hello world."), "ipod", "aac", 24_000))
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "sitecustomize.py").write_text("import sys\nsys.modules['av'] = None\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hidden), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "audio_reward.cli", "score", "--text", "Hello world.", "--url",
+                           fault_server.url, str(tmp_path / "speech.m4a")], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 1
+    assert "M4A, WebM and other FFmpeg formats need PyAV: pip install av" in done.stdout
+    assert sum(fault_server.http_requests.values()) == 0

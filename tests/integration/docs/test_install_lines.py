@@ -50,3 +50,39 @@ def test_an_install_line_is_a_tested_environment(where: str, extras: frozenset[s
         f"({', '.join(e.install_spec for e in ENVIRONMENTS)}) plus extras tested elsewhere "
         f"({', '.join(EXTRA_ONLY_ELSEWHERE)}): add it to tests/environments/environments.py"
     )
+
+
+INDIRECT_TORCH = {"whisper-en": "openai-whisper requires torch", "vllm": "vllm requires torch"}
+"""Extras that bring torch through a package of theirs rather than naming it."""
+
+GPU_ONLY = {"vllm": "the vLLM extra is for GPU machines, where pip's CUDA torch is the one wanted"}
+"""Torch extras whose install lines may let pip choose torch."""
+
+
+def torch_extras() -> set[str]:
+    """Every extra that installs torch: those that name it in pyproject.toml, and :data:`INDIRECT_TORCH`."""
+    import tomllib
+
+    extras = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    named = {name for name, reqs in extras.items() if any(re.match(r"torch\b", r) for r in reqs)}
+    return named | set(INDIRECT_TORCH)
+
+
+def test_the_readme_names_every_extra_that_needs_torch() -> None:
+    text = " ".join((REPO_ROOT / "README.md").read_text(encoding="utf-8").split())
+    listed = re.search(r"Extras that need torch \(([^)]*)\)", text)
+    assert listed is not None, "README.md lost its sentence on the extras that need torch"
+    named = set(re.findall(r"`([\w-]+)`", listed[1]))
+    assert torch_extras() <= named, f"README.md's torch list lacks {sorted(torch_extras() - named)}"
+
+
+@pytest.mark.parametrize(("where", "extras"), LINES, ids=[w for w, _ in LINES])
+def test_an_install_line_with_a_torch_extra_installs_torch_first(where: str, extras: frozenset[str]) -> None:
+    # pip resolves a torch extra to PyPI's CUDA build (gigabytes) unless torch is installed first.
+    needs = (extras & torch_extras()) - set(GPU_ONLY)
+    if not needs:
+        return
+    path, number = where.rsplit(":", 1)
+    lines = (REPO_ROOT / path).read_text(encoding="utf-8").splitlines()
+    before = "\n".join(lines[max(0, int(number) - 4):int(number)])
+    assert "torch==" in before, f"{where}: installs {sorted(needs)} without installing torch==… first"

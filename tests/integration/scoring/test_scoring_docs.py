@@ -74,3 +74,39 @@ def test_the_error_rate_example_prints_what_the_doc_shows(tmp_path: Path) -> Non
                           capture_output=True, env=env, timeout=120, check=False)
     assert proc.returncode == 1, proc.stderr  # the doc says: 1, one line refused
     assert proc.stdout.decode().splitlines() == lines[command_at + 1:]
+
+
+def _expected_rewards() -> list[tuple[str | None, list[float]]]:
+    """The rows of "What rewards to expect": the spoken sentence (None: silence) and CER, 1-cer, exp, tanh."""
+    section = DOC.split("### What rewards to expect", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) != 5 or not re.fullmatch(r"[\d.]+", cells[1]):
+            continue
+        spoken = re.match(r"`([^`]+)`", cells[0])
+        rows.append((spoken[1] if spoken else None, [float(c) for c in cells[1:]]))
+    return rows
+
+
+def test_the_rewards_to_expect_are_what_the_server_gives(signals_url: str) -> None:
+    import numpy as np
+
+    from audio_reward.scorer_client import ScorerClient
+    from tests.testkit.speech import synth_speech
+
+    target = "The quick brown fox jumps over the lazy dog."
+    rows = _expected_rewards()
+    assert len(rows) == 4 and rows[-1][0] is None
+    section = DOC.split("### What rewards to expect", 1)[1]
+    silence = np.zeros(3 * 16_000, np.float32)
+    with ScorerClient(signals_url) as client:
+        for spoken, (cer, *rewards) in rows:
+            audio, rate = synth_speech(spoken) if spoken is not None else (silence, 16_000)
+            got = [client.score(audio, rate, target, reward={"formula": f}) for f in ("1-cer", "exp", "tanh")]
+            assert float(got[0].diagnostics["cer"]) == pytest.approx(cer, abs=0.002), spoken  # type: ignore[arg-type]
+            assert [r.score for r in got] == pytest.approx(rewards, abs=0.002), spoken
+        quiet = client.score(silence, 16_000, target, reward={"quality_weight": 0.2}).score
+        said = client.score(*synth_speech(target), target, reward={"quality_weight": 0.2}).score
+    assert f"earns `0.2 · (1.84 - 1) / 4 = {quiet:.3f}`" in section
+    assert f"the target\n  earns {said:.3f}" in section

@@ -15,16 +15,14 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import av
 import httpx
 import numpy as np
 import openai
 import pytest
 import soundfile as sf
-import soxr
 
 from tests.testkit.server import REPO_ROOT, free_port, running_server
-from tests.testkit.speech import synth_speech, tone
+from tests.testkit.speech import ffmpeg_bytes, synth_speech, tone
 
 TEXT = "The quick brown fox jumps over the lazy dog."
 API_KEY = "openai-test-key-0123456789"
@@ -33,20 +31,6 @@ API_KEY = "openai-test-key-0123456789"
 def wav_bytes(audio: np.ndarray, rate: int, fmt: str = "WAV", subtype: str | None = None) -> bytes:
     buf = io.BytesIO()
     sf.write(buf, audio, rate, format=fmt, subtype=subtype)
-    return buf.getvalue()
-
-
-def ffmpeg_bytes(audio: np.ndarray, rate: int, container: str, codec: str, codec_rate: int) -> bytes:
-    """Encode with FFmpeg (PyAV): containers libsndfile cannot read."""
-    samples = soxr.resample(audio, rate, codec_rate).astype(np.float32)
-    buf = io.BytesIO()
-    with av.open(buf, "w", format=container) as out:
-        stream = out.add_stream(codec, rate=codec_rate, layout="mono")
-        frame = av.AudioFrame.from_ndarray(samples[None, :], format="fltp" if codec == "aac" else "flt",
-                                           layout="mono")
-        frame.sample_rate = codec_rate
-        for packet in [*stream.encode(frame), *stream.encode(None)]:
-            out.mux(packet)
     return buf.getvalue()
 
 
@@ -337,6 +321,10 @@ def test_docs_replacing_vllm_serve_run_as_written(tmp_path: Path) -> None:
         with openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=120) as sdk:
             assert [m.id for m in sdk.models.list().data] == ["openai/whisper-large-v3", "whisper-1"]
             assert sdk.models.retrieve("whisper-1").id == "whisper-1"
+            # Each alias names the model actually loaded, as vLLM's root does.
+            listed = httpx.get(f"{server.url}/v1/models", timeout=30).json()["data"]
+            assert [(m["root"], m["parent"]) for m in listed] == [("tiny.en", None)] * 2
+            assert httpx.get(f"{server.url}/v1/models/whisper-1", timeout=30).json()["root"] == "tiny.en"
             sent = sdk.audio.transcriptions.create(model="whisper-1", file=("speech.wav", wav_bytes(audio, rate)))
             assert sent.text.strip() == TEXT
             with pytest.raises(openai.NotFoundError) as info:

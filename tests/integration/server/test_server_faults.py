@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -210,7 +211,9 @@ def test_cli_server_is_unready_before_load_then_ready_and_stops_on_sigterm() -> 
         # SIGTERM is a clean stop: exit 0; SIGKILL (-9) would mean it hung.
         assert stop_process(server.proc) == 0
         out = server.log_path.read_text()
-    assert "audio-reward serve settings:" in out and '"model": "tiny.en"' in out
+    # -v: one "name = value" line per setting, nested ones by their dotted name, then a line once ready.
+    assert "audio-reward serve: model = tiny.en\n" in out and "audio-reward serve: reward.formula = 1-cer\n" in out
+    assert re.search(r"^audio-reward serve: ready on http://\S+ after \d+ s$", out, re.MULTILINE), out
 
 
 def test_cli_exits_nonzero_when_the_model_is_missing(tmp_path: Any) -> None:

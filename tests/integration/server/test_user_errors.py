@@ -52,17 +52,44 @@ def test_missing_fields_are_named_as_missing(scorer_url: str) -> None:
     assert no_audio["message"].startswith("$: the audio is missing: send one of waveform_f32_base64")
 
 
-def test_multipart_and_raw_audio_to_json_endpoints_get_415_with_a_hint(scorer_url: str) -> None:
+def test_multipart_to_the_batch_endpoint_and_raw_audio_get_415_with_a_hint(scorer_url: str) -> None:
     audio, rate = synth_speech(TEXT)
     wav = base64.b64decode(encode_file(audio, rate))
-    for path in ("/v1/score", "/score", "/v1/score/batch"):
-        r = httpx.post(f"{scorer_url}{path}", files={"file": ("speech.wav", wav)}, data={"prompt": TEXT}, timeout=60)
-        error = r.json()["error"]
-        assert r.status_code == 415 and error["code"] == "unsupported_media_type", r.text
-        assert "multipart/form-data" in error["message"] and "audio_file_base64" in error["message"]
-        assert "/v1/audio/transcriptions" in error["message"] and "surrogates" not in error["message"]
+    r = httpx.post(f"{scorer_url}/v1/score/batch", files={"file": ("speech.wav", wav)}, data={"text": TEXT},
+                   timeout=60)
+    error = r.json()["error"]
+    assert r.status_code == 415 and error["code"] == "unsupported_media_type", r.text
+    assert "multipart/form-data to POST /v1/score" in error["message"] and "audio_file_base64" in error["message"]
+    assert "surrogates" not in error["message"]
     raw = httpx.post(f"{scorer_url}/v1/score", content=wav, headers={"Content-Type": "audio/wav"}, timeout=60)
     assert raw.status_code == 415 and "base64-encoded in audio_file_base64" in raw.json()["error"]["message"]
+
+
+def test_score_takes_a_file_upload_as_curl_F_sends_it(scorer_url: str, tmp_path: Path) -> None:
+    # No base64 in a shell argument: the file as a form part, the text beside it (as the OpenAI route takes it).
+    audio, rate = synth_speech(TEXT)
+    (tmp_path / "speech.wav").write_bytes(base64.b64decode(encode_file(audio, rate)))
+    for path in ("/v1/score", "/score"):
+        done = subprocess.run(["curl", "-s", "-F", "file=@speech.wav", "-F", f"text={TEXT}", "-F", "language=en",
+                               "-F", 'reward={"formula": "exp"}', "-F", "reference_duration_s=3",
+                               "-F", "request_id=form-1", f"{scorer_url}{path}"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True)
+        answer = json.loads(done.stdout)
+        assert answer["transcript"] == TEXT and answer["score"] == 1.0, answer
+        assert answer["request_id"] == "form-1" and answer["expected_duration_source"] == "reference"
+    wav = (tmp_path / "speech.wav").read_bytes()
+    refusals = [
+        ({"language": "en"}, "missing_field", "text", "the form has no 'text' field"),
+        ({"text": TEXT, "colour": "red"}, "unknown_field", "colour", "the form field 'colour' is not known"),
+        ({"text": TEXT, "reward": "exp"}, "invalid_request", "reward", "form field 'reward' must be a JSON value"),
+    ]
+    for data, code, field, says in refusals:
+        r = httpx.post(f"{scorer_url}/v1/score", files={"file": ("speech.wav", wav)}, data=data, timeout=60)
+        error = r.json()["error"]
+        assert (r.status_code, error["code"], error["path"]) == (400, code, field), r.text
+        assert error["message"].startswith(says)
+    no_file = httpx.post(f"{scorer_url}/v1/score", data={"text": TEXT}, files={"x": ("x", b"")}, timeout=60)
+    assert no_file.status_code == 400 and no_file.json()["error"]["path"] == "file"
 
 
 def test_json_sent_the_way_curl_d_sends_it_still_scores(scorer_url: str) -> None:
@@ -166,3 +193,65 @@ def test_serve_on_a_port_another_server_holds_is_one_line_before_anything_loads(
         f"audio-reward serve: cannot listen on 127.0.0.1:{port}: Address already in use "
         "(another server holds it? pass --port)"
     ]
+
+
+def _gpus_ctranslate2_sees() -> int:
+    import ctranslate2
+
+    return int(ctranslate2.get_cuda_device_count())
+
+
+@pytest.mark.skipif(_gpus_ctranslate2_sees() > 0, reason="this machine has a GPU: --device cuda is usable here")
+def test_serve_device_cuda_without_a_gpu_is_one_line_before_it_listens() -> None:
+    done = _serve(["--device", "cuda"], {})
+    # Not "listening on" followed by CTranslate2's traceback from the background load.
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert done.stderr.splitlines() == [
+        "audio-reward serve: --device cuda: ctranslate2 (engine faster-whisper) sees no CUDA device on this machine "
+        "(no GPU, or its driver is missing or too old); pass --device cpu, or --device auto to use a GPU where there "
+        "is one"]
+
+
+@pytest.mark.parametrize("model", ["/nonexistent", "./models/whisper-tiny", "~/no-such-model"])
+def test_serve_with_a_model_folder_that_is_not_there_is_one_line_before_it_listens(model: str) -> None:
+    done = _serve(["--model", model], {})
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert done.stderr.splitlines() == [
+        f"audio-reward serve: model folder {model!r} does not exist (--model takes tiny.en, base, a hub id, "
+        "or the folder of a model)"]
+
+
+@pytest.mark.parametrize(("flags", "line"), [
+    (["--preset", "bogus"], "invalid settings: unknown preset 'bogus'; available: fast-en, qwen3-asr, "
+                            "seed-tts-eval-en, seed-tts-eval-zh"),
+    (["--max-audio-seconds", "-1"], "invalid settings: --max-audio-seconds -1.0: input should be greater than 0"),
+    (["--max-batch-size", "0", "--reward-formula", "square"],
+     "invalid settings: --max-batch-size 0: input should be greater than or equal to 1"),
+    (["--language", "xx"], "--language xx: model tiny.en is English-only; pass --language en (or none), "
+                           "or a multilingual model (--model base)"),
+], ids=["preset", "max-audio-seconds", "two-errors", "language"])
+def test_bad_serve_settings_are_one_line_naming_the_flag(flags: list[str], line: str) -> None:
+    done = _serve(flags, {})
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    [said] = done.stderr.splitlines()
+    assert said.startswith(f"audio-reward serve: {line}"), said
+    assert "pydantic" not in said and "type=" not in said
+
+
+def test_an_unknown_serve_flag_shows_serves_usage() -> None:
+    done = _serve(["--bogus-flag"], {})
+    assert done.returncode == 2
+    assert done.stderr.startswith("usage: audio-reward serve ")
+    assert done.stderr.splitlines()[-1] == "audio-reward serve: error: unrecognized arguments: --bogus-flag"
+
+
+def test_a_language_the_loaded_model_lacks_stops_the_server_with_one_line(tmp_path: Path) -> None:
+    # The same English-only weights under a name that does not say so: found once the model has loaded.
+    from audio_reward.scorer_server.engines.model_store import resolve_ctranslate2_model
+
+    folder = tmp_path / "whisper-small-english"
+    folder.symlink_to(resolve_ctranslate2_model("tiny.en").path)
+    done = _serve(["--model", str(folder), "--language", "fr"], {})
+    assert done.returncode == 1
+    assert f"--language fr: model {folder} does not transcribe it (it supports: en)" in done.stderr
+    assert "Traceback" not in done.stderr

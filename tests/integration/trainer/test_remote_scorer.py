@@ -89,9 +89,31 @@ async def test_reward_function_takes_verl_signature_and_audio_from_extra_info(sc
             extra_info={"audio": wave, "audio_sample_rate": rate, "index": "3", "num_turns": None},
             server_url=scorer_url, reward_router_address=None,
         )
+        # What verl-omni's AudioRewardManager adds when a reward model is configured: accepted, not used.
+        with_model = await compute_score(
+            data_source="tts_cer", solution_str="", ground_truth=TEXTS[1], solution_audio=(wave, rate),
+            server_url=scorer_url, reward_router_address="127.0.0.1:9", reward_model_tokenizer=None, model_name="rm",
+        )
     finally:
         await close_cached_clients()
     assert result["score"] > 0.85 and result["cer"] < 0.1
+    assert with_model["score"] == pytest.approx(result["score"])
+
+
+async def test_a_misspelt_reward_kwarg_is_an_error_not_a_lost_setting(scorer_url: str) -> None:
+    from audio_reward.scorer_client import close_cached_clients
+    from audio_reward.trainer_plugin.reward_fn import compute_score
+
+    wave, rate = synth_speech(TEXTS[1])
+    try:
+        with pytest.raises(TypeError, match=r"'time_out' \(did you mean 'timeout'\?\).*server_url, solution_audio"):
+            await compute_score(data_source="tts_cer", solution_str="", ground_truth=TEXTS[1],
+                                extra_info={"audio": wave, "audio_sample_rate": rate},
+                                server_url=scorer_url, time_out=5.0)
+        with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) 'colour'; it takes"):
+            await compute_score(ground_truth=TEXTS[1], solution_audio=(wave, rate), server_url=scorer_url, colour=1)
+    finally:
+        await close_cached_clients()
 
 
 async def test_a_rows_reference_recording_enters_the_reward(signals_url: str, tmp_path) -> None:
