@@ -19,18 +19,19 @@ import logging
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 logger = logging.getLogger(__name__)
 
 TRAIN_REWARD = "critic/score/mean"
 """verl's mean sequence reward of the step's training batch (before any KL penalty)."""
-CARRIED = {
+CARRIED = MappingProxyType({
     "score_failed": "score_failed",
     "response_length": "response_length/mean",
     "step_s": "timing_s/step",
     "rollout_probs_diff_max": "training/rollout_probs_diff_max",
-}
+})
 """Other per-step figures kept beside the reward, by their verl metric name (a suffix match)."""
 
 
