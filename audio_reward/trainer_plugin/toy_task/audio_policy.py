@@ -86,14 +86,19 @@ def _answer_head(model: Any, tokenizer: Any, scale: float = 6.0) -> None:
         toward = hidden / hidden.norm(dim=-1, keepdim=True).square()
         for letter in LETTERS:
             head[ids[letter]] = scale * toward[0]
-        head[tokenizer.convert_tokens_to_ids("<|im_end|>")] = scale * toward[1:].sum(0)
+        # stronger: after a letter the turn should end, or the answer runs on into other bytes
+        head[tokenizer.convert_tokens_to_ids("<|im_end|>")] = 2 * scale * toward[1:].sum(0)
 
 
 def build_audio_policy(out_dir: str | Path, seed: int = 0) -> Path:
     """Write the tiny Qwen2-Audio folder (weights, config, tokenizer, feature extractor, processor) to ``out_dir``."""
     import torch
-    from transformers import Qwen2AudioConfig, Qwen2AudioForConditionalGeneration, Qwen2AudioProcessor
-    from transformers import WhisperFeatureExtractor
+    from transformers import (
+        Qwen2AudioConfig,
+        Qwen2AudioForConditionalGeneration,
+        Qwen2AudioProcessor,
+        WhisperFeatureExtractor,
+    )
 
     out = Path(out_dir)
     tokenizer = _tokenizer()
@@ -109,6 +114,8 @@ def build_audio_policy(out_dir: str | Path, seed: int = 0) -> Path:
         audio_token_index=tokenizer.convert_tokens_to_ids(AUDIO_TOKEN),
     )
     config.architectures = ["Qwen2AudioForConditionalGeneration"]
+    # verl reads it from the top-level config (verl/workers/engine/fsdp/transformer_impl.py line 267)
+    config.tie_word_embeddings = False
     torch.manual_seed(seed)
     model = Qwen2AudioForConditionalGeneration(config).eval()
     _answer_head(model, tokenizer)

