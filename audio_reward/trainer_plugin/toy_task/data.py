@@ -25,8 +25,17 @@ def row(index: int, word: str, kind: str, split: str) -> dict[str, Any]:
 
 
 def write_data(out_dir: str | Path, kind: str = "instant", train_rows: int = 256, val_rows: int = 8,
-               seed: int = 0) -> tuple[Path, Path]:
-    """Write ``train.parquet`` and ``val.parquet`` (validation holds each word once, in order) to ``out_dir``."""
+               seed: int = 0, targets: int = 1) -> tuple[Path, Path]:
+    """Write ``train.parquet`` and ``val.parquet`` to ``out_dir``: prompts for the first ``targets`` toy words
+    (validation holds them in turn).
+
+    One target: the policy learns to say it rather than any of the other 22 tokens it can say, which GRPO
+    shows within a dozen steps.  Several: it must also learn to copy the word from the prompt (a group's
+    right word is another group's wrong one), which a tiny random policy takes far more steps to learn.
+    """
+    if not 1 <= targets <= len(WORDS):
+        raise ValueError(f"targets must be 1 to {len(WORDS)}, got {targets}")
+    words = WORDS[:targets]
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -34,8 +43,8 @@ def write_data(out_dir: str | Path, kind: str = "instant", train_rows: int = 256
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
-    train = [row(i, rng.choice(WORDS), kind, "train") for i in range(train_rows)]
-    val = [row(i, WORDS[i % len(WORDS)], kind, "val") for i in range(val_rows)]
+    train = [row(i, rng.choice(words), kind, "train") for i in range(train_rows)]
+    val = [row(i, words[i % len(words)], kind, "val") for i in range(val_rows)]
     paths = out / "train.parquet", out / "val.parquet"
     for rows, path in zip((train, val), paths, strict=True):
         pq.write_table(pa.Table.from_pylist(rows), path)

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cpu import ENABLE_MODULE, REQUIRED_OVERRIDES
-from .speech import SPEECH_KINDS
+from .speech import SPEECH_KINDS, WORDS
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +53,8 @@ class LoopSettings:
     learning_rate: float = 2e-3
     prompts_per_step: int = 8
     group_size: int = 8
+    targets: int = 1
+    """How many toy words the prompts ask for (:func:`.data.write_data`)."""
     updates_per_step: int = 4
     """Actor updates per step, each on an equal share of the step's groups (verl's mini-batches)."""
     seed: int = 0
@@ -66,6 +68,8 @@ class LoopSettings:
             raise ValueError(f"speech must be one of {SPEECH_KINDS}, got {self.speech!r}")
         if self.failure_policy not in ("raise", "mask"):
             raise ValueError(f"failure_policy must be raise or mask, got {self.failure_policy!r}")
+        if not 1 <= self.targets <= len(WORDS):
+            raise ValueError(f"targets must be 1 to {len(WORDS)}, got {self.targets}")
         if self.steps < 1:
             raise ValueError(f"steps must be >= 1, got {self.steps}")
         if self.updates_per_step < 1 or self.prompts_per_step % self.updates_per_step:
@@ -121,7 +125,7 @@ def prepare(settings: LoopSettings) -> RunPaths:
     settings.out.mkdir(parents=True, exist_ok=True)
     build_policy(paths.policy, seed=settings.seed)
     write_data(paths.data, settings.speech, train_rows=max(64, settings.steps * settings.prompts_per_step),
-               seed=settings.seed)
+               seed=settings.seed, targets=settings.targets)
     (settings.out / "agent_loops.yaml").write_text(AGENT_LOOPS, encoding="utf-8")
     return paths
 
@@ -170,7 +174,10 @@ def trainer_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
         "actor_rollout_ref.rollout.name=vllm", "actor_rollout_ref.rollout.mode=async",
         f"actor_rollout_ref.rollout.n={settings.group_size}", "actor_rollout_ref.rollout.dtype=float32",
         "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
-        "actor_rollout_ref.rollout.gpu_memory_utilization=0.3", "actor_rollout_ref.rollout.enforce_eager=true",
+        # on the CPU the fraction is of the machine's memory, reserved at start (vllm/v1/worker/cpu_worker.py
+        # lines 73-95): 5 % holds the toy's cache many times over and leaves the rest to the trainer
+        f"actor_rollout_ref.rollout.gpu_memory_utilization={0.05 if settings.device == 'cpu' else 0.3}",
+        "actor_rollout_ref.rollout.enforce_eager=true",
         "actor_rollout_ref.rollout.agent.num_workers=1",
         f"actor_rollout_ref.rollout.agent.agent_loop_config_path={settings.out / 'agent_loops.yaml'}",
         "actor_rollout_ref.rollout.agent.default_agent_loop=speak_agent",
@@ -257,7 +264,8 @@ def finish(settings: LoopSettings, paths: RunPaths, returncode: int, started: fl
         export_checkpoint(checkpoint, paths.export, None)
         summary.update(checkpoint=str(checkpoint), export=str(paths.export))
         summary["eval_results"] = str(before_after(paths.policy, paths.export, settings.out / "eval",
-                                                   settings.scorer_url, settings.speech))
+                                                   settings.scorer_url, settings.speech,
+                                                   WORDS[:settings.targets]))
     summary["wall_s"] = round(time.monotonic() - started, 1)
     (settings.out / "train_summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     return summary
@@ -285,6 +293,8 @@ def parse_args(argv: Sequence[str] | None = None) -> LoopSettings:
     parser.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
     parser.add_argument("--prompts-per-step", type=int, default=defaults.prompts_per_step)
     parser.add_argument("--group-size", type=int, default=defaults.group_size)
+    parser.add_argument("--targets", type=int, default=defaults.targets,
+                        help="distinct words the prompts ask for (1: learnt in a dozen steps)")
     parser.add_argument("--updates-per-step", type=int, default=defaults.updates_per_step)
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.epilog = "Further Hydra overrides for main_ppo go after --; they win over the loop's own."
