@@ -388,9 +388,14 @@ class RetryLoop:
                 break
         return [out[i] for i in range(len(items))]
 
-    async def send(self, attempts: Attempts, url: str, body: bytes, request_id: str | None) -> Answer:
-        """One attempt's POST; transport faults and non-HTTP answers are returned, not raised."""
-        attempts.made += 1
+    async def send(self, attempts: Attempts, url: str, body: bytes, request_id: str | None, *,
+                   counted: bool = True) -> Answer:
+        """One attempt's POST; transport faults and non-HTTP answers are returned, not raised.
+
+        ``counted`` False: a further request of the same attempt (a chunk sent in parts), not a new attempt.
+        """
+        if counted:
+            attempts.made += 1
         # The per-attempt timeout starts once a connection slot is ours, so requests
         # queued behind the pool limit do not time out while waiting their turn.
         remaining = attempts.remaining()

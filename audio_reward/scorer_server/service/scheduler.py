@@ -137,6 +137,8 @@ class Scheduler(Protocol):
 
     def arriving(self) -> contextlib.AbstractContextManager[None]: ...
 
+    def withdraw(self, futures: Sequence[asyncio.Future[Transcription]]) -> None: ...
+
     def describe(self) -> dict[str, Any]: ...
 
     async def close(self, timeout_s: float = 30.0) -> None: ...
@@ -218,6 +220,23 @@ class BaseScheduler(ABC):
             futures.append(fut)
         self._admitted()
         return futures
+
+    def withdraw(self, futures: Sequence[asyncio.Future[Transcription]]) -> None:
+        """The caller stopped waiting for ``futures`` (its timeout): those still queued leave, cancelled.
+
+        Work already handed to the engine runs on and settles its future: a batch engine cannot take one
+        utterance out of a call, and its transcript costs nothing more, so the caller may keep it (the
+        engine client puts it in the recent-results cache for the retry).  :class:`EngineScheduler`
+        cancels that work too, since a continuous-batching engine frees the slot at once.
+        """
+        gone = {id(f) for f in futures}
+        kept = [p for p in self._waiting if id(p.future) not in gone]
+        if len(kept) != len(self._waiting):
+            for p in self._waiting:
+                if id(p.future) in gone:
+                    p.future.cancel()
+            self._waiting = kept
+            self._drained.set()
 
     def _launch(self, work: list[_Pending]) -> asyncio.Task[None]:
         """Run ``work`` as one engine call in a task of its own."""
@@ -415,6 +434,14 @@ class EngineScheduler(BaseScheduler):
         """Seconds until the waiting utterances have likely entered the engine (at least 1)."""
         rate = self.max_in_flight / max(self._recent_call_s, 1e-3)
         return max(1.0, len(self._waiting) / rate)
+
+    def withdraw(self, futures: Sequence[asyncio.Future[Transcription]]) -> None:
+        """Cancel ``futures``, queued or inside the engine (which aborts them, freeing their slots at once)."""
+        for future in futures:
+            future.cancel()
+        self._waiting = [p for p in self._waiting if not p.future.done()]
+        self._drained.set()
+        self._admitted()
 
     def _admitted(self) -> None:
         # Start as many as the engine has room for, oldest first (a closing scheduler still drains its queue).
