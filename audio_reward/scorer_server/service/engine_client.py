@@ -9,6 +9,7 @@ over one :class:`EngineClient` and never reach past it.  It owns:
 - the request timeout, per utterance: what finished in time is answered, the rest gets its own 504;
 - the language check (400 before anything is queued when the model does not transcribe a language);
 - single-flight dedup (:mod:`.dedup`): a retried request joins its first copy instead of running again;
+- early refusal: 429 at admission for a request the measured throughput cannot finish within the timeout;
 - the mapping of scheduler outcomes onto the error tree: queue full → 429, closed → 503, timeout → 504,
   engine failure → 500, not ready → 503.
 """
@@ -33,6 +34,7 @@ from ..errors import (
     BadRequestError,
     EngineError,
     NotReadyError,
+    OverloadedError,
     QueueFullError,
     RequestTimeoutError,
     ServerError,
@@ -103,12 +105,14 @@ class EngineClient:
         metrics: ServerMetrics,
         request_timeout_s: float,
         default_language: str | None,
+        early_refusal: bool = True,
     ) -> None:
         self._engine = engine
         self._scheduling = scheduling
         self._recent = recent
         self._metrics = metrics
         self.request_timeout_s = request_timeout_s
+        self.early_refusal = early_refusal
         self.default_language = default_language
         self.state = EngineState()
         self._scheduler: Scheduler | None = None
@@ -165,6 +169,7 @@ class EngineClient:
         scheduler.start()
         if engine.scheduler_stats():
             self._metrics.watch_engine_scheduler(engine.scheduler_stats)
+        self._metrics.watch_admission(self.admission_estimate)
         self._scheduler = scheduler
         self.state.ready = True
         self._metrics.ready.set(1)
@@ -222,6 +227,38 @@ class EngineClient:
     def _timeout(self) -> RequestTimeoutError:
         return RequestTimeoutError(f"scoring took longer than the server's limit of {self.request_timeout_s:g} s")
 
+    def admission_estimate(self) -> dict[str, float]:
+        """What ``/metrics`` shows of the admission rule: the queue in audio seconds, the measured throughput,
+        and the wait a new request would see now (the last two absent until measured)."""
+        scheduler = self._scheduler
+        admission = scheduler.admission() if scheduler is not None else None
+        if admission is None:
+            return {}
+        return {"queued_audio_seconds": admission.queued_audio_s, "throughput": admission.throughput,
+                "estimated_wait_seconds": admission.wait_s()}
+
+    def _refuse_if_late(self, scheduler: Scheduler, inputs: Sequence[TranscriptionInput]) -> None:
+        """429 now for a request that the measured throughput says cannot finish within the request timeout.
+
+        Refusing at once tells the client to come back (``Retry-After``: when the work ahead will have
+        shrunk enough for this request to fit) instead of holding it until a 504 with nothing done.  An idle
+        engine takes anything: a request too large to finish in time alone is still transcribed as far as
+        the timeout allows (its finished items are answered).
+        """
+        if not self.early_refusal or not inputs or scheduler.idle:
+            return
+        admission = scheduler.admission()
+        if admission is None:
+            return
+        wait_s = admission.wait_s(sum(item.duration_s for item in inputs))
+        if wait_s <= self.request_timeout_s:
+            return
+        raise OverloadedError(
+            f"the server would not finish this request within its limit of {self.request_timeout_s:g} s: "
+            f"{admission.queued_audio_s + admission.running_audio_s:.1f} s of audio are ahead of it at "
+            f"{admission.throughput:.2f} audio seconds per second (estimated wait {wait_s:.1f} s)",
+            retry_after_s=wait_s - self.request_timeout_s)
+
     async def transcribe_many(self, requests: Sequence[EngineRequest]) -> list[EngineOutcome]:
         """Each request's outcome, in order, transcribing each key once across the requests in flight and recent.
 
@@ -243,7 +280,9 @@ class EngineClient:
         leading = [i for i, claim in enumerate(claims) if claim is None or claim.leader]
         try:
             scheduler = self._started()
-            futures = admit(scheduler, [TranscriptionInput(requests[i].audio, requests[i].language) for i in leading])
+            inputs = [TranscriptionInput(requests[i].audio, requests[i].language) for i in leading]
+            self._refuse_if_late(scheduler, inputs)
+            futures = admit(scheduler, inputs)
         except BaseException as exc:
             failure = exc if isinstance(exc, ServerError) else _stopped()
             for i in leading:
