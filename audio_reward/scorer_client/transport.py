@@ -258,6 +258,10 @@ def classify(answer: Answer, request_id: str | None = None, *, now: float | None
 # ---------------------------------------------------------------- the retry loop
 
 
+RETRY_AFTER_SPREAD = 0.5
+"""A ``Retry-After`` wait is stretched by up to this share, at random (:func:`next_delay`)."""
+
+
 def backoff_delay(retry: int, base: float, cap: float, rng: random.Random | None = None) -> float:
     """Exponential backoff with full jitter: uniform in [0, min(cap, base·2^retry)].
 
@@ -272,10 +276,15 @@ def next_delay(
     retry: int, *, base: float, cap: float, retry_after: float | None, retry_after_max: float,
     rng: random.Random | None = None,
 ) -> float:
-    """The wait before retry number ``retry`` (0-based): backoff, but never less than a capped ``Retry-After``."""
+    """The wait before retry number ``retry`` (0-based): backoff, but never less than a capped ``Retry-After``.
+
+    A ``Retry-After`` wait is spread over up to half as long again (uniformly), so the many clients a busy
+    server refused in the same moment, each told about the same wait, do not all come back in the same one.
+    """
     delay = backoff_delay(retry, base, cap, rng)
     if retry_after is not None:
-        delay = max(delay, min(retry_after, retry_after_max))
+        honoured = min(retry_after, retry_after_max)
+        delay = max(delay, honoured * (1.0 + (rng or random).uniform(0.0, RETRY_AFTER_SPREAD)))
     return delay
 
 
