@@ -47,6 +47,11 @@ from .scheduler import Scheduler, SchedulerClosedError, SchedulerFullError, Sche
 log = logging.getLogger(__name__)
 
 
+ADMISSION_HEADROOM = 0.8
+"""Share of the request timeout an admitted request's estimated wait may fill: the throughput is an average
+over recent calls, and the rest absorbs a slower stretch (other load on the machine, a longer clip)."""
+
+
 @dataclass(frozen=True)
 class EngineRequest:
     """One utterance to transcribe: 16 kHz audio, its language, its request id and its dedup key."""
@@ -238,7 +243,8 @@ class EngineClient:
                 "estimated_wait_seconds": admission.wait_s()}
 
     def _refuse_if_late(self, scheduler: Scheduler, inputs: Sequence[TranscriptionInput]) -> None:
-        """429 now for a request that the measured throughput says cannot finish within the request timeout.
+        """429 now for a request that the measured throughput says cannot finish within the request timeout
+        (within :data:`ADMISSION_HEADROOM` of it).
 
         Refusing at once tells the client to come back (``Retry-After``: when the work ahead will have
         shrunk enough for this request to fit) instead of holding it until a 504 with nothing done.  An idle
@@ -251,13 +257,14 @@ class EngineClient:
         if admission is None:
             return
         wait_s = admission.wait_s(sum(item.duration_s for item in inputs))
-        if wait_s <= self.request_timeout_s:
+        budget_s = ADMISSION_HEADROOM * self.request_timeout_s
+        if wait_s <= budget_s:
             return
         raise OverloadedError(
             f"the server would not finish this request within its limit of {self.request_timeout_s:g} s: "
             f"{admission.queued_audio_s + admission.running_audio_s:.1f} s of audio are ahead of it at "
             f"{admission.throughput:.2f} audio seconds per second (estimated wait {wait_s:.1f} s)",
-            retry_after_s=wait_s - self.request_timeout_s)
+            retry_after_s=wait_s - budget_s)
 
     async def transcribe_many(self, requests: Sequence[EngineRequest]) -> list[EngineOutcome]:
         """Each request's outcome, in order, transcribing each key once across the requests in flight and recent.

@@ -1,7 +1,8 @@
 """A request the queue cannot finish within the timeout is refused at admission with 429, not answered 504 later.
 
 A real server process with the instant engine slowed to 400 ms per engine call (one 0.1 s clip per call: 0.25
-audio seconds per second) and a 2.2 s request timeout: five requests fit, a burst of twelve does not.
+audio seconds per second) and a 2.2 s request timeout: four requests fit (the estimated wait may fill 80 % of
+the timeout), a burst of twelve does not.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def test_a_burst_past_the_timeout_is_refused_at_once_and_nothing_times_out(slow_
     answers = asyncio.run(burst())
     codes = sorted(a.status_code for a, _ in answers)
     assert set(codes) == {200, 429}, codes
-    assert 3 <= codes.count(200) <= 6, codes  # what 2.2 s of engine time holds, give or take the one running
+    assert 2 <= codes.count(200) <= 6, codes  # what 0.8 x 2.2 s of engine time holds, give or take one
     for answer, seconds in answers:
         if answer.status_code == 200:
             assert answer.json()["score"] == 1.0
