@@ -95,6 +95,16 @@ def batch_outcomes(answer: Answer, items: Sequence[PreparedItem]) -> list[Outcom
     return [_for_item(outcome, item.request_id) for item in items]
 
 
+def timed_out(outcome: Outcome[Any]) -> bool:
+    """Whether ``outcome`` is a retry because time ran out: no answer in time, or the server's 504 ``timeout``."""
+    if not isinstance(outcome, Retry):
+        return False
+    cause = outcome.cause
+    if isinstance(cause, asyncio.TimeoutError):
+        return True
+    return isinstance(cause, TransientServerError) and (cause.status == 504 or cause.code == "timeout")
+
+
 def _for_item(outcome: Retry | Fatal, request_id: str) -> Retry | Fatal:
     """A whole-batch outcome as one item's: its error carries the item's request id."""
     if isinstance(outcome, Fatal):
@@ -408,15 +418,20 @@ class AsyncScorerClient:
         return run()
 
     async def _score_chunk(self, items: list[PreparedItem]) -> list[ScoreResult | ScorerError]:
+        # Items per batch request: halved after an attempt in which a request timed out, so each request of
+        # the next attempt holds fewer items and can finish within the timeout (the server keeps what
+        # finished, so only what did not is sent again).
+        size = len(items)
+
         async def send(endpoint: ScorerEndpoint, attempts: Attempts,
                        pending: list[PreparedItem]) -> list[Outcome[ScoreResult]]:
+            nonlocal size
             if await self._supports_batch(endpoint):
-                answer = await self._retry.send(attempts, endpoint.batch_url, batch_body(pending), None)
-                if not (isinstance(answer, Response) and answer.status in (404, 405)):
-                    return await self._reregistered(attempts, pending, batch_outcomes(answer, pending))
-                # A server without the batch endpoint (a verl-omni protocol server): one request per item.
-                logger.info("%s has no batch endpoint (HTTP %d); scoring items one by one", endpoint.url, answer.status)
-                self._batch_support[endpoint.url] = False
+                outcomes = await self._send_batches(endpoint, attempts, pending, size)
+                if outcomes is not None:
+                    if any(timed_out(o) for o in outcomes):
+                        size = max(1, min(size, len(pending)) // 2)
+                    return outcomes
             return [Fatal(r) if isinstance(r, ScorerError) else Success(r) for r in await self._score_singly(pending)]
 
         async def attempt(attempts: Attempts, pending: list[PreparedItem]) -> list[Outcome[ScoreResult]]:
@@ -429,6 +444,26 @@ class AsyncScorerClient:
             return [o if o is not None else next(answered) for o in outcomes]
 
         return await self._retry.run(items, attempt)
+
+    async def _send_batches(self, endpoint: ScorerEndpoint, attempts: Attempts, pending: list[PreparedItem],
+                            size: int) -> list[Outcome[ScoreResult]] | None:
+        """One attempt for ``pending``: batch requests of at most ``size`` items, one after another.
+
+        One after another, so each request's time on the server starts when the previous one is answered.
+        They count as one attempt.  None when the server turns out to have no batch endpoint.
+        """
+        outcomes: list[Outcome[ScoreResult]] = []
+        for start in range(0, len(pending), size):
+            part = pending[start : start + size]
+            answer = await self._retry.send(attempts, endpoint.batch_url, batch_body(part), None, counted=start == 0)
+            if start == 0 and isinstance(answer, Response) and answer.status in (404, 405):
+                # A server without the batch endpoint (a verl-omni protocol server): one request per item.
+                logger.info("%s has no batch endpoint (HTTP %d); scoring items one by one", endpoint.url,
+                            answer.status)
+                self._batch_support[endpoint.url] = False
+                return None
+            outcomes += await self._reregistered(attempts, part, batch_outcomes(answer, part))
+        return outcomes
 
     # ------------------------------------------------------------------ speakers
 

@@ -269,6 +269,10 @@ def classify(answer: Answer, request_id: str | None = None, *, now: float | None
 # ---------------------------------------------------------------- the retry loop
 
 
+RETRY_AFTER_SPREAD = 0.5
+"""A ``Retry-After`` wait is stretched by up to this share, at random (:func:`next_delay`)."""
+
+
 def backoff_delay(retry: int, base: float, cap: float, rng: random.Random | None = None) -> float:
     """Exponential backoff with full jitter: uniform in [0, min(cap, base·2^retry)].
 
@@ -283,10 +287,15 @@ def next_delay(
     retry: int, *, base: float, cap: float, retry_after: float | None, retry_after_max: float,
     rng: random.Random | None = None,
 ) -> float:
-    """The wait before retry number ``retry`` (0-based): backoff, but never less than a capped ``Retry-After``."""
+    """The wait before retry number ``retry`` (0-based): backoff, but never less than a capped ``Retry-After``.
+
+    A ``Retry-After`` wait is spread over up to half as long again (uniformly), so the many clients a busy
+    server refused in the same moment, each told about the same wait, do not all come back in the same one.
+    """
     delay = backoff_delay(retry, base, cap, rng)
     if retry_after is not None:
-        delay = max(delay, min(retry_after, retry_after_max))
+        honoured = min(retry_after, retry_after_max)
+        delay = max(delay, honoured * (1.0 + (rng or random).uniform(0.0, RETRY_AFTER_SPREAD)))
     return delay
 
 
@@ -399,9 +408,14 @@ class RetryLoop:
                 break
         return [out[i] for i in range(len(items))]
 
-    async def send(self, attempts: Attempts, url: str, body: bytes, request_id: str | None) -> Answer:
-        """One attempt's POST; transport faults and non-HTTP answers are returned, not raised."""
-        attempts.made += 1
+    async def send(self, attempts: Attempts, url: str, body: bytes, request_id: str | None, *,
+                   counted: bool = True) -> Answer:
+        """One attempt's POST; transport faults and non-HTTP answers are returned, not raised.
+
+        ``counted`` False: a further request of the same attempt (a chunk sent in parts), not a new attempt.
+        """
+        if counted:
+            attempts.made += 1
         # The per-attempt timeout starts once a connection slot is ours, so requests
         # queued behind the pool limit do not time out while waiting their turn.
         remaining = attempts.remaining()

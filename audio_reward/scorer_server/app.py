@@ -227,6 +227,7 @@ def build_app(settings: ServerConfig, engine: ASREngine | None = None, *, engine
         recent=RecentResults(settings.dedup_cache_size, settings.dedup_ttl_s, settings.dedup_cache_bytes),
         metrics=server_metrics,
         request_timeout_s=settings.request_timeout_s,
+        early_refusal=settings.early_refusal,
         default_language=settings.language,
     )
     signals = signals_from_settings(settings, server_metrics)

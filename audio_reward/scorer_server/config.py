@@ -97,6 +97,9 @@ class ServerConfig(BaseModel):
     max_body_bytes: int = Field(64 * 1024 * 1024, ge=1024, description="Largest accepted request body.")
     max_batch_items: int = Field(256, ge=1, description="Most items in one /v1/score/batch request.")
     request_timeout_s: float = Field(120.0, gt=0, description="A request still waiting after this gets 504.")
+    early_refusal: bool = Field(
+        True, description="429 at admission for a request the measured throughput cannot finish within "
+                          "request_timeout_s, instead of a 504 when the timeout passes.")
     shutdown_grace_s: float = Field(30.0, ge=0, description="Time given to requests in flight on SIGTERM.")
     dedup_cache_size: int = Field(4096, ge=0, description="Answers kept by request id for retries; 0 turns this off.")
     dedup_ttl_s: float = Field(

@@ -101,6 +101,12 @@ class QueueFullError(_RetryLater):
     code = "queue_full"
 
 
+class OverloadedError(QueueFullError):
+    """The work queued ahead would keep this request past ``request_timeout_s`` (429 + Retry-After, at once)."""
+
+    code = "overloaded"
+
+
 class NotReadyError(_RetryLater):
     """The model is still loading (503 + Retry-After)."""
 

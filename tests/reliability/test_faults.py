@@ -237,7 +237,9 @@ def test_slow_engine_gives_429_with_retry_after_and_a_bounded_queue() -> None:
 
 
 def test_slow_engine_times_out_clients_and_drops_abandoned_work() -> None:
-    with running_server(instant=True, delay_ms=500, max_batch_size=1, max_wait_ms=0, request_timeout_s=1) as h:
+    # Early refusal off: this is the path of requests admitted anyway (the estimate errs, or is turned off).
+    with running_server(instant=True, delay_ms=500, max_batch_size=1, max_wait_ms=0, request_timeout_s=1,
+                        early_refusal=False) as h:
         async def client_timeout() -> BaseException:
             async with AsyncScorerClient(h.url, max_retries=0, timeout=0.2) as client:
                 try:

@@ -3,11 +3,14 @@
 On a GPU, utterances up to one 30 s window are transcribed together in one
 CTranslate2 ``generate`` call (one encoder pass over the stacked log-Mel
 windows, one batched greedy/beam decode); that is where a GPU gets its speed.
-On CPU the same call is made per utterance: measured with tiny.en on 2 shared
-cores, batches of 4 to 16 ran from 35 % slower to 15 % faster than one at a
-time (``bench/server_throughput.py``), no reliable gain, while one at a time
-lets each request finish as soon as its own transcript is ready.  Longer utterances go through
-faster-whisper's sequential ``transcribe``.
+On CPU the same call is made per utterance unless ``--engine-option
+batched=true``: ``bench/cpu_batching.py`` measured the batched call at 8 and
+16 utterances at 0.8x to 1.5x the throughput in-process, with 4-17 % fewer
+CPU seconds per audio second and the same transcripts, but not yet ahead
+through the server on a loaded 2-core machine (docs/server.md has the
+figures).  One at a time lets each request finish as soon as its own
+transcript is ready.  Longer utterances go through faster-whisper's
+sequential ``transcribe``.  The choice is logged at load.
 
 Decoding is deterministic: temperature 0 with no fallback, no timestamps,
 no conditioning on previous text, and the number of new tokens capped from
@@ -104,8 +107,10 @@ class FasterWhisperEngine(ThreadedEngine):
         finally:
             ctranslate2.set_log_level(level)
         multilingual = bool(self._model.model.is_multilingual)
-        forced = self.options["batched"]  # None: batch on GPU only
+        forced = self.options["batched"]
         device = str(self._model.model.device)
+        # Unset: batches on a GPU only, where they are its speed; on the CPU bench/cpu_batching.py has not
+        # yet shown them ahead through the server (the module docstring).
         self._batched = bool(forced) if forced is not None else device != "cpu"
         self.info = EngineInfo(
             engine="faster-whisper",
@@ -120,6 +125,12 @@ class FasterWhisperEngine(ThreadedEngine):
             },
         )
         log.info("loaded faster-whisper model", extra={"model": resolved.model_id, "path": resolved.path})
+        how = ("batches: one encoder pass and one decode per scheduler batch" if self._batched
+               else "one utterance per call")
+        why = "as set by --engine-option batched" if forced is not None else \
+            f"the default on {device} (--engine-option batched=true or false overrides it)"
+        log.info("faster-whisper on %s decodes %s, %s", device, how, why,
+                 extra={"batched_decoding": self._batched, "device": device})
 
     @property
     def prefers_batches(self) -> bool:

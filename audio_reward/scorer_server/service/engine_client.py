@@ -6,9 +6,10 @@ over one :class:`EngineClient` and never reach past it.  It owns:
 
 - readiness: loading and warming the engine, starting its scheduler, and why it is not ready;
 - the scheduler (:mod:`.scheduler`) and its settings;
-- the request timeout;
+- the request timeout, per utterance: what finished in time is answered, the rest gets its own 504;
 - the language check (400 before anything is queued when the model does not transcribe a language);
 - single-flight dedup (:mod:`.dedup`): a retried request joins its first copy instead of running again;
+- early refusal: 429 at admission for a request the measured throughput cannot finish within the timeout;
 - the mapping of scheduler outcomes onto the error tree: queue full → 429, closed → 503, timeout → 504,
   engine failure → 500, not ready → 503.
 """
@@ -20,7 +21,7 @@ import contextlib
 import logging
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,7 @@ from ..errors import (
     BadRequestError,
     EngineError,
     NotReadyError,
+    OverloadedError,
     QueueFullError,
     RequestTimeoutError,
     ServerError,
@@ -43,6 +45,11 @@ from .prometheus import ServerMetrics
 from .scheduler import Scheduler, SchedulerClosedError, SchedulerFullError, SchedulingConfig, scheduler_for
 
 log = logging.getLogger(__name__)
+
+
+ADMISSION_HEADROOM = 0.8
+"""Share of the request timeout an admitted request's estimated wait may fill: the throughput is an average
+over recent calls, and the rest absorbs a slower stretch (other load on the machine, a longer clip)."""
 
 
 @dataclass(frozen=True)
@@ -107,12 +114,14 @@ class EngineClient:
         metrics: ServerMetrics,
         request_timeout_s: float,
         default_language: str | None,
+        early_refusal: bool = True,
     ) -> None:
         self._engine = engine
         self._scheduling = scheduling
         self._recent = recent
         self._metrics = metrics
         self.request_timeout_s = request_timeout_s
+        self.early_refusal = early_refusal
         self.default_language = default_language
         self.state = EngineState()
         self._scheduler: Scheduler | None = None
@@ -181,6 +190,7 @@ class EngineClient:
         scheduler.start()
         if engine.scheduler_stats():
             self._metrics.watch_engine_scheduler(engine.scheduler_stats)
+        self._metrics.watch_admission(self.admission_estimate)
         self._scheduler = scheduler
         self.state.ready = True
         self._metrics.ready.set(1)
@@ -238,70 +248,146 @@ class EngineClient:
     def _timeout(self) -> RequestTimeoutError:
         return RequestTimeoutError(f"scoring took longer than the server's limit of {self.request_timeout_s:g} s")
 
-    async def _run(self, requests: Sequence[EngineRequest]) -> list[Transcription | ServerError]:
-        """Each request's transcript or error; a failure of the whole call (queue full, timeout) is raised."""
-        scheduler = self._started()
-        futures = admit(scheduler, [TranscriptionInput(r.audio, r.language) for r in requests])
-        self._metrics.queue_depth.set(scheduler.queued)
-        try:
-            outcomes = await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True),
-                                              self.request_timeout_s)
-        except asyncio.TimeoutError:
-            raise self._timeout() from None
-        return [_engine_error(outcome, r.request_id) if isinstance(outcome, BaseException) else outcome
-                for outcome, r in zip(outcomes, requests, strict=True)]
+    def admission_estimate(self) -> dict[str, float]:
+        """What ``/metrics`` shows of the admission rule: the queue in audio seconds, the measured throughput,
+        and the wait a new request would see now (the last two absent until measured)."""
+        scheduler = self._scheduler
+        admission = scheduler.admission() if scheduler is not None else None
+        if admission is None:
+            return {}
+        return {"queued_audio_seconds": admission.queued_audio_s, "throughput": admission.throughput,
+                "estimated_wait_seconds": admission.wait_s()}
+
+    def _refuse_if_late(self, scheduler: Scheduler, inputs: Sequence[TranscriptionInput]) -> None:
+        """429 now for a request that the measured throughput says cannot finish within the request timeout
+        (within :data:`ADMISSION_HEADROOM` of it).
+
+        Refusing at once tells the client to come back (``Retry-After``: when the work ahead will have
+        shrunk enough for this request to fit) instead of holding it until a 504 with nothing done.  An idle
+        engine takes anything: a request too large to finish in time alone is still transcribed as far as
+        the timeout allows (its finished items are answered).
+        """
+        if not self.early_refusal or not inputs or scheduler.idle:
+            return
+        admission = scheduler.admission()
+        if admission is None:
+            return
+        wait_s = admission.wait_s(sum(item.duration_s for item in inputs))
+        budget_s = ADMISSION_HEADROOM * self.request_timeout_s
+        if wait_s <= budget_s:
+            return
+        raise OverloadedError(
+            f"the server would not finish this request within its limit of {self.request_timeout_s:g} s: "
+            f"{admission.queued_audio_s + admission.running_audio_s:.1f} s of audio are ahead of it at "
+            f"{admission.throughput:.2f} audio seconds per second (estimated wait {wait_s:.1f} s)",
+            retry_after_s=wait_s - budget_s)
 
     async def transcribe_many(self, requests: Sequence[EngineRequest]) -> list[EngineOutcome]:
         """Each request's outcome, in order, transcribing each key once across the requests in flight and recent.
 
         Requests without a key, and those whose key is new, go to the scheduler together (so a batch's
-        utterances enter the queue together); the others join the request that holds their key, for at most
-        the request timeout.  A failure of the whole call (not ready, queue full, timeout) is raised, and the
-        keys it held are released with that error, so their retries run again.
+        utterances enter the queue together); the others join the request that holds their key.  All of them
+        share one deadline, the request timeout: an utterance finished by then is answered, one that is not
+        gets its own retryable 504 (:class:`RequestTimeoutError`), so a slow batch loses none of its finished
+        work.  Each transcript goes into the recent-results cache the moment the engine returns it, whatever
+        becomes of the request (a timeout, a disconnect); an utterance still inside the engine at the deadline
+        runs on and lands there too, so a retry with the same ids transcribes only what never reached the
+        engine.  A failure before anything is queued (not ready, queue full) is raised, and the keys it held
+        are released with that error.
         """
+        if not requests:
+            return []
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.request_timeout_s
         claims = [self._recent.claim(r.key) if r.key is not None else None for r in requests]
         leading = [i for i, claim in enumerate(claims) if claim is None or claim.leader]
         try:
-            produced = await self._run([requests[i] for i in leading]) if leading else []
+            scheduler = self._started()
+            inputs = [TranscriptionInput(requests[i].audio, requests[i].language) for i in leading]
+            self._refuse_if_late(scheduler, inputs)
+            futures = admit(scheduler, inputs)
         except BaseException as exc:
-            failure = exc if isinstance(exc, ServerError) else RequestTimeoutError(
-                "the first request with this id stopped before it was scored; retry")
+            failure = exc if isinstance(exc, ServerError) else _stopped()
             for i in leading:
-                claim = claims[i]
-                if claim is not None:
+                if (claim := claims[i]) is not None:
                     self._recent.fail(claim, failure)
             raise
-        own = dict(zip(leading, produced, strict=True))
-        outcomes: list[EngineOutcome] = []
-        for i, claim in enumerate(claims):
-            if i not in own:
-                outcomes.append(EngineOutcome(await self._join(_held(claim)), joined=True))
-                continue
-            value = own[i]
-            if claim is not None:
-                if isinstance(value, ServerError):
-                    self._recent.fail(claim, value)
-                else:
-                    self._recent.resolve(claim, value, sys.getsizeof(value.text))
-            outcomes.append(EngineOutcome(value))
-        return outcomes
-
-    async def _join(self, claim: Claim) -> Transcription | ServerError:
+        self._metrics.queue_depth.set(scheduler.queued)
+        leads = {i: _Lead(requests[i], claims[i], self._recent, future)
+                 for i, future in zip(leading, futures, strict=True)}
+        waits = [leads[i].engine if i in leads else _held(claims[i]).future for i in range(len(requests))]
         try:
-            value = await self._recent.join(claim, self.request_timeout_s)
-        except asyncio.TimeoutError:
-            return self._timeout()
-        except ServerError as exc:  # the producing request's failure is this one's answer
-            return exc
-        assert isinstance(value, Transcription)
-        return value
+            await asyncio.wait(waits, timeout=max(0.0, deadline - loop.time()))
+        finally:
+            # Whatever has not finished by now is the caller's no longer: queued work leaves the queue.
+            scheduler.withdraw([f for f in futures if not f.done()])
+        return [EngineOutcome(leads[i].outcome(self._timeout)) if i in leads
+                else EngineOutcome(_joined(_held(claims[i]).future, self._timeout), joined=True)
+                for i in range(len(requests))]
 
     async def transcribe(self, audio: np.ndarray, language: str | None, request_id: str) -> Transcription:
         """One 16 kHz utterance, unscored (the transcription API); raises :class:`ServerError`."""
-        (outcome,) = await self._run([EngineRequest(audio, language, request_id)])
-        if isinstance(outcome, ServerError):
-            raise outcome
-        return outcome
+        (outcome,) = await self.transcribe_many([EngineRequest(audio, language, request_id)])
+        if isinstance(outcome.value, ServerError):
+            raise outcome.value
+        return outcome.value
+
+
+class _Lead:
+    """One utterance this request sends to the engine: its engine future, and the key it settles in the cache.
+
+    The cache is settled from the engine future's callback, not from the request's code, so a transcript is
+    kept even when the request that asked for it has already timed out or gone.
+    """
+
+    def __init__(self, request: EngineRequest, claim: Claim | None, recent: RecentResults,
+                 engine: asyncio.Future[Transcription]) -> None:
+        self.request = request
+        self.claim = claim
+        self._recent = recent
+        self.engine = engine
+        self.value: Transcription | ServerError | None = None
+        engine.add_done_callback(self._settle)
+
+    def _settle(self, future: asyncio.Future[Transcription]) -> None:
+        if self.value is not None:
+            return
+        if future.cancelled():  # withdrawn before the engine took it: a retry must run it again
+            self.value = _stopped()
+        elif (exc := future.exception()) is not None:
+            self.value = _engine_error(exc, self.request.request_id)
+        else:
+            self.value = future.result()
+        if self.claim is None:
+            return
+        if isinstance(self.value, ServerError):
+            self._recent.fail(self.claim, self.value)
+        else:
+            self._recent.resolve(self.claim, self.value, sys.getsizeof(self.value.text))
+
+    def outcome(self, timeout: Callable[[], RequestTimeoutError]) -> Transcription | ServerError:
+        """The transcript or error, if the engine has settled it (its callback may not have run yet); else 504."""
+        if self.value is None and self.engine.done():
+            self._settle(self.engine)
+        if self.value is None or self.engine.cancelled():
+            return timeout()
+        return self.value
+
+
+def _joined(future: asyncio.Future[Any], timeout: Callable[[], RequestTimeoutError]) -> Transcription | ServerError:
+    """What a request joined to another's key gets: that request's transcript or error, else a 504."""
+    if not future.done() or future.cancelled():
+        return timeout()
+    exc = future.exception()
+    if exc is not None:
+        return exc if isinstance(exc, ServerError) else timeout()
+    value = future.result()
+    assert isinstance(value, Transcription)
+    return value
+
+
+def _stopped() -> RequestTimeoutError:
+    return RequestTimeoutError("the first request with this id stopped before it was scored; retry")
 
 
 def _held(claim: Claim | None) -> Claim:

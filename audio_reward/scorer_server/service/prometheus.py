@@ -54,6 +54,29 @@ class EngineSchedulerCollector(Collector):
         yield family
 
 
+ADMISSION_GAUGES = {
+    "queued_audio_seconds": ("audio_reward_queued_audio_seconds", "Seconds of audio waiting for the engine."),
+    "throughput": ("audio_reward_engine_throughput_audio_seconds_per_second",
+                   "Audio seconds the engine transcribes per wall second, over its recent calls."),
+    "estimated_wait_seconds": ("audio_reward_estimated_wait_seconds",
+                               "Seconds a request arriving now would wait for the work ahead of it; a request "
+                               "whose wait passes request_timeout_s is refused with 429."),
+}
+
+
+class AdmissionCollector(Collector):
+    """The admission estimate (docs/server.md, "Overload"), read at scrape; absent until it is measured."""
+
+    def __init__(self, estimate: Callable[[], Mapping[str, float]]) -> None:
+        self._estimate = estimate
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        values = self._estimate()
+        for key, (name, documentation) in ADMISSION_GAUGES.items():
+            if key in values:
+                yield GaugeMetricFamily(name, documentation, value=values[key])
+
+
 class CreatedlessRegistry(CollectorRegistry):
     """A registry whose counters, histograms and summaries collect without their ``_created`` series."""
 
@@ -129,6 +152,10 @@ class ServerMetrics:
     def watch_engine_scheduler(self, stats: Callable[[], Mapping[str, float]]) -> None:
         """Export ``stats`` (an engine's :meth:`~..engines.ASREngine.scheduler_stats`) on every scrape."""
         self.registry.register(EngineSchedulerCollector(stats))
+
+    def watch_admission(self, estimate: Callable[[], Mapping[str, float]]) -> None:
+        """Export the admission estimate (:meth:`~.engine_client.EngineClient.admission_estimate`) on every scrape."""
+        self.registry.register(AdmissionCollector(estimate))
 
     def set_build(self, *, engine: str, model: str) -> None:
         self.build.info({"version": __version__, "engine": engine, "model": model})

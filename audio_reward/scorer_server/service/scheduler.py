@@ -4,7 +4,9 @@ Both schedulers derive from :class:`BaseScheduler`, which owns what they share: 
 all of a request or none, :class:`SchedulerFullError` beyond ``max_queue``, the server's 429 with
 ``Retry-After``), the engine call and the settling of each caller's future with its own outcome, the
 accounting reported to metrics (:class:`BatchStats`), and closing. They differ only in how they pick work;
-:func:`scheduler_for` picks the one the engine needs.
+:func:`scheduler_for` picks the one the engine needs.  The base also measures the engine's throughput
+(:meth:`BaseScheduler.admission`, audio seconds per wall second) for the engine client's early refusal, and
+takes back the work of a caller that stopped waiting (:meth:`BaseScheduler.withdraw`).
 
 :class:`MicroBatchScheduler`, for engines that take one batch at a time
 (faster-whisper, transformers).  Requests put utterances on the queue
@@ -52,6 +54,12 @@ from ..engines.base import ASREngine, Transcription, TranscriptionInput
 log = logging.getLogger(__name__)
 
 
+MEASURED_CALLS = 3
+"""Engine calls measured before the scheduler estimates its throughput (the first ones may be unrepresentative)."""
+THROUGHPUT_WEIGHT = 0.2
+"""Weight of the newest engine call in the running averages behind the throughput."""
+
+
 class SchedulerError(Exception):
     """Base of the scheduler's refusals."""
 
@@ -88,6 +96,22 @@ class BatchStats:
     audio_seconds: float
     engine_seconds: float
     failed: bool
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What the engine has ahead of a new request, and how fast it clears it, as last measured."""
+
+    queued_audio_s: float
+    """Audio seconds waiting in the queue."""
+    running_audio_s: float
+    """Audio seconds inside engine calls now (counted whole: how far along they are is not known)."""
+    throughput: float
+    """Audio seconds the engine transcribes per wall second, over its recent calls."""
+
+    def wait_s(self, own_audio_s: float = 0.0) -> float:
+        """Seconds until the work ahead, and then ``own_audio_s`` more, is transcribed at this throughput."""
+        return (self.queued_audio_s + self.running_audio_s + own_audio_s) / self.throughput
 
 
 @dataclass
@@ -137,6 +161,10 @@ class Scheduler(Protocol):
 
     def arriving(self) -> contextlib.AbstractContextManager[None]: ...
 
+    def withdraw(self, futures: Sequence[asyncio.Future[Transcription]]) -> None: ...
+
+    def admission(self) -> Admission | None: ...
+
     def describe(self) -> dict[str, Any]: ...
 
     async def close(self, timeout_s: float = 30.0) -> None: ...
@@ -159,6 +187,12 @@ class BaseScheduler(ABC):
         self._drained = asyncio.Event()  # set whenever work leaves the scheduler: close() waits on it
         self._closed = False
         self._recent_call_s = 1.0  # running estimate of one engine call, for Retry-After
+        # Running averages of one call's audio and wall seconds: their ratio is the measured throughput
+        # (weighted by call size, so one large batch counts for what it did), behind the admission estimate.
+        self._call_audio_s = 0.0
+        self._call_engine_s = 0.0
+        self._calls_measured = 0
+        self._running_audio_s = 0.0
 
     @property
     def queued(self) -> int:
@@ -219,6 +253,36 @@ class BaseScheduler(ABC):
         self._admitted()
         return futures
 
+    def withdraw(self, futures: Sequence[asyncio.Future[Transcription]]) -> None:
+        """The caller stopped waiting for ``futures`` (its timeout): those still queued leave, cancelled.
+
+        Work already handed to the engine runs on and settles its future: a batch engine cannot take one
+        utterance out of a call, and its transcript costs nothing more, so the caller may keep it (the
+        engine client puts it in the recent-results cache for the retry).  :class:`EngineScheduler`
+        cancels that work too, since a continuous-batching engine frees the slot at once.
+        """
+        gone = {id(f) for f in futures}
+        kept = [p for p in self._waiting if id(p.future) not in gone]
+        if len(kept) != len(self._waiting):
+            for p in self._waiting:
+                if id(p.future) in gone:
+                    p.future.cancel()
+            self._waiting = kept
+            self._drained.set()
+
+    def admission(self) -> Admission | None:
+        """The work ahead and the measured throughput; None until enough engine calls have been measured."""
+        if self._calls_measured < MEASURED_CALLS or self._call_engine_s <= 0:
+            return None
+        rate = self._call_audio_s / self._call_engine_s * self._parallel_calls()
+        if rate <= 0:
+            return None
+        return Admission(sum(p.item.duration_s for p in self._waiting), self._running_audio_s, rate)
+
+    def _parallel_calls(self) -> int:
+        """Engine calls that run at once (their throughputs add up)."""
+        return 1
+
     def _launch(self, work: list[_Pending]) -> asyncio.Task[None]:
         """Run ``work`` as one engine call in a task of its own."""
         task = asyncio.get_running_loop().create_task(self._call(work), name="asr-call")
@@ -235,6 +299,8 @@ class BaseScheduler(ABC):
         started = time.monotonic()
         failed = False
         futures = [p.future for p in work]
+        audio_s = sum(p.item.duration_s for p in work)
+        self._running_audio_s += audio_s
         try:
             results = await self.engine.transcribe([p.item for p in work])
             if len(results) != len(work):
@@ -248,10 +314,23 @@ class BaseScheduler(ABC):
             fail_all(futures, exc)
         else:
             settle(futures, results)
+        finally:
+            self._running_audio_s -= audio_s
         elapsed = time.monotonic() - started
         self._recent_call_s += self.latency_weight * (elapsed - self._recent_call_s)
+        if not failed:
+            self._measure(audio_s, elapsed)
         if self._on_batch is not None:
-            self._on_batch(BatchStats(len(work), sum(p.item.duration_s for p in work), elapsed, failed))
+            self._on_batch(BatchStats(len(work), audio_s, elapsed, failed))
+
+    def _measure(self, audio_s: float, elapsed: float) -> None:
+        if self._calls_measured == 0:
+            self._call_audio_s, self._call_engine_s = audio_s, elapsed
+        else:
+            w = THROUGHPUT_WEIGHT
+            self._call_audio_s += w * (audio_s - self._call_audio_s)
+            self._call_engine_s += w * (elapsed - self._call_engine_s)
+        self._calls_measured += 1
 
     def _extra_tasks(self) -> list[asyncio.Task[None]]:
         """Tasks besides the engine calls that closing must stop."""
@@ -318,6 +397,9 @@ class MicroBatchScheduler(BaseScheduler):
 
     def _admitted(self) -> None:
         self._wakeup.set()
+
+    def _parallel_calls(self) -> int:
+        return self.max_batches_in_flight
 
     def _extra_tasks(self) -> list[asyncio.Task[None]]:
         worker, self._worker = self._worker, None
@@ -415,6 +497,19 @@ class EngineScheduler(BaseScheduler):
         """Seconds until the waiting utterances have likely entered the engine (at least 1)."""
         rate = self.max_in_flight / max(self._recent_call_s, 1e-3)
         return max(1.0, len(self._waiting) / rate)
+
+    def admission(self) -> Admission | None:
+        """None: a continuous-batching engine's throughput changes with how much it holds, so one measured
+        rate would misjudge the queue; ``max_queue`` alone bounds admission here."""
+        return None
+
+    def withdraw(self, futures: Sequence[asyncio.Future[Transcription]]) -> None:
+        """Cancel ``futures``, queued or inside the engine (which aborts them, freeing their slots at once)."""
+        for future in futures:
+            future.cancel()
+        self._waiting = [p for p in self._waiting if not p.future.done()]
+        self._drained.set()
+        self._admitted()
 
     def _admitted(self) -> None:
         # Start as many as the engine has room for, oldest first (a closing scheduler still drains its queue).

@@ -262,6 +262,30 @@ async def test_score_many_retries_only_retryable_items(fault_server: FaultServer
     assert fault_server.http_requests["batch"] == 3
 
 
+@pytest.mark.parametrize(
+    ("too_big", "largest_answered"),
+    [(Status(504, code="timeout"), 2), (Slow(2.0), 4)],
+    ids=["server-504", "client-timeout"],
+)
+async def test_score_many_halves_a_chunk_that_timed_out(fault_server: FaultServer, tone: np.ndarray, too_big,
+                                                        largest_answered: int) -> None:
+    sizes: list[int] = []
+
+    def policy(seen: Seen):
+        sizes.append(len(seen.request_ids))
+        return too_big if len(seen.request_ids) > largest_answered else always_score(seen)
+
+    fault_server.policy = policy
+    async with AsyncScorerClient(fault_server.url, max_retries=3, backoff=0.01, backoff_max=0.05,
+                                 timeout=0.5) as client:
+        results = await client.score_many(items(8, tone), chunk_size=8)
+    assert [r.score for r in results] == [expected_score(f"item-{i}") for i in range(8)]
+    # 8 timed out, then two requests of 4 (one attempt), then, where 4 timed out too, four of 2.
+    expected = [8, 4, 4] if largest_answered == 4 else [8, 4, 4, 2, 2, 2, 2]
+    assert sizes == expected
+    assert set(fault_server.scored.values()) == {1}
+
+
 async def test_score_many_reports_failures_without_losing_the_rest(fault_server: FaultServer, tone: np.ndarray) -> None:
     def policy(seen: Seen):
         if "item-0" in seen.request_ids:

@@ -116,9 +116,16 @@ def test_backoff_is_full_jitter_below_the_capped_exponential() -> None:
 
 def test_retry_after_raises_the_wait_up_to_its_cap() -> None:
     rng = random.Random(1)
-    assert next_delay(0, base=0.0, cap=1.0, retry_after=2.5, retry_after_max=60.0, rng=rng) == 2.5
-    assert next_delay(0, base=0.0, cap=1.0, retry_after=3600.0, retry_after_max=0.2, rng=rng) == 0.2
+    assert 2.5 <= next_delay(0, base=0.0, cap=1.0, retry_after=2.5, retry_after_max=60.0, rng=rng) <= 2.5 * 1.5
+    assert 0.2 <= next_delay(0, base=0.0, cap=1.0, retry_after=3600.0, retry_after_max=0.2, rng=rng) <= 0.2 * 1.5
     assert next_delay(0, base=0.0, cap=1.0, retry_after=None, retry_after_max=0.2, rng=rng) == 0.0
+
+
+def test_clients_told_the_same_retry_after_come_back_spread_out() -> None:
+    rng = random.Random(3)
+    waits = [next_delay(0, base=0.0, cap=1.0, retry_after=4.0, retry_after_max=60.0, rng=rng) for _ in range(200)]
+    assert min(waits) >= 4.0 and max(waits) <= 6.0
+    assert max(waits) - min(waits) > 1.5  # spread over the half again, not pinned at the server's figure
 
 
 def test_parse_retry_after_forms() -> None:

@@ -1,0 +1,51 @@
+"""Batched decoding on the CPU gives the transcripts of one utterance at a time, on the real tiny.en weights."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from audio_reward.scorer_server.engines import EngineConfig, TranscriptionInput
+from audio_reward.scorer_server.engines.faster_whisper_engine import FasterWhisperEngine
+
+
+@pytest.fixture(scope="module")
+def engines() -> Iterator[dict[str, FasterWhisperEngine]]:
+    loaded = {}
+    for name, batched in (("one", False), ("batched", True), ("default", None)):
+        options = {} if batched is None else {"batched": batched}
+        engine = FasterWhisperEngine(EngineConfig(model="tiny.en", cpu_threads=2, options=options))
+        engine.load()
+        loaded[name] = engine
+    yield loaded
+    for engine in loaded.values():
+        engine.close()
+
+
+def test_batched_and_one_at_a_time_transcripts_are_equal_on_the_test_speech(
+        engines: dict[str, FasterWhisperEngine], sentences_16k: list[np.ndarray]) -> None:
+    items = [TranscriptionInput(audio) for audio in sentences_16k]
+    alone = [engines["one"].transcribe_batch_sync([item])[0] for item in items]
+    together = engines["batched"].transcribe_batch_sync(items)
+    assert [t.text for t in together] == [t.text for t in alone]
+    assert [t.num_tokens for t in together] == [t.num_tokens for t in alone]
+    assert all(t.text for t in alone)
+
+
+def test_the_cpu_default_is_one_utterance_per_call_and_the_option_overrides_it(
+        engines: dict[str, FasterWhisperEngine]) -> None:
+    default = engines["default"]
+    assert not default.prefers_batches and default.info.extra["batched_decoding"] == "false"
+    assert engines["batched"].prefers_batches and engines["batched"].info.extra["batched_decoding"] == "true"
+
+
+def test_the_choice_is_logged_at_load(caplog: pytest.LogCaptureFixture) -> None:
+    engine = FasterWhisperEngine(EngineConfig(model="tiny.en", cpu_threads=2, options={"batched": True}))
+    with caplog.at_level(logging.INFO, logger="audio_reward.scorer_server.engines.faster_whisper_engine"):
+        engine.load()
+    engine.close()
+    assert "faster-whisper on cpu decodes batches" in caplog.text
+    assert "as set by --engine-option batched" in caplog.text
