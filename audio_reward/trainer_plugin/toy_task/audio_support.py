@@ -27,6 +27,12 @@ loop needs it too.
 * verl picks the actor's class from the config (``verl/utils/model.py`` lines
   693-718); ``qwen2_audio`` falls through to ``AutoModel``, the headless
   ``Qwen2AudioModel``, which has no logits.
+* verl's FSDP2 shards every ``nn.Embedding`` on its own when embeddings are not
+  tied (``verl/utils/fsdp_utils.py`` lines 564-569), so its weight is gathered
+  only when the module is called; Qwen2-Audio's encoder reads
+  ``embed_positions.weight`` without calling it
+  (``transformers/models/qwen2_audio/modeling_qwen2_audio.py`` lines 369-371)
+  and gets a sharded DTensor.  Those stay with their parent's shard group.
 * verl sends the actor's parameter names (transformers 5 layout:
   ``model.language_model.*``, ``lm_head.*``) to vLLM as they are
   (``verl/utils/model.py`` ``convert_weight_keys`` reads transformers 4's
@@ -198,6 +204,23 @@ def qwen2_audio_actor_class() -> None:
     _rebind(original, get_hf_auto_model_class, (model_module,))
 
 
+def positions_not_sharded_alone() -> None:
+    """verl's FSDP2 leaves position tables read through ``.weight`` (never called) in their parent's group."""
+    import verl.utils.fsdp_utils as fsdp_utils
+
+    original = fsdp_utils._select_fsdp2_wrap_targets
+    if getattr(original, "_audio_reward", False):
+        return
+
+    @functools.wraps(original)
+    def _select_fsdp2_wrap_targets(model: Any, classes: Any) -> list[Any]:
+        tables = {id(m) for name, m in model.named_modules() if name.rsplit(".", 1)[-1] == "embed_positions"}
+        return [m for m in original(model, classes) if id(m) not in tables]
+
+    _select_fsdp2_wrap_targets._audio_reward = True  # type: ignore[attr-defined]
+    fsdp_utils._select_fsdp2_wrap_targets = _select_fsdp2_wrap_targets
+
+
 def _patch_vllm_qwen2_audio(module: Any) -> None:
     _drop_sampling_rate(module.Qwen2AudioMultiModalProcessor)
     cls = module.Qwen2AudioForConditionalGeneration
@@ -284,6 +307,7 @@ def enable() -> None:
     audio_paths_loaded()
     audio_processor_is_multimodal()
     qwen2_audio_actor_class()
+    positions_not_sharded_alone()
 
 
 enable()

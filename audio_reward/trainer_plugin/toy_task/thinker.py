@@ -111,6 +111,10 @@ def thinker_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
         f"data.max_prompt_length={MAX_PROMPT}", f"data.max_response_length={MAX_RESPONSE}",
         "data.filter_overlong_prompts=true", "data.truncation=error", "data.validation_shuffle=false",
         "actor_rollout_ref.rollout.agent.num_workers=1",
+        # FSDP2 groups per text decoder layer: Qwen2-Audio's own choice (its encoder's attention modules) left the
+        # audio encoder's weights sharded inside the actor's forward (aten.addmm "mixed torch.Tensor and DTensor")
+        *(f"+actor_rollout_ref.{role}.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap=[Qwen2DecoderLayer]"
+          for role in ("actor", "ref")),
         # the recipe's reward: verl's naive manager calling the multiple-choice function, accuracy only
         "reward.reward_manager.name=naive",
         "reward.custom_reward_function.path=pkg://audio_reward.trainer_plugin.mcq",
