@@ -57,7 +57,9 @@ def test_rollout_served_the_trained_weights(run: tuple[Path, dict[str, Any]]) ->
     _, summary = run
     # verl's own check: the rollout's token probabilities against the actor's, every step
     assert summary["rollout_probs_diff_max"], "verl logged no rollout_probs_diff_max"
-    assert max(summary["rollout_probs_diff_max"]) < 1e-2
+    # measured 0.002-0.009 (the toy TTS loop, text only: ~1e-6); the audio encoder's numerics differ between
+    # vLLM and transformers already at the initial weights (0.002 in one token's log-prob), so the bound is loose
+    assert max(summary["rollout_probs_diff_max"]) < 5e-2
 
 
 def test_export_differs_from_the_initial_policy(run: tuple[Path, dict[str, Any]]) -> None:

@@ -306,7 +306,7 @@ def run(settings: LoopSettings) -> dict[str, Any]:
     return finish(settings, paths, returncode, started)
 
 
-DEFAULTS = {"steps": 3, "prompts_per_step": 4, "group_size": 4, "learning_rate": 1e-3}
+DEFAULTS = {"steps": 3, "prompts_per_step": 4, "group_size": 4, "learning_rate": 1e-4}
 """Smaller than the TTS loop's: an audio question is some 400 tokens, and CI runs this in minutes."""
 
 
