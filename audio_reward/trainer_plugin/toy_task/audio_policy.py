@@ -52,7 +52,7 @@ def _tokenizer() -> Any:
     """A byte-level BPE over the 256 byte symbols (no merges: one token per byte) plus the chat and audio tokens."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
     from tokenizers.pre_tokenizers import ByteLevel
-    from transformers import Qwen2TokenizerFast
+    from transformers import Qwen2TokenizerFast  # type: ignore[attr-defined, unused-ignore]  # 5.10 has it
 
     vocab = {sym: i for i, sym in enumerate(sorted(ByteLevel.alphabet()))}
     raw = Tokenizer(models.BPE(vocab=vocab, merges=[]))

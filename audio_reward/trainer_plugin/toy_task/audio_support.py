@@ -87,7 +87,7 @@ def _processor_class() -> type:
     """``Qwen2AudioProcessor`` that takes verl's keywords and a prompt whose clips are already expanded."""
     from transformers import Qwen2AudioProcessor
 
-    class VerlQwen2AudioProcessor(Qwen2AudioProcessor):  # type: ignore[misc]
+    class VerlQwen2AudioProcessor(Qwen2AudioProcessor):  # type: ignore[misc, unused-ignore]
         """Drops verl's empty ``images``/``videos`` and collapses expanded audio-token runs to one per clip."""
 
         def __call__(self, text: Any = None, audio: Any = None, images: Any = None, videos: Any = None,
@@ -164,7 +164,7 @@ def audio_paths_loaded() -> None:
         return None if audios is None else [_load_clip(a, AUDIO_RATE) if isinstance(a, str) else a for a in audios]
 
     _extract_audio_info._audio_reward = True  # type: ignore[attr-defined]
-    RLHFDataset._extract_audio_info = classmethod(_extract_audio_info)  # type: ignore[assignment]
+    RLHFDataset._extract_audio_info = classmethod(_extract_audio_info)  # type: ignore[assignment, unused-ignore]
 
 
 def audio_processor_is_multimodal() -> None:

@@ -62,7 +62,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .audio_support import MODULE as AUDIO_SUPPORT_MODULE
 from .speech import SPEECH_KINDS
@@ -197,7 +197,7 @@ def _prompter_class() -> type:
     """``eval_thinker``'s prompter for a Qwen2-Audio folder: the processor builds the features and audio tokens."""
     from ..recipes.omni_thinker_grpo.eval_thinker import Mode, Prompter, Question, messages
 
-    class Qwen2AudioPrompter(Prompter):  # type: ignore[misc]
+    class Qwen2AudioPrompter(Prompter):  # type: ignore[misc, unused-ignore]
         """Chat template, clips and features from the folder's ``Qwen2AudioProcessor``."""
 
         def __init__(self, folder: Path) -> None:
@@ -207,7 +207,7 @@ def _prompter_class() -> type:
             self.tokenizer = self.processor.tokenizer
             self.features = self.processor.feature_extractor
             self.audio_token = self.processor.audio_token
-            self.audio_token_id = int(self.tokenizer.convert_tokens_to_ids(self.audio_token))
+            self.audio_token_id = int(cast(Any, self.tokenizer.convert_tokens_to_ids(self.audio_token)))
             self.chat_template = None
 
         def inputs(self, question: Question, mode: Mode) -> dict[str, Any]:
