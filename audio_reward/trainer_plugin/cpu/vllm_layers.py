@@ -27,7 +27,7 @@ ENABLE_VARIABLE = "AUDIO_REWARD_VERL_CPU"
 
 def _live_weight_linear(layer: torch.nn.Module, remove_weight: bool = False, **_: Any) -> None:
     # vLLM calls layer.cpu_linear(x, weight, bias) with the layer's weight parameter as it is at the call
-    layer.cpu_linear = torch.nn.functional.linear  # type: ignore[assignment]  # a callable, as vLLM sets it
+    layer.cpu_linear = torch.nn.functional.linear  # type: ignore[assignment, unused-ignore]  # vLLM sets a callable
 
 
 def register() -> None:

@@ -10,9 +10,10 @@ import importlib.metadata as metadata
 import tempfile
 
 import pytest
-import torch
 
 pytest.importorskip("verl", reason="verl's CPU mode is tested in the trainer environment (scripts/envs/verl.sh)")
+
+import torch  # after the skip: verl brings torch, the dev environment has neither
 
 from audio_reward.trainer_plugin.cpu import ENABLE_MODULE, REQUIRED_OVERRIDES, patches
 from audio_reward.trainer_plugin.cpu.platform import CPUPlatform, device_module
