@@ -20,6 +20,16 @@ failed; the default 0 stops at the first.  The error names each failed
 group's ``uid`` and, when the reward manager wrote one, the failure record
 (sample, target text, cause) from ``failure_log``.
 
+Both rest on three things of verl's ``ReplayBuffer``: the method
+``_sync_metadata_from_transfer_queue(self)``, called by verl's own sampling,
+the ``failure_keys`` mapping (partition -> failed group uids) it refills, and
+the ``sampler_kwargs`` it keeps.  They are private, so at start-up (and in
+``audio-reward preflight``) :func:`ground_problems` checks each of them, and
+the sampler refuses to start with :class:`UnsupportedVerlError` where one
+differs, instead of letting a failed group train on unnoticed.  Checked to
+hold: verl 0.9.0.dev at 8a694930 (verl-omni main's pin), 0.9.1 (PyPI) and
+0.10.0.dev at 1dda039b (verl-project/verl, August 2026).
+
 Select them with::
 
     trainer.v1.sampler.custom_sampler.path=pkg://audio_reward.trainer_plugin.fail_closed
@@ -30,9 +40,11 @@ Select them with::
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -50,8 +62,51 @@ SAMPLER_FOR_MODE = MappingProxyType({"sync": "FailClosedSyncReplayBuffer"})
 DEFAULT_SAMPLER = "FailClosedReplayBuffer"
 
 
+HOOK = "_sync_metadata_from_transfer_queue"
+FAILURES = "failure_keys"
+KWARGS = "sampler_kwargs"
+CHECKED_VERL = "verl 0.9.0.dev (8a694930), 0.9.1 and 0.10.0.dev (1dda039b)"
+
+
 class RewardFailureError(RuntimeError):
     """More GRPO groups failed (a reward or rollout error) than the run tolerates."""
+
+
+class UnsupportedVerlError(RuntimeError):
+    """The installed verl's replay buffer lacks what the fail-closed sampler hooks."""
+
+
+def _source(cls: type) -> str:
+    try:
+        return inspect.getsource(cls)
+    except (OSError, TypeError):
+        return ""
+
+
+@functools.cache
+def ground_problems(base: type) -> tuple[str, ...]:
+    """What the sampler hooks in verl's replay buffer class ``base`` and finds missing or changed."""
+    name = base.__name__
+    hook = getattr(base, HOOK, None)
+    if not inspect.isfunction(hook):
+        return (f"{name}.{HOOK} is not a method",)
+    problems = []
+    required = [p.name for p in list(inspect.signature(hook).parameters.values())[1:]
+                if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if required:
+        problems.append(f"{name}.{HOOK} requires {', '.join(required)}; the sampler calls it with no argument")
+    sources = "".join(_source(c) for c in base.__mro__ if c is not object)
+    if f"self.{HOOK}()" not in sources:
+        problems.append(f"{name}'s sampling never calls self.{HOOK}(), so the check would never run")
+    if FAILURES not in inspect.getsource(hook):
+        problems.append(f"{name}.{HOOK} does not refill {FAILURES}, where the failed groups were listed")
+    return tuple(problems)
+
+
+def refuse_unsupported(base: type, problems: Sequence[str]) -> None:
+    if problems:
+        raise UnsupportedVerlError(f"the fail-closed sampler cannot guard this verl's {base.__name__} "
+                                   f"({'; '.join(problems)}); it is checked on {CHECKED_VERL}")
 
 
 def read_failures(path: str | Path | None) -> list[dict[str, Any]]:
@@ -74,8 +129,19 @@ class _FailClosedMixin:
     sampler_kwargs: Any
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        base = self.verl_base()
+        refuse_unsupported(base, ground_problems(base))
         super().__init__(*args, **kwargs)
+        missing = [f"{base.__name__}.__init__ sets no {attr}" for attr, kind in ((FAILURES, Mapping), (KWARGS, object))
+                   if not isinstance(getattr(self, attr, None), kind)]
+        refuse_unsupported(base, missing)
         self._init_fail_closed(self.sampler_kwargs)
+
+    @classmethod
+    def verl_base(cls) -> type:
+        """The verl class this mixin overrides: the next one after the mixin in the MRO."""
+        mro = cls.__mro__
+        return mro[mro.index(_FailClosedMixin) + 1]
 
     def _sync_metadata_from_transfer_queue(self) -> None:
         super()._sync_metadata_from_transfer_queue()  # type: ignore[misc]

@@ -6,7 +6,13 @@
 - verl-omni's rollout is set up to produce what the reward reads (Qwen3-TTS: real weights,
   TP 1, a readable speaker embedding; Qwen3-Omni thinker: LoRA kept off the speech stack and encoders),
 - a reward failure stops verl's v1 trainer (the fail-closed sampler is selected),
-- the train/val parquet files exist and have the columns the reward needs,
+- the installed verl-omni registers the rollout, agent loop and pipeline the recipe names, and its
+  ``AudioRewardManager`` reads the sample rate where the rollout puts it (:mod:`.omni_source`),
+- the advantage estimator is one for token policies (not a diffusion estimator such as ``flow_grpo``),
+- verl's rollout correction, when on, has the rollout log-probabilities it reweights with,
+- the scorer does not share the training GPUs,
+- the train/val parquet files exist and have the columns the reward needs, and every validation row
+  names its split (the reward manager writes validation audio only for those),
 - the model folder is local, its safetensors open, and a Qwen3-TTS one is the
   full Base model with its speaker encoder (:mod:`.model_folder`).
 
@@ -16,20 +22,27 @@ overrides (:mod:`.recipes.launch`), exactly what ``run.sh`` runs.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
+import socket
+import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..protocol import SUPPORTED_VERSIONS
 from ..scorer_client.settings import endpoint_of
 from ..settings_flags import one_line
+from .omni_source import TTS_INSTALL, audio_manager_problem, missing_registrations, package_dir, read_registrations
 from .recipes.launch import EXTERNAL_MODULES
 from .recipes.overrides import (
     ADV_ESTIMATOR,
+    AGENT_LOOP,
+    CALCULATE_LOG_PROBS,
     FAIL_CLOSED_MODULE,
     GROUP_SIZE,
     LOAD_FORMAT,
@@ -44,6 +57,7 @@ from .recipes.overrides import (
     PIPELINE_NAME,
     REWARD_FN_NAME,
     REWARD_FN_PATH,
+    ROLLOUT_CORRECTION,
     ROLLOUT_NAME,
     ROLLOUT_TP,
     SAMPLER_NAME,
@@ -72,6 +86,8 @@ def _module_of(path: str | None) -> str | None:
 
 
 # What a correct setup looks like is read from the recipes' override tables, the values the launch writes.
+DIFFUSION_ESTIMATORS = ("flow_grpo", "dance_grpo")
+"""verl-omni's ``DiffusionAdvantageEstimator`` values: they score denoising trajectories, not tokens."""
 GROUP_ESTIMATORS = ("grpo", "grpo_masked", "grpo_passk", "rloo", "opo", "gpg", "rloo_vectorized", "grpo_vectorized")
 AUDIO_MANAGERS = ("audio_score", TTS_OVERRIDES.value(MANAGER_NAME))
 AUDIO_MANAGER_MODULE = _module_of(TTS_OVERRIDES.value(MANAGER_PATH)) or ""
@@ -79,6 +95,7 @@ AUDIO_REWARD_FN = "audio_reward.trainer_plugin.reward_fn"
 MCQ_REWARD_FN = _module_of(THINKER_OVERRIDES.value(REWARD_FN_PATH))
 MCQ_FUNCTION = THINKER_OVERRIDES.value(REWARD_FN_NAME)
 VERL_OMNI_HTTP_FN = "verl_omni.utils.reward_score.audio_http_scorer_client"
+OMNI_MANAGER_PACKAGE = "verl_omni.reward_loop.reward_manager"
 OMNI_ROLLOUT = TTS_OVERRIDES.value(ROLLOUT_NAME)
 OMNI_MODULE = EXTERNAL_MODULES[0]
 TTS_PIPELINE = TTS_OVERRIDES.value(PIPELINE_NAME)
@@ -174,13 +191,57 @@ def check_server(config: Any, info_fn: Callable[[str], dict[str, Any]] | None = 
         else:
             engine: dict[str, Any] = info["engine"] if isinstance(info.get("engine"), dict) else {}
             model = engine.get("model_id") or engine.get("name") or "?"
-            checks.append(Check("scorer", True, f"{url}: protocol {', '.join(versions)}, model {model}"))
+            shared = colocation_problem(url, str(engine.get("device", "")), config)
+            checks.append(Check("scorer", False, shared) if shared else
+                          Check("scorer", True, f"{url}: protocol {', '.join(versions)}, model {model}"))
     return checks
+
+
+def _is_this_machine(url: str) -> bool:
+    host = (urlsplit(url).hostname or "").lower()
+    if host in ("localhost", "127.0.0.1", "::1", "0.0.0.0") or host.startswith("127."):
+        return True
+    names = {socket.gethostname().lower(), socket.getfqdn().lower()}
+    with contextlib.suppress(OSError):
+        names.add(socket.gethostbyname(socket.gethostname()))
+    return host in names
+
+
+def machine_gpus() -> int | None:
+    """The machine's GPUs as ``nvidia-smi -L`` lists them (all of them, whatever this process may see)."""
+    try:
+        done = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    gpus = [line for line in done.stdout.splitlines() if line.startswith("GPU ")]
+    return len(gpus) if done.returncode == 0 and gpus else None
+
+
+def colocation_problem(url: str, device: str, config: Any, gpus: int | None = None) -> str | None:
+    """Why a scorer on ``device`` at ``url`` would share a GPU with the trainer; None when it would not.
+
+    ``gpus`` is the machine's GPU count (``nvidia-smi -L`` when not given); a trainer that takes every one of
+    them leaves a scorer on this machine's CUDA no GPU of its own, and vLLM's reservation on that GPU
+    (``gpu_memory_utilization``) does not leave room for an ASR model beside it.
+    """
+    if not device.startswith("cuda") or not _is_this_machine(url):
+        return None
+    gpus = machine_gpus() if gpus is None else gpus
+    wanted = int(_get(config, "trainer.n_gpus_per_node", 0) or 0)
+    if gpus is None or wanted < gpus:
+        return None
+    return (f"{url}: the scorer runs on this machine's GPU ({device}) and trainer.n_gpus_per_node={wanted} takes "
+            f"all {gpus} GPUs, so the two share one: start the scorer on a GPU of its own (CUDA_VISIBLE_DEVICES) "
+            f"and set NUM_GPUS={gpus - 1}, or run the scorer on another machine")
 
 
 def check_group_size(config: Any) -> list[Check]:
     estimator = str(_get(config, ADV_ESTIMATOR, ""))
     n = int(_get(config, GROUP_SIZE, 1))
+    if estimator in DIFFUSION_ESTIMATORS:
+        return [Check("group size", False, f"{ADV_ESTIMATOR}={estimator} is verl-omni's estimator for diffusion "
+                                           "rollouts (denoising steps, no token log-probabilities); the TTS talker "
+                                           "and the thinker are token policies: use grpo")]
     if estimator in GROUP_ESTIMATORS and n < 2:
         return [Check("group size", False, f"{ADV_ESTIMATOR}={estimator} compares samples of one prompt: "
                                            f"{GROUP_SIZE} must be >= 2, got {n}")]
@@ -328,14 +389,66 @@ def check_fail_closed(config: Any) -> list[Check]:
         return [Check("fail-closed", False, "verl's v1 trainer marks a group whose reward raised as failed and "
                                             f"trains on without it: set {SAMPLER_PATH}="
                                             f"pkg://{FAIL_CLOSED_MODULE} (see docs/training.md)")]
-    from .fail_closed import DEFAULT_SAMPLER, SAMPLER_FOR_MODE
+    from . import fail_closed
 
-    expected = SAMPLER_FOR_MODE.get(mode, DEFAULT_SAMPLER)
+    expected = fail_closed.SAMPLER_FOR_MODE.get(mode, fail_closed.DEFAULT_SAMPLER)
     if name != expected:
         return [Check("fail-closed", False, f"trainer mode {mode} needs custom_sampler.name={expected} "
                                             f"(it keeps verl's own sampling for that mode), got {name or '(unset)'}")]
+    base = getattr(fail_closed, expected).verl_base()
+    try:
+        fail_closed.refuse_unsupported(base, fail_closed.ground_problems(base))
+    except fail_closed.UnsupportedVerlError as exc:
+        return [Check("fail-closed", False, str(exc))]
     limit = _get(config, MAX_FAILED_GROUPS, 0)
     return [Check("fail-closed", True, f"{name}: the run stops after {int(limit) + 1} failed group(s)")]
+
+
+def _verl_agent_loops() -> frozenset[str]:
+    """The agent loops verl itself registers (``single_turn_agent``...); empty where verl does not import."""
+    try:
+        from verl.experimental.agent_loop import agent_loop
+    except ImportError:
+        return frozenset()
+    return frozenset(getattr(agent_loop, "_agent_loop_registry", {}))
+
+
+def check_omni_install(config: Any) -> list[Check]:
+    """verl-omni's tree registers what the config names: else the run fails once Ray and FSDP are up."""
+    if str(_get(config, ROLLOUT_NAME, "")) != OMNI_ROLLOUT:
+        return []
+    package = package_dir()
+    if package is None:
+        return [Check("verl-omni", False, "verl-omni is not installed here and VERL_OMNI_SRC names no checkout: "
+                                          "see docs/training.md section 1")]
+    found = read_registrations(package)
+    pipeline = str(_get(config, PIPELINE_NAME, "") or "") or None
+    loop = str(_get(config, AGENT_LOOP, "") or "") or None
+    missing = missing_registrations(found, rollout=OMNI_ROLLOUT, pipeline=pipeline,
+                                    agent_loop=None if loop in _verl_agent_loops() else loop)
+    hint = TTS_INSTALL if pipeline == TTS_PIPELINE else "install a verl-omni that registers them"
+    checks = [Check("verl-omni", False, f"{found.describe()} registers no {', '.join(missing)}: {hint}")] \
+        if missing else []
+    if (_module_of(_get(config, MANAGER_PATH)) or "").startswith(OMNI_MANAGER_PACKAGE):
+        problem = audio_manager_problem(package)
+        if problem:
+            checks.append(Check("verl-omni", False, f"way (b): {problem}: {TTS_INSTALL}"))
+    return checks or [Check("verl-omni", True, f"{found.describe()} registers rollout {OMNI_ROLLOUT}, "
+                                               f"pipeline {pipeline}, agent loop {loop}")]
+
+
+def check_rollout_correction(config: Any) -> list[Check]:
+    """verl reweights by rollout log-probabilities; without them its rollout correction silently does nothing."""
+    correction = _get(config, ROLLOUT_CORRECTION)
+    if not correction or not (_get(correction, "rollout_is") or _get(correction, "rollout_rs")):
+        return []
+    if not bool(_get(config, CALCULATE_LOG_PROBS, False)):
+        return [Check("rollout correction", False, f"{ROLLOUT_CORRECTION}.rollout_is/rollout_rs is set but "
+                                                   f"{CALCULATE_LOG_PROBS} is false: verl skips the correction "
+                                                   "when the rollout returns no log-probabilities; set it true")]
+    return [Check("rollout correction", True, f"rollout_is={_get(correction, 'rollout_is')}, threshold "
+                                              f"{_get(correction, 'rollout_is_threshold')}, "
+                                              f"rollout_rs={_get(correction, 'rollout_rs')}")]
 
 
 def required_columns(config: Any) -> dict[str, str]:
@@ -373,11 +486,31 @@ def check_data(config: Any) -> list[Check]:
                 checks.append(Check("data", False, f"{path}: missing column(s) {', '.join(missing)}"))
                 continue
             problem = _row_problem(table.slice(0, 1).to_pylist()[0] if table.num_rows else None, config)
+            if not problem and key == VAL_FILES:
+                problem = _split_problem(table, config)
             if problem:
                 checks.append(Check("data", False, f"{path}: {problem}"))
             else:
                 checks.append(Check("data", True, f"{path}: {table.num_rows} rows, columns ok"))
     return checks
+
+
+def _split_problem(table: Any, config: Any) -> str | None:
+    """Validation rows the audio manager would not recognise: verl gives per-sample rewards no ``validate``
+    flag, so ``extra_info.split`` is the only sign, and without it a row writes no audio and no metrics."""
+    if not uses_audio_manager(config):
+        return None
+    try:
+        splits = PluginSettings.from_config(config, stand_in_url="http://scorer.invalid").validation_splits
+    except (ValueError, TypeError):
+        return None  # the reward check reports the settings
+    rows = table.column("extra_info").to_pylist() if "extra_info" in table.column_names else [None] * table.num_rows
+    unnamed = [i for i, info in enumerate(rows) if not isinstance(info, dict) or info.get("split") not in splits]
+    if not unnamed:
+        return None
+    return (f"{len(unnamed)} of {len(rows)} validation rows (first: row {unnamed[0]}) have no extra_info.split in "
+            f"{list(splits)}: the reward manager writes validation audio and metrics only for those rows (the "
+            "recipes' prepare_data writes split=val)")
 
 
 def _row_problem(row: dict[str, Any] | None, config: Any) -> str | None:
@@ -405,7 +538,8 @@ def check_model(config: Any) -> list[Check]:
 
 def run_checks(config: Any, *, skip_server: bool = False, skip_data: bool = False, skip_model: bool = False,
                info_fn: Callable[[str], dict[str, Any]] | None = None) -> list[Check]:
-    checks = check_group_size(config) + check_reward_wiring(config) + check_rollout(config) + check_fail_closed(config)
+    checks = (check_group_size(config) + check_reward_wiring(config) + check_rollout(config)
+              + check_omni_install(config) + check_rollout_correction(config) + check_fail_closed(config))
     if not skip_model:
         checks += check_model(config)
     if not skip_server:

@@ -31,6 +31,8 @@ CARRIED = MappingProxyType({
     "response_length": "response_length/mean",
     "step_s": "timing_s/step",
     "rollout_probs_diff_max": "training/rollout_probs_diff_max",
+    "log_ppl_abs_diff": "rollout_corr/log_ppl_abs_diff",
+    "is_truncated_fraction": "rollout_corr/rollout_is_ratio_fraction_high",
 })
 """Other per-step figures kept beside the reward, by their verl metric name (a suffix match)."""
 

@@ -67,6 +67,21 @@ done <<< "$PLAN"
 "$PYTHON_BIN" -m audio_reward.cli preflight "$RECIPE" "$@"
 
 mkdir -p "$OUTPUT_DIR"
+# The checks after the run run whether or not the trainer finished: a crashed run's curve and its missing
+# validation audio are what the user needs to read first. The trainer's own status is the script's.
+set +e
 "$PYTHON_BIN" "${CMD[@]}" 2>&1 | tee "$OUTPUT_DIR/train.log"
+trainer_status=${PIPESTATUS[0]}
+set -e
+if [[ -s "$VERL_FILE_LOGGER_PATH" ]]; then
+    "$PYTHON_BIN" -m audio_reward.trainer_plugin.reward_curve "$VERL_FILE_LOGGER_PATH" --out "$OUTPUT_DIR" \
+        || echo "run.sh: no reward curve could be drawn from $VERL_FILE_LOGGER_PATH" >&2
+fi
 # A run whose validation wrote no audio did not measure anything: say so and fail.
-"$PYTHON_BIN" -m audio_reward.trainer_plugin.recipes.launch --check-run "$RECIPE" "$@"
+check_status=0
+"$PYTHON_BIN" -m audio_reward.trainer_plugin.recipes.launch --check-run "$RECIPE" "$@" || check_status=$?
+if (( trainer_status != 0 )); then
+    echo "run.sh: the trainer exited with $trainer_status (log: $OUTPUT_DIR/train.log)" >&2
+    exit "$trainer_status"
+fi
+exit "$check_status"

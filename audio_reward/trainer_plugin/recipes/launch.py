@@ -40,6 +40,10 @@ EXTERNAL_MODULES = ("verl_omni", "audio_reward.trainer_plugin.verl_plugin")
 is listed too so the reward manager and ``grpo_masked`` register even where the entry point is absent."""
 
 
+METRICS_FILE = "metrics.jsonl"
+"""verl's file logger writes every step's metrics here, under OUTPUT_DIR; the reward curve is read from it."""
+
+
 class LaunchError(ValueError):
     """A recipe cannot be launched as configured (missing variable, missing file, bad value)."""
 
@@ -130,6 +134,8 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType({
             Variable("VAL_FILE", "validation parquet", path=True),
             Variable("NUM_GPUS", "GPUs on the node", default="8"),
             Variable("ROLLOUT_TP", "vLLM-Omni tensor parallel size", default="2"),
+            Variable("TIS_THRESHOLD", "truncated importance sampling through verl's rollout correction, weights "
+                     "clamped at this value (2.0 is verl's default); empty: off", default=""),
             *_COMMON_TAIL,
         ),
         THINKER_OVERRIDES,
@@ -182,6 +188,7 @@ def plan(name: str, overrides: Sequence[str] = (), environ: Mapping[str, str] | 
     if "SEED" in values:
         env["PYTHONHASHSEED"] = values["SEED"]
     env["OUTPUT_DIR"] = values["OUTPUT_DIR"]
+    env["VERL_FILE_LOGGER_PATH"] = str(Path(values["OUTPUT_DIR"]) / METRICS_FILE)
     return LaunchPlan(recipe=name, env=env, overrides=[*spec.overrides.render(values), *overrides],
                       output_dir=values["OUTPUT_DIR"], settings=values)
 

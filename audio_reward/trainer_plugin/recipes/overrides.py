@@ -32,6 +32,7 @@ GROUP_SIZE = f"{ROLLOUT}.n"
 ROLLOUT_TP = f"{ROLLOUT}.tensor_model_parallel_size"
 LOAD_FORMAT = f"{ROLLOUT}.load_format"
 PIPELINE_NAME = f"{ROLLOUT}.engine_kwargs.vllm_omni.pipeline_name"
+AGENT_LOOP = f"{ROLLOUT}.agent.default_agent_loop"
 PIPELINE_MODE = f"{ROLLOUT}.engine_kwargs.vllm_omni.pipeline_mode"
 ADV_ESTIMATOR = "algorithm.adv_estimator"
 MANAGER_NAME = "reward.reward_manager.name"
@@ -44,6 +45,8 @@ SAMPLER_NAME = "trainer.v1.sampler.custom_sampler.name"
 MAX_FAILED_GROUPS = "trainer.v1.sampler.sampler_kwargs.max_failed_groups"
 VAL_BEFORE_TRAIN = "trainer.val_before_train"
 TEST_FREQ = "trainer.test_freq"
+ROLLOUT_CORRECTION = "algorithm.rollout_correction"
+CALCULATE_LOG_PROBS = f"{ROLLOUT}.calculate_log_probs"
 TRAIN_FILES = "data.train_files"
 VAL_FILES = "data.val_files"
 
@@ -204,7 +207,7 @@ TTS_OVERRIDES = OverrideTable((
     ov("actor_rollout_ref.rollout.enforce_eager", "true"),
     ov("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", "1"),
     ov("actor_rollout_ref.rollout.agent.num_workers", "8"),
-    ov("actor_rollout_ref.rollout.agent.default_agent_loop", "omni_single_turn_agent"),
+    ov(AGENT_LOOP, "omni_single_turn_agent"),
     ov("+actor_rollout_ref.rollout.engine_kwargs.vllm_omni.seed", "${SEED}"),
     ov("+actor_rollout_ref.rollout.engine_kwargs.vllm_omni.output_mode", "ar"),
     ov(f"+{PIPELINE_NAME}", "qwen3_tts_rl"),
@@ -244,7 +247,8 @@ TTS_OVERRIDES = OverrideTable((
     ov(VAL_BEFORE_TRAIN, "true"),
     ov("trainer.balance_batch", "true"),
     ov("trainer.critic_warmup", "0"),
-    ov("trainer.logger", '["console"]'),
+    ov("trainer.logger", '["console","file"]', "the file logger's JSONL (VERL_FILE_LOGGER_PATH) becomes the run's "
+       "reward_curve.json and .png"),
     ov("trainer.project_name", "qwen3_tts_grpo"),
     ov("trainer.experiment_name", "qwen3_tts_0_6b_audio_reward"),
     ov("trainer.n_gpus_per_node", "${NUM_GPUS}"),
@@ -321,6 +325,13 @@ THINKER_OVERRIDES = OverrideTable((
     ov("actor_rollout_ref.rollout.enable_prefix_caching", "false"),
     ov("+actor_rollout_ref.rollout.engine_kwargs.vllm_omni.output_mode", "ar"),
     ov(f"+{PIPELINE_NAME}", "qwen3_omni_moe"),
+    ov(f"{ROLLOUT_CORRECTION}.rollout_is", "token",
+       "truncated importance sampling: each token's policy-gradient term is weighted by pi_train/pi_rollout, "
+       "clamped at TIS_THRESHOLD, so tokens the vLLM rollout sampled off the trained policy count less",
+       when="TIS_THRESHOLD"),
+    ov(f"{ROLLOUT_CORRECTION}.rollout_is_threshold", "${TIS_THRESHOLD}", when="TIS_THRESHOLD"),
+    ov(CALCULATE_LOG_PROBS, "true", "the correction reweights by the rollout's own log-probabilities",
+       when="TIS_THRESHOLD"),
     ov("actor_rollout_ref.rollout.val_kwargs.n", "1"),
     ov("actor_rollout_ref.rollout.val_kwargs.do_sample", "false"),
     ov("actor_rollout_ref.rollout.val_kwargs.temperature", "0"),
@@ -341,7 +352,8 @@ THINKER_OVERRIDES = OverrideTable((
     *FAIL_CLOSED,
     ov(VAL_BEFORE_TRAIN, "true"),
     ov("trainer.critic_warmup", "0"),
-    ov("trainer.logger", '["console"]'),
+    ov("trainer.logger", '["console","file"]', "the file logger's JSONL (VERL_FILE_LOGGER_PATH) becomes the run's "
+       "reward_curve.json and .png"),
     ov("trainer.project_name", "omni_thinker_grpo"),
     ov("trainer.experiment_name", "qwen3_omni_30b_a3b_avqa"),
     ov("trainer.n_gpus_per_node", "${NUM_GPUS}"),

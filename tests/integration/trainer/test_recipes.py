@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -211,6 +212,7 @@ def test_tts_data_prep_and_preflight_pass(
     capsys: pytest.CaptureFixture,
 ) -> None:
     pytest.importorskip("verl")
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from audio_reward.cli import main as cli_main
@@ -234,6 +236,13 @@ def test_tts_data_prep_and_preflight_pass(
     out = capsys.readouterr().out
     assert "protocol 1" in out and "qwen3_tts_rl: load_format=safetensors, TP 1" in out
     assert "FailClosedReplayBuffer: the run stops after 1 failed group(s)" in out
+    assert "registers rollout vllm_omni, pipeline qwen3_tts_rl, agent loop omni_single_turn_agent" in out
+    # A validation file whose rows do not say they are validation rows would score and write nothing.
+    rows = [{**r, "extra_info": {k: v for k, v in r["extra_info"].items() if k != "split"}} for r in val]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "d" / "val.parquet")
+    assert cli_main(["preflight", "qwen3_tts_grpo", "--skip-server"]) == 1
+    out = capsys.readouterr().out
+    assert "2 of 2 validation rows (first: row 0) have no extra_info.split in ['val', 'validation', 'test']" in out
 
 
 def test_tts_data_prep_writes_the_runs_voice_only_when_asked(tmp_path: Path) -> None:
@@ -395,6 +404,8 @@ def test_run_sh_exports_runs_preflight_then_the_trainer(tmp_path: Path, paths: d
 if [[ "$1 $2" == "-m verl_omni.trainer.main_omni" ]]; then
     env > "{capture}/env.txt"
     printf '%s\\n' "$@" > "{capture}/args.txt"
+    [[ -n "${{FAKE_CRASH:-}}" ]] && {{ echo "Traceback: CUDA out of memory"; exit 3; }}
+    echo '{{"step": 1, "data": {{"critic/score/mean": 0.5, "timing_s/step": 2.0}}}}' > "$VERL_FILE_LOGGER_PATH"
     [[ -z "${{FAKE_VALIDATION:-}}" ]] && exit 0
     exec {sys.executable} -c "{log_one_sample}"
 fi
@@ -429,8 +440,19 @@ exec {sys.executable} "$@"
     trainer_env = dict(line.split("=", 1) for line in (capture / "env.txt").read_text().splitlines() if "=" in line)
     assert trainer_env["VERL_USE_EXTERNAL_MODULES"] == "verl_omni,audio_reward.trainer_plugin.verl_plugin"
     assert (Path(paths["OUTPUT_DIR"]) / "train.log").is_file()
+    assert trainer_env["VERL_FILE_LOGGER_PATH"] == str(Path(paths["OUTPUT_DIR"]) / "metrics.jsonl")
+    assert "file" in next(a for a in args if a.startswith("trainer.logger="))
+    curve = json.loads((Path(paths["OUTPUT_DIR"]) / "reward_curve.json").read_text())
+    assert [(r["step"], r["reward_mean"]) for r in curve] == [(1, 0.5)]
     # With a validation step that wrote audio the run passes.
     assert run(FAKE_VALIDATION="1").returncode == 0
+    # A trainer that crashes still gets the post-run check, and its own exit status is the script's.
+    shutil.rmtree(Path(paths["OUTPUT_DIR"]))
+    crashed = run(FAKE_CRASH="1")
+    assert crashed.returncode == 3, crashed.stderr
+    assert "no validation pass wrote artifacts" in crashed.stderr
+    assert "the trainer exited with 3" in crashed.stderr
+    assert "CUDA out of memory" in (Path(paths["OUTPUT_DIR"]) / "train.log").read_text()
 
 
 def _prepare(tool: Any, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

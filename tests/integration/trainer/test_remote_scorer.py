@@ -78,7 +78,8 @@ async def test_mask_policy_marks_the_sample_failed_never_zero(dead_url: str) -> 
     assert info["score_failed"] == 1.0 and all(math.isnan(info[k]) for k in ("cer", "wer"))
 
 
-async def test_reward_function_takes_verl_signature_and_audio_from_extra_info(scorer_url: str) -> None:
+async def test_reward_function_takes_verl_signature_and_audio_from_extra_info(
+        scorer_url: str, caplog: pytest.LogCaptureFixture) -> None:
     from audio_reward.scorer_client import close_cached_clients
     from audio_reward.trainer_plugin.reward_fn import compute_score
 
@@ -98,6 +99,11 @@ async def test_reward_function_takes_verl_signature_and_audio_from_extra_info(sc
         await close_cached_clients()
     assert result["score"] > 0.85 and result["cer"] < 0.1
     assert with_model["score"] == pytest.approx(result["score"])
+    # ... and the user is told once that the reward model serves nothing here
+    unused = [r.getMessage() for r in caplog.records if "serves no request of this reward" in r.getMessage()]
+    assert unused == ["a reward model is configured (rm at 127.0.0.1:9) and verl passes its router to compute_score, "
+                      "which scores with the audio-reward scorer only: the reward model serves no request of this "
+                      "reward"]
 
 
 async def test_a_misspelt_reward_kwarg_is_an_error_not_a_lost_setting(scorer_url: str) -> None:

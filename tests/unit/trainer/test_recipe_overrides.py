@@ -28,7 +28,7 @@ CASES: dict[str, tuple[str, dict[str, str]]] = {
         "SAVE_FREQ": "5", "RESUME_MODE": "disable", "OUTPUT_DIR": "/runs/x", "MAX_FAILED_GROUPS": "2"}),
     "thinker_defaults": ("omni_thinker_grpo", {}),
     "thinker_all_set": ("omni_thinker_grpo", {"NUM_GPUS": "16", "ROLLOUT_TP": "4", "OUTPUT_DIR": "out/t",
-                                              "MAX_FAILED_GROUPS": "1"}),
+                                              "MAX_FAILED_GROUPS": "1", "TIS_THRESHOLD": "2.0"}),
 }
 PATHS = ("MODEL_PATH", "TRAIN_FILE", "VAL_FILE", "SPK_EMBED_PATH")
 

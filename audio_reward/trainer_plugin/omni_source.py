@@ -1,0 +1,149 @@
+"""What a verl-omni tree registers and reads, found in its source without importing it.
+
+Importing ``verl_omni`` imports vLLM-Omni, diffusers and CUDA kernels, so a
+check that imported it would take minutes on a GPU machine and could not run
+anywhere else.  The recipes need three registrations by name: the rollout
+(``RolloutReplicaRegistry.register("vllm_omni", ...)``), the agent loop
+(verl's ``@register("omni_single_turn_agent")``) and the rollout pipeline
+(``@OmniRolloutPipelineBase.register("qwen3_tts_rl")``).  These are read from
+the package's syntax trees, resolving a name argument through the module's
+string constants, as ``_PIPELINE_ID = "qwen3_tts_rl"`` is written.
+
+verl-omni's main branch does not carry the Qwen3-TTS pipeline: it comes with
+the Qwen3-TTS GRPO pull request, at :data:`TTS_COMMIT`.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+TTS_COMMIT = "ea07c6181a95c94d584872ffc87b54de01f08b0e"
+"""The verl-omni commit whose tree registers the ``qwen3_tts_rl`` pipeline and the ``omni_single_turn_agent``
+loop the TTS recipe runs (github.com/verl-project/verl-omni, from the Qwen3-TTS GRPO pull request)."""
+TTS_INSTALL = (f"install verl-omni at {TTS_COMMIT[:8]} (git fetch origin {TTS_COMMIT} && git checkout "
+               f"{TTS_COMMIT[:8]} in the checkout, then docs/training.md section 1)")
+PIPELINE_BASE = "OmniRolloutPipelineBase"
+ROLLOUT_REGISTRY = "RolloutReplicaRegistry"
+AUDIO_MANAGER_FILE = Path("reward_loop", "reward_manager", "audio.py")
+RATE_KEY = "audio_sample_rate"
+"""Where verl-omni's Qwen3-TTS rollout puts the waveform's sample rate, beside ``audio``."""
+
+
+@dataclass(frozen=True)
+class Registrations:
+    """The names a verl-omni package registers, by registry."""
+
+    package: Path
+    commit: str | None
+    pipelines: frozenset[str]
+    agent_loops: frozenset[str]
+    rollouts: frozenset[str]
+
+    def describe(self) -> str:
+        return f"verl-omni at {self.package.parent}" + (f" (commit {self.commit[:8]})" if self.commit else "")
+
+
+def package_dir() -> Path | None:
+    """The ``verl_omni`` package folder: the installed one, else ``$VERL_OMNI_SRC/verl_omni``; None when neither."""
+    spec = importlib.util.find_spec("verl_omni")  # finds, does not import
+    if spec is not None and spec.origin:
+        return Path(spec.origin).resolve().parent
+    source = os.environ.get("VERL_OMNI_SRC")
+    if source and (Path(source).expanduser() / "verl_omni" / "__init__.py").is_file():
+        return Path(source).expanduser().resolve() / "verl_omni"
+    return None
+
+
+def _commit(folder: Path) -> str | None:
+    try:
+        done = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def _constants(tree: ast.Module) -> dict[str, str]:
+    return {target.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+            for target in node.targets if isinstance(target, ast.Name)}
+
+
+def _agent_loop_register_names(tree: ast.Module) -> set[str]:
+    """Local names bound to verl's agent-loop ``register`` decorator by a ``from ... import``."""
+    return {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+            and "agent_loop" in (node.module or "") for alias in node.names if alias.name == "register"}
+
+
+def _owner(func: ast.expr) -> str | None:
+    """``X`` of a call ``X.register(...)`` or ``a.b.X.register(...)``."""
+    if not (isinstance(func, ast.Attribute) and func.attr == "register"):
+        return None
+    value = func.value
+    return value.id if isinstance(value, ast.Name) else value.attr if isinstance(value, ast.Attribute) else None
+
+
+def _registrations(tree: ast.Module) -> Iterator[tuple[str, str]]:
+    """(registry, name) for each registration call in one module whose name argument is a known string."""
+    constants = _constants(tree)
+    loop_register = _agent_loop_register_names(tree)
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and node.args):
+            continue
+        first = node.args[0]
+        name = first.value if isinstance(first, ast.Constant) else constants.get(getattr(first, "id", ""))
+        if not isinstance(name, str):
+            continue
+        owner = _owner(node.func)
+        if owner == PIPELINE_BASE:
+            yield "pipeline", name
+        elif owner == ROLLOUT_REGISTRY:
+            yield "rollout", name
+        elif isinstance(node.func, ast.Name) and node.func.id in loop_register:
+            yield "agent_loop", name
+
+
+def read_registrations(package: Path) -> Registrations:
+    """Every pipeline, agent loop and rollout that the ``verl_omni`` package at ``package`` registers."""
+    found: dict[str, set[str]] = {"pipeline": set(), "agent_loop": set(), "rollout": set()}
+    for path in sorted(package.rglob("*.py")):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        except (SyntaxError, UnicodeDecodeError, OSError):
+            continue  # not a module verl-omni could import either
+        for registry, name in _registrations(tree):
+            found[registry].add(name)
+    return Registrations(package, _commit(package.parent), frozenset(found["pipeline"]),
+                         frozenset(found["agent_loop"]), frozenset(found["rollout"]))
+
+
+def missing_registrations(found: Registrations, *, rollout: str, agent_loop: str | None,
+                          pipeline: str | None) -> list[str]:
+    """``what 'name'`` for each name the recipe needs that ``found`` does not register."""
+    wanted = [("rollout", rollout, found.rollouts), ("agent loop", agent_loop, found.agent_loops),
+              ("pipeline", pipeline, found.pipelines)]
+    return [f"{what} {name!r}" for what, name, registered in wanted if name and name not in registered]
+
+
+def audio_manager_problem(package: Path) -> str | None:
+    """Why verl-omni's ``AudioRewardManager`` in ``package`` would not read the rollout's sample rate; None if it does.
+
+    The Qwen3-TTS rollout writes ``audio`` and ``audio_sample_rate``.  One public version of the manager reads
+    the rate from ``sr`` and falls back to 24000 when it is absent: a waveform at another rate would be scored
+    as 24 kHz without a word.
+    """
+    path = package / AUDIO_MANAGER_FILE
+    if not path.is_file():
+        return f"{package.parent} has no verl_omni/{AUDIO_MANAGER_FILE.as_posix()} (no AudioRewardManager)"
+    strings = {node.value for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+               if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    if RATE_KEY not in strings:
+        return (f"verl_omni/{AUDIO_MANAGER_FILE.as_posix()} never reads {RATE_KEY!r}, where the Qwen3-TTS rollout "
+                "puts the sample rate (this version reads another key and assumes a rate when it is absent)")
+    return None
