@@ -235,6 +235,10 @@ class Decoding:
         return {"do_sample": True, "temperature": self.temperature, "top_p": 1.0, "top_k": 0,
                 "max_new_tokens": self.max_new_tokens}
 
+    def batch_size(self, requested: int) -> int:
+        """Questions per ``generate`` call: ``requested`` when greedy; 1 when sampling (a random stream each)."""
+        return requested if self.temperature <= 0 else 1
+
     def record(self) -> dict[str, str | int | float]:
         """What the results file records under ``decoding``."""
         if self.temperature <= 0:
@@ -392,7 +396,7 @@ def _answer(prompter: Prompter, question: Question, mode: Mode, ids: Any, new: A
 def ask_all(model: Any, prompter: Prompter, rows: Sequence[Question], mode: Mode, decoding: Decoding, device: str,
             batch_size: int) -> list[dict[str, Any]]:
     """Every question in one mode, ``batch_size`` per ``generate`` call (one at a time when sampling)."""
-    size = batch_size if decoding.temperature <= 0 else 1
+    size = decoding.batch_size(batch_size)
     return [a for k in range(0, len(rows), size)
             for a in ask_batch(model, prompter, rows[k:k + size], mode, decoding, device)]
 
@@ -482,8 +486,8 @@ def main(argv: list[str] | None = None) -> int:
                         for a in ask_all(model, prompter, rows, mode, decoding, args.device, args.batch_size)]
         del model
         gc.collect()
-    batch_size = args.batch_size if decoding.temperature <= 0 else 1
-    res = results(checkpoints, answers, held, {**decoding.record(), "device": args.device, "batch_size": batch_size})
+    res = results(checkpoints, answers, held,
+                  {**decoding.record(), "device": args.device, "batch_size": decoding.batch_size(args.batch_size)})
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / RESULTS_JSON).write_text(res.model_dump_json(indent=2) + "\n", encoding="utf-8")
     markdown = report_markdown(res)
