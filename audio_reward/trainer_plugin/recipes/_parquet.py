@@ -17,10 +17,15 @@ EXTRA = "recipes"
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
-    """``.jsonl``: one JSON object per line; anything else: one text per non-empty line (``{"text": ...}``)."""
+    """``.jsonl``: a JSON object per line; ``.json``: a JSON list of objects; else a text per line (``{"text": ...}``).
+
+    Blank lines are skipped; a line or item that is not a JSON object raises :class:`ValueError`.
+    """
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"{path} does not exist" if not path.exists() else f"{path} is not a file")
+    if path.suffix == ".json":
+        return _read_json_list(path)
     records: list[dict[str, Any]] = []
     with open(path, encoding="utf-8") as fh:
         for lineno, raw in enumerate(fh, 1):
@@ -37,6 +42,21 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
                 records.append(obj)
             else:
                 records.append({"text": line})
+    if not records:
+        raise ValueError(f"{path} holds no records")
+    return records
+
+
+def _read_json_list(path: Path) -> list[dict[str, Any]]:
+    try:
+        records = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(records, list):
+        raise ValueError(f"{path}: expected a JSON list of objects, got {type(records).__name__}")
+    for position, record in enumerate(records):
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}: item {position} is not a JSON object")
     if not records:
         raise ValueError(f"{path} holds no records")
     return records

@@ -205,6 +205,11 @@ ENTRIES: dict[str, Entry] = {
     "--out-dir data/omni_avqa": Covered(
         "tests/integration/trainer/test_recipes.py::test_thinker_data_prep_feeds_the_mcq_reward"
     ),
+    "docs/training.md: python -m audio_reward.trainer_plugin.recipes.omni_thinker_grpo.prepare_data AVQA_R1/ "
+    "--out-dir data/omni_avqa": Covered(
+        "tests/integration/trainer/test_recipes.py::"
+        "test_thinker_data_prep_reads_the_avqa_r1_folder_and_reports_what_it_dropped"
+    ),
     "docs/training.md: python -m audio_reward.trainer_plugin.recipes.omni_thinker_grpo.eval_thinker \\": Covered(
         "tests/integration/trainer/test_eval_thinker.py::test_ablation_end_to_end_writes_the_table_and_grades_every_answer",
         "tests/integration/trainer/test_eval_thinker.py::test_overlap_with_training_rows_and_bad_folders_are_refused_before_loading",

@@ -36,7 +36,8 @@ ANSWERS = "ABCBADBB"
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Eight AVQA-style questions with 24 kHz clips of different lengths, split by prepare_data (4 held out)."""
+    """Eight AVQA-style questions of different lengths with 24 kHz clips of different lengths, split by
+    prepare_data (4 held out)."""
     root = tmp_path_factory.mktemp("avqa")
     rng = np.random.default_rng(0)
     with (root / "avqa.jsonl").open("w") as f:
@@ -44,7 +45,8 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
             clip = root / "clips" / f"{i}.wav"
             clip.parent.mkdir(exist_ok=True)
             sf.write(clip, (0.1 * rng.standard_normal(24000 + 6000 * i)).astype(np.float32), 24000)
-            f.write(json.dumps({"audio": f"clips/{i}.wav", "question": f"<audio>What makes sound {i}?",
+            question = f"<audio>What makes sound {i}?" + " Listen again." * i
+            f.write(json.dumps({"audio": f"clips/{i}.wav", "question": question,
                                 "options": ["A. a dog", "B. a car", "C. rain", "D. a bell"], "answer": answer}) + "\n")
     assert prepare_data.main([str(root / "avqa.jsonl"), "--out-dir", str(root / "data"), "--val-size", "4"]) == 0
     return root / "data"
@@ -86,6 +88,36 @@ def test_the_audio_reaches_the_encoder_with_audio_and_nothing_of_it_without(data
         assert with_audio["prompt_tokens"] == without["prompt_tokens"] + with_audio["audio_tokens"] + 2  # start/end
 
 
+def test_batched_questions_get_the_answers_asked_one_at_a_time(data: Path, folders: dict[str, Path]) -> None:
+    """Greedy answers in batches of 8 and 3 (left padding, stacked clips) are the one-at-a-time answers, both modes.
+
+    The prompts differ in length in both modes, and the model's end-of-turn
+    row is scaled up so that its answers end at different steps: a finished
+    row's padding must not reach its answer.
+    """
+    rows = eval_thinker.questions(data / "train.parquet", None) + eval_thinker.questions(data / "val.parquet", None)
+    prompter = eval_thinker.Prompter(folders["base"])
+    model = eval_thinker.load_thinker(folders["base"], "cpu")
+    end = prompter.tokenizer.convert_tokens_to_ids("<|im_end|>")
+    with torch.no_grad():
+        model.lm_head.weight[end] *= 2
+    widths: list[int] = []  # the batch size of every forward pass of the language model
+    model.model.register_forward_pre_hook(lambda _m, _args, kwargs: widths.append(kwargs["inputs_embeds"].shape[0]),
+                                          with_kwargs=True)
+    decoding = eval_thinker.Decoding(max_new_tokens=24)
+    for mode in eval_thinker.MODES:
+        alone = eval_thinker.ask_all(model, prompter, rows, mode, decoding, "cpu", 1)
+        assert set(widths) == {1}
+        widths.clear()
+        for size in (8, 3):
+            assert eval_thinker.ask_all(model, prompter, rows, mode, decoding, "cpu", size) == alone
+            assert max(widths) == size
+            widths.clear()
+        assert len({a["prompt_tokens"] for a in alone}) == len(rows)
+        lengths = [a["response_tokens"] for a in alone]
+        assert min(lengths) < max(lengths), lengths
+
+
 def test_ablation_end_to_end_writes_the_table_and_grades_every_answer(data: Path, folders: dict[str, Path],
                                                                      tmp_path: Path) -> None:
     import jsonschema
@@ -100,6 +132,7 @@ def test_ablation_end_to_end_writes_the_table_and_grades_every_answer(data: Path
     assert [c["name"] for c in results["checkpoints"]] == ["base", "trained"]
     assert results["held_out"]["overlapping_ids"] == [] and results["held_out"]["eval_rows"] == 4
     assert results["decoding"]["decoding"] == "greedy" and results["decoding"]["max_new_tokens"] == 6
+    assert results["decoding"]["batch_size"] == eval_thinker.DEFAULT_BATCH_SIZE
     rows = {r.id: r for r in eval_thinker.questions(data / "val.parquet", None)}
     answers = results["answers"]
     assert len(answers) == 2 * 2 * 4  # checkpoints × modes × questions
@@ -150,6 +183,8 @@ def test_overlap_with_training_rows_and_bad_folders_are_refused_before_loading(
                               f"x={tmp_path / 'not_omni'}", f"y={tmp_path / 'missing'}"]) == 1
     err = capsys.readouterr().err
     assert "is a 'qwen3_tts' model, not Qwen3-Omni" in err and "is not a local folder" in err
+    assert eval_thinker.main([*args, "--train", train, "--batch-size", "0", f"base={folders['base']}"]) == 1
+    assert "--batch-size must be at least 1" in capsys.readouterr().err
 
 
 def test_prepare_data_ids_are_unique_across_the_splits(data: Path) -> None:
@@ -160,14 +195,15 @@ def test_prepare_data_ids_are_unique_across_the_splits(data: Path) -> None:
 
 def test_sampling_is_seeded_and_recorded(data: Path, folders: dict[str, Path], tmp_path: Path) -> None:
     runs = []
-    for out in (tmp_path / "a", tmp_path / "b"):
+    # the default batch size, then one at a time: sampling asks one question at a time either way
+    for out, batch in ((tmp_path / "a", []), (tmp_path / "b", ["--batch-size", "1"])):
         assert eval_thinker.main(["--val", str(data / "val.parquet"), "--train", str(data / "train.parquet"),
                                   "--out", str(out), "--device", "cpu", "--max-new-tokens", "8", "--limit", "2",
-                                  "--temperature", "1.0", "--seed", "3", f"base={folders['trained']}"]) == 0
+                                  "--temperature", "1.0", "--seed", "3", *batch, f"base={folders['trained']}"]) == 0
         runs.append(json.loads((out / eval_thinker.RESULTS_JSON).read_text()))
     assert [a["response"] for a in runs[0]["answers"]] == [a["response"] for a in runs[1]["answers"]]
     assert runs[0]["decoding"] == {"decoding": "sampling", "temperature": 1.0, "top_p": 1.0, "top_k": -1, "seed": 3,
-                                   "max_new_tokens": 8, "device": "cpu"}
+                                   "max_new_tokens": 8, "device": "cpu", "batch_size": 1}
 
 
 @pytest.mark.skipif(importlib.util.find_spec("verl") is None or importlib.util.find_spec("peft") is None,

@@ -297,6 +297,100 @@ def test_thinker_data_prep_feeds_the_mcq_reward(tmp_path: Path) -> None:
     assert result["acc"] == 1.0
 
 
+def _r1_record(i: int, **overrides: Any) -> dict[str, Any]:
+    """One AVQA-R1-6K record (verl-omni's converter's input layout), its answer cycling through A, B, C."""
+    record = {"problem_id": 100 + i, "problem": f"Which sound comes first in clip {i}?", "data_type": "image_audio",
+              "problem_type": "multiple choice", "options": ["A. rain", "B. applause", "C. traffic"],
+              "solution": f"<answer>{'ABC'[i % 3]}</answer>",
+              "path": {"image": f"images/{i}.jpg", "audio": f"audios/{i}.wav"}, "data_source": "OmniInstruct_v1-AVQA"}
+    return {**record, **overrides}
+
+
+def _r1_split(folder: Path, name: str, good: int, bad: list[dict[str, Any]]) -> None:
+    """``folder/omni_rl_format_<name>.json`` with ``good`` usable records (tiny WAVs beside it), then ``bad``."""
+    (folder / "audios").mkdir(parents=True, exist_ok=True)
+    for i in range(good):
+        sf.write(folder / "audios" / f"{i}.wav", np.zeros(1600 + 160 * i, np.float32), 16000)
+    records = [_r1_record(i) for i in range(good)] + bad
+    (folder / f"omni_rl_format_{name}.json").write_text(json.dumps(records), encoding="utf-8")
+
+
+def _bad_r1_records(root: Path) -> list[dict[str, Any]]:
+    """One record per drop reason; the clips leading out of the data root exist: only the containment drops them."""
+    (root / "train" / "audios").mkdir(parents=True)
+    outside = root / "outside.wav"
+    sf.write(outside, np.zeros(1600, np.float32), 16000)
+    (root / "train" / "audios" / "link.wav").symlink_to(outside)
+    return [
+        _r1_record(50, path={"audio": "../outside.wav"}),  # ../ out of the data root
+        _r1_record(51, path={"audio": "audios/link.wav"}),  # a link inside the root to a file outside it
+        _r1_record(52, path={"audio": "audios/never_written.wav"}),
+        _r1_record(53, data_type="image", path={"image": "images/53.jpg"}),  # image only: nothing for the thinker
+        _r1_record(54, solution="<answer>Z</answer>"),
+        _r1_record(55, options=["A. rain", "A. applause"]),
+        _r1_record(56, problem="  "),
+    ]
+
+
+def test_thinker_data_prep_reads_the_avqa_r1_folder_and_reports_what_it_dropped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "AVQA_R1"
+    _r1_split(root / "train", "train", 4, _bad_r1_records(root))
+    _r1_split(root / "valid", "valid", 2, [_r1_record(9, path={"audio": str(root / "outside.wav")})])  # absolute
+
+    assert thinker_data.main([str(root), "--out-dir", str(tmp_path / "d")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("wrote 4 train rows to ") and " and 2 validation rows to " in out[0]
+    assert out[1] == ("kept 6 of 14 AVQA-R1 records; dropped 8: audio_outside_root 3, empty_problem 1, "
+                      "invalid_options 1, invalid_solution 1, missing_audio 1, unsupported_modality 1")
+    train = pq.read_table(tmp_path / "d" / "train.parquet").to_pylist()
+    val = pq.read_table(tmp_path / "d" / "val.parquet").to_pylist()
+    assert "images" not in train[0]  # the thinker gets the audio only
+    assert [r["extra_info"]["split"] for r in train + val] == ["train"] * 4 + ["val"] * 2
+    assert [r["extra_info"]["index"] for r in train + val] == ["train/0", "train/1", "train/2", "train/3",
+                                                               "valid/0", "valid/1"]
+    assert [r["reward_model"]["ground_truth"] for r in train] == ["A", "B", "C", "A"]
+    first = train[1]
+    assert first["prompt"][1]["content"] == ("<audio>Which sound comes first in clip 1?\n"
+                                             "Options:\nA. rain\nB. applause\nC. traffic")
+    assert first["audios"] == [str((root / "train" / "audios" / "1.wav").resolve())]
+    assert first["extra_info"]["problem_id"] == "101" and first["extra_info"]["problem_type"] == "multiple choice"
+    from audio_reward.trainer_plugin.mcq import compute_score
+
+    graded = compute_score(first["data_source"], "<think>claps</think><answer>B</answer>",
+                           first["reward_model"]["ground_truth"], first["extra_info"])
+    assert graded["acc"] == 1.0
+
+    # the folder brings its own split: --val-size is refused, in one line, before anything is written
+    assert thinker_data.main([str(root), "--out-dir", str(tmp_path / "e"), "--val-size", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "brings its own validation split" in err and not (tmp_path / "e").exists()
+
+
+def test_thinker_data_prep_splits_one_avqa_r1_file_and_refuses_one_without_a_usable_record(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    _r1_split(tmp_path / "train", "train", 4, [_r1_record(7, data_type="image")])
+    source = tmp_path / "train" / "omni_rl_format_train.json"
+    assert thinker_data.main([str(source), "--out-dir", str(tmp_path / "d"), "--val-size", "1"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == "kept 4 of 5 AVQA-R1 records; dropped 1: unsupported_modality 1"
+    rows = [r for f in ("train.parquet", "val.parquet") for r in pq.read_table(tmp_path / "d" / f).to_pylist()]
+    assert [r["extra_info"]["split"] for r in rows] == ["train"] * 3 + ["val"]
+    assert sorted(r["extra_info"]["index"] for r in rows) == ["0", "1", "2", "3"]  # positions in the source list
+
+    lone = tmp_path / "bad.jsonl"  # the JSONL form of the layout, every record unusable
+    lone.write_text("\n".join(json.dumps(_r1_record(i, solution="")) for i in range(3)))
+    assert thinker_data.main([str(lone), "--out-dir", str(tmp_path / "e")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"prepare_data: {lone} holds no usable AVQA-R1 record (3 dropped: invalid_solution 3)\n"
+    assert not (tmp_path / "e").exists()
+
+
 def tts_config(**rollout: Any) -> dict[str, Any]:
     """The keys the rollout checks read, as a plain mapping (what a composed config holds)."""
     base = {

@@ -20,6 +20,20 @@ format weight 0: accuracy.  Decoding is greedy, as the recipe's validation
 the recipe's ``data.max_response_length`` tokens; ``--temperature T``
 samples instead, each question and mode under its own fixed seed.
 
+Greedy questions are asked ``--batch-size`` at a time (default 8; 1 asks
+one at a time) in one HF ``generate`` call: prompts padded on the left
+with their attention mask, clips stacked with their feature mask, each
+answer cut after its own end of turn.  On the tiny test thinkers the
+batched answers are the one-at-a-time answers, token for token, in both
+modes; on a GPU in bfloat16 a padded batch can round differently and, on a
+near tie, pick another token, so the results record ``batch_size``.
+Sampling is asked one question at a time whatever ``--batch-size`` says:
+its fixed seed per question and mode seeds the one random stream a
+``generate`` call draws from, and questions in one batch would share it.
+There is no vLLM path: vLLM 0.28 (the trainer environment's) registers only
+the full ``Qwen3OmniMoeForConditionalGeneration`` layout, not a thinker-only
+export, and no vLLM serving of a Qwen3-Omni model could be tested here.
+
 A model that reads the audio scores higher with it; the gap
 (``with - without``) is what shows the trained thinker listens rather than
 guessing from the text.  ``--out`` receives ``thinker_eval_results.json``
@@ -82,6 +96,8 @@ Mode = Literal["with_audio", "without_audio"]
 MODES: tuple[Mode, Mode] = ("with_audio", "without_audio")
 MODEL_TYPES = MappingProxyType({"qwen3_omni_moe": "full Qwen3-Omni (the thinker is loaded)",
                                "qwen3_omni_moe_thinker": "thinker only"})
+DEFAULT_BATCH_SIZE = 8
+"""Greedy questions per ``generate`` call; sampling asks one at a time (one seeded random stream per question)."""
 RESULTS_JSON = "thinker_eval_results.json"
 REPORT_MD = "report.md"
 
@@ -219,6 +235,10 @@ class Decoding:
         return {"do_sample": True, "temperature": self.temperature, "top_p": 1.0, "top_k": 0,
                 "max_new_tokens": self.max_new_tokens}
 
+    def batch_size(self, requested: int) -> int:
+        """Questions per ``generate`` call: ``requested`` when greedy; 1 when sampling (a random stream each)."""
+        return requested if self.temperature <= 0 else 1
+
     def record(self) -> dict[str, str | int | float]:
         """What the results file records under ``decoding``."""
         if self.temperature <= 0:
@@ -302,17 +322,65 @@ def load_thinker(folder: Path, device: str) -> Any:
     return model.to(device).eval()
 
 
+def collate(inputs: Sequence[dict[str, Any]], pad_token_id: int) -> dict[str, Any]:
+    """One batch from :meth:`Prompter.inputs` of several questions, each a batch of one.
+
+    Token ids and the attention mask are padded on the left, so every
+    prompt ends where generation starts (the processor's own text padding
+    side).  Every other input (audio features and their mask, time last) is
+    padded on the right with zeros and the clips stacked: the feature mask
+    marks each clip's own frames, and the model encodes only those.
+    """
+    import torch
+    from torch.nn.functional import pad
+
+    if len(inputs) == 1:
+        return dict(inputs[0])
+    width = max(int(x["input_ids"].shape[1]) for x in inputs)
+    batch = {"input_ids": torch.cat([pad(x["input_ids"], (width - x["input_ids"].shape[1], 0), value=pad_token_id)
+                                     for x in inputs]),
+             "attention_mask": torch.cat([pad(x["attention_mask"], (width - x["attention_mask"].shape[1], 0))
+                                          for x in inputs])}
+    for key in inputs[0].keys() - batch.keys():
+        frames = max(int(x[key].shape[-1]) for x in inputs)
+        batch[key] = torch.cat([pad(x[key], (0, frames - x[key].shape[-1])) for x in inputs])
+    return batch
+
+
+def ask_batch(model: Any, prompter: Prompter, batch: Sequence[Question], mode: Mode, decoding: Decoding,
+              device: str) -> list[dict[str, Any]]:
+    """Questions in one mode, one greedy ``generate`` call: their answers, graded, as in :func:`ask`.
+
+    Each response is cut after its first end-of-turn id, where a question
+    asked alone stops; the rest of its row is padding.  Greedy only: a
+    sampled answer draws from one random stream per question (see
+    :meth:`Decoding.generate_kwargs`), which a shared batch cannot give.
+    """
+    import torch
+
+    if len(batch) > 1 and decoding.temperature > 0:
+        raise ValueError("sampled answers are asked one question at a time, each under its own seed")
+    inputs = [prompter.inputs(q, mode) for q in batch]
+    stop = prompter.stop(model)
+    joined = collate(inputs, int(stop["pad_token_id"]))
+    with torch.inference_mode():
+        out = model.generate(**{k: v.to(device) for k, v in joined.items()},
+                             **stop, **decoding.generate_kwargs(batch[0].id, mode))
+    answers = []
+    for question, ids, row in zip(batch, inputs, out[:, joined["input_ids"].shape[1]:].cpu(), strict=True):
+        ends = torch.isin(row, torch.tensor(stop["eos_token_id"])).nonzero()
+        new = row[:int(ends[0]) + 1] if len(ends) else row
+        answers.append(_answer(prompter, question, mode, ids["input_ids"], new))
+    return answers
+
+
 def ask(model: Any, prompter: Prompter, question: Question, mode: Mode, decoding: Decoding,
         device: str) -> dict[str, Any]:
     """One question in one mode: the answer, graded, as a ``ThinkerAnswer`` row without its checkpoint."""
-    import torch
+    return ask_batch(model, prompter, [question], mode, decoding, device)[0]
 
-    inputs = prompter.inputs(question, mode)
-    ids = inputs["input_ids"]
-    with torch.inference_mode():
-        out = model.generate(**{k: v.to(device) for k, v in inputs.items()},
-                             **prompter.stop(model), **decoding.generate_kwargs(question.id, mode))
-    new = out[0, ids.shape[1]:]
+
+def _answer(prompter: Prompter, question: Question, mode: Mode, ids: Any, new: Any) -> dict[str, Any]:
     response = str(prompter.tokenizer.decode(new, skip_special_tokens=True))
     grade = score_choice(response, question.truth, question.options)
     chosen = int(grade["extracted"])
@@ -323,6 +391,14 @@ def ask(model: Any, prompter: Prompter, question: Question, mode: Mode, decoding
             "audio_clips": len(question.audios) if mode == "with_audio" else 0,
             "audio_tokens": int((ids == prompter.audio_token_id).sum()), "prompt_tokens": int(ids.shape[1]),
             "response_tokens": int(new.shape[0]), "response": response}
+
+
+def ask_all(model: Any, prompter: Prompter, rows: Sequence[Question], mode: Mode, decoding: Decoding, device: str,
+            batch_size: int) -> list[dict[str, Any]]:
+    """Every question in one mode, ``batch_size`` per ``generate`` call (one at a time when sampling)."""
+    size = decoding.batch_size(batch_size)
+    return [a for k in range(0, len(rows), size)
+            for a in ask_batch(model, prompter, rows[k:k + size], mode, decoding, device)]
 
 
 def results(checkpoints: Sequence[tuple[str, Path]], answers: Sequence[dict[str, Any]], held: dict[str, Any],
@@ -376,14 +452,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--temperature", type=float, default=0.0,
                         help="0 (default): greedy, as the recipe validates; above 0: sample, seeded per question")
     parser.add_argument("--seed", type=int, default=0, help="seed the per-question sampling seeds derive from")
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE,
+                        help=f"greedy questions per generate call (default {DEFAULT_BATCH_SIZE}; 1: one at a time); "
+                             "sampling asks one at a time")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     fail = failure_printer("eval_thinker")
-    if args.max_new_tokens < 1 or args.temperature < 0:
-        return fail(["--max-new-tokens must be at least 1 and --temperature 0 or more"])
+    if args.max_new_tokens < 1 or args.temperature < 0 or args.batch_size < 1:
+        return fail(["--max-new-tokens and --batch-size must be at least 1 and --temperature 0 or more"])
     missing = missing_modules(("torch", "pyarrow", "soxr", "transformers.models.qwen3_omni_moe"))
     if missing:
         return fail([f"{', '.join(missing)} not installed: run this in the trainer environment "
@@ -403,10 +482,12 @@ def main(argv: list[str] | None = None) -> int:
         model = load_thinker(folder, args.device)
         for mode in MODES:
             print(f"eval_thinker: {name}, {mode.replace('_', ' ')}: {len(rows)} question(s)", file=sys.stderr)
-            answers += [{"checkpoint": name, **ask(model, prompter, q, mode, decoding, args.device)} for q in rows]
+            answers += [{"checkpoint": name, **a}
+                        for a in ask_all(model, prompter, rows, mode, decoding, args.device, args.batch_size)]
         del model
         gc.collect()
-    res = results(checkpoints, answers, held, {**decoding.record(), "device": args.device})
+    res = results(checkpoints, answers, held,
+                  {**decoding.record(), "device": args.device, "batch_size": decoding.batch_size(args.batch_size)})
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / RESULTS_JSON).write_text(res.model_dump_json(indent=2) + "\n", encoding="utf-8")
     markdown = report_markdown(res)
