@@ -201,6 +201,10 @@ ENTRIES: dict[str, Entry] = {
         "tests/integration/client/test_eval_compare.py::test_compare_writes_deltas_equal_to_the_rows",
         "tests/integration/client/test_eval_compare.py::test_compare_refuses_runs_not_scored_alike",
     ),
+    "docs/training.md: TIS_THRESHOLD=2.0 MODEL_PATH=... TRAIN_FILE=... VAL_FILE=... bash "
+    "audio_reward/trainer_plugin/recipes/omni_thinker_grpo/run.sh": Covered(
+        "tests/integration/trainer/test_recipes.py::test_thinker_tis_switch_composes_and_preflight_reads_it"
+    ),
     "docs/training.md: python -m audio_reward.trainer_plugin.recipes.omni_thinker_grpo.prepare_data avqa.jsonl "
     "--out-dir data/omni_avqa": Covered(
         "tests/integration/trainer/test_recipes.py::test_thinker_data_prep_feeds_the_mcq_reward"

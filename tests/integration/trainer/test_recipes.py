@@ -4,7 +4,10 @@ the preflight's refusals, and the data preparation.
 The composition contract runs when ``VERL_OMNI_SRC`` names a verl-omni
 checkout (CI has none: verl-omni is not on PyPI and pins its own verl), with
 verl's config tree from the installed verl, as ``omni_trainer.yaml``'s
-``hydra.searchpath`` asks.
+``hydra.searchpath`` asks. The TTS pre-flight tests need a checkout that
+registers the Qwen3-TTS pipeline (commit ea07c618, docs/training.md section 1):
+on verl-omni main the pre-flight refuses the TTS recipe, as it should
+(tests/unit/trainer/test_omni_source.py).
 """
 
 from __future__ import annotations
@@ -164,6 +167,25 @@ def test_thinker_dry_run_composes_against_verl_omni(paths: dict[str, str]) -> No
     assert cfg.actor_rollout_ref.rollout.engine_kwargs.vllm_omni.pipeline_name == "qwen3_omni_moe"
     assert cfg.data.custom_cls.name == "QwenOmniRLHFDataset" and cfg.data.mm_processor_kwargs.sampling_rate == 16000
     assert cfg.algorithm.adv_estimator == "grpo" and cfg.reward.custom_reward_function.name == "compute_score"
+
+
+@needs_verl_omni
+def test_thinker_tis_switch_composes_and_preflight_reads_it(paths: dict[str, str]) -> None:
+    pytest.importorskip("verl")
+    from audio_reward.trainer_plugin.preflight import check_rollout_correction
+
+    env = {k: paths[k] for k in ("MODEL_PATH", "TRAIN_FILE", "VAL_FILE")}
+    _, plain = split_listing(dry_run("omni_thinker_grpo", env).stdout)
+    assert check_rollout_correction(compose_omni(plain)) == []  # off unless asked
+    _, command = split_listing(dry_run("omni_thinker_grpo", {**env, "TIS_THRESHOLD": "2.0"}).stdout)
+    cfg = compose_omni(command)
+    correction = cfg.algorithm.rollout_correction
+    assert (correction.rollout_is, correction.rollout_is_threshold, correction.bypass_mode) == ("token", 2.0, False)
+    assert cfg.actor_rollout_ref.rollout.calculate_log_probs is True
+    (check,) = check_rollout_correction(cfg)
+    assert check.ok and check.message == "rollout_is=token, threshold 2.0, rollout_rs=None"
+    (refused,) = check_rollout_correction(compose_omni([*command, "actor_rollout_ref.rollout.calculate_log_probs=false"]))
+    assert not refused.ok and "verl skips the correction" in refused.message
 
 
 @needs_verl_omni
