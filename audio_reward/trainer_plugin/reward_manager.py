@@ -105,6 +105,7 @@ class AudioScoreRewardMixin:
             if self.settings.validation_dir
             else None
         )
+        self._warned_no_split = False
         logger.info("AudioScoreRewardManager settings: %s", self.settings.describe())
 
     async def scorer(self) -> AudioRewardScorer:
@@ -157,7 +158,17 @@ class AudioScoreRewardMixin:
         return result
 
     def _is_validation(self, data: Any, metadata: dict[str, Any]) -> bool:
-        return bool(data.meta_info.get("validate")) or metadata.get("split") in self.settings.validation_splits
+        if bool(data.meta_info.get("validate")):
+            return True
+        if "split" not in metadata and not self._warned_no_split:
+            # verl gives per-sample rewards no validate flag: such a row, if it is a validation row, writes nothing.
+            self._warned_no_split = True
+            logger.warning("sample %s has no extra_info.split: the validation artifacts in %s are written only for "
+                           "rows whose split is one of %s (the recipes' prepare_data writes it); validation rows "
+                           "without it are scored and leave no audio and no metrics.json",
+                           metadata.get("index", "?"), self.settings.validation_dir,
+                           list(self.settings.validation_splits))
+        return metadata.get("split") in self.settings.validation_splits
 
 
 @functools.cache
