@@ -184,7 +184,8 @@ def test_thinker_tis_switch_composes_and_preflight_reads_it(paths: dict[str, str
     assert cfg.actor_rollout_ref.rollout.calculate_log_probs is True
     (check,) = check_rollout_correction(cfg)
     assert check.ok and check.message == "rollout_is=token, threshold 2.0, rollout_rs=None"
-    (refused,) = check_rollout_correction(compose_omni([*command, "actor_rollout_ref.rollout.calculate_log_probs=false"]))
+    off = compose_omni([*command, "actor_rollout_ref.rollout.calculate_log_probs=false"])
+    (refused,) = check_rollout_correction(off)
     assert not refused.ok and "verl skips the correction" in refused.message
 
 
