@@ -159,9 +159,30 @@ def scorer_urls(config: Any) -> list[str]:
         raise ValueError(f"{key}: {exc}") from None
 
 
+def _info_of(url: str) -> dict[str, Any]:
+    from ..scorer_client import ScorerClient
+
+    with ScorerClient(url, timeout=10.0, max_retries=0) as client:
+        return client.info()
+
+
+def _scorer_check(url: str, info: dict[str, Any], config: Any) -> Check:
+    """One scorer's ``/v1/info`` answer: the protocol it speaks, and whether it shares the training GPUs."""
+    versions = info.get("supported_protocol_versions") or [info.get("protocol_version")]
+    versions = [str(v) for v in versions if v is not None]
+    if not any(v.split(".")[0] in SUPPORTED_VERSIONS for v in versions):
+        return Check("scorer", False,
+                     f"{url}: speaks protocol {versions or 'unknown'}, need {list(SUPPORTED_VERSIONS)}")
+    engine: dict[str, Any] = info["engine"] if isinstance(info.get("engine"), dict) else {}
+    shared = colocation_problem(url, str(engine.get("device", "")), config)
+    if shared:
+        return Check("scorer", False, shared)
+    model = engine.get("model_id") or engine.get("name") or "?"
+    return Check("scorer", True, f"{url}: protocol {', '.join(versions)}, model {model}")
+
+
 def check_server(config: Any, info_fn: Callable[[str], dict[str, Any]] | None = None) -> list[Check]:
-    needs = uses_audio_manager(config) or _scorer_fn(config) is not None
-    if not needs:
+    if not (uses_audio_manager(config) or _scorer_fn(config) is not None):
         return [Check("scorer", True, "the reward does not call a scorer server")]
     try:
         urls = scorer_urls(config)
@@ -169,31 +190,14 @@ def check_server(config: Any, info_fn: Callable[[str], dict[str, Any]] | None = 
         return [Check("scorer", False, str(exc))]
     if not urls:
         return [Check("scorer", False, NO_URL)]
-    if info_fn is None:
-        from ..scorer_client import ScorerClient
-
-        def info_fn(url: str) -> dict[str, Any]:
-            with ScorerClient(url, timeout=10.0, max_retries=0) as client:
-                return client.info()
-
     checks = []
     for url in urls:
         try:
-            info = info_fn(url)
+            info = (info_fn or _info_of)(url)
         except Exception as exc:  # noqa: BLE001 - every failure is reported, none is fatal here
             checks.append(Check("scorer", False, f"{url}: GET /v1/info failed: {exc}"))
             continue
-        versions = info.get("supported_protocol_versions") or [info.get("protocol_version")]
-        versions = [str(v) for v in versions if v is not None]
-        if not any(v.split(".")[0] in SUPPORTED_VERSIONS for v in versions):
-            checks.append(Check("scorer", False,
-                                f"{url}: speaks protocol {versions or 'unknown'}, need {list(SUPPORTED_VERSIONS)}"))
-        else:
-            engine: dict[str, Any] = info["engine"] if isinstance(info.get("engine"), dict) else {}
-            model = engine.get("model_id") or engine.get("name") or "?"
-            shared = colocation_problem(url, str(engine.get("device", "")), config)
-            checks.append(Check("scorer", False, shared) if shared else
-                          Check("scorer", True, f"{url}: protocol {', '.join(versions)}, model {model}"))
+        checks.append(_scorer_check(url, info, config))
     return checks
 
 
@@ -248,42 +252,47 @@ def check_group_size(config: Any) -> list[Check]:
     return [Check("group size", True, f"adv_estimator={estimator}, rollout.n={n}")]
 
 
-def check_reward_wiring(config: Any) -> list[Check]:
-    checks: list[Check] = []
-    fn_module = _module_of(_get(config, REWARD_FN_PATH))
-    estimator = str(_get(config, ADV_ESTIMATOR, ""))
-    if uses_audio_manager(config):
-        try:
-            # A missing URL is the scorer check's to report; the rest of the block is checked here.
-            settings = PluginSettings.from_config(config, stand_in_url="http://scorer.invalid")
-        except (ValueError, TypeError) as exc:
-            return [Check("reward", False, f"reward.{CONFIG_BLOCK}: {exc}")]
-        if fn_module:
-            checks.append(Check("reward", False, f"reward manager audio_score scores through the scorer and ignores "
-                                                 f"reward.custom_reward_function ({fn_module}); remove it"))
-        if settings.failure_policy is FailurePolicy.MASK and estimator not in MASKING_ESTIMATORS:
-            checks.append(Check("reward", False, f"failure_policy=mask needs {ADV_ESTIMATOR} in "
-                                                 f"{list(MASKING_ESTIMATORS)}, got {estimator}"))
-        if not checks:
-            checks.append(Check("reward", True, f"audio_score manager, failure_policy={settings.failure_policy.value}"))
-        return checks
+def _manager_wiring(config: Any, fn_module: str | None, estimator: str) -> list[Check]:
+    """Our ``audio_score`` manager: its settings block, no reward function beside it, a masking estimator."""
+    try:
+        # A missing URL is the scorer check's to report; the rest of the block is checked here.
+        settings = PluginSettings.from_config(config, stand_in_url="http://scorer.invalid")
+    except (ValueError, TypeError) as exc:
+        return [Check("reward", False, f"reward.{CONFIG_BLOCK}: {exc}")]
+    checks = []
+    if fn_module:
+        checks.append(Check("reward", False, f"reward manager audio_score scores through the scorer and ignores "
+                                             f"reward.custom_reward_function ({fn_module}); remove it"))
+    if settings.failure_policy is FailurePolicy.MASK and estimator not in MASKING_ESTIMATORS:
+        checks.append(Check("reward", False, f"failure_policy=mask needs {ADV_ESTIMATOR} in "
+                                             f"{list(MASKING_ESTIMATORS)}, got {estimator}"))
+    return checks or [Check("reward", True, f"audio_score manager, failure_policy={settings.failure_policy.value}")]
+
+
+def _function_wiring(config: Any, fn_module: str | None) -> list[Check]:
+    """Any other manager: our settings block unused, and the reward function's own keywords."""
+    checks = []
+    url = str(_get(config, "reward.custom_reward_function.reward_kwargs.server_url", "") or "")
     if block_of(config):
         checks.append(Check("reward", False, f"reward.{CONFIG_BLOCK} is set but the reward manager is "
                                              f"{_get(config, MANAGER_NAME)!r}, not audio_score"))
-    if _scorer_fn(config) and not _get(config, "reward.custom_reward_function.reward_kwargs.server_url"):
+    if _scorer_fn(config) and not url:
         checks.append(Check("reward", False, f"{fn_module}.compute_score needs "
                                              "+reward.custom_reward_function.reward_kwargs.server_url"))
-    if fn_module == VERL_OMNI_HTTP_FN:
-        url = str(_get(config, "reward.custom_reward_function.reward_kwargs.server_url", "") or "")
-        if url and not url.rstrip("/").endswith("/score"):
-            checks.append(Check("reward", False, f"verl-omni's audio_http_scorer_client posts to the URL as given: "
-                                                 f"point it at the scorer's /score path ({url.rstrip('/')}/score)"))
+    if fn_module == VERL_OMNI_HTTP_FN and url and not url.rstrip("/").endswith("/score"):
+        checks.append(Check("reward", False, f"verl-omni's audio_http_scorer_client posts to the URL as given: "
+                                             f"point it at the scorer's /score path ({url.rstrip('/')}/score)"))
     if fn_module == MCQ_REWARD_FN and _get(config, REWARD_FN_NAME) != MCQ_FUNCTION:
         checks.append(Check("reward", False, f"the multiple-choice reward function is named {MCQ_FUNCTION}"))
-    if not checks:
-        checks.append(Check("reward", True, f"manager {_get(config, MANAGER_NAME)}, "
-                                            f"function {fn_module or 'verl default'}"))
-    return checks
+    return checks or [Check("reward", True, f"manager {_get(config, MANAGER_NAME)}, "
+                                            f"function {fn_module or 'verl default'}")]
+
+
+def check_reward_wiring(config: Any) -> list[Check]:
+    fn_module = _module_of(_get(config, REWARD_FN_PATH))
+    if uses_audio_manager(config):
+        return _manager_wiring(config, fn_module, str(_get(config, ADV_ESTIMATOR, "")))
+    return _function_wiring(config, fn_module)
 
 
 def _talker_width(model_path: Any) -> int | None:
@@ -321,60 +330,68 @@ def _speaker_problem(path: str, model_path: Any = None) -> str | None:
     return None
 
 
+def _tts_rollout_problems(config: Any) -> list[str]:
+    """``qwen3_tts_rl``: real weights, unsharded, full pipeline, a speaker that fits the talker, the Auto layout."""
+    problems = []
+    if str(_get(config, LOAD_FORMAT, "")) == "dummy":
+        problems.append(f"{LOAD_FORMAT}=dummy: verl-omni syncs trained weights to stage 0 only, so the frozen "
+                        "code2wav stage would decode with random weights and every reward would score noise; use "
+                        f"load_format={TTS_LOAD_FORMAT}")
+    tp = int(_get(config, ROLLOUT_TP, 1))
+    if tp > TTS_ROLLOUT_TP:
+        problems.append(f"{ROLLOUT_TP}={tp}: pipeline {TTS_PIPELINE} runs its talker and code2wav stages "
+                        f"unsharded; set it to {TTS_ROLLOUT_TP}")
+    mode = str(_get(config, PIPELINE_MODE, TTS_PIPELINE_MODE))
+    if mode != TTS_PIPELINE_MODE:
+        problems.append(f"pipeline {TTS_PIPELINE} supports only pipeline_mode={TTS_PIPELINE_MODE}, got {mode}")
+    speaker = _get(config, SPEAKER_EMBEDDING)
+    problem = _speaker_problem(str(speaker), _get(config, MODEL_PATH)) if speaker else (
+        f"{TTS_PIPELINE} needs +{SPEAKER_EMBEDDING} (the fixed voice of every rollout)")
+    if problem:
+        problems.append(problem)
+    language = str(_get(config, TTS_LANGUAGE, ""))
+    if language.lower() != "auto":
+        problems.append(f"{TTS_LANGUAGE}={language or '(unset)'}: verl-omni's {TTS_PIPELINE} trains only the "
+                        "Auto prompt layout")
+    return problems
+
+
+def _thinker_rollout_problems(config: Any) -> list[str]:
+    """``qwen3_omni_moe``: LoRA on the thinker's own modules only."""
+    if int(_get(config, LORA_RANK, 0)) <= 0:
+        return []
+    problems = []
+    missing = [m for m in THINKER_FROZEN if m not in str(_get(config, LORA_EXCLUDE, "") or "")]
+    if missing:
+        problems.append(f"{LORA_EXCLUDE} must keep LoRA off {', '.join(missing)} (the thinker alone is trained)")
+    if str(_get(config, LORA_TARGETS, "all-linear")) == "all-linear":
+        problems.append(f"{LORA_TARGETS}=all-linear also matches the talker and encoders: list the thinker's "
+                        "modules")
+    return problems
+
+
 def check_rollout(config: Any, environ: Mapping[str, str] | None = None) -> list[Check]:
     """verl-omni's vLLM-Omni rollout: settings without which the reward scores noise or nothing."""
     environ = os.environ if environ is None else environ
     if str(_get(config, ROLLOUT_NAME, "")) != OMNI_ROLLOUT:
         return []
-    checks: list[Check] = []
-    modules = [m.strip() for m in environ.get("VERL_USE_EXTERNAL_MODULES", "").split(",")]
-    if OMNI_MODULE not in modules:
-        checks.append(Check("rollout", False, f"export VERL_USE_EXTERNAL_MODULES={OMNI_MODULE}: verl-omni has no "
-                                              "verl.plugins entry point, so Ray workers would never register its "
-                                              "agent loops and model adapters"))
+    problems = []
+    if OMNI_MODULE not in [m.strip() for m in environ.get("VERL_USE_EXTERNAL_MODULES", "").split(",")]:
+        problems.append(f"export VERL_USE_EXTERNAL_MODULES={OMNI_MODULE}: verl-omni has no verl.plugins entry "
+                        "point, so Ray workers would never register its agent loops and model adapters")
     pipeline = str(_get(config, PIPELINE_NAME, ""))
+    summary = None
     if pipeline == TTS_PIPELINE:
-        load_format = str(_get(config, LOAD_FORMAT, ""))
-        if load_format == "dummy":
-            checks.append(Check("rollout", False, f"{LOAD_FORMAT}=dummy: verl-omni syncs trained weights to "
-                                                  "stage 0 only, so the frozen code2wav stage would decode with "
-                                                  "random weights and every reward would score noise; use "
-                                                  f"load_format={TTS_LOAD_FORMAT}"))
-        tp = int(_get(config, ROLLOUT_TP, 1))
-        if tp > TTS_ROLLOUT_TP:
-            checks.append(Check("rollout", False, f"{ROLLOUT_TP}={tp}: pipeline "
-                                                  f"{TTS_PIPELINE} runs its talker and code2wav stages unsharded; "
-                                                  f"set it to {TTS_ROLLOUT_TP}"))
-        mode = str(_get(config, PIPELINE_MODE, TTS_PIPELINE_MODE))
-        if mode != TTS_PIPELINE_MODE:
-            checks.append(Check("rollout", False, f"pipeline {TTS_PIPELINE} supports only "
-                                                  f"pipeline_mode={TTS_PIPELINE_MODE}, got {mode}"))
-        speaker = _get(config, SPEAKER_EMBEDDING)
-        problem = _speaker_problem(str(speaker), _get(config, MODEL_PATH)) if speaker else (
-            f"{pipeline} needs +{SPEAKER_EMBEDDING} (the fixed voice of every rollout)")
-        if problem:
-            checks.append(Check("rollout", False, problem))
-        language = str(_get(config, TTS_LANGUAGE, ""))
-        if language.lower() != "auto":
-            checks.append(Check("rollout", False, f"{TTS_LANGUAGE}={language or '(unset)'}: verl-omni's "
-                                                  f"{TTS_PIPELINE} trains only the Auto prompt layout"))
-        if not checks:
-            checks.append(Check("rollout", True, f"{TTS_PIPELINE}: load_format={load_format}, TP {tp}, "
-                                                 f"speaker {speaker}"))
+        problems += _tts_rollout_problems(config)
+        summary = (f"{TTS_PIPELINE}: load_format={_get(config, LOAD_FORMAT, '')}, TP {_get(config, ROLLOUT_TP, 1)}, "
+                   f"speaker {_get(config, SPEAKER_EMBEDDING)}")
     elif pipeline == THINKER_PIPELINE:
-        exclude = str(_get(config, LORA_EXCLUDE, "") or "")
-        missing = [m for m in THINKER_FROZEN if m not in exclude]
-        targets = _get(config, LORA_TARGETS, "all-linear")
-        lora = int(_get(config, LORA_RANK, 0))
-        if lora > 0 and missing:
-            checks.append(Check("rollout", False, f"{LORA_EXCLUDE} must keep LoRA off "
-                                                  f"{', '.join(missing)} (the thinker alone is trained)"))
-        if lora > 0 and str(targets) == "all-linear":
-            checks.append(Check("rollout", False, f"{LORA_TARGETS}=all-linear also matches "
-                                                  "the talker and encoders: list the thinker's modules"))
-        if not checks:
-            checks.append(Check("rollout", True, f"{THINKER_PIPELINE}: LoRA rank {lora} on {list(targets)}"))
-    return checks
+        problems += _thinker_rollout_problems(config)
+        summary = (f"{THINKER_PIPELINE}: LoRA rank {int(_get(config, LORA_RANK, 0))} on "
+                   f"{list(_get(config, LORA_TARGETS, 'all-linear'))}")
+    if problems:
+        return [Check("rollout", False, p) for p in problems]
+    return [Check("rollout", True, summary)] if summary else []
 
 
 def check_fail_closed(config: Any) -> list[Check]:

@@ -111,39 +111,45 @@ def _delta(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else b - a
 
 
+def _utterance_delta(b: dict[str, Any], row: dict[str, Any]) -> UtteranceDelta:
+    """One utterance scored by the base (``b``) and by the other checkpoint (``row``)."""
+    values: dict[str, float | None] = {}
+    for key in ("cer", "wer", "score", "duration_ratio"):
+        values[f"base_{key}"] = number(b.get(key)) if is_scored(b) else None
+        values[key] = number(row.get(key)) if is_scored(row) else None
+    return UtteranceDelta(
+        id=row["id"], text=str(row.get("text") or b.get("text") or ""),
+        base_status="ok" if is_scored(b) else "error",
+        status="ok" if is_scored(row) else "error",
+        delta_cer=_delta(values["base_cer"], values["cer"]), delta_wer=_delta(values["base_wer"], values["wer"]),
+        delta_score=_delta(values["base_score"], values["score"]), **values,
+    )
+
+
 def compare_pair(base: Run, other: Run) -> Comparison:
     """``other`` against ``base``, utterance by utterance (paired by id, in ``other``'s order)."""
     base_rows = {r["id"]: r for r in base.rows}
     other_ids = {r["id"] for r in other.rows}
-    deltas: list[UtteranceDelta] = []
-    for row in other.rows:
-        b = base_rows.get(row["id"])
-        if b is None:
-            continue
-        values: dict[str, float | None] = {}
-        for key in ("cer", "wer", "score", "duration_ratio"):
-            values[f"base_{key}"] = number(b.get(key)) if is_scored(b) else None
-            values[key] = number(row.get(key)) if is_scored(row) else None
-        deltas.append(UtteranceDelta(
-            id=row["id"], text=str(row.get("text") or b.get("text") or ""),
-            base_status="ok" if is_scored(b) else "error",
-            status="ok" if is_scored(row) else "error",
-            delta_cer=_delta(values["base_cer"], values["cer"]), delta_wer=_delta(values["base_wer"], values["wer"]),
-            delta_score=_delta(values["base_score"], values["score"]), **values,
-        ))
-    d_cer = [d.delta_cer for d in deltas if d.delta_cer is not None]
-    d_wer = [d.delta_wer for d in deltas if d.delta_wer is not None]
-    d_score = [d.delta_score for d in deltas if d.delta_score is not None]
+    deltas = [_utterance_delta(base_rows[row["id"]], row) for row in other.rows if row["id"] in base_rows]
     return Comparison(
-        base=base.name, checkpoint=other.name, paired=len(deltas),
-        improved=sum(d < 0 for d in d_cer), worse=sum(d > 0 for d in d_cer), unchanged=sum(d == 0 for d in d_cer),
-        failed_either=sum(d.status != "ok" or d.base_status != "ok" for d in deltas),
-        mean_delta_cer=mean(d_cer), median_delta_cer=median(d_cer), mean_delta_wer=mean(d_wer),
-        mean_delta_score=mean(d_score),
+        base=base.name, checkpoint=other.name, paired=len(deltas), **_delta_summary(deltas),
         only_in_base=[r["id"] for r in base.rows if r["id"] not in other_ids],
         only_in_checkpoint=[r["id"] for r in other.rows if r["id"] not in base_rows],
         utterances=deltas,
     )
+
+
+def _delta_summary(deltas: Sequence[UtteranceDelta]) -> dict[str, Any]:
+    """How many utterances the checkpoint said better, worse or the same, and the mean and median deltas."""
+    d_cer = [d.delta_cer for d in deltas if d.delta_cer is not None]
+    return {
+        "improved": sum(d < 0 for d in d_cer), "worse": sum(d > 0 for d in d_cer),
+        "unchanged": sum(d == 0 for d in d_cer),
+        "failed_either": sum(d.status != "ok" or d.base_status != "ok" for d in deltas),
+        "mean_delta_cer": mean(d_cer), "median_delta_cer": median(d_cer),
+        "mean_delta_wer": mean([d.delta_wer for d in deltas if d.delta_wer is not None]),
+        "mean_delta_score": mean([d.delta_score for d in deltas if d.delta_score is not None]),
+    }
 
 
 def check_scored_alike(runs: Sequence[Run]) -> None:

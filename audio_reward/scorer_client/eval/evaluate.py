@@ -53,6 +53,38 @@ class ManifestRows:
     bad: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _manifest_uid(obj: dict[str, Any]) -> str | None:
+    uid = obj.get("id", obj.get("audio"))
+    return str(uid) if isinstance(uid, (str, int)) and not isinstance(uid, bool) else None
+
+
+def _row_problem(obj: dict[str, Any], uid: str | None, seen: set[str]) -> str | None:
+    """Why a manifest row cannot be scored; None when it can."""
+    audio, text, language = obj.get("audio"), obj.get("text"), obj.get("language")
+    if not isinstance(audio, str) or not audio:
+        return "'audio' must be a path string"
+    if not isinstance(text, str):
+        return "'text' must be a string"
+    if language is not None and not isinstance(language, str):
+        return "'language' must be a string"
+    if uid is None:
+        return "'id' must be a string or an integer"
+    if uid in seen:
+        return f"id {uid!r} appears twice in the manifest"
+    if obj.get("speaker_reference") is not None and not isinstance(obj.get("speaker_reference"), str):
+        return "'speaker_reference' must be a path string"
+    return None
+
+
+def _json_object(line: str, where: str) -> dict[str, Any] | str:
+    """The line's JSON object, or why it is not one."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return f"{where} is not JSON: {exc}"
+    return obj if isinstance(obj, dict) else f"{where} is not a JSON object"
+
+
 def read_manifest(manifest: Path) -> ManifestRows:
     """Parse a JSONL manifest; rows that cannot be used become failure rows with a reason."""
     if not manifest.is_file():
@@ -65,30 +97,13 @@ def read_manifest(manifest: Path) -> ManifestRows:
             if not line.strip():
                 continue
             where = f"line {number}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                rows.bad.append(_failure(where, None, "bad_manifest_row", f"{where} is not JSON: {exc}"))
+            obj = _json_object(line, where)
+            if isinstance(obj, str):
+                rows.bad.append(_failure(where, None, "bad_manifest_row", obj))
                 continue
-            if not isinstance(obj, dict):
-                rows.bad.append(_failure(where, None, "bad_manifest_row", f"{where} is not a JSON object"))
-                continue
-            audio, text, language = obj.get("audio"), obj.get("text"), obj.get("language")
-            uid = obj.get("id", audio)
-            uid = str(uid) if isinstance(uid, (str, int)) and not isinstance(uid, bool) else None
-            problem = None
-            if not isinstance(audio, str) or not audio:
-                problem = "'audio' must be a path string"
-            elif not isinstance(text, str):
-                problem = "'text' must be a string"
-            elif language is not None and not isinstance(language, str):
-                problem = "'language' must be a string"
-            elif uid is None:
-                problem = "'id' must be a string or an integer"
-            elif uid in seen:
-                problem = f"id {uid!r} appears twice in the manifest"
-            elif obj.get("speaker_reference") is not None and not isinstance(obj.get("speaker_reference"), str):
-                problem = "'speaker_reference' must be a path string"
+            uid = _manifest_uid(obj)
+            audio = obj.get("audio")
+            problem = _row_problem(obj, uid, seen)
             if problem:
                 # A duplicate keeps its line as id, so it cannot shadow the row it repeats.
                 bad_id = where if uid is None or uid in seen else uid
@@ -96,10 +111,10 @@ def read_manifest(manifest: Path) -> ManifestRows:
                 rows.bad.append(_failure(bad_id, audio if isinstance(audio, str) else None,
                                          "bad_manifest_row", f"{where}: {problem}"))
                 continue
-            assert uid is not None and isinstance(audio, str) and isinstance(text, str)
+            assert uid is not None and isinstance(audio, str)
             seen.add(uid)
             reference = obj.get("speaker_reference")
-            rows.good.append(Utterance(uid, audio, text, language, root / audio,
+            rows.good.append(Utterance(uid, audio, str(obj["text"]), obj.get("language"), root / audio,
                                        root / reference if reference else None))
     return rows
 

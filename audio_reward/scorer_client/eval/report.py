@@ -100,25 +100,33 @@ def _cer_histogram(ax: Any, cer: np.ndarray, failed: int, *, color: str, label: 
     ax.set_ylabel("utterances")
 
 
-def run_plots(rows: Sequence[dict[str, Any]], out_dir: Path) -> list[str]:
-    """The CER histogram, score vs duration and CER by duration bucket of one run, as PNGs; returns the names."""
-    plt = _pyplot()
-    ok, failed = scored_rows(rows), failed_rows(rows)
-    written: list[str] = []
-    cer = _cer_percent(rows)
+def _save(plt: Any, fig: Any, path: Path) -> None:
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
 
+
+def _cer_plot(plt: Any, rows: Sequence[dict[str, Any]], path: Path) -> None:
+    ok, failed = scored_rows(rows), failed_rows(rows)
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    _cer_histogram(ax, cer, len(failed), color=COLORS[0])
+    _cer_histogram(ax, _cer_percent(rows), len(failed), color=COLORS[0])
     ax.set_title(f"CER per utterance (n={len(rows)}: {len(ok)} scored, {len(failed)} failed)")
     ax.legend(loc="upper right", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out_dir / CER_PLOT)
-    plt.close(fig)
-    written.append(CER_PLOT)
+    _save(plt, fig, path)
 
+
+def _duration_points(ok: Sequence[dict[str, Any]], failed: Sequence[dict[str, Any]]
+                     ) -> tuple[list[tuple[float, float]], list[float]]:
+    """(duration, score) of the scored utterances, and the duration of each failed one that has one."""
     points = [(d, s) for d, s in ((number(r.get("duration_s")), number(r.get("score"))) for r in ok)
               if d is not None and s is not None]
-    lost = [d for d in (number(r.get("duration_s")) for r in failed) if d is not None]
+    return points, [d for d in (number(r.get("duration_s")) for r in failed) if d is not None]
+
+
+def _duration_plot(plt: Any, rows: Sequence[dict[str, Any]], path: Path) -> None:
+    """Score against audio duration; failed utterances with a duration drawn on a band below 0."""
+    failed = failed_rows(rows)
+    points, lost = _duration_points(scored_rows(rows), failed)
     fig, ax = plt.subplots(figsize=(7, 4.2))
     if points:
         ax.scatter([p[0] for p in points], [p[1] for p in points], s=28, alpha=0.75, color=COLORS[0],
@@ -135,14 +143,11 @@ def run_plots(rows: Sequence[dict[str, Any]], out_dir: Path) -> list[str]:
                  + (f"; {unplaced} failed without audio not shown" if unplaced else "") + ")")
     if points or lost:
         ax.legend(loc="best", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out_dir / DURATION_PLOT)
-    plt.close(fig)
-    written.append(DURATION_PLOT)
+    _save(plt, fig, path)
 
-    pairs = [(d, 100 * c) for d, c in ((number(r.get("duration_s")), number(r.get("cer"))) for r in ok)
-             if d is not None and c is not None]
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+
+def _duration_buckets(pairs: Sequence[tuple[float, float]]) -> tuple[list[str], list[float], list[int]]:
+    """Label, mean CER and count of each :data:`DURATION_BUCKETS` bucket that holds an utterance."""
     labels, means, counts = [], [], []
     for lo, hi in itertools.pairwise(DURATION_BUCKETS):
         inside = [c for d, c in pairs if lo <= d < hi]
@@ -150,6 +155,15 @@ def run_plots(rows: Sequence[dict[str, Any]], out_dir: Path) -> list[str]:
             labels.append(f"{lo:g}–{hi:g} s" if math.isfinite(hi) else f"≥ {lo:g} s")
             means.append(float(np.mean(inside)))
             counts.append(len(inside))
+    return labels, means, counts
+
+
+def _cer_by_duration_plot(plt: Any, rows: Sequence[dict[str, Any]], path: Path) -> None:
+    failed = failed_rows(rows)
+    pairs = [(d, 100 * c) for d, c in ((number(r.get("duration_s")), number(r.get("cer"))) for r in scored_rows(rows))
+             if d is not None and c is not None]
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    labels, means, counts = _duration_buckets(pairs)
     if labels:
         bars = ax.bar(labels, means, color=COLORS[0], edgecolor="black", linewidth=0.6)
         for bar, n in zip(bars, counts, strict=False):
@@ -162,11 +176,16 @@ def run_plots(rows: Sequence[dict[str, Any]], out_dir: Path) -> list[str]:
     ax.set_xlabel("audio duration bucket")
     ax.set_ylabel("mean CER (%)")
     ax.set_title(f"CER by duration (n={len(pairs)} scored" + (f", {len(failed)} failed not shown)" if failed else ")"))
-    fig.tight_layout()
-    fig.savefig(out_dir / CER_BY_DURATION_PLOT)
-    plt.close(fig)
-    written.append(CER_BY_DURATION_PLOT)
-    return written
+    _save(plt, fig, path)
+
+
+def run_plots(rows: Sequence[dict[str, Any]], out_dir: Path) -> list[str]:
+    """The CER histogram, score vs duration and CER by duration bucket of one run, as PNGs; returns the names."""
+    plt = _pyplot()
+    _cer_plot(plt, rows, out_dir / CER_PLOT)
+    _duration_plot(plt, rows, out_dir / DURATION_PLOT)
+    _cer_by_duration_plot(plt, rows, out_dir / CER_BY_DURATION_PLOT)
+    return [CER_PLOT, DURATION_PLOT, CER_BY_DURATION_PLOT]
 
 
 def _wrapped(text: str) -> str:
@@ -206,6 +225,63 @@ def _signal_panel(ax: Any, runs: Sequence[tuple[str, Sequence[dict[str, Any]]]],
     ax.legend(loc="upper left", fontsize=7)
 
 
+def _paired_cer(base_rows: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) -> tuple[list[float], ...]:
+    """(x, y) of the utterances scored on both sides, and (x, y) of those failed on a side, at FAILED_AT."""
+    base = {r["id"]: r for r in base_rows}
+    xs: list[float] = []
+    ys: list[float] = []
+    fx: list[float] = []
+    fy: list[float] = []
+    for r in rows:
+        b = base.get(r["id"])
+        if b is None:
+            continue
+        x = number(b.get("cer")) if is_scored(b) else None
+        y = number(r.get("cer")) if is_scored(r) else None
+        if x is not None and y is not None:
+            xs.append(min(100 * x, 100))
+            ys.append(min(100 * y, 100))
+        else:
+            fx.append(FAILED_AT if x is None else min(100 * x, 100))
+            fy.append(FAILED_AT if y is None else min(100 * y, 100))
+    return xs, ys, fx, fy
+
+
+def _pair_panel(ax: Any, base_name: str, base_rows: Sequence[dict[str, Any]], name: str,
+                rows: Sequence[dict[str, Any]], color: str) -> None:
+    """One later run's per-utterance CER against the first run's, with the diagonal and the failed band."""
+    xs, ys, fx, fy = _paired_cer(base_rows, rows)
+    better = sum(y < x for x, y in zip(xs, ys, strict=False))
+    worse = sum(y > x for x, y in zip(xs, ys, strict=False))
+    ax.plot([0, 100], [0, 100], color="gray", linewidth=1, linestyle=":", label="no change")
+    ax.scatter(xs, ys, s=30, alpha=0.75, color=color, edgecolors="black", linewidths=0.4,
+               label=f"better {better}, worse {worse}, equal {len(xs) - better - worse}")
+    if fx:
+        ax.scatter(fx, fy, s=45, marker="x", color=FAILED_COLOR, label=f"failed on a side ({len(fx)})")
+    ax.axvspan(FAILED_AT - FAILED_BAND - 1, FAILED_AT + FAILED_BAND + 1, color=FAILED_COLOR, alpha=0.07)
+    ax.axhspan(FAILED_AT - FAILED_BAND - 1, FAILED_AT + FAILED_BAND + 1, color=FAILED_COLOR, alpha=0.07)
+    ax.set_xlim(-3, FAILED_AT + FAILED_BAND + 1)
+    ax.set_ylim(-3, FAILED_AT + FAILED_BAND + 1)
+    ticks, labels = [*PERCENT_TICKS, FAILED_AT], [*map(str, PERCENT_TICKS)]
+    ax.set_xticks(ticks, [*labels, "failed"])
+    ax.set_yticks(ticks, [*labels, "failed"])
+    ax.set_aspect("equal")
+    ax.set_xlabel(_wrapped(f"CER {base_name} (%, clipped at 100)"))
+    ax.set_ylabel(_wrapped(f"CER {name} (%)"))
+    ax.set_title(_wrapped(f"{name} vs {base_name} (n={len(xs) + len(fx)} paired)"), fontsize=11)
+    ax.legend(loc="upper left", fontsize=7)
+
+
+def _distribution_panel(dist: Any, runs: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> None:
+    any_failed = any(not is_scored(r) for _, rows in runs for r in rows)
+    for slot, ((name, rows), color) in enumerate(zip(runs, COLORS * 4, strict=False)):
+        _cer_histogram(dist, _cer_percent(rows), len(failed_rows(rows)), color=color, label=name, step=True,
+                       slot=slot, slots=len(runs), failed_band=any_failed)
+    dist.set_title(_wrapped("CER distribution (n=" + ", ".join(f"{name} {len(rows)}" for name, rows in runs) + ")"),
+                   fontsize=11)
+    dist.legend(loc="upper right", fontsize=7)
+
+
 def compare_figure(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> Any:
     """Per-utterance CER of each later run against the first (scatter, diagonal) and every run's CER distribution.
 
@@ -219,49 +295,9 @@ def compare_figure(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> Any:
     signals = [key for key in PLOTTED_SIGNALS if any(scored_values(rows, key) for _, rows in runs)]
     panels = len(others) + 1 + len(signals)
     fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 4.8), squeeze=False)
-    base = {r["id"]: r for r in base_rows}
     for ax, (name, rows), color in zip(axes[0], others, COLORS[1:] * 4, strict=False):
-        xs, ys, fx, fy = [], [], [], []
-        for r in rows:
-            b = base.get(r["id"])
-            if b is None:
-                continue
-            x = number(b.get("cer")) if is_scored(b) else None
-            y = number(r.get("cer")) if is_scored(r) else None
-            if x is not None and y is not None:
-                xs.append(min(100 * x, 100))
-                ys.append(min(100 * y, 100))
-            else:
-                fx.append(FAILED_AT if x is None else min(100 * x, 100))
-                fy.append(FAILED_AT if y is None else min(100 * y, 100))
-        better = sum(y < x for x, y in zip(xs, ys, strict=False))
-        worse = sum(y > x for x, y in zip(xs, ys, strict=False))
-        ax.plot([0, 100], [0, 100], color="gray", linewidth=1, linestyle=":", label="no change")
-        ax.scatter(xs, ys, s=30, alpha=0.75, color=color, edgecolors="black", linewidths=0.4,
-                   label=f"better {better}, worse {worse}, equal {len(xs) - better - worse}")
-        if fx:
-            ax.scatter(fx, fy, s=45, marker="x", color=FAILED_COLOR, label=f"failed on a side ({len(fx)})")
-        ax.axvspan(FAILED_AT - FAILED_BAND - 1, FAILED_AT + FAILED_BAND + 1, color=FAILED_COLOR, alpha=0.07)
-        ax.axhspan(FAILED_AT - FAILED_BAND - 1, FAILED_AT + FAILED_BAND + 1, color=FAILED_COLOR, alpha=0.07)
-        ax.set_xlim(-3, FAILED_AT + FAILED_BAND + 1)
-        ax.set_ylim(-3, FAILED_AT + FAILED_BAND + 1)
-        ticks, labels = [*PERCENT_TICKS, FAILED_AT], [*map(str, PERCENT_TICKS)]
-        ax.set_xticks(ticks, [*labels, "failed"])
-        ax.set_yticks(ticks, [*labels, "failed"])
-        ax.set_aspect("equal")
-        ax.set_xlabel(_wrapped(f"CER {base_name} (%, clipped at 100)"))
-        ax.set_ylabel(_wrapped(f"CER {name} (%)"))
-        ax.set_title(_wrapped(f"{name} vs {base_name} (n={len(xs) + len(fx)} paired)"), fontsize=11)
-        ax.legend(loc="upper left", fontsize=7)
-    dist = axes[0][len(others)]
-    any_failed = any(not is_scored(r) for _, rows in runs for r in rows)
-    for slot, ((name, rows), color) in enumerate(zip(runs, COLORS * 4, strict=False)):
-        failed = len(failed_rows(rows))
-        _cer_histogram(dist, _cer_percent(rows), failed, color=color, label=name, step=True, slot=slot,
-                       slots=len(runs), failed_band=any_failed)
-    dist.set_title(_wrapped("CER distribution (n=" + ", ".join(f"{name} {len(rows)}" for name, rows in runs) + ")"),
-                   fontsize=11)
-    dist.legend(loc="upper right", fontsize=7)
+        _pair_panel(ax, base_name, base_rows, name, rows, color)
+    _distribution_panel(axes[0][len(others)], runs)
     for ax, key in zip(axes[0][len(others) + 1:], signals, strict=True):
         _signal_panel(ax, runs, key)
     fig.tight_layout()

@@ -216,6 +216,14 @@ def check_run(launch: LaunchPlan) -> list[str]:
     return ValidationLogger(audio_dir).problems()
 
 
+def _default_note(spec: Recipe, var: Variable) -> str:
+    if var.default is None:
+        return ""
+    if var.name == "OUTPUT_DIR":
+        return f" (default outputs/{spec.name})"
+    return f" (default {var.default})" if var.default else " (optional)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     check = bool(argv) and argv[0] == "--check-run"
@@ -226,13 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for spec in RECIPES.values():
             print(f"{spec.name}: {spec.summary}")
             for var in spec.variables:
-                if var.default is None:
-                    default = ""
-                elif var.name == "OUTPUT_DIR":
-                    default = f" (default outputs/{spec.name})"
-                else:
-                    default = f" (default {var.default})" if var.default else " (optional)"
-                print(f"  {var.name}: {var.help}{default}")
+                print(f"  {var.name}: {var.help}{_default_note(spec, var)}")
         return 0 if argv else 2
     try:
         launch = plan(argv[0], argv[1:])
