@@ -441,82 +441,105 @@ def decoding_from_args(args: argparse.Namespace) -> Decoding:
                     samples=1 if args.greedy else args.samples, seed=args.seed)
 
 
-def main(argv: list[str] | None = None) -> int:
-    from ....scorer_client.cli import client_settings
-    from ....scorer_client.eval.cli import EVAL_EXTRA, ProgressBar, missing_eval_extras
+def _check_environment(args: argparse.Namespace) -> None:
+    """Flags, installed modules and the device, before anything is read: InputsInvalid otherwise."""
+    from ....scorer_client.eval.cli import EVAL_EXTRA, missing_eval_extras
 
-    args = build_parser().parse_args(argv)
-    fail = failure_printer("eval_checkpoints")
     if args.samples < 1 or args.max_new_tokens < 1:
-        return fail(["--samples and --max-new-tokens must be at least 1"])
+        raise InputsInvalid(["--samples and --max-new-tokens must be at least 1"])
     missing = missing_eval_extras(progress=True) + missing_modules(("pyarrow", "qwen_tts"))
     if missing:
-        return fail([f"{' and '.join(missing)} not installed: run this in the TTS-model environment "
-                     f"(scripts/envs/tts.sh) with the eval extra, {EVAL_EXTRA}"])
+        raise InputsInvalid([f"{' and '.join(missing)} not installed: run this in the TTS-model environment "
+                             f"(scripts/envs/tts.sh) with the eval extra, {EVAL_EXTRA}"])
     import torch
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():
-        return fail([f"--device {args.device}: no CUDA device is visible here; pass --device cpu for tiny models"])
-    try:
-        checkpoints = parse_checkpoints(args.checkpoints)
-    except ValueError as exc:
-        return fail([str(exc)])
-    if len(checkpoints) < 2:
-        return fail(["give the base and at least one trained checkpoint: base=DIR NAME=DIR"])
-    decoding = decoding_from_args(args)
-    try:
-        rows, embedding, held = check_inputs(checkpoints, args.spk_embed, args.val, args.train, args.limit,
-                                             args.allow_overlap)
-    except InputsInvalid as exc:
-        return fail(exc.lines)
+        raise InputsInvalid([f"--device {args.device}: no CUDA device is visible here; pass --device cpu for tiny "
+                             "models"])
     if args.speaker_reference is not None and not args.speaker_reference.is_file():
-        return fail([f"--speaker-reference {args.speaker_reference} does not exist"])
+        raise InputsInvalid([f"--speaker-reference {args.speaker_reference} does not exist"])
 
-    from ....protocol.reports import HeldOut
-    from ....scorer_client.errors import ScorerError
-    from ....scorer_client.eval.compare import Run, compare_runs, results_markdown
-    from ....scorer_client.eval.evaluate import ScoringMismatchError, run_eval
+
+def _checkpoints(specs: Sequence[str]) -> list[Checkpoint]:
+    try:
+        checkpoints = parse_checkpoints(specs)
+    except ValueError as exc:
+        raise InputsInvalid([str(exc)]) from None
+    if len(checkpoints) < 2:
+        raise InputsInvalid(["give the base and at least one trained checkpoint: base=DIR NAME=DIR"])
+    return checkpoints
+
+
+def _place(checkpoints: Sequence[Checkpoint], out: Path) -> None:
+    """Set each checkpoint's ``load_dir``: its folder, or a talker-only export spliced into the base."""
     from .splice import SpliceError, splice_talker
 
-    try:
-        settings = client_settings(args)
-    except ValueError as exc:
-        return fail([one_line(exc)])
     base = checkpoints[0]
     for ckpt in checkpoints:
-        if ckpt.folder.kind is FolderKind.TALKER_ONLY:
-            try:
-                report = splice_talker(base.folder, ckpt.folder, args.out / ckpt.name / SPLICED_DIR)
-            except SpliceError as exc:
-                return fail([f"{ckpt.name}: {exc}"])
-            print(f"eval_checkpoints: {ckpt.name} is a {FolderKind.TALKER_ONLY.value}: spliced {report.replaced} "
-                  f"tensors into {base.name} ({report.kept} kept from it)", file=sys.stderr)
-            ckpt.load_dir = args.out / ckpt.name / SPLICED_DIR
-        else:
+        if ckpt.folder.kind is not FolderKind.TALKER_ONLY:
             ckpt.load_dir = ckpt.folder.path
-    runs = []
-    for ckpt in checkpoints:
-        assert ckpt.load_dir is not None
+            continue
         try:
-            manifest = synthesize(ckpt.load_dir, rows, embedding, args.tts_language,
-                                  args.out / ckpt.name / SYNTH_DIR, args.device, decoding, args.speaker_reference)
-        except ValueError as exc:
-            return fail([f"{ckpt.name}: {exc}"])
-        bar = ProgressBar(sys.stderr.isatty())
-        try:
-            summary = asyncio.run(run_eval(manifest, args.out / ckpt.name / EVAL_DIR, settings,
-                                           on_start=bar.start, on_row=bar.row))
-        except (ScoringMismatchError, ScorerError) as exc:
-            return fail([f"{ckpt.name}: scoring failed: {exc}"])
-        finally:
-            bar.close()
-        print(f"eval_checkpoints: {ckpt.name}: {summary['scored']}/{summary['utterances']} scored", file=sys.stderr)
-        runs.append(Run.load(args.out / ckpt.name / EVAL_DIR, name=ckpt.name, path=str(ckpt.folder.path)))
-    synthesis = {"speaker_embedding": str(args.spk_embed), "tts_language": args.tts_language,
-                 "task": "Base, x-vector-only voice clone, non-streaming", **decoding.record(),
-                 "device": args.device}
+            report = splice_talker(base.folder, ckpt.folder, out / ckpt.name / SPLICED_DIR)
+        except SpliceError as exc:
+            raise InputsInvalid([f"{ckpt.name}: {exc}"]) from None
+        print(f"eval_checkpoints: {ckpt.name} is a {FolderKind.TALKER_ONLY.value}: spliced {report.replaced} "
+              f"tensors into {base.name} ({report.kept} kept from it)", file=sys.stderr)
+        ckpt.load_dir = out / ckpt.name / SPLICED_DIR
+
+
+def _evaluate(ckpt: Checkpoint, rows: Sequence[EvalRow], embedding: Any, args: argparse.Namespace,
+              decoding: Decoding, settings: Any) -> Any:
+    """Synthesize ``ckpt``'s answers to ``rows``, score them on the scorer, and load the scored run."""
+    from ....scorer_client.errors import ScorerError
+    from ....scorer_client.eval.cli import ProgressBar
+    from ....scorer_client.eval.compare import Run
+    from ....scorer_client.eval.evaluate import ScoringMismatchError, run_eval
+
+    assert ckpt.load_dir is not None
     try:
+        manifest = synthesize(ckpt.load_dir, rows, embedding, args.tts_language, args.out / ckpt.name / SYNTH_DIR,
+                              args.device, decoding, args.speaker_reference)
+    except ValueError as exc:
+        raise InputsInvalid([f"{ckpt.name}: {exc}"]) from None
+    bar = ProgressBar(sys.stderr.isatty())
+    try:
+        summary = asyncio.run(run_eval(manifest, args.out / ckpt.name / EVAL_DIR, settings,
+                                       on_start=bar.start, on_row=bar.row))
+    except (ScoringMismatchError, ScorerError) as exc:
+        raise InputsInvalid([f"{ckpt.name}: scoring failed: {exc}"]) from None
+    finally:
+        bar.close()
+    print(f"eval_checkpoints: {ckpt.name}: {summary['scored']}/{summary['utterances']} scored", file=sys.stderr)
+    return Run.load(args.out / ckpt.name / EVAL_DIR, name=ckpt.name, path=str(ckpt.folder.path))
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ....protocol.reports import HeldOut
+    from ....scorer_client.cli import client_settings
+    from ....scorer_client.eval.compare import compare_runs, results_markdown
+    from ....scorer_client.eval.evaluate import ScoringMismatchError
+
+    args = build_parser().parse_args(argv)
+    fail = failure_printer("eval_checkpoints")
+    try:
+        _check_environment(args)
+        checkpoints = _checkpoints(args.checkpoints)
+        decoding = decoding_from_args(args)
+        rows, embedding, held = check_inputs(checkpoints, args.spk_embed, args.val, args.train, args.limit,
+                                             args.allow_overlap)
+        try:
+            settings = client_settings(args)
+        except ValueError as exc:
+            raise InputsInvalid([one_line(exc)]) from None
+        _place(checkpoints, args.out)
+        runs = [_evaluate(ckpt, rows, embedding, args, decoding, settings) for ckpt in checkpoints]
+        synthesis = {"speaker_embedding": str(args.spk_embed), "tts_language": args.tts_language,
+                     "task": "Base, x-vector-only voice clone, non-streaming", **decoding.record(),
+                     "device": args.device}
         results = compare_runs(runs, args.out, held_out=HeldOut(**held), synthesis=synthesis)
+    except InputsInvalid as exc:
+        return fail(exc.lines)
     except ScoringMismatchError as exc:
         return fail([str(exc)])
     print(results_markdown(results), end="")
