@@ -59,3 +59,29 @@ def test_verl_omni_s_bad_url_names_its_key() -> None:
     (scorer,) = preflight.check_server(verl_omni_config("ftp://a/score"))
     assert not scorer.ok
     assert scorer.message.startswith("reward.custom_reward_function.reward_kwargs.server_url: scorer URL must be")
+
+
+def gpu_config(gpus: int) -> dict[str, object]:
+    return {**config(server_url="http://127.0.0.1:8000"), "trainer": {"n_gpus_per_node": gpus}}
+
+
+def test_a_scorer_on_a_training_gpu_is_refused() -> None:
+    problem = preflight.colocation_problem("http://127.0.0.1:8000", "cuda:0", gpu_config(8), gpus=8)
+    assert problem is not None and "takes all 8 GPUs, so the two share one" in problem and "NUM_GPUS=7" in problem
+    # a GPU left over for it, a CPU scorer, or a scorer on another machine share nothing
+    assert preflight.colocation_problem("http://127.0.0.1:8000", "cuda:0", gpu_config(7), gpus=8) is None
+    assert preflight.colocation_problem("http://127.0.0.1:8000", "cpu", gpu_config(8), gpus=8) is None
+    assert preflight.colocation_problem("http://scorer.invalid:8000", "cuda", gpu_config(8), gpus=8) is None
+
+
+def test_the_check_reads_the_device_from_the_scorers_info() -> None:
+    info = {"protocol_version": "1", "engine": {"model_id": "m", "device": "cuda"}}
+    (scorer,) = preflight.check_server(gpu_config(8), info_fn=lambda url: info)
+    # this machine lists no GPU (no nvidia-smi), so nothing is shared; with eight, the scorer's would be one of them
+    assert scorer.ok == (preflight.machine_gpus() is None)
+
+
+def test_diffusion_estimators_are_refused() -> None:
+    (check,) = preflight.check_group_size({"algorithm": {"adv_estimator": "flow_grpo"},
+                                           "actor_rollout_ref": {"rollout": {"n": 8}}})
+    assert not check.ok and "verl-omni's estimator for diffusion rollouts" in check.message
