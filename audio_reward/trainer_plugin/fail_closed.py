@@ -40,7 +40,6 @@ Select them with::
 
 from __future__ import annotations
 
-import functools
 import inspect
 import json
 import logging
@@ -83,7 +82,6 @@ def _source(cls: type) -> str:
         return ""
 
 
-@functools.cache
 def ground_problems(base: type) -> tuple[str, ...]:
     """What the sampler hooks in verl's replay buffer class ``base`` and finds missing or changed."""
     name = base.__name__

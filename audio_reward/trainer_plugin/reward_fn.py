@@ -16,14 +16,11 @@ mask a sample, so it never returns a made-up score.
 from __future__ import annotations
 
 import difflib
-import functools
-import logging
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from ..scorer_client import compute_score as _client_compute_score
-
-logger = logging.getLogger(__name__)
 
 VERL_KEYWORDS = frozenset({"reward_router_address", "reward_model_tokenizer", "model_name"})
 """Keywords verl's reward managers (and verl-omni's ``AudioRewardManager``) pass when a reward model is
@@ -50,14 +47,6 @@ def check_keywords(extra: Mapping[str, Any]) -> None:
                     f"it takes {', '.join(SETTINGS)}")
 
 
-@functools.cache
-def _warn_reward_model_unused(address: str, model: str) -> None:
-    """Once per reward model: the run serves one that this reward never asks."""
-    logger.warning("a reward model is configured (%s at %s) and verl passes its router to compute_score, which "
-                   "scores with the audio-reward scorer only: the reward model serves no request of this reward",
-                   model, address)
-
-
 async def compute_score(
     data_source: str | None = None,
     solution_str: str | None = None,
@@ -80,7 +69,11 @@ async def compute_score(
     """
     check_keywords(verl_keywords)
     if verl_keywords.get("reward_router_address"):
-        _warn_reward_model_unused(str(verl_keywords["reward_router_address"]), str(verl_keywords.get("model_name")))
+        # a warning, not a log line: Python shows one per reward model and place, with no state of ours
+        warnings.warn(f"a reward model is configured ({verl_keywords.get('model_name')} at "
+                      f"{verl_keywords['reward_router_address']}) and verl passes its router to compute_score, "
+                      "which scores with the audio-reward scorer only: the reward model serves no request of this "
+                      "reward", RuntimeWarning, stacklevel=2)
     return await _client_compute_score(
         solution_audio=solution_audio,
         ground_truth=ground_truth,

@@ -60,6 +60,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, cast
 
 from . import train
@@ -69,7 +70,7 @@ from .train import LoopSettings, LoopTask, RunPaths, trainer_environment, traine
 
 logger = logging.getLogger(__name__)
 
-TONES = {"A": 220.0, "B": 330.0, "C": 495.0, "D": 742.5}
+TONES = MappingProxyType({"A": 220.0, "B": 330.0, "C": 495.0, "D": 742.5})
 """The answer letter each clip's pitch stands for (a fifth apart, so they are easy to tell)."""
 QUESTION = "Which tone is this?"
 CLIP_SECONDS = 1.0
@@ -270,7 +271,7 @@ THINKER_TASK = LoopTask(prepare, run_trainer, _ablation, "thinker_eval_results",
 """The thinker-shaped loop: the toy audio policy answers a question about a clip."""
 
 
-DEFAULTS = {"steps": 3, "prompts_per_step": 4, "group_size": 4, "learning_rate": 1e-4}
+DEFAULTS = MappingProxyType({"steps": 3, "prompts_per_step": 4, "group_size": 4, "learning_rate": 1e-4})
 """Smaller than the TTS loop's: an audio question is some 400 tokens, and CI runs this in minutes."""
 
 
