@@ -35,14 +35,13 @@ from ..errors import (
     EngineError,
     NotReadyError,
     OverloadedError,
-    QueueFullError,
     RequestTimeoutError,
     ServerError,
     ShuttingDownError,
 )
 from .dedup import Claim, Key, RecentResults
 from .prometheus import ServerMetrics
-from .scheduler import Scheduler, SchedulerClosedError, SchedulerFullError, SchedulingConfig, scheduler_for
+from .scheduler import Scheduler, SchedulerClosedError, SchedulingConfig, admit, scheduler_for
 
 log = logging.getLogger(__name__)
 
@@ -69,21 +68,6 @@ class EngineOutcome:
 
     value: Transcription | ServerError
     joined: bool = False
-
-
-def admit(scheduler: Scheduler, inputs: Sequence[TranscriptionInput], *,
-          queue: str | None = None) -> list[asyncio.Future[Any]]:
-    """Queue ``inputs`` together (all or none); 429 when the queue is full, 503 when it is closed.
-
-    ``queue`` names the queue in the 429's message (the signal models' queues); else the scheduler's own words.
-    """
-    try:
-        return list(scheduler.submit_many(inputs))
-    except SchedulerFullError as exc:
-        raise QueueFullError(f"{queue}'s queue is full" if queue else str(exc),
-                             retry_after_s=exc.retry_after_s) from None
-    except SchedulerClosedError as exc:
-        raise ShuttingDownError(str(exc), retry_after_s=5) from None
 
 
 @dataclass

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -32,7 +32,7 @@ from audio_reward.protocol import (
     parse_json,
 )
 
-from ..engines.base import ENGINE_SAMPLE_RATE, TranscriptionInput
+from ..engines.base import ENGINE_SAMPLE_RATE, AudioInput
 from ..errors import (
     BadRequestError,
     NotReadyError,
@@ -46,8 +46,7 @@ from ..signals.quality import QualityScore, QualityScorer
 from ..signals.references import SpeakerReferenceStore, reference_id
 from ..signals.speaker import MIN_REFERENCE_S, SpeakerEncoder, cosine_similarity
 from .audio_files import resample_16k
-from .engine_client import admit
-from .scheduler import BatchStats, MicroBatchScheduler, SchedulerClosedError
+from .scheduler import BatchCall, BatchStats, MicroBatchScheduler, SchedulerClosedError, admit
 
 log = logging.getLogger(__name__)
 
@@ -99,16 +98,6 @@ class SignalItem:
         return out
 
 
-class _ModelCall:
-    """A signal model as the micro-batch scheduler sees it: one awaited call per batch of utterances."""
-
-    def __init__(self, call: Callable[[Sequence[np.ndarray]], Awaitable[Any]]) -> None:
-        self._call = call
-
-    async def transcribe(self, batch: Sequence[TranscriptionInput]) -> Sequence[Any]:
-        return list(await self._call([item.audio for item in batch]))
-
-
 @dataclass(eq=False)
 class SignalService:
     """The speaker and quality models, their schedulers and the reference store; built once per app."""
@@ -141,14 +130,14 @@ class SignalService:
 
     def start(self) -> None:
         """Start one micro-batch scheduler per model (on the running loop)."""
-        calls: dict[str, Callable[[Sequence[np.ndarray]], Awaitable[Any]]] = {}
+        calls: dict[str, BatchCall] = {}
         if self.speaker is not None:
-            calls["speaker"] = self.speaker.embed
+            calls["speaker"] = functools.partial(_embed_batch, self.speaker)
         if self.quality is not None:
-            calls["quality"] = self.quality.score
+            calls["quality"] = functools.partial(_score_batch, self.quality)
         for name, call in calls.items():
             scheduler = MicroBatchScheduler(
-                _ModelCall(call), max_batch_size=self.max_batch_size, max_wait_s=0.0, max_queue=self.max_queue,
+                call, max_batch_size=self.max_batch_size, max_wait_s=0.0, max_queue=self.max_queue,
                 on_batch=functools.partial(self.on_batch, name) if self.on_batch is not None else None,
             )
             scheduler.start()
@@ -252,7 +241,7 @@ class SignalService:
         if scheduler is None:
             raise NotReadyError(f"the {name} model is still loading", retry_after_s=5)
         audio = [a for group in groups for a in group]
-        futures = admit(scheduler, [TranscriptionInput(a) for a in audio], queue=f"the {name} model")
+        futures = admit(scheduler, [AudioInput(a) for a in audio], queue=f"the {name} model")
         out: list[list[asyncio.Future[Any]]] = []
         for group in groups:
             out.append(futures[:len(group)])
@@ -322,6 +311,16 @@ class SignalService:
                 "duration_s": audio.shape[0] / ENGINE_SAMPLE_RATE, "model": speaker.info.model_id,
                 "ttl_s": self.store.ttl_s}
 
+
+
+async def _embed_batch(speaker: SpeakerEncoder, batch: list[AudioInput]) -> list[np.ndarray]:
+    """The speaker scheduler's batch call: one speaker embedding per queued utterance."""
+    return list(await speaker.embed([item.audio for item in batch]))
+
+
+async def _score_batch(quality: QualityScorer, batch: list[AudioInput]) -> list[QualityScore]:
+    """The quality scheduler's batch call: one DNSMOS score per queued utterance."""
+    return await quality.score([item.audio for item in batch])
 
 
 async def _outcomes(waits: list[asyncio.Future[Any]], failed: str) -> list[Any]:
