@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from audio_reward.protocol.models import BatchingDescription
 from audio_reward.scoring import language_code
 
 from ..engines.base import ASREngine, EngineInfo, Transcription, TranscriptionInput
@@ -131,13 +132,14 @@ class EngineClient:
         """Utterances waiting for the engine (0 before it is ready)."""
         return self._scheduler.queued if self._scheduler is not None else 0
 
-    def describe_batching(self) -> dict[str, Any]:
+    def describe_batching(self) -> BatchingDescription:
         """The ``/v1/info`` batching part: how the engine takes work, and the scheduler's limits once started."""
         engine, s = self._engine, self._scheduling
         started = self._scheduler.describe() if self._scheduler is not None else {
             "max_batch_size": s.max_batch_size, "max_wait_ms": s.max_wait_ms}
-        return {"engine_batches": engine.prefers_batches, "engine_schedules_itself": engine.schedules_itself,
-                **started, "max_batch_size_setting": s.max_batch_size, "note": self.state.batching_note}
+        return BatchingDescription.model_validate({
+            "engine_batches": engine.prefers_batches, "engine_schedules_itself": engine.schedules_itself,
+            **started, "max_batch_size_setting": s.max_batch_size, "note": self.state.batching_note})
 
     # -- life cycle ----------------------------------------------------------------------------------------------
     def load(self) -> None:
