@@ -1,7 +1,7 @@
 """The FastAPI application: its parts built once, the routers over them, start-up and shutdown.
 
 :func:`build_app` builds every part of the service from the settings
-(:class:`ServerParts`: the engine client over the engine, the signal
+(:class:`~.parts.ServerParts`: the engine client over the engine, the signal
 service, the metrics, the scoring pipeline, the transcription service and
 the ``/v1/info`` description), keeps them on ``app.state.parts`` and
 includes the routers, which take them with ``Depends`` (:mod:`.http.deps`).
@@ -18,7 +18,6 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI
@@ -38,6 +37,7 @@ from .http.apidocs import add_request_examples, offline_docs_app
 from .http.errors import install_error_handlers
 from .http.middleware import RequestContextMiddleware
 from .openai_protocol import TranscriptionUploadDoc
+from .parts import ServerParts
 from .service.dedup import RecentResults
 from .service.engine_client import EngineClient, SchedulingConfig, UnsupportedDefaultLanguageError
 from .service.info import ServerInfo
@@ -79,25 +79,6 @@ def engine_from_settings(settings: ServerConfig) -> ASREngine:
         options=dict(settings.engine_options),
     )
     return create_engine(settings.engine, config)
-
-
-@dataclass
-class ServerParts:
-    """Every part of one app, built once by :func:`build_app`; the routers' dependencies read them here."""
-
-    settings: ServerConfig
-    engine_client: EngineClient
-    signals: SignalService
-    metrics: ServerMetrics
-    pipeline: ScoringPipeline
-    transcriptions: TranscriptionService
-    server_info: ServerInfo
-    engine_preloaded: bool = False
-    """The caller loaded and warmed the engine already (a Ray Serve replica loads before taking traffic)."""
-    on_fatal: Callable[[], None] | None = None
-    """Called when a model cannot load; the CLI uses it to stop the server."""
-    on_ready: Callable[[], None] | None = None
-    """Called once the models have loaded and requests are taken; the CLI uses it to say so."""
 
 
 def limit_numpy_threads(threads: int) -> None:
@@ -143,10 +124,10 @@ async def _load_models(parts: ServerParts) -> None:
     info = engine_client.info
     batching = engine_client.describe_batching()
     log.info("ready", extra={"engine": info.engine, "model": info.model_id, "sha256": info.weights_sha256,
-                             "max_batch_size": batching["max_batch_size"]})
+                             "max_batch_size": batching.max_batch_size})
     if parts.on_ready is not None:
         parts.on_ready()
-    note = batching["note"]
+    note = batching.note
     if note:
         # A warning when the operator chose the batch size, so the setting is not silently ignored.
         chosen = "max_batch_size" in settings.model_fields_set

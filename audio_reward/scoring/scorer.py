@@ -1,4 +1,4 @@
-"""One utterance end to end: normalize both texts, measure errors, shape the reward."""
+"""One utterance end to end: normalize both texts, measure errors, shape the reward, share it with the signals."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from .duration import estimate_speech_duration
 from .errors import EmptyReferenceError
 from .metrics import ErrorRates, error_rates
 from .normalizers import Normalizer, is_chinese, language_code
-from .rewards import RewardBreakdown, RewardPolicy, shape_reward
+from .rewards import ComposedReward, RewardBreakdown, RewardPolicy, compose_reward, shape_reward
 
 __all__ = [
     "Diagnostics", "TextComparison", "TranscriptScore", "compare_texts", "normalize_reference", "score_transcript",
@@ -34,21 +34,25 @@ class TranscriptScore:
     duration_s: float
     expected_duration_s: float
     expected_duration_source: str
+    composed: ComposedReward | None = None
+    """The reward shared with the measured speaker and quality signals; None when none was measured."""
 
     @property
     def score(self) -> float:
-        """The reward, the number the trainer gets."""
-        return self.reward.score
+        """The reward, the number the trainer gets: shared with the signals when they were measured."""
+        return self.composed.score if self.composed is not None else self.reward.score
 
     def diagnostics(self) -> Diagnostics:
-        """Flat, finite values with the same keys and types for every result.
+        """Flat, finite values with the same keys and types for every result that measured the same signals.
 
         verl takes the extra-info keys of a batch from its first sample, so no key
-        is ever optional; an unknown language is reported as ``""``.
+        is ever optional; an unknown language is reported as ``""``.  The terms the
+        signals added (``reward_asr``, ``reward_speaker``, ...) appear only when
+        they were measured, so a request that asks for none gets the keys it always got.
         """
         r = self.reward
         return {
-            "score": r.score,
+            "score": self.score,
             "cer": self.rates.cer,
             "wer": self.rates.wer,
             "error_rate": r.error_rate,
@@ -77,7 +81,21 @@ class TranscriptScore:
             "penalty_repeat": r.penalty_repeat,
             "repeated_ngram_fraction": r.repeated_ngram_fraction,
             "empty_transcript": r.empty_transcript,
+            **self._signal_terms(),
         }
+
+    def _signal_terms(self) -> Diagnostics:
+        """The terms the measured signals added to the score, and their weights (nothing without signals)."""
+        composed, policy = self.composed, self.policy
+        if composed is None:
+            return {}
+        out: Diagnostics = {"reward_asr": composed.asr}
+        if composed.speaker_term is not None:
+            out.update(reward_speaker=composed.speaker_term, speaker_weight=policy.speaker_weight,
+                       speaker_floor_applied=composed.speaker_floor_applied)
+        if composed.quality_term is not None:
+            out.update(reward_quality=composed.quality_term, quality_weight=policy.quality_weight)
+        return out
 
 
 def normalize_reference(
@@ -150,6 +168,8 @@ def score_transcript(
     language: str | None,
     duration_s: float,
     reference_duration_s: float | None,
+    speaker_similarity: float | None = None,
+    quality_mos: float | None = None,
 ) -> TranscriptScore:
     """Score ``transcript`` (the ASR output) against ``reference`` (the target text).
 
@@ -159,6 +179,12 @@ def score_transcript(
     ``reference_duration_s``, when given and positive, is the expected length,
     otherwise it is estimated from the reference text.  Raises the errors of
     :func:`normalize_reference`.
+
+    ``speaker_similarity`` (the cosine of the speech's and the reference's speaker
+    embeddings) and ``quality_mos`` (DNSMOS overall, 1..5) are the signals measured
+    for the utterance, None where not measured; when either was, the reward shares
+    the score with them per ``policy`` (:func:`~.rewards.compose_reward`, whose
+    ValueError it raises).
     """
     if not math.isfinite(duration_s) or duration_s < 0:
         raise ValueError(f"duration_s must be a finite number >= 0, got {duration_s!r}")
@@ -183,6 +209,9 @@ def score_transcript(
         duration_s=duration_s,
         expected_duration_s=expected,
     )
+    measured = speaker_similarity is not None or quality_mos is not None
+    composed = compose_reward(policy, reward.score, speaker_similarity=speaker_similarity,
+                              quality_mos=quality_mos) if measured else None
     return TranscriptScore(
         transcript=transcript,
         normalized_reference=compared.normalized_reference,
@@ -196,4 +225,5 @@ def score_transcript(
         duration_s=float(duration_s),
         expected_duration_s=float(expected),
         expected_duration_source=source,
+        composed=composed,
     )

@@ -5,7 +5,7 @@ Blocking engines (faster-whisper, transformers) subclass :class:`ThreadedEngine`
 and implement ``transcribe_batch_sync``; it runs in a worker thread so the
 event loop never blocks.  A threaded engine may split a batch into CPU work
 that can run ahead (``prepare_sync``: log-Mel features) and the model call
-(``transcribe_prepared_sync``); the two run on separate pools, so the next
+(``transcribe_prepared_sync``), and say so (``splits_batches``); the two run on separate pools, so the next
 batch's features are computed while the current batch is on the device.
 Engines with their own scheduler (vLLM) implement ``transcribe`` directly and
 say ``schedules_itself``: the server then hands them every utterance on
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -27,20 +28,27 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
+from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 ENGINE_SAMPLE_RATE = 16_000
 
 
 @dataclass(frozen=True)
-class TranscriptionInput:
-    """One utterance: 16 kHz mono float32 samples and an optional language code."""
+class AudioInput:
+    """One utterance for a model: 16 kHz mono float32 samples (what a scheduler queues)."""
 
     audio: np.ndarray
-    language: str | None = None
 
     @property
     def duration_s(self) -> float:
         return self.audio.shape[0] / ENGINE_SAMPLE_RATE
+
+
+@dataclass(frozen=True)
+class TranscriptionInput(AudioInput):
+    """One utterance to transcribe: its 16 kHz samples and an optional language code."""
+
+    language: str | None = None
 
 
 @dataclass(frozen=True)
@@ -73,9 +81,8 @@ def max_new_tokens_for(
     return int(min(ceiling, max(floor, round(duration_s * tokens_per_second))))
 
 
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"0", "false", "no", "off"})
 _NONE = frozenset({"", "none", "null"})
+_KINDS = MappingProxyType({bool: "a boolean (true or false)", int: "an integer", float: "a number", str: "a string"})
 
 
 @dataclass(frozen=True)
@@ -83,40 +90,33 @@ class EngineOption:
     """One ``--engine-option KEY=VALUE`` an engine accepts: its type, default and meaning."""
 
     type: type
-    """int, float, bool or str; a value given as text is converted to it."""
+    """int, float, bool or str; a value given as text is converted to it (pydantic's lax rules)."""
     default: Any
     help: str
     nullable: bool = False
     """Whether ``none`` (null in JSON) is accepted: the engine then picks the value itself."""
 
+    @functools.cached_property
+    def _adapter(self) -> TypeAdapter[Any]:
+        # Numbers as text convert; a number or bool given to a str option is written as text.
+        return TypeAdapter(self.type, config=ConfigDict(coerce_numbers_to_str=True))
+
     def convert(self, value: Any) -> Any:
         """``value`` as this option's type; ValueError with the reason otherwise."""
-        if value is None or (isinstance(value, str) and value.strip().lower() in _NONE and self.type is not str):
+        text = value.strip() if isinstance(value, str) and self.type is not str else value
+        if text is None or (isinstance(text, str) and text.lower() in _NONE and self.type is not str):
             if self.nullable:
                 return None
             raise ValueError("needs a value")
-        if self.type is bool:
-            if isinstance(value, bool):
-                return value
-            text = str(value).strip().lower()
-            if text in _TRUE or text in _FALSE:
-                return text in _TRUE
-            raise ValueError(f"{value!r} is not a boolean (true or false)")
-        if self.type is int:
-            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-                raise ValueError(f"{value!r} is not an integer")
-            try:
-                return int(str(value).strip()) if isinstance(value, str) else int(value)
-            except ValueError:
-                raise ValueError(f"{value!r} is not an integer") from None
-        if self.type is float:
-            if isinstance(value, bool):
-                raise ValueError(f"{value!r} is not a number")
-            try:
-                return float(value)
-            except ValueError:
-                raise ValueError(f"{value!r} is not a number") from None
-        return str(value)
+        if isinstance(text, bool) and self.type in (int, float):  # pydantic would read True as 1
+            raise self._not_a(value)
+        try:
+            return self._adapter.validate_python(text)
+        except ValidationError:
+            raise self._not_a(value) from None
+
+    def _not_a(self, value: Any) -> ValueError:
+        return ValueError(f"{value!r} is not {_KINDS[self.type]}")
 
 
 class EngineOptionError(ValueError):
@@ -226,6 +226,11 @@ class ThreadedEngine(ASREngine):
     in flight the second one's features are ready when the device frees up.
     """
 
+    splits_batches: ClassVar[bool] = False
+    """Whether ``transcribe`` runs a batch in its two halves, :meth:`prepare_sync` then
+    :meth:`transcribe_prepared_sync`; else it calls :meth:`transcribe_batch_sync`.  An engine that
+    implements the halves sets it; a subclass of one that overrides the whole batch again sets it back."""
+
     def __init__(self, workers: int = 1, feature_workers: int | None = None) -> None:
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="asr")
         self._feature_pool = concurrent.futures.ThreadPoolExecutor(
@@ -246,23 +251,10 @@ class ThreadedEngine(ASREngine):
         """The model's part of one batch, given what :meth:`prepare_sync` returned for it."""
         return self.transcribe_batch_sync(batch)
 
-    @property
-    def _splits_batches(self) -> bool:
-        """Whether ``transcribe`` runs the two halves.
-
-        Only when a subclass did not override the whole batch after them.
-        """
-        cls = type(self)
-        if cls.prepare_sync is ThreadedEngine.prepare_sync:
-            return False
-        owner = {name: next(k for k in cls.__mro__ if name in vars(k))
-                 for name in ("transcribe_batch_sync", "transcribe_prepared_sync")}
-        return issubclass(owner["transcribe_prepared_sync"], owner["transcribe_batch_sync"])
-
     async def transcribe(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
         loop = asyncio.get_running_loop()
         items = list(batch)
-        if not self._splits_batches:
+        if not self.splits_batches:
             return await loop.run_in_executor(self._pool, self.transcribe_batch_sync, items)
         prepared = await loop.run_in_executor(self._feature_pool, self.prepare_sync, items)
         return await loop.run_in_executor(self._pool, self.transcribe_prepared_sync, items, prepared)

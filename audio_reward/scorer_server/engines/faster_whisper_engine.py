@@ -66,6 +66,8 @@ def ct2_max_length(prompt_len: int, max_new_tokens: int, model_max_length: int) 
 class FasterWhisperEngine(ThreadedEngine):
     """faster-whisper :class:`WhisperModel` behind the engine interface."""
 
+    splits_batches = True  # features on the CPU pool while the model runs the previous batch
+
     OPTIONS: ClassVar[Mapping[str, EngineOption]] = {
         "batched": EngineOption(bool, None, "one encoder pass and one decode per batch; default: on a GPU only",
                                 nullable=True),

@@ -271,6 +271,8 @@ class _Qwen3ASRBackend:
 class TransformersEngine(ThreadedEngine):
     """Whisper or Qwen3-ASR in PyTorch via transformers; greedy, batched, decode length capped by duration."""
 
+    splits_batches = True  # features on the CPU pool while the model runs the previous batch
+
     OPTIONS: ClassVar[Mapping[str, EngineOption]] = {
         "attn_implementation": EngineOption(str, None, "transformers attention kernel (sdpa, eager, "
                                             "flash_attention_2); default: the library's choice", nullable=True),

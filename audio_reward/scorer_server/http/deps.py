@@ -1,12 +1,13 @@
-"""FastAPI dependencies: the parts the app was built with (:class:`..app.ServerParts`, on ``app.state.parts``)."""
+"""FastAPI dependencies: the parts the app was built with (:class:`..parts.ServerParts`, on ``app.state.parts``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from fastapi import Request
 
 from ..config import ServerConfig
+from ..parts import ServerParts
 from ..service.engine_client import EngineClient
 from ..service.info import ServerInfo
 from ..service.pipeline import ScoringPipeline
@@ -14,12 +15,9 @@ from ..service.prometheus import ServerMetrics
 from ..service.signals import SignalService
 from ..service.transcription import TranscriptionService
 
-if TYPE_CHECKING:
-    from ..app import ServerParts
-
 
 def _parts(request: Request) -> ServerParts:
-    return cast("ServerParts", request.app.state.parts)
+    return cast(ServerParts, request.app.state.parts)
 
 
 def get_settings(request: Request) -> ServerConfig:

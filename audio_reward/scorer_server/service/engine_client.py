@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from audio_reward.protocol.models import BatchingDescription
 from audio_reward.scoring import language_code
 
 from ..engines.base import ASREngine, EngineInfo, Transcription, TranscriptionInput
@@ -35,14 +36,13 @@ from ..errors import (
     EngineError,
     NotReadyError,
     OverloadedError,
-    QueueFullError,
     RequestTimeoutError,
     ServerError,
     ShuttingDownError,
 )
 from .dedup import Claim, Key, RecentResults
 from .prometheus import ServerMetrics
-from .scheduler import Scheduler, SchedulerClosedError, SchedulerFullError, SchedulingConfig, scheduler_for
+from .scheduler import Scheduler, SchedulerClosedError, SchedulingConfig, admit, scheduler_for
 
 log = logging.getLogger(__name__)
 
@@ -69,21 +69,6 @@ class EngineOutcome:
 
     value: Transcription | ServerError
     joined: bool = False
-
-
-def admit(scheduler: Scheduler, inputs: Sequence[TranscriptionInput], *,
-          queue: str | None = None) -> list[asyncio.Future[Any]]:
-    """Queue ``inputs`` together (all or none); 429 when the queue is full, 503 when it is closed.
-
-    ``queue`` names the queue in the 429's message (the signal models' queues); else the scheduler's own words.
-    """
-    try:
-        return list(scheduler.submit_many(inputs))
-    except SchedulerFullError as exc:
-        raise QueueFullError(f"{queue}'s queue is full" if queue else str(exc),
-                             retry_after_s=exc.retry_after_s) from None
-    except SchedulerClosedError as exc:
-        raise ShuttingDownError(str(exc), retry_after_s=5) from None
 
 
 @dataclass
@@ -147,13 +132,14 @@ class EngineClient:
         """Utterances waiting for the engine (0 before it is ready)."""
         return self._scheduler.queued if self._scheduler is not None else 0
 
-    def describe_batching(self) -> dict[str, Any]:
+    def describe_batching(self) -> BatchingDescription:
         """The ``/v1/info`` batching part: how the engine takes work, and the scheduler's limits once started."""
         engine, s = self._engine, self._scheduling
         started = self._scheduler.describe() if self._scheduler is not None else {
             "max_batch_size": s.max_batch_size, "max_wait_ms": s.max_wait_ms}
-        return {"engine_batches": engine.prefers_batches, "engine_schedules_itself": engine.schedules_itself,
-                **started, "max_batch_size_setting": s.max_batch_size, "note": self.state.batching_note}
+        return BatchingDescription.model_validate({
+            "engine_batches": engine.prefers_batches, "engine_schedules_itself": engine.schedules_itself,
+            **started, "max_batch_size_setting": s.max_batch_size, "note": self.state.batching_note})
 
     # -- life cycle ----------------------------------------------------------------------------------------------
     def load(self) -> None:

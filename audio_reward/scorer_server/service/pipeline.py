@@ -13,9 +13,9 @@ side by side.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 from starlette.concurrency import run_in_threadpool
@@ -45,12 +45,10 @@ from ..engines.base import Transcription
 from ..errors import BadRequestError, ServerError, server_error_body
 from .audio_files import FFMPEG_FILES, resample_16k
 from .dedup import Key, request_key
-from .engine_client import EngineClient, EngineRequest
+from .engine_client import EngineClient, EngineOutcome, EngineRequest
 from .offload import Offload
 from .prometheus import ServerMetrics
-
-if TYPE_CHECKING:
-    from .signals import SignalJob, SignalService, SignalValues
+from .signals import SignalItem, SignalJob, SignalService
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +66,57 @@ class PreparedRequest:
     """Set when the client named the request: retries with the same id and content are answered once."""
     signals: SignalJob | None = None
     """What the request asks of the speaker and quality models (None: nothing)."""
+
+
+@dataclass(eq=False)
+class _Utterance:
+    """One utterance through :meth:`ScoringPipeline._score_items`: its request, its transcript, its signals, its answer.
+
+    A new signal is one more field of :class:`~.signals.SignalItem`, not one more list to keep in step.
+    """
+
+    request: PreparedRequest
+    signals: SignalItem | None
+    """What the signal service measures for it (None: it asks for no signal)."""
+    engine: EngineOutcome | None = None
+    """Its transcript or the transcription's error, once the engine client answered."""
+    result: ScoreResponse | None = None
+
+    @classmethod
+    def of(cls, item: PreparedRequest) -> _Utterance:
+        """``item`` before anything is known of it."""
+        return cls(item, SignalItem(item.audio, item.signals) if item.signals is not None else None)
+
+    def engine_request(self) -> EngineRequest:
+        """What the engine client transcribes."""
+        item = self.request
+        return EngineRequest(item.audio, item.language, item.request_id, item.key)
+
+    @property
+    def error(self) -> ServerError | None:
+        """Why it gets no score: the transcription's error first, then the signals'."""
+        if self.engine is not None and isinstance(self.engine.value, ServerError):
+            return self.engine.value
+        return self.signals.error if self.signals is not None else None
+
+    @property
+    def joined(self) -> bool:
+        """Whether its transcript or error is another request's, with the same id and content."""
+        return self.engine is not None and self.engine.joined
+
+    @property
+    def transcription(self) -> Transcription:
+        """Its transcript (only an utterance without an error is scored)."""
+        assert self.engine is not None and isinstance(self.engine.value, Transcription)
+        return self.engine.value
+
+    @property
+    def outcome(self) -> ScoreResponse | ServerError:
+        """Its answer: the scored result, or its error."""
+        if (error := self.error) is not None:
+            return error
+        assert self.result is not None
+        return self.result
 
 
 @dataclass(eq=False)
@@ -141,8 +190,10 @@ class ScoringPipeline:
         return items
 
     # -- scoring --------------------------------------------------------------------------
-    def _result(self, item: PreparedRequest, transcription: Transcription) -> ScoreResponse:
-        req = item.request
+    def _result(self, utterance: _Utterance) -> ScoreResponse:
+        """The answer to one utterance: its transcript scored, the reward shared with its measured signals."""
+        item, signals = utterance.request, utterance.signals
+        req, transcription = item.request, utterance.transcription
         result = score_transcript(
             req.prompt,
             transcription.text,
@@ -151,8 +202,12 @@ class ScoringPipeline:
             language=item.language,
             duration_s=req.duration_s,
             reference_duration_s=req.reference_duration_s,
+            speaker_similarity=signals.speaker_similarity if signals is not None else None,
+            quality_mos=signals.quality_mos if signals is not None else None,
         )
         out = result.diagnostics()
+        if signals is not None:
+            out.update(signals.fields())
         info = self.engine_client.info
         # The rules follow the request's language (a garbled transcript must not switch them), but the
         # answer says which language the audio was decoded in: the model's detection when none was asked for.
@@ -166,12 +221,10 @@ class ScoringPipeline:
         # Forbidding extras here (readers ignore them): a diagnostic the model does not declare is a server bug.
         return ScoreResponse.model_validate(out, extra="forbid")
 
-    def _results(self, pairs: list[tuple[PreparedRequest, Transcription, SignalValues | None]]) -> list[ScoreResponse]:
-        """Score transcripts against their prompts, with their signals; runs in a worker thread."""
-        from .signals import add_signals
-
-        return [add_signals(self._result(item, transcription), item.policy, item.signals, values)
-                for item, transcription, values in pairs]
+    def _score(self, utterances: list[_Utterance]) -> None:
+        """Score each utterance's transcript against its prompt, with its signals; runs in a worker thread."""
+        for utterance in utterances:
+            utterance.result = self._result(utterance)
 
     def _count(self, outcome: ScoreResponse | ServerError, *, joined: bool) -> None:
         """One utterance's outcome in the metrics; an error joined from another request was counted there."""
@@ -183,6 +236,13 @@ class ScoringPipeline:
         else:
             self.metrics.observe_result(outcome)
 
+    def _start_measuring(self, utterances: list[_Utterance]) -> asyncio.Task[None] | None:
+        """Start measuring the utterances' signals beside their transcription; None when none asks for any."""
+        measured = [u.signals for u in utterances if u.signals is not None]
+        if self.signals is None or not measured:
+            return None
+        return self.signals.start_measuring(measured, self.engine_client.request_timeout_s)
+
     async def _score_items(self, items: list[PreparedRequest]) -> list[ScoreResponse | ServerError]:
         """Each item's flat result or error, in order.
 
@@ -190,28 +250,24 @@ class ScoringPipeline:
         not transcribed again: it takes that request's transcript.  A failure
         of the whole call (queue full, not ready, timeout) is raised.
         """
-        timeout_s = self.engine_client.request_timeout_s
-        measuring = (self.signals.start_measuring([item.audio for item in items], [item.signals for item in items],
-                                                  timeout_s) if self.signals is not None else None)
+        utterances = [_Utterance.of(item) for item in items]
+        measuring = self._start_measuring(utterances)
         try:
-            transcripts = await self.engine_client.transcribe_many(
-                [EngineRequest(item.audio, item.language, item.request_id, item.key) for item in items])
+            outcomes = await self.engine_client.transcribe_many([u.engine_request() for u in utterances])
         except BaseException:
             if measuring is not None:
                 measuring.cancel()
             raise
-        signals = await measuring if measuring is not None else [None] * len(items)
-        pairs = [(item, t.value, v) for item, t, v in zip(items, transcripts, signals, strict=True)
-                 if isinstance(t.value, Transcription) and not isinstance(v, ServerError)]
-        scored = iter(await self.offload.run(lambda: self._results(pairs)) if pairs else [])
-        results: list[ScoreResponse | ServerError] = []
-        for transcript, values in zip(transcripts, signals, strict=True):
-            outcome: ScoreResponse | ServerError = (
-                transcript.value if isinstance(transcript.value, ServerError)
-                else values if isinstance(values, ServerError) else next(scored))
-            self._count(outcome, joined=transcript.joined)
-            results.append(outcome)
-        return results
+        for utterance, outcome in zip(utterances, outcomes, strict=True):
+            utterance.engine = outcome
+        if measuring is not None:
+            await measuring
+        scorable = [u for u in utterances if u.error is None]
+        if scorable:
+            await self.offload.run(lambda: self._score(scorable))
+        for utterance in utterances:
+            self._count(utterance.outcome, joined=utterance.joined)
+        return [utterance.outcome for utterance in utterances]
 
     async def score(self, body: bytes, request_id: str) -> ScoreResponse:
         """One request body → its flat response; raises :class:`ServerError`."""

@@ -1,12 +1,13 @@
-"""Scheduling utterances onto an ASR engine: micro-batches, or straight through.
+"""Scheduling utterances onto a model: micro-batches, or straight through.
 
 Both schedulers derive from :class:`BaseScheduler`, which owns what they share: admission (a bounded queue,
-all of a request or none, :class:`SchedulerFullError` beyond ``max_queue``, the server's 429 with
-``Retry-After``), the engine call and the settling of each caller's future with its own outcome, the
-accounting reported to metrics (:class:`BatchStats`), and closing. They differ only in how they pick work;
-:func:`scheduler_for` picks the one the engine needs.  The base also measures the engine's throughput
-(:meth:`BaseScheduler.admission`, audio seconds per wall second) for the engine client's early refusal, and
-takes back the work of a caller that stopped waiting (:meth:`BaseScheduler.withdraw`).
+all of a request or none, :class:`SchedulerFullError` beyond ``max_queue``; :func:`admit` turns a refusal into
+the server's 429 with ``Retry-After``, or its 503 when closed), the batch call (:data:`BatchCall`: the ASR
+engine's ``transcribe``, or a signal model's embedding or scoring) and the settling of each caller's future
+with its own outcome, the accounting reported to metrics (:class:`BatchStats`), and closing. They differ only
+in how they pick work; :func:`scheduler_for` picks the one an ASR engine needs.  The base also measures the
+engine's throughput (:meth:`BaseScheduler.admission`, audio seconds per wall second) for the engine client's
+early refusal, and takes back the work of a caller that stopped waiting (:meth:`BaseScheduler.withdraw`).
 
 :class:`MicroBatchScheduler`, for engines that take one batch at a time
 (faster-whisper, transformers).  Requests put utterances on the queue
@@ -26,7 +27,7 @@ features are computed on the CPU while the current one runs on the device.
 * Every future is resolved with its own transcript, or with the exception of
   the engine call it was part of: a failing batch fails only its own requests.
 
-:class:`EngineScheduler`, for engines that batch continuously by
+:class:`PassThroughScheduler`, for engines that batch continuously by
 themselves (vLLM).  Each utterance goes to the engine on arrival, alone, up
 to ``max_in_flight`` at once (vLLM's ``max_num_seqs``): a counting bound
 like a semaphore, the rest wait in arrival order.  Each request finishes when
@@ -43,13 +44,14 @@ import functools
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from audio_reward.futures import fail_all, settle
 
-from ..engines.base import ASREngine, Transcription, TranscriptionInput
+from ..engines.base import ASREngine, AudioInput
+from ..errors import QueueFullError, ShuttingDownError
 
 log = logging.getLogger(__name__)
 
@@ -116,8 +118,8 @@ class Admission:
 
 @dataclass
 class _Pending:
-    item: TranscriptionInput
-    future: asyncio.Future[Transcription]
+    item: AudioInput
+    future: asyncio.Future[Any]
 
 
 def _at_least_one(**values: int) -> None:
@@ -130,18 +132,14 @@ def _stopped_error() -> SchedulerClosedError:
     return SchedulerClosedError("the server stopped before this utterance was scored")
 
 
-def _cancel_if_abandoned(task: asyncio.Task[None], future: asyncio.Future[Transcription]) -> None:
+def _cancel_if_abandoned(task: asyncio.Task[None], future: asyncio.Future[Any]) -> None:
     if future.cancelled():
         task.cancel()
 
 
-class BatchEngine(Protocol):
-    """What a micro-batch scheduler calls: one awaited call per batch, one result per utterance, in order.
-
-    An ASR engine's ``transcribe``; the signal models (speaker, quality) are fed the same way.
-    """
-
-    async def transcribe(self, batch: Sequence[TranscriptionInput]) -> Sequence[Any]: ...
+BatchCall = Callable[[list[Any]], Awaitable[Sequence[Any]]]
+"""What a scheduler calls: one awaited call per batch of queued :class:`AudioInput` items, one result per item,
+in order.  An ASR engine's ``transcribe``; a signal model's embedding or scoring of the items' audio."""
 
 
 class Scheduler(Protocol):
@@ -157,11 +155,11 @@ class Scheduler(Protocol):
 
     def retry_after_s(self) -> float: ...
 
-    def submit_many(self, items: Sequence[TranscriptionInput]) -> list[asyncio.Future[Transcription]]: ...
+    def submit_many(self, items: Sequence[AudioInput]) -> list[asyncio.Future[Any]]: ...
 
     def arriving(self) -> contextlib.AbstractContextManager[None]: ...
 
-    def withdraw(self, futures: Sequence[asyncio.Future[Transcription]]) -> None: ...
+    def withdraw(self, futures: Sequence[asyncio.Future[Any]]) -> None: ...
 
     def admission(self) -> Admission | None: ...
 
@@ -176,9 +174,9 @@ class BaseScheduler(ABC):
     latency_weight: ClassVar[float]
     """Weight of the newest engine call in the running latency estimate behind ``Retry-After``."""
 
-    def __init__(self, engine: BatchEngine, *, max_queue: int,
+    def __init__(self, run_batch: BatchCall, *, max_queue: int,
                  on_batch: Callable[[BatchStats], None] | None = None) -> None:
-        self.engine = engine
+        self.run_batch = run_batch
         self.max_queue = max_queue
         self._on_batch = on_batch
         self._waiting: list[_Pending] = []
@@ -233,7 +231,7 @@ class BaseScheduler(ABC):
             self._arriving -= 1
             self._admitted()
 
-    def submit_many(self, items: Sequence[TranscriptionInput]) -> list[asyncio.Future[Transcription]]:
+    def submit_many(self, items: Sequence[AudioInput]) -> list[asyncio.Future[Any]]:
         """Queue ``items`` together (all or none) and return one future per item.
 
         A request larger than ``max_queue`` is admitted only into an empty queue,
@@ -245,20 +243,20 @@ class BaseScheduler(ABC):
         if queued and queued + len(items) > self.max_queue:
             raise SchedulerFullError(queued, self.max_queue, self.retry_after_s())
         loop = asyncio.get_running_loop()
-        futures: list[asyncio.Future[Transcription]] = []
+        futures: list[asyncio.Future[Any]] = []
         for item in items:
-            fut: asyncio.Future[Transcription] = loop.create_future()
+            fut: asyncio.Future[Any] = loop.create_future()
             self._waiting.append(_Pending(item, fut))
             futures.append(fut)
         self._admitted()
         return futures
 
-    def withdraw(self, futures: Sequence[asyncio.Future[Transcription]]) -> None:
+    def withdraw(self, futures: Sequence[asyncio.Future[Any]]) -> None:
         """The caller stopped waiting for ``futures`` (its timeout): those still queued leave, cancelled.
 
         Work already handed to the engine runs on and settles its future: a batch engine cannot take one
         utterance out of a call, and its transcript costs nothing more, so the caller may keep it (the
-        engine client puts it in the recent-results cache for the retry).  :class:`EngineScheduler`
+        engine client puts it in the recent-results cache for the retry).  :class:`PassThroughScheduler`
         cancels that work too, since a continuous-batching engine frees the slot at once.
         """
         gone = {id(f) for f in futures}
@@ -302,7 +300,7 @@ class BaseScheduler(ABC):
         audio_s = sum(p.item.duration_s for p in work)
         self._running_audio_s += audio_s
         try:
-            results = await self.engine.transcribe([p.item for p in work])
+            results = await self.run_batch([p.item for p in work])
             if len(results) != len(work):
                 raise RuntimeError(f"engine returned {len(results)} transcripts for {len(work)} utterances")
         except asyncio.CancelledError:
@@ -363,7 +361,7 @@ class MicroBatchScheduler(BaseScheduler):
 
     def __init__(
         self,
-        engine: BatchEngine,
+        run_batch: BatchCall,
         *,
         max_batch_size: int = 16,
         max_wait_s: float = 0.01,
@@ -372,7 +370,7 @@ class MicroBatchScheduler(BaseScheduler):
         max_batches_in_flight: int = 1,
         on_batch: Callable[[BatchStats], None] | None = None,
     ) -> None:
-        super().__init__(engine, max_queue=max_queue, on_batch=on_batch)
+        super().__init__(run_batch, max_queue=max_queue, on_batch=on_batch)
         _at_least_one(max_batches_in_flight=max_batches_in_flight)
         self.max_batch_size = max_batch_size
         self.max_wait_s = max_wait_s
@@ -478,14 +476,14 @@ class MicroBatchScheduler(BaseScheduler):
                 self._launch(batch)
 
 
-class EngineScheduler(BaseScheduler):
-    """Hands each utterance to an engine that batches by itself; see the module docstring."""
+class PassThroughScheduler(BaseScheduler):
+    """Hands each utterance straight to an engine that batches by itself; see the module docstring."""
 
     latency_weight = 0.05
 
-    def __init__(self, engine: ASREngine, *, max_in_flight: int, max_queue: int = 512,
+    def __init__(self, run_batch: BatchCall, *, max_in_flight: int, max_queue: int = 512,
                  on_batch: Callable[[BatchStats], None] | None = None) -> None:
-        super().__init__(engine, max_queue=max_queue, on_batch=on_batch)
+        super().__init__(run_batch, max_queue=max_queue, on_batch=on_batch)
         _at_least_one(max_in_flight=max_in_flight)
         self.max_in_flight = max_in_flight
 
@@ -503,7 +501,7 @@ class EngineScheduler(BaseScheduler):
         rate would misjudge the queue; ``max_queue`` alone bounds admission here."""
         return None
 
-    def withdraw(self, futures: Sequence[asyncio.Future[Transcription]]) -> None:
+    def withdraw(self, futures: Sequence[asyncio.Future[Any]]) -> None:
         """Cancel ``futures``, queued or inside the engine (which aborts them, freeing their slots at once)."""
         for future in futures:
             future.cancel()
@@ -524,7 +522,7 @@ class EngineScheduler(BaseScheduler):
 
 
 def scheduler_for(engine: ASREngine, config: SchedulingConfig,
-                  on_batch: Callable[[BatchStats], None] | None = None) -> EngineScheduler | MicroBatchScheduler:
+                  on_batch: Callable[[BatchStats], None] | None = None) -> PassThroughScheduler | MicroBatchScheduler:
     """The scheduler a loaded ``engine`` needs, configured by ``config``.
 
     A self-scheduling engine gets every utterance straight away, bounded by
@@ -536,12 +534,12 @@ def scheduler_for(engine: ASREngine, config: SchedulingConfig,
     """
     c = config
     if engine.schedules_itself:
-        return EngineScheduler(engine, max_in_flight=engine.max_concurrency or c.max_batch_size,
+        return PassThroughScheduler(engine.transcribe, max_in_flight=engine.max_concurrency or c.max_batch_size,
                                max_queue=c.max_queue, on_batch=on_batch)
     batches = engine.prefers_batches
     in_flight = c.max_batches_in_flight if c.max_batches_in_flight is not None else (2 if engine.on_accelerator else 1)
     return MicroBatchScheduler(
-        engine,
+        engine.transcribe,
         max_batch_size=c.max_batch_size if batches else 1,
         max_wait_s=c.max_wait_ms / 1000.0 if batches else 0.0,
         max_queue=c.max_queue,
@@ -549,3 +547,18 @@ def scheduler_for(engine: ASREngine, config: SchedulingConfig,
         max_batches_in_flight=in_flight,
         on_batch=on_batch,
     )
+
+
+def admit(scheduler: Scheduler, inputs: Sequence[AudioInput], *,
+          queue: str | None = None) -> list[asyncio.Future[Any]]:
+    """Queue ``inputs`` together (all or none); 429 when the queue is full, 503 when it is closed.
+
+    ``queue`` names the queue in the 429's message (the signal models' queues); else the scheduler's own words.
+    """
+    try:
+        return list(scheduler.submit_many(inputs))
+    except SchedulerFullError as exc:
+        raise QueueFullError(f"{queue}'s queue is full" if queue else str(exc),
+                             retry_after_s=exc.retry_after_s) from None
+    except SchedulerClosedError as exc:
+        raise ShuttingDownError(str(exc), retry_after_s=5) from None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -28,13 +28,11 @@ from audio_reward.protocol import (
     Limits,
     ProtocolError,
     RewardPolicy,
-    ScoreResponse,
     decode_speaker_request,
     parse_json,
 )
-from audio_reward.scoring import compose_reward
 
-from ..engines.base import ENGINE_SAMPLE_RATE, TranscriptionInput
+from ..engines.base import ENGINE_SAMPLE_RATE, AudioInput
 from ..errors import (
     BadRequestError,
     NotReadyError,
@@ -48,8 +46,7 @@ from ..signals.quality import QualityScore, QualityScorer
 from ..signals.references import SpeakerReferenceStore, reference_id
 from ..signals.speaker import MIN_REFERENCE_S, SpeakerEncoder, cosine_similarity
 from .audio_files import resample_16k
-from .engine_client import admit
-from .scheduler import BatchStats, MicroBatchScheduler, SchedulerClosedError
+from .scheduler import BatchCall, BatchStats, MicroBatchScheduler, SchedulerClosedError, admit
 
 log = logging.getLogger(__name__)
 
@@ -69,22 +66,36 @@ class SignalJob:
     quality: bool = False
 
 
-@dataclass(frozen=True)
-class SignalValues:
-    """One utterance's signals: its similarity to the reference and its DNSMOS, where asked for."""
+@dataclass(eq=False)
+class SignalItem:
+    """One utterance through the signal models: its 16 kHz audio and its job in, its signals or the error out."""
 
+    audio: np.ndarray
+    job: SignalJob
+    reference_embedding: np.ndarray | None = None
+    """The reference's embedding once known: the job's, or the one measured with this item (an inline reference)."""
     speaker_similarity: float | None = None
     quality: QualityScore | None = None
+    error: ServerError | None = None
+    """Why nothing was measured: the error every item of a failed measurement shares."""
 
+    def __post_init__(self) -> None:
+        if self.reference_embedding is None:
+            self.reference_embedding = self.job.reference_embedding
 
-class _ModelCall:
-    """A signal model as the micro-batch scheduler sees it: one awaited call per batch of utterances."""
+    @property
+    def quality_mos(self) -> float | None:
+        """The MOS the reward reads (DNSMOS overall), when quality was measured."""
+        return self.quality.ovrl if self.quality is not None else None
 
-    def __init__(self, call: Callable[[Sequence[np.ndarray]], Awaitable[Any]]) -> None:
-        self._call = call
-
-    async def transcribe(self, batch: Sequence[TranscriptionInput]) -> Sequence[Any]:
-        return list(await self._call([item.audio for item in batch]))
+    def fields(self) -> dict[str, Any]:
+        """What was measured, as response fields (the reward's terms are the scoring's)."""
+        out: dict[str, Any] = {}
+        if self.speaker_similarity is not None:
+            out.update(speaker_similarity=self.speaker_similarity, speaker_reference_id=self.job.reference_id)
+        if self.quality is not None:
+            out.update(self.quality.fields())
+        return out
 
 
 @dataclass(eq=False)
@@ -119,14 +130,14 @@ class SignalService:
 
     def start(self) -> None:
         """Start one micro-batch scheduler per model (on the running loop)."""
-        calls: dict[str, Callable[[Sequence[np.ndarray]], Awaitable[Any]]] = {}
+        calls: dict[str, BatchCall] = {}
         if self.speaker is not None:
-            calls["speaker"] = self.speaker.embed
+            calls["speaker"] = functools.partial(_embed_batch, self.speaker)
         if self.quality is not None:
-            calls["quality"] = self.quality.score
+            calls["quality"] = functools.partial(_score_batch, self.quality)
         for name, call in calls.items():
             scheduler = MicroBatchScheduler(
-                _ModelCall(call), max_batch_size=self.max_batch_size, max_wait_s=0.0, max_queue=self.max_queue,
+                call, max_batch_size=self.max_batch_size, max_wait_s=0.0, max_queue=self.max_queue,
                 on_batch=functools.partial(self.on_batch, name) if self.on_batch is not None else None,
             )
             scheduler.start()
@@ -219,63 +230,63 @@ class SignalService:
         return SignalJob(quality=True) if quality else None
 
     # -- the models --------------------------------------------------------------------------
-    def _submit(self, name: str, audio: list[np.ndarray]) -> list[asyncio.Future[Any]]:
+    def _submit(self, name: str, *groups: list[np.ndarray]) -> list[list[asyncio.Future[Any]]]:
+        """Queue every group's audio on the ``name`` model together (all or none); each group's futures.
+
+        Nothing is queued, and the model need not be loaded, when every group is empty.
+        """
+        if not any(groups):
+            return [[] for _ in groups]
         scheduler = self._schedulers.get(name)
         if scheduler is None:
             raise NotReadyError(f"the {name} model is still loading", retry_after_s=5)
-        return admit(scheduler, [TranscriptionInput(a) for a in audio], queue=f"the {name} model")
+        audio = [a for group in groups for a in group]
+        futures = admit(scheduler, [AudioInput(a) for a in audio], queue=f"the {name} model")
+        out: list[list[asyncio.Future[Any]]] = []
+        for group in groups:
+            out.append(futures[:len(group)])
+            futures = futures[len(group):]
+        return out
 
-    async def measure(self, audio: Sequence[np.ndarray], jobs: Sequence[SignalJob | None]) -> list[SignalValues]:
-        """Each item's signals (``audio`` at 16 kHz); raises :class:`ServerError` if a model call fails."""
-        speaker_items = [i for i, job in enumerate(jobs) if job is not None and job.reference_id is not None]
-        inline = [i for i in speaker_items if jobs[i] is not None and cast(SignalJob, jobs[i]).reference_audio
-                  is not None]
-        quality_items = [i for i, job in enumerate(jobs) if job is not None and job.quality]
-        speaker_audio = [audio[i] for i in speaker_items] + [cast(np.ndarray, cast(SignalJob, jobs[i]).reference_audio)
-                                                             for i in inline]
-        waits: list[asyncio.Future[Any]] = []
-        if speaker_audio:
-            waits += self._submit("speaker", speaker_audio)
-        if quality_items:
-            waits += self._submit("quality", [audio[i] for i in quality_items])
-        outcomes = await _outcomes(waits, "a speaker or quality model failed on this request's batch")
-        embeddings = outcomes[:len(speaker_audio)]
-        qualities = outcomes[len(speaker_audio):]
-        references: dict[int, np.ndarray] = {}
-        for position, i in enumerate(inline):
-            embedding = embeddings[len(speaker_items) + position]
-            job = cast(SignalJob, jobs[i])
-            self.store.put(cast(str, job.reference_id), embedding)
-            references[i] = embedding
-        similarity: dict[int, float] = {}
-        for position, i in enumerate(speaker_items):
-            job = cast(SignalJob, jobs[i])
-            reference = job.reference_embedding if job.reference_embedding is not None else references[i]
-            similarity[i] = cosine_similarity(embeddings[position], reference)
-        quality = dict(zip(quality_items, qualities, strict=True))
-        return [SignalValues(similarity.get(i), quality.get(i)) for i in range(len(jobs))]
+    async def measure(self, items: Sequence[SignalItem]) -> None:
+        """Measure each item's signals (its audio at 16 kHz); raises :class:`ServerError` if a model call fails.
 
-    def start_measuring(
-        self, audio: Sequence[np.ndarray], jobs: Sequence[SignalJob | None], timeout_s: float
-    ) -> asyncio.Task[list[SignalValues | ServerError | None]] | None:
-        """Start measuring the signals of 16 kHz ``audio`` beside its transcription; None when no job asks any."""
-        if not any(job is not None for job in jobs):
+        The speaker model embeds each item's speech and each inline reference in one submission (a new
+        reference is kept in the store), the quality model scores the items that ask for it.
+        """
+        speaker = [item for item in items if item.job.reference_id is not None]
+        inline = [(item, audio) for item in speaker if (audio := item.job.reference_audio) is not None]
+        rated = [item for item in items if item.job.quality]
+        speech, references = self._submit("speaker", [item.audio for item in speaker], [audio for _, audio in inline])
+        (qualities,) = self._submit("quality", [item.audio for item in rated])
+        await _outcomes([*speech, *references, *qualities], "a speaker or quality model failed on this request's batch")
+        for (item, _), reference in zip(inline, references, strict=True):
+            item.reference_embedding = reference.result()
+            self.store.put(cast(str, item.job.reference_id), item.reference_embedding)
+        for item, embedding in zip(speaker, speech, strict=True):
+            item.speaker_similarity = cosine_similarity(embedding.result(), cast(np.ndarray, item.reference_embedding))
+        for item, quality in zip(rated, qualities, strict=True):
+            item.quality = quality.result()
+
+    def start_measuring(self, items: Sequence[SignalItem], timeout_s: float) -> asyncio.Task[None] | None:
+        """Start measuring ``items`` beside their transcription; None when there are none."""
+        if not items:
             return None
-        return asyncio.ensure_future(self._measure_each(list(audio), list(jobs), timeout_s))
+        return asyncio.ensure_future(self._measure_all(list(items), timeout_s))
 
-    async def _measure_each(self, audio: list[np.ndarray], jobs: list[SignalJob | None],
-                            timeout_s: float) -> list[SignalValues | ServerError | None]:
-        """Each item's signals, or the error every item with a job shares when the call failed."""
+    async def _measure_all(self, items: list[SignalItem], timeout_s: float) -> None:
+        """Measure ``items``; when that fails, each of them holds the error they share."""
         try:
-            values: list[SignalValues] = await asyncio.wait_for(self.measure(audio, jobs), timeout_s)
+            await asyncio.wait_for(self.measure(items), timeout_s)
         except asyncio.TimeoutError:
             error: ServerError = RequestTimeoutError(
                 f"the speaker and quality models took longer than the server's limit of {timeout_s:g} s")
         except ServerError as exc:
             error = exc
         else:
-            return [value if job is not None else None for value, job in zip(values, jobs, strict=True)]
-        return [error if job is not None else None for job in jobs]
+            return
+        for item in items:
+            item.error = error
 
     # -- registration -----------------------------------------------------------------------
     def _prepare_registration(self, body: bytes) -> np.ndarray:
@@ -292,7 +303,7 @@ class SignalService:
         audio = await asyncio.to_thread(self._prepare_registration, body)
         key = reference_id(audio)
         if self.store.get(key) is None:
-            waits = self._submit("speaker", [audio])
+            (waits,) = self._submit("speaker", [audio])
             (embedding,) = await _outcomes(waits, "the speaker model failed on this reference")
             self.store.put(key, embedding)
         speaker = cast(SpeakerEncoder, self.speaker)
@@ -300,6 +311,16 @@ class SignalService:
                 "duration_s": audio.shape[0] / ENGINE_SAMPLE_RATE, "model": speaker.info.model_id,
                 "ttl_s": self.store.ttl_s}
 
+
+
+async def _embed_batch(speaker: SpeakerEncoder, batch: list[AudioInput]) -> list[np.ndarray]:
+    """The speaker scheduler's batch call: one speaker embedding per queued utterance."""
+    return list(await speaker.embed([item.audio for item in batch]))
+
+
+async def _score_batch(quality: QualityScorer, batch: list[AudioInput]) -> list[QualityScore]:
+    """The quality scheduler's batch call: one DNSMOS score per queued utterance."""
+    return await quality.score([item.audio for item in batch])
 
 
 async def _outcomes(waits: list[asyncio.Future[Any]], failed: str) -> list[Any]:
@@ -311,26 +332,3 @@ async def _outcomes(waits: list[asyncio.Future[Any]], failed: str) -> list[Any]:
     except Exception as exc:  # noqa: BLE001 - whatever the model raised is this request's signal_error
         log.error("signal model failed", extra={"error": repr(exc)})
         raise SignalError(failed) from None
-
-
-def add_signals(result: ScoreResponse, policy: RewardPolicy, job: SignalJob | None,
-                values: SignalValues | None) -> ScoreResponse:
-    """``result`` (a scored answer) with its signals, and its score shared with them per ``policy``.
-
-    Without signals ``result`` is returned as it is, so a request that asks for none gets the same keys as before.
-    """
-    if job is None or values is None:
-        return result
-    quality = values.quality
-    composed = compose_reward(policy, result.score, speaker_similarity=values.speaker_similarity,
-                              quality_mos=quality.ovrl if quality is not None else None)
-    # compose_reward refuses non-finite inputs, so the update needs no second validation.
-    update: dict[str, Any] = {"score": composed.score, "reward_asr": composed.asr}
-    if values.speaker_similarity is not None:
-        update.update(speaker_similarity=values.speaker_similarity, speaker_reference_id=job.reference_id,
-                      reward_speaker=composed.speaker_term, speaker_weight=policy.speaker_weight,
-                      speaker_floor_applied=composed.speaker_floor_applied)
-    if quality is not None:
-        update.update(quality.fields())
-        update.update(reward_quality=composed.quality_term, quality_weight=policy.quality_weight)
-    return result.model_copy(update=update)

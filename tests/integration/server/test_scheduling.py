@@ -22,8 +22,8 @@ from audio_reward.scorer_server.engines import (
     TranscriptionInput,
 )
 from audio_reward.scorer_server.service.scheduler import (
-    EngineScheduler,
     MicroBatchScheduler,
+    PassThroughScheduler,
     SchedulerFullError,
     SchedulingConfig,
     scheduler_for,
@@ -91,7 +91,7 @@ class ContinuousEngine(ASREngine):
 async def test_short_clips_behind_a_long_one_finish_at_their_own_latency() -> None:
     engine = ContinuousEngine(capacity=16, seconds_per_audio_s=0.05)
     dispatcher = scheduler_for(engine, SchedulingConfig(max_batch_size=16, max_wait_ms=10, max_queue=64))
-    assert isinstance(dispatcher, EngineScheduler) and dispatcher.max_in_flight == 16
+    assert isinstance(dispatcher, PassThroughScheduler) and dispatcher.max_in_flight == 16
     dispatcher.start()
     started = time.monotonic()
     finished: dict[int, float] = {}
@@ -111,7 +111,7 @@ async def test_short_clips_behind_a_long_one_finish_at_their_own_latency() -> No
 
 async def test_the_engine_sees_every_request_up_to_its_cap_and_the_rest_wait() -> None:
     engine = ContinuousEngine(capacity=5, seconds_per_audio_s=0.05)
-    dispatcher = EngineScheduler(engine, max_in_flight=5, max_queue=100)
+    dispatcher = PassThroughScheduler(engine.transcribe, max_in_flight=5, max_queue=100)
     futures = dispatcher.submit_many([clip(1.0, i) for i in range(12)])
     await engine.until(lambda: engine.in_engine == 5)
     assert engine.in_engine == 5 and dispatcher.in_flight == 5 and dispatcher.queued == 7
@@ -122,7 +122,7 @@ async def test_the_engine_sees_every_request_up_to_its_cap_and_the_rest_wait() -
 
 async def test_a_caller_that_gives_up_is_dropped_or_cancelled_in_the_engine() -> None:
     engine = ContinuousEngine(capacity=1, seconds_per_audio_s=1.0)
-    dispatcher = EngineScheduler(engine, max_in_flight=1, max_queue=10)
+    dispatcher = PassThroughScheduler(engine.transcribe, max_in_flight=1, max_queue=10)
     running, waiting = dispatcher.submit_many([clip(5.0), clip(5.0)])
     await engine.until(lambda: engine.in_engine == 1)
     with pytest.raises(asyncio.TimeoutError):
@@ -135,7 +135,7 @@ async def test_a_caller_that_gives_up_is_dropped_or_cancelled_in_the_engine() ->
 
 async def test_self_scheduling_queue_refuses_past_max_queue_with_a_retry_hint() -> None:
     engine = ContinuousEngine(capacity=1, seconds_per_audio_s=0.2)
-    dispatcher = EngineScheduler(engine, max_in_flight=1, max_queue=2)
+    dispatcher = PassThroughScheduler(engine.transcribe, max_in_flight=1, max_queue=2)
     futures = dispatcher.submit_many([clip(1.0) for _ in range(3)])  # one runs, two wait
     with pytest.raises(SchedulerFullError) as info:
         dispatcher.submit_many([clip(1.0)])
@@ -177,6 +177,8 @@ def test_self_scheduling_engine_through_the_server_keeps_429_and_the_timeout() -
 
 class SplitEngine(ThreadedEngine):
     """Records when each batch is prepared and transcribed; a batch holding a clip tagged -1 fails."""
+
+    splits_batches = True
 
     def __init__(self, run_s: float = 0.2) -> None:
         super().__init__(workers=1, feature_workers=2)
@@ -270,7 +272,7 @@ class RecordingEngine(ThreadedEngine):
 
 async def test_a_batch_is_bounded_by_audio_seconds_and_always_takes_the_oldest() -> None:
     engine = RecordingEngine()
-    scheduler = MicroBatchScheduler(engine, max_batch_size=8, max_wait_s=0.0, max_batch_audio_s=10.0)
+    scheduler = MicroBatchScheduler(engine.transcribe, max_batch_size=8, max_wait_s=0.0, max_batch_audio_s=10.0)
     scheduler.start()
     held = scheduler.submit_many([clip(1.0)])
     await engine.holding()  # the engine holds the first call
@@ -290,7 +292,7 @@ async def test_a_batch_is_bounded_by_audio_seconds_and_always_takes_the_oldest()
 async def test_a_lone_request_goes_at_once_and_an_arriving_one_is_waited_for() -> None:
     engine = RecordingEngine()
     engine.gate.set()
-    scheduler = MicroBatchScheduler(engine, max_batch_size=8, max_wait_s=1.0)
+    scheduler = MicroBatchScheduler(engine.transcribe, max_batch_size=8, max_wait_s=1.0)
     scheduler.start()
     t0 = time.monotonic()
     await scheduler.submit_many([clip(1.0)])[0]

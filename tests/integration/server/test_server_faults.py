@@ -80,6 +80,8 @@ class GatedEngine(ThreadedEngine):
 class FailOnLoudEngine(FasterWhisperEngine):
     """Real tiny.en, except that a batch holding a loud utterance (peak > 0.9) raises."""
 
+    splits_batches = False  # the whole batch goes through the override below
+
     def transcribe_batch_sync(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
         if any(float(np.abs(item.audio).max()) > 0.9 for item in batch):
             raise RuntimeError(f"CUDA error: device-side assert at {SECRET}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from audio_reward.protocol import RewardOptions
-from audio_reward.scoring import RewardPolicy, compose_reward
+from audio_reward.scoring import RewardPolicy, TranscriptScore, compose_reward, get_normalizer, score_transcript
 from audio_reward.scoring.rewards import quality_term, speaker_term
 
 
@@ -57,3 +57,30 @@ def test_request_options_bound_the_weights_together() -> None:
         RewardPolicy().with_options(RewardOptions(speaker_weight=0.5, quality_weight=0.6))
     with pytest.raises(ValueError, match=r"speaker_floor must be in \[-1, 1\]"):
         RewardPolicy(speaker_floor=1.5)
+
+
+def _scored(policy: RewardPolicy, **signals: float | None) -> TranscriptScore:
+    return score_transcript("one two three four", "one two tree four", normalizer=get_normalizer("basic"),
+                            policy=policy, language="en", duration_s=1.5, reference_duration_s=None, **signals)
+
+
+def test_score_transcript_composes_the_measured_signals_once_and_reports_their_terms() -> None:
+    policy = RewardPolicy(speaker_weight=0.3, quality_weight=0.2)
+    plain = _scored(RewardPolicy())
+    both = _scored(policy, speaker_similarity=0.6, quality_mos=3.4)
+    expected = compose_reward(policy, plain.reward.score, speaker_similarity=0.6, quality_mos=3.4)
+    assert both.composed == expected and both.score == expected.score
+    d = both.diagnostics()
+    assert d["score"] == expected.score and d["reward_asr"] == plain.score
+    assert (d["reward_speaker"], d["speaker_weight"], d["speaker_floor_applied"]) == (0.6, 0.3, False)
+    assert (d["reward_quality"], d["quality_weight"]) == (pytest.approx(0.6), 0.2)
+
+
+def test_score_transcript_without_signals_keeps_its_keys_and_each_signal_adds_only_its_own() -> None:
+    plain = _scored(RewardPolicy()).diagnostics()
+    assert plain.keys().isdisjoint({"reward_asr", "reward_speaker", "reward_quality"})
+    speaker = _scored(RewardPolicy(), speaker_similarity=0.5).diagnostics()
+    assert speaker.keys() - plain.keys() == {"reward_asr", "reward_speaker", "speaker_weight", "speaker_floor_applied"}
+    quality = _scored(RewardPolicy(), quality_mos=2.0).diagnostics()
+    assert quality.keys() - plain.keys() == {"reward_asr", "reward_quality", "quality_weight"}
+    assert speaker["score"] == quality["score"] == plain["score"]  # weights 0: the signals leave the score alone

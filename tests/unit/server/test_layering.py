@@ -44,8 +44,8 @@ def test_the_engine_client_and_what_it_owns_know_nothing_of_the_services_above(b
 
 def test_the_signals_sit_beside_the_engine_client_under_the_pipeline() -> None:
     imported = imports_of(service("signals"))
-    assert "service.engine_client" in imported  # its queues answer as the engine's do
-    assert not imported & {"service.pipeline", "service.transcription", "service.info"}
+    assert "service.scheduler.admit" in imported  # its queues answer as the engine's do
+    assert not imported & {"service.engine_client", "service.pipeline", "service.transcription", "service.info"}
 
 
 @pytest.mark.parametrize("name", ["transcription", "info"])
@@ -61,7 +61,10 @@ def test_no_service_reaches_up_to_the_app_or_the_routers() -> None:
         assert not crossing, (module.name, crossing)
 
 
-def test_every_submission_to_a_scheduler_goes_through_the_engine_clients_admit() -> None:
+def test_every_submission_to_a_scheduler_goes_through_admit() -> None:
     submitting = {module.stem for module in (SERVER / "service").glob("*.py")
                   if "submit_many(" in module.read_text() and module.stem != "scheduler"}
-    assert submitting <= {"engine_client"}
+    assert not submitting  # scheduler.admit, beside the schedulers, is the one caller
+    admitting = {module.stem for module in (SERVER / "service").glob("*.py") if "service.scheduler.admit" in
+                 imports_of(module)}
+    assert admitting == {"engine_client", "signals"}

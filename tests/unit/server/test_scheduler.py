@@ -57,7 +57,8 @@ def utterance(samples: int) -> TranscriptionInput:
 async def test_queued_items_form_length_sorted_batches_of_bounded_size() -> None:
     engine = RecordingEngine()
     stats: list[BatchStats] = []
-    scheduler = MicroBatchScheduler(engine, max_batch_size=3, max_wait_s=0.0, max_queue=100, on_batch=stats.append)
+    scheduler = MicroBatchScheduler(engine.transcribe, max_batch_size=3, max_wait_s=0.0, max_queue=100,
+                                    on_batch=stats.append)
     scheduler.start()
     first = scheduler.submit_many([utterance(100)])
     await engine.holding()  # the worker holds the first item in the engine
@@ -74,7 +75,7 @@ async def test_queued_items_form_length_sorted_batches_of_bounded_size() -> None
 
 async def test_cancelled_requests_are_not_transcribed() -> None:
     engine = RecordingEngine()
-    scheduler = MicroBatchScheduler(engine, max_batch_size=8, max_wait_s=0.0)
+    scheduler = MicroBatchScheduler(engine.transcribe, max_batch_size=8, max_wait_s=0.0)
     scheduler.start()
     held = scheduler.submit_many([utterance(1)])
     await engine.holding()
@@ -88,7 +89,7 @@ async def test_cancelled_requests_are_not_transcribed() -> None:
 
 async def test_full_queue_and_closed_scheduler_refuse_work() -> None:
     engine = RecordingEngine()
-    scheduler = MicroBatchScheduler(engine, max_batch_size=1, max_wait_s=0.0, max_queue=2)
+    scheduler = MicroBatchScheduler(engine.transcribe, max_batch_size=1, max_wait_s=0.0, max_queue=2)
     scheduler.start()
     futures = scheduler.submit_many([utterance(1)])
     await engine.holding()
