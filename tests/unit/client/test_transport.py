@@ -24,7 +24,7 @@ from audio_reward.scorer_client import (
     ScorerUnavailableError,
     TransientServerError,
 )
-from audio_reward.scorer_client.async_client import batch_outcomes, take_batch_answer
+from audio_reward.scorer_client.core import batch_outcomes, take_batch_answer
 from audio_reward.scorer_client.transport import (
     AsyncTransport,
     ConnectError,
