@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 import orjson
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from . import codecs
 from .errors import Issue, ProtocolError
@@ -24,6 +24,7 @@ from .models import (
     MESSAGES,
     MIN_SAMPLE_RATE,
     BatchItem,
+    BatchScoreRequest,
     ScoreRequest,
     SpeakerRequest,
 )
@@ -69,16 +70,22 @@ class DecodedAudio:
         return len(self.waveform) / self.sample_rate
 
 
-@dataclass(frozen=True)
-class DecodedScoreRequest:
-    """A validated request with its audio decoded to mono float32."""
+class DecodedScoreRequest(BaseModel):
+    """A validated request with its audio decoded to mono float32.
+
+    Pydantic builds it from the validated :class:`ScoreRequest` (or batch item): each field here that the
+    request has is taken from it by name, so a request field the scorer reads is declared once, here; the
+    audio encodings give way to the decoded ``waveform``, its ``sample_rate`` and ``encoding``.
+    """
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, extra="ignore")
 
     waveform: np.ndarray
     sample_rate: int
     prompt: str
     protocol_version: str
     encoding: str
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
     language: str | None = None
     request_id: str | None = None
     reward: RewardOptions | None = None
@@ -136,6 +143,11 @@ _CODE_BY_FIELD = {
     "speaker_reference_id": "invalid_speaker_reference",
 }
 
+_WORDING_BY_FIELD = {
+    "items": ("invalid_request", "items must be a non-empty array of score requests"),
+}
+"""Fields whose every error (missing, wrong type, empty) is one code and message."""
+
 _HINT_BY_FIELD = {
     "sample_rate": f"sample_rate must be an integer from {MIN_SAMPLE_RATE} to {MAX_SAMPLE_RATE} Hz",
     "prompt": "prompt must be a string: the target text",
@@ -150,6 +162,8 @@ def issues_from_pydantic(exc: ValidationError, prefix: str = "$") -> list[Issue]
         top = next((p for p in loc if isinstance(p, str) and p in _CODE_BY_FIELD), None)
         if err["type"] == "extra_forbidden":
             code, msg = "unknown_field", f"unknown field {loc[-1]!r}"
+        elif len(loc) == 1 and loc[0] in _WORDING_BY_FIELD:
+            code, msg = _WORDING_BY_FIELD[str(loc[0])]
         elif err["type"] == "missing":
             code, msg = "missing_field", f"required field {loc[-1]!r} is missing"
         else:
@@ -402,22 +416,10 @@ def _finish(checked: _Checked, limits: Limits, budget: int | None = None) -> Dec
     issues = _check_samples(req, waveform, audio.rate, audio.name, limits, path)
     if issues:
         raise ProtocolError(issues)
-    reference = _speaker_reference(req, limits, path)
-    return DecodedScoreRequest(
-        waveform=waveform,
-        sample_rate=audio.rate,
-        prompt=req.prompt,
-        protocol_version=checked.version,
-        encoding=audio.name,
-        metadata=dict(req.metadata),
-        language=req.language,
-        request_id=req.request_id,
-        reward=req.reward,
-        reference_duration_s=req.reference_duration_s,
-        speaker_reference_id=req.speaker_reference_id,
-        speaker_reference=reference,
-        measure_quality=bool(req.measure_quality),
-    )
+    decoded = {"waveform": waveform, "sample_rate": audio.rate, "protocol_version": checked.version,
+               "encoding": audio.name, "speaker_reference": _speaker_reference(req, limits, path),
+               "measure_quality": bool(req.measure_quality)}
+    return DecodedScoreRequest.model_validate({**dict(req), **decoded})
 
 
 def decode_score_request(
@@ -462,25 +464,37 @@ def decode_batch_request(
     return version, _finish_items(checked, limits, limits.max_batch_audio_bytes - declared)
 
 
+class _BatchEnvelope(BaseModel):
+    """A batch request's own fields, as :class:`BatchScoreRequest` declares them, its items left unread: each
+    item is checked and decoded on its own (:func:`_check_items`), so one bad item fails alone."""
+
+    model_config = BatchScoreRequest.model_config
+
+    protocol_version: StrictStr
+    items: list[Any] = Field(..., min_length=1)
+
+
 def _check_envelope(obj: Any, limits: Limits) -> tuple[str, list[Any]]:
-    """The batch's version and items, by hand: each refusal has its own code and wording, the first one raised."""
+    """The batch's version and items; an unknown field, or no items, refuses the whole batch."""
     if not isinstance(obj, dict):
         raise ProtocolError.single("invalid_request", "a batch request must be a JSON object", "$")
     issue = _version_issue(obj, "$")
     if issue:
         raise ProtocolError([issue])
-    unknown = sorted(set(obj) - {"protocol_version", "items"})
-    if unknown:
-        raise ProtocolError([Issue("unknown_field", f"unknown field {k!r}", f"$.{k}") for k in unknown])
-    items = obj.get("items")
-    if not isinstance(items, list) or not items:
-        raise ProtocolError.single("invalid_request", "items must be a non-empty array of score requests", "$.items")
-    if len(items) > limits.max_batch_items:
+    try:
+        envelope = _BatchEnvelope.model_validate(obj)
+    except ValidationError as exc:
+        issues = issues_from_pydantic(exc)
+        # Unknown fields say the body is something else (one score request sent here): they are named alone.
+        unknown = sorted((i for i in issues if i.code == "unknown_field"), key=lambda i: i.path)
+        raise ProtocolError(unknown or issues) from None
+    if len(envelope.items) > limits.max_batch_items:
         raise ProtocolError.single(
             "batch_too_large",
-            f"items holds {len(items)} requests; the limit is {limits.max_batch_items} (max_batch_items)", "$.items"
+            f"items holds {len(envelope.items)} requests; the limit is {limits.max_batch_items} (max_batch_items)",
+            "$.items",
         )
-    return obj["protocol_version"], items
+    return envelope.protocol_version, envelope.items
 
 
 def _check_items(items: list[Any], limits: Limits, version: str,

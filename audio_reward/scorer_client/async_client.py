@@ -1,33 +1,45 @@
-"""The asyncio scorer client: one transport, the one retry loop, typed errors."""
+"""The asyncio scorer client: the I/O of every request, over the shared core and the one retry loop.
+
+What a request holds and what an answer means is decided in :mod:`.core`, for this client and
+:class:`~.sync_client.ScorerClient` alike; this face sends, waits and gathers.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from pydantic import ValidationError
-
-from .. import __version__
-from ..protocol import InfoResponse, RewardOptions
+from ..protocol import RewardOptions
 from .audio_file import AudioFileError, read_audio
+from .core import (
+    BaseScorerClient,
+    ServerFacts,
+    audio_bytes,
+    batch_outcomes,
+    chunking,
+    evicted,
+    info_of,
+    prepared_items,
+    read_facts,
+    request_headers,
+    single_outcome,
+    speaker_outcome,
+    timed_out,
+    too_long,
+    typed_items,
+)
 from .errors import (
-    AudioTooLongError,
     InvalidInputError,
     ProtocolViolationError,
-    RequestRejectedError,
     ScorerError,
     ScorerUnavailableError,
-    TransientServerError,
 )
-from .settings import BATCH_PATH, INFO_PATH, ClientSettings, ScorerEndpoint, endpoint_of
+from .settings import INFO_PATH, ScorerEndpoint, endpoint_of
 from .transport import (
     AiohttpTransport,
-    Answer,
     AsyncTransport,
     Attempts,
     Fatal,
@@ -38,23 +50,14 @@ from .transport import (
     RetryLoop,
     Success,
     TransportError,
-    classify,
-    for_request,
 )
 from .wire import (
     PreparedItem,
     ScoreItem,
     ScoreResult,
-    as_score_item,
     batch_body,
-    decode_body,
-    error_info,
-    error_of_body,
     new_request_id,
-    prepare,
     speaker_body,
-    speaker_reference_id_of,
-    to_result,
 )
 
 logger = logging.getLogger(__name__)
@@ -64,133 +67,7 @@ logger = logging.getLogger(__name__)
 _INLINE_ENCODE_BYTES = 4 << 20
 
 
-def _audio_bytes(waveform: Any) -> int:
-    nbytes = getattr(waveform, "nbytes", None)
-    if isinstance(nbytes, int):
-        return nbytes
-    return 4 * len(waveform) if hasattr(waveform, "__len__") else 0
-
-
-def single_outcome(answer: Answer, request_id: str) -> Outcome[ScoreResult]:
-    """What one answer to ``POST /v1/score`` means: the checked result, a retry, or a final error."""
-    outcome = classify(answer, request_id)
-    if not isinstance(outcome, Success):
-        return outcome
-    try:
-        return Success(to_result(decode_body(outcome.value, request_id), request_id))
-    except ProtocolViolationError as exc:
-        return Fatal(exc)
-
-
-def batch_outcomes(answer: Answer, items: Sequence[PreparedItem]) -> list[Outcome[ScoreResult]]:
-    """What one answer to ``POST /v1/score/batch`` means for each of its items, in order.
-
-    A fault of the whole batch (a transport fault, an error status) is each
-    item's fault, carrying that item's request id; a 200 is read item by
-    item (:func:`take_batch_answer`).
-    """
-    outcome = classify(answer)
-    if isinstance(outcome, Success):
-        return take_batch_answer(outcome.value, items)
-    return [_for_item(outcome, item.request_id) for item in items]
-
-
-def timed_out(outcome: Outcome[Any]) -> bool:
-    """Whether ``outcome`` is a retry because time ran out: no answer in time, or the server's 504 ``timeout``."""
-    if not isinstance(outcome, Retry):
-        return False
-    cause = outcome.cause
-    if isinstance(cause, asyncio.TimeoutError):
-        return True
-    return isinstance(cause, TransientServerError) and (cause.status == 504 or cause.code == "timeout")
-
-
-def _for_item(outcome: Retry | Fatal, request_id: str) -> Retry | Fatal:
-    """A whole-batch outcome as one item's: its error carries the item's request id."""
-    if isinstance(outcome, Fatal):
-        return Fatal(for_request(outcome.error, request_id))
-    cause = outcome.cause
-    return Retry(for_request(cause, request_id) if isinstance(cause, ScorerError) else cause, outcome.retry_after)
-
-
-def take_batch_answer(raw: bytes, items: Sequence[PreparedItem]) -> list[Outcome[ScoreResult]]:
-    """Read a 200 batch body: one outcome per item (a result, a retryable or a final item error).
-
-    A body that breaks the protocol (not JSON, a result count that does not
-    match) is a final :class:`ProtocolViolationError` for every item.
-    """
-    try:
-        obj = decode_body(raw)
-        results = obj.get("results") if isinstance(obj, dict) else None
-        if not isinstance(results, list) or len(results) != len(items):
-            got = len(results) if isinstance(results, list) else "no"
-            raise ProtocolViolationError(f"a batch of {len(items)} items was answered with {got} results")
-    except ProtocolViolationError as exc:
-        return [Fatal(for_request(exc, item.request_id)) for item in items]
-    outcomes: list[Outcome[ScoreResult]] = []
-    for item, result in zip(items, results, strict=False):
-        rid = item.request_id
-        info = error_info(result)
-        if info is None:
-            try:
-                outcomes.append(Success(to_result(result, rid)))
-            except ProtocolViolationError as exc:
-                outcomes.append(Fatal(exc))
-        elif info.retryable:
-            outcomes.append(Retry(TransientServerError(info.message, status=None, code=info.code, request_id=rid)))
-        else:
-            outcomes.append(Fatal(RequestRejectedError(info.message, status=None, code=info.code, request_id=rid)))
-    return outcomes
-
-
-@dataclass(frozen=True)
-class ServerFacts:
-    """What a server's ``GET /v1/info`` tells the client before it sends audio there."""
-
-    batch: bool | None = None
-    """Whether it has the batch endpoint; None when its answer does not say."""
-    max_audio_seconds: float | None = None
-    """The longest audio it scores; None when it does not say (the server still checks)."""
-
-
-def _read_facts(body: bytes) -> ServerFacts:
-    try:
-        info = InfoResponse.model_validate_json(body)
-    except ValidationError:
-        return _read_partial_facts(body)
-    seconds = info.limits.max_audio_seconds
-    return ServerFacts(BATCH_PATH in info.endpoints, seconds if seconds > 0 else None)
-
-
-def _read_partial_facts(body: bytes) -> ServerFacts:
-    """The facts in a ``/v1/info`` that is not this package's server's (another protocol v1 server may list
-    only its endpoints): each one read where it is well-formed, else unknown."""
-    try:
-        info = decode_body(body)
-    except ProtocolViolationError:
-        return ServerFacts()
-    if not isinstance(info, dict):
-        return ServerFacts()
-    listed = info.get("endpoints")
-    limits = info.get("limits")
-    limit = limits.get("max_audio_seconds") if isinstance(limits, dict) else None
-    seconds = float(limit) if isinstance(limit, (int, float)) and not isinstance(limit, bool) else math.nan
-    usable = math.isfinite(seconds) and seconds > 0
-    return ServerFacts(BATCH_PATH in listed if isinstance(listed, list) else None, seconds if usable else None)
-
-
-def too_long(item: PreparedItem, facts: ServerFacts, base: str) -> AudioTooLongError | None:
-    """The refusal of an item longer than the server's ``max_audio_seconds``; None when it may be sent."""
-    limit = facts.max_audio_seconds
-    if limit is None or item.duration_s <= limit:
-        return None
-    return AudioTooLongError(
-        f"the audio is {item.duration_s:.1f} s long; the scorer at {base} takes at most {limit:g} s "
-        "(max_audio_seconds in its /v1/info), so it was not sent",
-        duration_s=item.duration_s, limit_s=limit, request_id=item.request_id)
-
-
-class AsyncScorerClient:
+class AsyncScorerClient(BaseScorerClient):
     """Scores candidates on one or more scorer servers from asyncio code.
 
     One instance holds one transport (by default an ``aiohttp`` session with
@@ -206,42 +83,10 @@ class AsyncScorerClient:
     other 4xx and any answer that breaks the protocol fail at once.
     """
 
-    def __init__(
-        self,
-        urls: str | Sequence[str] | None = None,
-        *,
-        settings: ClientSettings | None = None,
-        transport: AsyncTransport | None = None,
-        api_key: str | None = None,
-        timeout: float | None = None,
-        connect_timeout: float | None = None,
-        deadline: float | None = None,
-        max_retries: int | None = None,
-        backoff: float | None = None,
-        backoff_max: float | None = None,
-        retry_after_max: float | None = None,
-        pool_limit: int | None = None,
-        concurrency: int | None = None,
-        chunk_size: int | None = None,
-    ) -> None:
-        overrides = {
-            "api_key": api_key, "timeout": timeout, "connect_timeout": connect_timeout, "deadline": deadline,
-            "max_retries": max_retries, "backoff": backoff, "backoff_max": backoff_max,
-            "retry_after_max": retry_after_max,
-            "pool_limit": pool_limit, "concurrency": concurrency, "chunk_size": chunk_size,
-        }
-        if settings is None:
-            if urls is None:
-                raise ValueError("pass the scorer URL(s) or a ClientSettings")
-            settings = ClientSettings(urls, **{k: v for k, v in overrides.items() if v is not None})
-        elif urls is not None or any(v is not None for v in overrides.values()):
-            raise ValueError("pass either settings or URL and keyword settings, not both")
-        self.settings = settings
-        self._transport = AiohttpTransport(settings.pool_limit) if transport is None else transport
-        self._headers = {"Content-Type": "application/json", "User-Agent": f"audio-reward-client/{__version__}"}
-        if settings.api_key:
-            self._headers["Authorization"] = f"Bearer {settings.api_key}"
-        self._retry = RetryLoop(settings, self._transport, self._headers)
+    def _open(self, transport: AsyncTransport | None) -> None:
+        self._transport = AiohttpTransport(self.settings.pool_limit) if transport is None else transport
+        self._headers = request_headers(self.settings)
+        self._retry = RetryLoop(self.settings, self._transport, self._headers)
         self._loop: asyncio.AbstractEventLoop | None = None
         # Per URL: whether its server has the batch endpoint (None: not known, try it), from its /v1/info
         # (asked once) until a 404 or 405 to a batch says otherwise.
@@ -252,7 +97,6 @@ class AsyncScorerClient:
         self._speaker_bodies: dict[str, bytes] = {}
         self._speaker_ids: dict[str, str] = {}
         self._speaker_files: dict[str, str] = {}
-        self._closed = False
 
     async def __aenter__(self) -> AsyncScorerClient:
         self._bind()
@@ -265,11 +109,6 @@ class AsyncScorerClient:
         """Close the transport and its connections; the client cannot be used afterwards."""
         self._closed = True
         await self._transport.aclose()
-
-    @property
-    def closed(self) -> bool:
-        """True once :meth:`aclose` has run."""
-        return self._closed
 
     def _bind(self) -> None:
         if self._closed:
@@ -348,11 +187,7 @@ class AsyncScorerClient:
         :class:`ScorerError`.  With ``return_exceptions=False`` the first
         error (in item order) is raised after every item has finished.
         """
-        concurrency = self.settings.concurrency if concurrency is None else concurrency
-        chunk_size = self.settings.chunk_size if chunk_size is None else chunk_size
-        for name, value in (("concurrency", concurrency), ("chunk_size", chunk_size)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        concurrency, chunk_size = chunking(self.settings, concurrency, chunk_size)
         self._bind()
         raw = list(items)
         results: list[ScoreResult | ScorerError | None] = [None] * len(raw)
@@ -393,29 +228,10 @@ class AsyncScorerClient:
         return final
 
     async def _prepare_all(self, items: Sequence[Any]) -> list[PreparedItem | ScorerError]:
-        typed: list[ScoreItem | ScorerError] = []
-        for item in items:
-            try:
-                typed.append(as_score_item(item))
-            except ScorerError as exc:
-                typed.append(exc)
-
-        def run() -> list[PreparedItem | ScorerError]:
-            out: list[PreparedItem | ScorerError] = []
-            for item in typed:
-                if isinstance(item, ScorerError):
-                    out.append(item)
-                    continue
-                try:
-                    out.append(prepare(item))
-                except ScorerError as exc:
-                    out.append(exc)
-            return out
-
-        size = sum(_audio_bytes(i.waveform) for i in typed if isinstance(i, ScoreItem))
-        if size > _INLINE_ENCODE_BYTES:
-            return await asyncio.to_thread(run)
-        return run()
+        typed = typed_items(items)
+        if audio_bytes(typed) > _INLINE_ENCODE_BYTES:
+            return await asyncio.to_thread(prepared_items, typed)
+        return prepared_items(typed)
 
     async def _score_chunk(self, items: list[PreparedItem]) -> list[ScoreResult | ScorerError]:
         # Items per batch request: halved after an attempt in which a request timed out, so each request of
@@ -508,13 +324,7 @@ class AsyncScorerClient:
     async def _register(self, attempts: Attempts, body: bytes) -> Outcome[str]:
         request_id = new_request_id()
         answer = await self._retry.send(attempts, f"{attempts.endpoint.base}/v1/speakers", body, request_id)
-        outcome = classify(answer, request_id)
-        if not isinstance(outcome, Success):
-            return outcome
-        try:
-            return Success(speaker_reference_id_of(outcome.value))
-        except ProtocolViolationError as exc:
-            return Fatal(exc)
+        return speaker_outcome(answer, request_id)
 
     async def _reregistered(self, attempts: Attempts, items: Sequence[PreparedItem],
                             outcomes: list[Outcome[ScoreResult]]) -> list[Outcome[ScoreResult]]:
@@ -524,9 +334,7 @@ class AsyncScorerClient:
         again: dict[str, Outcome[str]] = {}
         for item, outcome in zip(items, outcomes, strict=True):
             reference = item.speaker_reference_id
-            evicted = (isinstance(outcome, Fatal) and isinstance(outcome.error, RequestRejectedError)
-                       and outcome.error.code == "unknown_speaker_reference")
-            body = self._speaker_bodies.get(reference) if reference is not None and evicted else None
+            body = self._speaker_bodies.get(reference) if reference is not None and evicted(outcome) else None
             if reference is None or body is None:
                 out.append(outcome)
                 continue
@@ -574,7 +382,7 @@ class AsyncScorerClient:
             return ServerFacts(batch=False)
         if answer.status != 200:
             return ServerFacts()
-        return _read_facts(answer.body)
+        return read_facts(answer.body)
 
     async def _score_singly(self, items: list[PreparedItem]) -> list[ScoreResult | ScorerError]:
         async def one(item: PreparedItem) -> ScoreResult | ScorerError:
@@ -598,13 +406,7 @@ class AsyncScorerClient:
             answer = await self._get(target, self.settings.timeout)
         except TransportError as exc:
             raise ScorerUnavailableError(f"GET {target} failed: {exc!r}", attempts=1, last_cause=exc) from exc
-        if answer.status != 200:
-            info = error_of_body(answer.body, answer.status)
-            raise RequestRejectedError(info.message, status=answer.status, code=info.code)
-        obj = decode_body(answer.body)
-        if not isinstance(obj, dict):
-            raise ProtocolViolationError(f"GET {INFO_PATH} must answer a JSON object")
-        return obj
+        return info_of(answer)
 
     async def ready(self, url: str | None = None) -> bool:
         """True when ``GET /readyz`` answers 200 within the timeout."""

@@ -16,6 +16,11 @@ whether trying again later can help::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self from Python 3.11
+
 
 class ScorerError(Exception):
     """Base of every error raised by the scorer client."""
@@ -26,6 +31,10 @@ class ScorerError(Exception):
         super().__init__(message)
         self.message = message
         self.request_id = request_id
+
+    def _for_request(self, request_id: str | None) -> Self:
+        """A new error like this one, of the request ``request_id``: each class passes its own arguments."""
+        return type(self)(self.message, request_id=request_id)
 
 
 class InvalidInputError(ScorerError, ValueError):
@@ -45,6 +54,9 @@ class AudioTooLongError(InvalidInputError):
         self.duration_s = duration_s
         self.limit_s = limit_s
 
+    def _for_request(self, request_id: str | None) -> Self:
+        return type(self)(self.message, duration_s=self.duration_s, limit_s=self.limit_s, request_id=request_id)
+
 
 class RequestRejectedError(ScorerError):
     """The server answered with a final error: retrying the same request cannot succeed.
@@ -59,6 +71,9 @@ class RequestRejectedError(ScorerError):
         super().__init__(message, request_id=request_id)
         self.status = status
         self.code = code
+
+    def _for_request(self, request_id: str | None) -> Self:
+        return type(self)(self.message, status=self.status, code=self.code, request_id=request_id)
 
     def __str__(self) -> str:
         where = f"HTTP {self.status}" if self.status is not None else "item error"
@@ -91,6 +106,9 @@ class ScorerUnavailableError(ScorerError):
         self.last_cause = last_cause
         self.__cause__ = last_cause
 
+    def _for_request(self, request_id: str | None) -> Self:
+        return type(self)(self.message, attempts=self.attempts, last_cause=self.last_cause, request_id=request_id)
+
 
 class DeadlineExceededError(ScorerUnavailableError):
     """The overall deadline of a request ran out before a final answer."""
@@ -109,6 +127,10 @@ class TransientServerError(ScorerError):
         self.status = status
         self.code = code
         self.retry_after = retry_after
+
+    def _for_request(self, request_id: str | None) -> Self:
+        return type(self)(self.message, status=self.status, code=self.code, retry_after=self.retry_after,
+                          request_id=request_id)
 
     def __str__(self) -> str:
         where = f"HTTP {self.status}" if self.status is not None else "item error"

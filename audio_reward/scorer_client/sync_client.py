@@ -1,23 +1,26 @@
-"""The synchronous scorer client: the async client on a loop thread the client owns."""
+"""The synchronous scorer client: the async client on a loop thread the client owns.
+
+Each method is the async client's, made blocking by :func:`_blocking`: its arguments, defaults, types and
+documentation are the async method's own, so a method is written once, in :mod:`.async_client`, and named
+here in one line.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import threading
 import weakref
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
-from ..protocol import RewardOptions
 from .async_client import AsyncScorerClient
-from .errors import ScorerError
-from .settings import ClientSettings
+from .core import BaseScorerClient
 from .transport import AsyncTransport
-from .wire import ScoreItem, ScoreResult
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
@@ -27,7 +30,29 @@ def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> Non
         thread.join(timeout=5)
 
 
-class ScorerClient:
+def _blocking(
+    method: Callable[Concatenate[AsyncScorerClient, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[ScorerClient, P], T]:
+    """``method`` of the async client as a :class:`ScorerClient` method that blocks the calling thread.
+
+    A one-shot iterator among the arguments (a generator of items) is read into a list in the calling thread
+    first: the loop thread serves every thread's calls and must not run the caller's code.
+    """
+
+    start = cast(Callable[..., Coroutine[Any, Any, T]], method)  # called with the arguments read in
+
+    @functools.wraps(method)
+    def call(self: ScorerClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        read = [list(a) if isinstance(a, Iterator) else a for a in args]
+        named = {k: list(v) if isinstance(v, Iterator) else v for k, v in kwargs.items()}
+        return self._run(start(self._async, *read, **named))
+
+    call.__qualname__ = f"ScorerClient.{method.__name__}"
+    call.__module__ = __name__
+    return call
+
+
+class ScorerClient(BaseScorerClient):
     """Scores candidates from synchronous code; safe to share between threads.
 
     The client starts one daemon thread running an event loop and one
@@ -40,35 +65,11 @@ class ScorerClient:
     the two to that).
     """
 
-    def __init__(
-        self,
-        urls: str | Sequence[str] | None = None,
-        *,
-        settings: ClientSettings | None = None,
-        transport: AsyncTransport | None = None,
-        api_key: str | None = None,
-        timeout: float | None = None,
-        connect_timeout: float | None = None,
-        deadline: float | None = None,
-        max_retries: int | None = None,
-        backoff: float | None = None,
-        backoff_max: float | None = None,
-        retry_after_max: float | None = None,
-        pool_limit: int | None = None,
-        concurrency: int | None = None,
-        chunk_size: int | None = None,
-    ) -> None:
-        self._async = AsyncScorerClient(
-            urls, settings=settings, transport=transport, api_key=api_key, timeout=timeout,
-            connect_timeout=connect_timeout, deadline=deadline, max_retries=max_retries, backoff=backoff,
-            backoff_max=backoff_max, retry_after_max=retry_after_max, pool_limit=pool_limit,
-            concurrency=concurrency, chunk_size=chunk_size,
-        )
-        self.settings: ClientSettings = self._async.settings
+    def _open(self, transport: AsyncTransport | None) -> None:
+        self._async = AsyncScorerClient(settings=self.settings, transport=transport)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="audio-reward-client", daemon=True)
         self._thread.start()
-        self._closed = False
         self._close_lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _stop_loop, self._loop, self._thread)
 
@@ -77,11 +78,6 @@ class ScorerClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    @property
-    def closed(self) -> bool:
-        """True once :meth:`close` has run."""
-        return self._closed
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         if self._closed:
@@ -102,55 +98,12 @@ class ScorerClient:
             future.cancel()
             raise
 
-    def score(
-        self,
-        waveform: Any,
-        sample_rate: int,
-        text: str,
-        *,
-        language: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        reward: RewardOptions | Mapping[str, Any] | None = None,
-        reference_duration_s: float | None = None,
-        request_id: str | None = None,
-        speaker_reference_id: str | None = None,
-        measure_quality: bool = False,
-    ) -> ScoreResult:
-        """Score one candidate; see :meth:`AsyncScorerClient.score`."""
-        return self._run(self._async.score(
-            waveform, sample_rate, text, language=language, metadata=metadata, reward=reward,
-            reference_duration_s=reference_duration_s, request_id=request_id,
-            speaker_reference_id=speaker_reference_id, measure_quality=measure_quality,
-        ))
-
-    def score_many(
-        self,
-        items: Iterable[ScoreItem | Mapping[str, Any] | tuple[Any, int, str]],
-        *,
-        concurrency: int | None = None,
-        chunk_size: int | None = None,
-        return_exceptions: bool = True,
-    ) -> list[ScoreResult | ScorerError]:
-        """Score many candidates in order; see :meth:`AsyncScorerClient.score_many`."""
-        return self._run(self._async.score_many(
-            list(items), concurrency=concurrency, chunk_size=chunk_size, return_exceptions=return_exceptions,
-        ))
-
-    def register_speaker(self, waveform: Any, sample_rate: int) -> str:
-        """Register a speaker's reference recording; see :meth:`AsyncScorerClient.register_speaker`."""
-        return self._run(self._async.register_speaker(waveform, sample_rate))
-
-    def register_speaker_file(self, path: str | Path) -> str:
-        """Register a reference recording on disk; see :meth:`AsyncScorerClient.register_speaker_file`."""
-        return self._run(self._async.register_speaker_file(path))
-
-    def info(self, url: str | None = None) -> dict[str, Any]:
-        """The server's ``GET /v1/info``."""
-        return self._run(self._async.info(url))
-
-    def ready(self, url: str | None = None) -> bool:
-        """True when the server answers ``GET /readyz`` with 200."""
-        return self._run(self._async.ready(url))
+    score = _blocking(AsyncScorerClient.score)
+    score_many = _blocking(AsyncScorerClient.score_many)
+    register_speaker = _blocking(AsyncScorerClient.register_speaker)
+    register_speaker_file = _blocking(AsyncScorerClient.register_speaker_file)
+    info = _blocking(AsyncScorerClient.info)
+    ready = _blocking(AsyncScorerClient.ready)
 
     def close(self) -> None:
         """Close the connections and stop the loop thread; idempotent."""

@@ -234,11 +234,8 @@ def for_request(error: E, request_id: str | None) -> E:
     """``error`` as the error of the request ``request_id`` (a copy when it names another one)."""
     if error.request_id == request_id:
         return error
-    # Built without __init__: the subclasses take keyword-only arguments that copy.copy cannot replay.
-    copied = type(error).__new__(type(error), *error.args)
-    copied.__dict__.update(error.__dict__)
+    copied = error._for_request(request_id)
     copied.__cause__ = error.__cause__
-    copied.request_id = request_id
     return copied
 
 

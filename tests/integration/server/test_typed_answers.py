@@ -19,7 +19,7 @@ from audio_reward.protocol import (
     encode_f32,
     encode_file,
 )
-from audio_reward.scorer_client.async_client import ServerFacts, _read_facts
+from audio_reward.scorer_client.core import ServerFacts, read_facts
 from audio_reward.scorer_server.http.responses import wire_json
 from tests.testkit.speech import SENTENCES, espeak_available, synth_speech
 
@@ -60,7 +60,7 @@ def test_info_is_the_info_model_and_the_client_reads_it_typed(scorer_url: str) -
     assert wire_json(info) == raw
     assert info.ready and info.batching.scheduler == "micro-batches"
     assert info.signals is not None and info.signals.speaker is None and info.signals.quality is None
-    assert _read_facts(raw) == ServerFacts(batch=True, max_audio_seconds=info.limits.max_audio_seconds)
+    assert read_facts(raw) == ServerFacts(batch=True, max_audio_seconds=info.limits.max_audio_seconds)
 
 
 @pytest.mark.skipif(not espeak_available(), reason="espeak-ng is not installed")

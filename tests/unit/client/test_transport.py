@@ -23,8 +23,9 @@ from audio_reward.scorer_client import (
     ScoreResult,
     ScorerUnavailableError,
     TransientServerError,
+    errors,
 )
-from audio_reward.scorer_client.async_client import batch_outcomes, take_batch_answer
+from audio_reward.scorer_client.core import batch_outcomes, take_batch_answer
 from audio_reward.scorer_client.transport import (
     AsyncTransport,
     ConnectError,
@@ -37,6 +38,7 @@ from audio_reward.scorer_client.transport import (
     TransportTimeout,
     backoff_delay,
     classify,
+    for_request,
     next_delay,
     parse_retry_after,
 )
@@ -287,3 +289,35 @@ async def test_a_server_without_batches_gets_one_request_per_item() -> None:
         results = await client.score_many(items, chunk_size=3)
     assert [r.request_id for r in results] == ["s0", "s1", "s2"]
     assert [r.url for r in transport.requests] == ["http://a:1/v1/score"] * 3
+
+
+def _one_of_each_error() -> list[errors.ScorerError]:
+    """An instance of every error class of the client, each argument set."""
+    cause = ConnectError("refused")
+    made = [
+        errors.ScorerError("base", request_id="a"),
+        errors.InvalidInputError("bad input", request_id="a"),
+        errors.AudioTooLongError("too long", duration_s=61.0, limit_s=60.0, request_id="a"),
+        errors.RequestRejectedError("refused", status=400, code="invalid_prompt", request_id="a"),
+        errors.ProtocolViolationError("not JSON", request_id="a"),
+        errors.ScorerUnavailableError("gone", attempts=3, last_cause=cause, request_id="a"),
+        errors.DeadlineExceededError("late", attempts=2, last_cause=cause, request_id="a"),
+        errors.TransientServerError("busy", status=503, code="overloaded", retry_after=1.5, request_id="a"),
+    ]
+    classes = {cls for cls in vars(errors).values() if isinstance(cls, type) and issubclass(cls, errors.ScorerError)}
+    assert {type(e) for e in made} == classes, "an error class is missing here"
+    return made
+
+
+@pytest.mark.parametrize("error", _one_of_each_error(), ids=lambda e: type(e).__name__)
+def test_an_error_for_another_request_is_a_copy_naming_that_request(error: errors.ScorerError) -> None:
+    try:
+        raise error from ValueError("the cause")
+    except errors.ScorerError:
+        pass
+    copied = for_request(error, "b")
+    assert type(copied) is type(error) and copied is not error
+    assert copied.request_id == "b" and error.request_id == "a"
+    assert {**vars(copied), "request_id": "a"} == vars(error)
+    assert (str(copied), copied.args, copied.__cause__) == (str(error), error.args, error.__cause__)
+    assert for_request(error, "a") is error

@@ -153,3 +153,36 @@ def test_batch_envelope_errors() -> None:
         with pytest.raises(ProtocolError) as err:
             decode_batch_request(obj, Limits(max_batch_items=2))
         assert err.value.code == code
+
+
+@pytest.mark.parametrize(("envelope", "expected"), [
+    ({"protocol_version": "1", "items": []}, [("invalid_request", "$.items")]),
+    ({"protocol_version": "1"}, [("invalid_request", "$.items")]),
+    ({"protocol_version": "1", "items": None}, [("invalid_request", "$.items")]),
+    ({"protocol_version": "1", "items": {"a": 1}}, [("invalid_request", "$.items")]),
+    # Unknown fields are named alone, in order, whatever else is wrong (one score request sent to the batch path).
+    ({"protocol_version": "1", "zeta": 1, "alpha": 2}, [("unknown_field", "$.alpha"), ("unknown_field", "$.zeta")]),
+])
+def test_batch_envelope_issues_are_worded_by_the_protocol(envelope: dict, expected: list) -> None:
+    with pytest.raises(ProtocolError) as err:
+        decode_batch_request(envelope)
+    assert [(i.code, i.path) for i in err.value.issues] == expected
+    if expected[0][0] == "invalid_request":
+        assert err.value.issues[0].message == "items must be a non-empty array of score requests"
+
+
+def test_the_decoded_request_takes_every_field_it_shares_with_the_request() -> None:
+    """Pydantic fills DecodedScoreRequest from the validated request by field name: a field of the decoded
+    request that the request lacks must be one decoding sets, or it would silently keep its default."""
+    from audio_reward.protocol import DecodedScoreRequest, ScoreRequest
+
+    set_by_decoding = {"waveform", "sample_rate", "protocol_version", "encoding", "speaker_reference",
+                       "measure_quality"}
+    assert set(DecodedScoreRequest.model_fields) - set(ScoreRequest.model_fields) <= set_by_decoding
+    body = dict(_base(), language="en", request_id="r-1", reference_duration_s=0.5, metadata={"k": 1},
+                reward={"formula": "exp"}, speaker_reference_id="ab" * 32, measure_quality=True)
+    decoded = decode_score_request(body)
+    for name in set(DecodedScoreRequest.model_fields) - set_by_decoding - {"reward"}:
+        assert getattr(decoded, name) == body[name], name
+    assert decoded.reward is not None and decoded.reward.model_fields_set == {"formula"}
+    assert decoded.measure_quality is True and decoded.protocol_version == "1"
