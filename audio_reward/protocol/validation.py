@@ -263,70 +263,84 @@ def _read_other_file(raw: bytes, name: str, fpath: str, limits: Limits, decoder:
     return _Audio(name, raw, rate, samples=samples)
 
 
+def _audio_field(req: ScoreRequest | BatchItem | SpeakerRequest, path: str) -> str:
+    """The one audio encoding the request uses."""
+    present = [name for name in AUDIO_FIELDS if getattr(req, name) is not None]
+    if len(present) == 1:
+        return present[0]
+    if present:
+        message = f"exactly one audio encoding is allowed, found {len(present)}: {', '.join(present)}"
+    else:
+        message = f"the audio is missing: send one of {', '.join(AUDIO_FIELDS)}"
+    raise ProtocolError.single("invalid_audio_encoding", message, path)
+
+
+def _read_file(req: ScoreRequest | BatchItem | SpeakerRequest, text: str, limits: Limits, path: str,
+               decoder: codecs.FileDecoder | None) -> _Audio:
+    """``audio_file_base64``: the rate and the size from the file's header (another format through ``decoder``)."""
+    name, fpath = "audio_file_base64", f"{path}.audio_file_base64"
+    if req.sample_rate is not None:
+        raise ProtocolError.single("invalid_sample_rate",
+                                   "sample_rate must be omitted with audio_file_base64 (the file header gives it)",
+                                   f"{path}.sample_rate")
+    raw = codecs.b64decode(text, field=name)
+    try:
+        header = codecs.read_file_header(
+            raw, field=name, formats=decoder.formats if decoder is not None else codecs.FILE_FORMATS)
+    except codecs.AudioDecodeError as exc:
+        other = None
+        if decoder is not None and exc.code == "invalid_audio_file":
+            other = _read_other_file(raw, name, fpath, limits, decoder)
+        if other is None:
+            raise
+        return other
+    if not MIN_SAMPLE_RATE <= header.sample_rate <= MAX_SAMPLE_RATE:
+        raise ProtocolError.single(
+            "invalid_sample_rate",
+            f"the file's sample rate {header.sample_rate} Hz is outside {MIN_SAMPLE_RATE}–{MAX_SAMPLE_RATE} Hz",
+            fpath,
+        )
+    codecs.check_file_size(header, field=name, max_seconds=limits.max_audio_seconds, max_bytes=limits.max_audio_bytes)
+    return _Audio(name, raw, header.sample_rate, header)
+
+
+def _read_samples(req: ScoreRequest | BatchItem | SpeakerRequest, name: str, text: str, limits: Limits,
+                  path: str) -> _Audio:
+    """A raw-samples encoding: ``sample_rate`` required, and the size bounded from the base64 length."""
+    if req.sample_rate is None:
+        raise ProtocolError.single("missing_field", f"sample_rate is required with {name}", f"{path}.sample_rate")
+    rate, fpath = req.sample_rate, f"{path}.{name}"
+    # Reject an oversized payload from its base64 length, before decoding it.
+    width = 4 if name == "waveform_f32_base64" else 2
+    approx_samples = len(text) * 3 // 4 // width
+    if approx_samples / rate > limits.max_audio_seconds + 1:
+        raise ProtocolError.single(
+            "audio_too_long",
+            f"{name} holds about {approx_samples / rate:.1f} s of audio; the limit is "
+            f"{limits.max_audio_seconds:g} s (max_audio_seconds)",
+            fpath,
+        )
+    if approx_samples * 4 > limits.max_audio_bytes + 4:
+        raise ProtocolError.single(
+            "audio_too_large",
+            f"{name} decodes to about {approx_samples * 4} bytes of float32 samples; the limit is "
+            f"{limits.max_audio_bytes} bytes (max_audio_bytes)",
+            fpath,
+        )
+    return _Audio(name, codecs.b64decode(text, field=name), rate)
+
+
 def _read_audio(req: ScoreRequest | BatchItem | SpeakerRequest, limits: Limits, path: str,
                 decoder: codecs.FileDecoder | None = None) -> _Audio:
     """Base64-decode the audio field and check its size from lengths and headers, decoding no sample."""
-    present = [name for name in AUDIO_FIELDS if getattr(req, name) is not None]
-    if len(present) != 1:
-        if present:
-            message = f"exactly one audio encoding is allowed, found {len(present)}: {', '.join(present)}"
-        else:
-            message = f"the audio is missing: send one of {', '.join(AUDIO_FIELDS)}"
-        raise ProtocolError.single("invalid_audio_encoding", message, path)
-    name = present[0]
-    fpath = f"{path}.{name}"
+    name = _audio_field(req, path)
     text = getattr(req, name) or ""
     try:
         if name == "audio_file_base64":
-            if req.sample_rate is not None:
-                raise ProtocolError.single(
-                    "invalid_sample_rate",
-                    "sample_rate must be omitted with audio_file_base64 (the file header gives it)",
-                    f"{path}.sample_rate",
-                )
-            raw = codecs.b64decode(text, field=name)
-            try:
-                header = codecs.read_file_header(
-                    raw, field=name, formats=decoder.formats if decoder is not None else codecs.FILE_FORMATS)
-            except codecs.AudioDecodeError as exc:
-                other = None
-                if decoder is not None and exc.code == "invalid_audio_file":
-                    other = _read_other_file(raw, name, fpath, limits, decoder)
-                if other is None:
-                    raise
-                return other
-            if not MIN_SAMPLE_RATE <= header.sample_rate <= MAX_SAMPLE_RATE:
-                raise ProtocolError.single(
-                    "invalid_sample_rate",
-                    f"the file's sample rate {header.sample_rate} Hz is outside {MIN_SAMPLE_RATE}–{MAX_SAMPLE_RATE} Hz",
-                    fpath,
-                )
-            codecs.check_file_size(header, field=name, max_seconds=limits.max_audio_seconds,
-                                   max_bytes=limits.max_audio_bytes)
-            return _Audio(name, raw, header.sample_rate, header)
-        if req.sample_rate is None:
-            raise ProtocolError.single("missing_field", f"sample_rate is required with {name}", f"{path}.sample_rate")
-        rate = req.sample_rate
-        # Reject an oversized payload from its base64 length, before decoding it.
-        width = 4 if name == "waveform_f32_base64" else 2
-        approx_samples = len(text) * 3 // 4 // width
-        if approx_samples / rate > limits.max_audio_seconds + 1:
-            raise ProtocolError.single(
-                "audio_too_long",
-                f"{name} holds about {approx_samples / rate:.1f} s of audio; the limit is "
-                f"{limits.max_audio_seconds:g} s (max_audio_seconds)",
-                fpath,
-            )
-        if approx_samples * 4 > limits.max_audio_bytes + 4:
-            raise ProtocolError.single(
-                "audio_too_large",
-                f"{name} decodes to about {approx_samples * 4} bytes of float32 samples; the limit is "
-                f"{limits.max_audio_bytes} bytes (max_audio_bytes)",
-                fpath,
-            )
-        return _Audio(name, codecs.b64decode(text, field=name), rate)
+            return _read_file(req, text, limits, path, decoder)
+        return _read_samples(req, name, text, limits, path)
     except codecs.AudioDecodeError as exc:
-        raise ProtocolError.single(exc.code, str(exc), fpath) from None
+        raise ProtocolError.single(exc.code, str(exc), f"{path}.{name}") from None
 
 
 def _decode_samples(audio: _Audio, limits: Limits, path: str, budget: int | None) -> np.ndarray:

@@ -24,6 +24,7 @@ import struct
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -213,6 +214,46 @@ def is_current_conversion(out_dir: str | os.PathLike[str]) -> bool:
         return False
 
 
+def _generation_config(config: Any, ct2_config: dict[str, Any], vocab: list[str], token_id: dict[str, int]) -> Any:
+    """Whisper's generation settings from the CTranslate2 config: special tokens, suppression, languages."""
+    from transformers import GenerationConfig
+
+    eot, sot = token_id["<|endoftext|>"], token_id["<|startoftranscript|>"]
+    # English-only checkpoints also list language tokens in their CTranslate2 config; they must not be forced.
+    multilingual = config.vocab_size >= _MULTILINGUAL_VOCAB_SIZE
+    lang_ids = list(ct2_config.get("lang_ids", [])) if multilingual else []
+    return GenerationConfig(
+        decoder_start_token_id=sot, eos_token_id=eot, pad_token_id=eot, bos_token_id=eot,
+        suppress_tokens=config.suppress_tokens, begin_suppress_tokens=config.begin_suppress_tokens,
+        no_timestamps_token_id=token_id["<|notimestamps|>"],
+        prev_sot_token_id=token_id.get("<|startofprev|>"),
+        max_initial_timestamp_index=50,
+        max_length=config.max_target_positions,
+        is_multilingual=multilingual,
+        lang_to_id={vocab[i]: i for i in lang_ids},
+        task_to_id={task: token_id[f"<|{task}|>"] for task in ("transcribe", "translate") if f"<|{task}|>" in token_id},
+        alignment_heads=[list(h) for h in ct2_config.get("alignment_heads", [])],
+        return_timestamps=False,
+    )
+
+
+def _write_whole(out: Path, parts: list[Any], marker: dict[str, Any]) -> None:
+    """Save ``parts`` (``save_pretrained``) and the conversion marker into a temporary folder renamed to
+    ``out``, so ``out`` is either complete or absent."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
+    try:
+        for part in parts:
+            part.save_pretrained(tmp)
+        (tmp / _CONVERTED_MARKER).write_text(json.dumps(marker), encoding="utf-8")
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def ct2_whisper_to_transformers(ct2_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> Path:
     """Write a transformers Whisper checkpoint (model, generation config, processor) for a CTranslate2 folder.
 
@@ -223,7 +264,6 @@ def ct2_whisper_to_transformers(ct2_dir: str | os.PathLike[str], out_dir: str | 
     """
     import torch
     from transformers import (
-        GenerationConfig,
         WhisperConfig,
         WhisperFeatureExtractor,
         WhisperProcessor,
@@ -261,22 +301,7 @@ def ct2_whisper_to_transformers(ct2_dir: str | os.PathLike[str], out_dir: str | 
         begin_suppress_tokens=list(ct2_config.get("suppress_ids_begin", [])),
         tie_word_embeddings=True,
     )
-    # English-only checkpoints also list language tokens in their CTranslate2 config; they must not be forced.
-    multilingual = config.vocab_size >= _MULTILINGUAL_VOCAB_SIZE
-    lang_ids = list(ct2_config.get("lang_ids", [])) if multilingual else []
-    generation = GenerationConfig(
-        decoder_start_token_id=sot, eos_token_id=eot, pad_token_id=eot, bos_token_id=eot,
-        suppress_tokens=config.suppress_tokens, begin_suppress_tokens=config.begin_suppress_tokens,
-        no_timestamps_token_id=token_id["<|notimestamps|>"],
-        prev_sot_token_id=token_id.get("<|startofprev|>"),
-        max_initial_timestamp_index=50,
-        max_length=config.max_target_positions,
-        is_multilingual=multilingual,
-        lang_to_id={vocab[i]: i for i in lang_ids},
-        task_to_id={task: token_id[f"<|{task}|>"] for task in ("transcribe", "translate") if f"<|{task}|>" in token_id},
-        alignment_heads=[list(h) for h in ct2_config.get("alignment_heads", [])],
-        return_timestamps=False,
-    )
+    generation = _generation_config(config, ct2_config, vocab, token_id)
     tokenizer = WhisperTokenizer(tokenizer_file=str(src_dir / "tokenizer.json"))
     processor = WhisperProcessor(
         feature_extractor=WhisperFeatureExtractor(feature_size=config.num_mel_bins), tokenizer=tokenizer
@@ -297,23 +322,7 @@ def ct2_whisper_to_transformers(ct2_dir: str | os.PathLike[str], out_dir: str | 
     model.to(dtype)  # type: ignore[arg-type]
     model.generation_config = generation
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
-    try:
-        model.save_pretrained(tmp)
-        processor.save_pretrained(tmp)
-        (tmp / _CONVERTED_MARKER).write_text(
-            json.dumps({
-                "source": str(src_dir.resolve()), "spec": ct2.spec_name, "revision": ct2.revision,
-                "converter_version": CONVERTER_VERSION,
-            }),
-            encoding="utf-8",
-        )
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    _write_whole(out, [model, processor], {"source": str(src_dir.resolve()), "spec": ct2.spec_name,
+                                           "revision": ct2.revision, "converter_version": CONVERTER_VERSION})
     log.info("converted CTranslate2 Whisper to transformers", extra={"source": str(src_dir), "target": str(out)})
     return out

@@ -287,18 +287,7 @@ class EngineClient:
         deadline = loop.time() + self.request_timeout_s
         claims = [self._recent.claim(r.key) if r.key is not None else None for r in requests]
         leading = [i for i, claim in enumerate(claims) if claim is None or claim.leader]
-        try:
-            scheduler = self._started()
-            inputs = [TranscriptionInput(requests[i].audio, requests[i].language) for i in leading]
-            self._refuse_if_late(scheduler, inputs)
-            futures = admit(scheduler, inputs)
-        except BaseException as exc:
-            failure = exc if isinstance(exc, ServerError) else _stopped()
-            for i in leading:
-                if (claim := claims[i]) is not None:
-                    self._recent.fail(claim, failure)
-            raise
-        self._metrics.queue_depth.set(scheduler.queued)
+        scheduler, futures = self._admit_leading([requests[i] for i in leading], [claims[i] for i in leading])
         leads = {i: _Lead(requests[i], claims[i], self._recent, future)
                  for i, future in zip(leading, futures, strict=True)}
         waits = [leads[i].engine if i in leads else _held(claims[i]).future for i in range(len(requests))]
@@ -307,9 +296,30 @@ class EngineClient:
         finally:
             # Whatever has not finished by now is the caller's no longer: queued work leaves the queue.
             scheduler.withdraw([f for f in futures if not f.done()])
-        return [EngineOutcome(leads[i].outcome(self._timeout)) if i in leads
-                else EngineOutcome(_joined(_held(claims[i]).future, self._timeout), joined=True)
-                for i in range(len(requests))]
+        return [self._outcome(leads.get(i), claims[i]) for i in range(len(requests))]
+
+    def _outcome(self, lead: _Lead | None, claim: Claim | None) -> EngineOutcome:
+        """What became of one utterance: its own engine call, or the one it joined."""
+        if lead is not None:
+            return EngineOutcome(lead.outcome(self._timeout))
+        return EngineOutcome(_joined(_held(claim).future, self._timeout), joined=True)
+
+    def _admit_leading(self, requests: Sequence[EngineRequest], claims: Sequence[Claim | None]
+                       ) -> tuple[Scheduler, list[asyncio.Future[Transcription]]]:
+        """Queue the utterances this request transcribes itself; on a refusal, release their keys with it."""
+        try:
+            scheduler = self._started()
+            inputs = [TranscriptionInput(r.audio, r.language) for r in requests]
+            self._refuse_if_late(scheduler, inputs)
+            futures = admit(scheduler, inputs)
+        except BaseException as exc:
+            failure = exc if isinstance(exc, ServerError) else _stopped()
+            for claim in claims:
+                if claim is not None:
+                    self._recent.fail(claim, failure)
+            raise
+        self._metrics.queue_depth.set(scheduler.queued)
+        return scheduler, futures
 
     async def transcribe(self, audio: np.ndarray, language: str | None, request_id: str) -> Transcription:
         """One 16 kHz utterance, unscored (the transcription API); raises :class:`ServerError`."""
