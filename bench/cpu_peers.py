@@ -26,7 +26,9 @@ servers with ``--engine-option batched=false`` / ``true``; ``ours-openai`` runs 
 For each concurrency (1, 8, 32) and round, every system gets ``--requests`` (at least ``c``) utterances, ``c``
 in flight, in a rotated order each round; between runs the bench waits a second so a system's idle threads
 stop spinning before the next one starts.  Printed per system and concurrency, over the rounds: audio seconds
-per wall second (median), p50/p95 latency (of the median run), errors (all rounds), the system process's CPU
+per wall second (median), p50/p95 latency (of the median run), errors (all rounds, by HTTP status: our server
+refuses with 429 ``overloaded`` what it estimates it cannot finish within its request timeout, and the bench does
+not retry), the system process's CPU
 seconds per audio second (median; user+system of the process that holds the model), and the load averages;
 then the ratios behind the targets and the transcript agreement table (each clip's normalized transcript
 against ``fw-plain``'s, and its CER against the sentence).
@@ -181,6 +183,7 @@ class Run:
     errors: int
     cpu_s: float
     texts: dict[int, str] = field(default_factory=dict)
+    error_kinds: dict[str, int] = field(default_factory=dict)
 
     @property
     def throughput(self) -> float:
@@ -239,6 +242,7 @@ class HttpSystem(System):
 
         latencies: list[float] = []
         texts: dict[int, str] = {}
+        kinds: dict[str, int] = {}
         errors, audio_s, next_index = 0, 0.0, 0
         limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
         async with httpx.AsyncClient(timeout=600, limits=limits) as client:
@@ -251,21 +255,22 @@ class HttpSystem(System):
                     t0 = time.perf_counter()
                     try:
                         r = await client.post(**self.request(clip))
-                        ok = r.status_code == 200
+                        ok, kind = r.status_code == 200, f"HTTP {r.status_code}"
                         text = self.transcript(r.json()) if ok else ""
-                    except (httpx.HTTPError, ValueError, KeyError):
-                        ok, text = False, ""
+                    except (httpx.HTTPError, ValueError, KeyError) as exc:
+                        ok, text, kind = False, "", type(exc).__name__
                     latencies.append(time.perf_counter() - t0)
                     if ok:
                         audio_s += clip.seconds
                         texts[i] = text
                     else:
                         errors += 1
+                        kinds[kind] = kinds.get(kind, 0) + 1
 
             t0 = time.perf_counter()
             await asyncio.gather(*(worker() for _ in range(concurrency)))
             wall = time.perf_counter() - t0
-        return Run(wall, audio_s, latencies, errors, 0.0, texts)
+        return Run(wall, audio_s, latencies, errors, 0.0, texts, kinds)
 
 
 class OursOpenAI(HttpSystem):
@@ -520,9 +525,14 @@ def report(systems: list[System], clips: list[Clip], levels: list[int],
             cpu = statistics.median(r.cpu_s / r.audio_s for r in rs if r.audio_s) if any(r.audio_s for r in rs) \
                 else float("nan")
             errors = sum(r.errors for r in rs)
-            rows[f"{name}@{c}"] = {"throughput": thr, "p50": med.pct(0.5), "p95": med.pct(0.95), "errors": errors,
+            kinds: dict[str, int] = {}
+            for r in rs:
+                for k, v in r.error_kinds.items():
+                    kinds[k] = kinds.get(k, 0) + v
+            shown = f"{errors} ({', '.join(f'{k} x{v}' for k, v in sorted(kinds.items()))})" if kinds else str(errors)
+            rows[f"{name}@{c}"] = {"throughput": thr, "p50": med.pct(0.5), "p95": med.pct(0.95), "errors": shown,
                                    "cpu_per_audio_s": cpu, "runs": [r.throughput for r in rs]}
-            print(f"| {name} | {c} | {thr:.2f} | {med.pct(0.5):.2f} | {med.pct(0.95):.2f} | {errors} | {cpu:.3f} |")
+            print(f"| {name} | {c} | {thr:.2f} | {med.pct(0.5):.2f} | {med.pct(0.95):.2f} | {shown} | {cpu:.3f} |")
 
     def ratio(a: str, b: str, c: int) -> float:
         """Median over rounds of a / b, each round's pair measured back to back."""

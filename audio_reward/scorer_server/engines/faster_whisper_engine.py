@@ -6,10 +6,11 @@ windows, one batched greedy/beam decode); that is where a GPU gets its speed.
 On CPU the same call is made per utterance unless ``--engine-option
 batched=true``: ``bench/cpu_batching.py`` measured the batched call at 8 and
 16 utterances at 0.8x to 1.5x the throughput in-process, with 4-17 % fewer
-CPU seconds per audio second and the same transcripts, but not yet ahead
-through the server on a loaded 2-core machine (docs/server.md has the
-figures).  One at a time lets each request finish as soon as its own
-transcript is ready.  Longer utterances go through faster-whisper's
+CPU seconds per audio second and the same transcripts, but through the
+server ``bench/cpu_peers.py`` measured it behind one at a time (0.81x, 0.83x,
+0.94x at concurrency 1, 8, 32 on 2 cores; docs/server.md has the figures).
+One at a time lets each request finish as soon as its own transcript is
+ready.  Longer utterances go through faster-whisper's
 sequential ``transcribe``.  The choice is logged at load.
 
 Decoding is deterministic: temperature 0 with no fallback, no timestamps,
@@ -112,8 +113,8 @@ class FasterWhisperEngine(ThreadedEngine):
         multilingual = bool(self._model.model.is_multilingual)
         forced = self.options["batched"]
         device = str(self._model.model.device)
-        # Unset: batches on a GPU only, where they are its speed; on the CPU bench/cpu_batching.py has not
-        # yet shown them ahead through the server (the module docstring).
+        # Unset: batches on a GPU only, where they are its speed; on the CPU bench/cpu_peers.py measured them
+        # behind one at a time through the server at concurrency 1, 8 and 32 (the module docstring).
         self._batched = bool(forced) if forced is not None else device != "cpu"
         self.info = EngineInfo(
             engine="faster-whisper",
