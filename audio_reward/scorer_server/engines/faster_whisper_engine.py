@@ -6,10 +6,11 @@ windows, one batched greedy/beam decode); that is where a GPU gets its speed.
 On CPU the same call is made per utterance unless ``--engine-option
 batched=true``: ``bench/cpu_batching.py`` measured the batched call at 8 and
 16 utterances at 0.8x to 1.5x the throughput in-process, with 4-17 % fewer
-CPU seconds per audio second and the same transcripts, but not yet ahead
-through the server on a loaded 2-core machine (docs/server.md has the
-figures).  One at a time lets each request finish as soon as its own
-transcript is ready.  Longer utterances go through faster-whisper's
+CPU seconds per audio second and the same transcripts, but through the
+server ``bench/cpu_peers.py`` measured it behind one at a time (0.81x, 0.83x,
+0.94x at concurrency 1, 8, 32 on 2 cores; docs/server.md has the figures).
+One at a time lets each request finish as soon as its own transcript is
+ready.  Longer utterances go through faster-whisper's
 sequential ``transcribe``.  The choice is logged at load.
 
 Decoding is deterministic: temperature 0 with no fallback, no timestamps,
@@ -20,11 +21,13 @@ Each window is encoded once: when a request names no language, the language
 is detected from that same encoder output (as faster-whisper's own
 ``detect_language`` does with the output of its ``encode``), then decoded.
 The log-Mel features are computed in ``prepare_sync``, on the CPU pool,
-while the previous batch runs.
+while the previous batch runs; when no batch is running, the whole call
+goes to the model thread in one hop (:meth:`FasterWhisperEngine.transcribe`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -80,6 +83,7 @@ class FasterWhisperEngine(ThreadedEngine):
         self._model: Any = None
         self._tokenizers: dict[str, Any] = {}
         self._batched = False
+        self._batches_in_engine = 0  # on the event loop only
         self.info = EngineInfo("faster-whisper", config.model, device=config.device, compute_type=config.compute_type)
 
     def load(self) -> None:
@@ -111,8 +115,8 @@ class FasterWhisperEngine(ThreadedEngine):
         multilingual = bool(self._model.model.is_multilingual)
         forced = self.options["batched"]
         device = str(self._model.model.device)
-        # Unset: batches on a GPU only, where they are its speed; on the CPU bench/cpu_batching.py has not
-        # yet shown them ahead through the server (the module docstring).
+        # Unset: batches on a GPU only, where they are its speed; on the CPU bench/cpu_peers.py measured them
+        # behind one at a time through the server at concurrency 1, 8 and 32 (the module docstring).
         self._batched = bool(forced) if forced is not None else device != "cpu"
         self.info = EngineInfo(
             engine="faster-whisper",
@@ -250,6 +254,25 @@ class FasterWhisperEngine(ThreadedEngine):
             ids = result.sequences_ids[0]
             out.append(Transcription(tok.decode(ids).strip(), lang, len(ids)))
         return out
+
+    async def transcribe(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
+        """One thread hop when the model is idle; features ahead on the CPU pool only while it is busy.
+
+        Computing a batch's features on the feature pool pays off only while another batch holds the model
+        thread (two batches in flight, as on a GPU).  With the model idle (always on the CPU, where one batch
+        is in flight, and at concurrency 1 everywhere) that is two extra hops between the event loop and the
+        pools for nothing, so the whole batch goes to the model thread at once.
+        """
+        items = list(batch)
+        busy = self._batches_in_engine > 0
+        self._batches_in_engine += 1
+        try:
+            if busy:
+                return await super().transcribe(items)
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._pool, self.transcribe_batch_sync, items)
+        finally:
+            self._batches_in_engine -= 1
 
     def warmup(self) -> None:
         # Two passes: the first pays CTranslate2's lazy allocations, the second checks a batch of two.

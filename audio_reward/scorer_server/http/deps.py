@@ -1,4 +1,10 @@
-"""FastAPI dependencies: the parts the app was built with (:class:`..parts.ServerParts`, on ``app.state.parts``)."""
+"""FastAPI dependencies: the parts the app was built with (:class:`..parts.ServerParts`, on ``app.state.parts``).
+
+They are coroutines although they only read an attribute: FastAPI runs a plain ``def`` dependency in its
+thread pool, one hop per dependency and request (two on ``/v1/score``), which cost more than a millisecond
+each at concurrency 1 on a loaded machine (``bench/latency_profile.py``).  Code that needs a part outside
+dependency injection calls the ``*_of`` accessors.
+"""
 
 from __future__ import annotations
 
@@ -20,29 +26,33 @@ def _parts(request: Request) -> ServerParts:
     return cast(ServerParts, request.app.state.parts)
 
 
-def get_settings(request: Request) -> ServerConfig:
+async def get_settings(request: Request) -> ServerConfig:
     return _parts(request).settings
 
 
-def get_engine_client(request: Request) -> EngineClient:
+async def get_engine_client(request: Request) -> EngineClient:
     return _parts(request).engine_client
 
 
-def get_metrics(request: Request) -> ServerMetrics:
+def metrics_of(request: Request) -> ServerMetrics:
     return _parts(request).metrics
 
 
-def get_pipeline(request: Request) -> ScoringPipeline:
+async def get_metrics(request: Request) -> ServerMetrics:
+    return metrics_of(request)
+
+
+async def get_pipeline(request: Request) -> ScoringPipeline:
     return _parts(request).pipeline
 
 
-def get_signals(request: Request) -> SignalService:
+async def get_signals(request: Request) -> SignalService:
     return _parts(request).signals
 
 
-def get_server_info(request: Request) -> ServerInfo:
+async def get_server_info(request: Request) -> ServerInfo:
     return _parts(request).server_info
 
 
-def get_transcriptions(request: Request) -> TranscriptionService:
+async def get_transcriptions(request: Request) -> TranscriptionService:
     return _parts(request).transcriptions

@@ -34,7 +34,7 @@ from ..openai_protocol import (
 from ..service.transcription import TranscriptionService, render
 from .auth import require_api_key
 from .body import parse_form, read_body
-from .deps import get_metrics, get_settings, get_transcriptions
+from .deps import get_settings, get_transcriptions, metrics_of
 from .errors import openai_error_body, server_error_openai_body, validation_message
 from .middleware import request_id_of
 from .responses import OrjsonResponse
@@ -63,7 +63,7 @@ class OpenAIRoute(APIRoute):
                 outcome = "invalid_request"
                 response = OrjsonResponse(openai_error_body(400, outcome, validation_message(exc)), status_code=400)
             if request.url.path.startswith("/v1/audio/"):
-                get_metrics(request).transcriptions.labels(outcome).inc()
+                metrics_of(request).transcriptions.labels(outcome).inc()
             return response
 
         return openai_errors

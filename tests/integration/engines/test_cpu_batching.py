@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
-from audio_reward.scorer_server.engines import EngineConfig, TranscriptionInput
+from audio_reward.scorer_server.engines import EngineConfig, Transcription, TranscriptionInput
 from audio_reward.scorer_server.engines.faster_whisper_engine import FasterWhisperEngine
 
 
@@ -49,3 +51,36 @@ def test_the_choice_is_logged_at_load(caplog: pytest.LogCaptureFixture) -> None:
     engine.close()
     assert "faster-whisper on cpu decodes batches" in caplog.text
     assert "as set by --engine-option batched" in caplog.text
+
+
+def test_a_call_on_an_idle_model_goes_in_one_hop_and_one_behind_a_busy_model_splits_with_the_same_transcripts(
+        engines: dict[str, FasterWhisperEngine], sentences_16k: list[np.ndarray],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = engines["batched"]
+    items = [TranscriptionInput(audio) for audio in sentences_16k[:4]]
+    expected = [t.text for t in engine.transcribe_batch_sync(items[:2]) + engine.transcribe_batch_sync(items[2:])]
+    whole: list[int] = []
+    features_on: list[str] = []
+    batch_sync, prepare = engine.transcribe_batch_sync, engine.prepare_sync
+
+    def spy_whole(batch: list[TranscriptionInput]) -> list[Transcription]:
+        whole.append(len(batch))
+        return batch_sync(batch)
+
+    def spy_features(batch: list[TranscriptionInput]) -> object:
+        features_on.append(threading.current_thread().name.split("_")[0])
+        return prepare(batch)
+
+    monkeypatch.setattr(engine, "transcribe_batch_sync", spy_whole)
+    monkeypatch.setattr(engine, "prepare_sync", spy_features)
+
+    async def two_at_once() -> list[list[str]]:
+        done = await asyncio.gather(engine.transcribe(items[:2]), engine.transcribe(items[2:]))
+        return [[t.text for t in out] for out in done]
+
+    first, second = asyncio.run(two_at_once())
+    assert first + second == expected
+    # The first found the model idle: one hop to the model thread; the second came while it ran: its features
+    # were computed on the feature pool meanwhile.
+    assert whole == [2]
+    assert sorted(features_on) == ["asr", "asr-features"]
