@@ -115,6 +115,8 @@ def install_hooks(out: str) -> None:
             if message["type"] == "http.response.start":
                 stamp("send.response_start")
             await send(message)
+            if message["type"] == "http.response.start":
+                stamp("send.response_start_done")
             if message["type"] == "http.response.body" and not message.get("more_body"):
                 stamp("send.body_done")
 
@@ -143,7 +145,7 @@ def install_hooks(out: str) -> None:
     _wrap_sync(pipeline, "resample_16k", "resample_16k")
     _wrap_sync(pipeline.ScoringPipeline, "_check_prompt", "_check_prompt")
     _wrap_async(pipeline.ScoringPipeline, "_score_items", "pipeline._score_items")
-    _wrap_sync(pipeline.ScoringPipeline, "_results", "pipeline._results (thread)")
+    _wrap_sync(pipeline.ScoringPipeline, "_score", "pipeline._score (thread)")
     _wrap_async(offload.Offload, "run", "offload.run")
     _wrap_async(transcription.TranscriptionService, "transcribe", "transcription.transcribe")
     _wrap_sync(transcription, "decode_upload", "decode_upload (thread)")

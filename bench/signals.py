@@ -22,6 +22,13 @@ machine disturb less).  Printed, per kind of clip: the medians over ``--rounds``
 
 Target (docs/signals.md): at concurrency 32 on the CPU the speaker and quality terms together add at
 most 30 % to the time per request (``speaker+quality`` / ``cer`` <= 1.3).
+
+First, in this process, what each of DNSMOS's shared paths (audio_reward/scorer_server/signals/p835.py,
+p808.py) earns on the same clips: each model whole on every window (``quality_windows whole``, as
+speechmos runs it) against the P.835 convolutions shared across the windows, then also over one period of
+a repeating clip (the server's path), and the P.808 model whole per window against its grouped windows;
+milliseconds a clip (median of ``--rounds`` + 2 passes) and each path's speed-up over the one before.
+``--sharing-only`` stops there.
 """
 
 from __future__ import annotations
@@ -32,14 +39,20 @@ import json
 import os
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 
 from audio_reward.protocol import encode_f32, encode_file
+from audio_reward.scorer_server.signals.p808 import SharedWindowP808
+from audio_reward.scorer_server.signals.p835 import WINDOW_SAMPLES, SharedWindowP835, repeat_period
+from audio_reward.scorer_server.signals.quality import P808_HOP, DnsmosScorer
+from audio_reward.scorer_server.signals.windows import WholeModel
 from tests.testkit.server import running_server
-from tests.testkit.speech import SENTENCES, espeak_speech, synth_speech
+from tests.testkit.speech import SENTENCES, espeak_speech, speech_16k, synth_speech
 
 BOTH = {"speaker_model": "resemblyzer", "quality_model": "dnsmos"}
 MODES: dict[str, dict[str, Any]] = {
@@ -124,6 +137,61 @@ def _run_mode(mode: str, requests: int) -> dict[str, dict[str, dict[str, float]]
         return out
 
 
+def _dnsmos_paths(shared: DnsmosScorer, whole: DnsmosScorer) -> dict[str, Callable[[np.ndarray], object]]:
+    """Each DNSMOS path, pairs of the whole model per window and its shared form, as a callable on a clip."""
+    p835, p808 = shared._p835, shared._p808
+    p835_whole, p808_whole = whole._p835, whole._p808
+    assert isinstance(p835, SharedWindowP835) and isinstance(p808, SharedWindowP808)
+    assert isinstance(p835_whole, WholeModel) and isinstance(p808_whole, WholeModel)
+    calls = shared.max_windows_per_call
+
+    def windows(audio: np.ndarray) -> tuple[np.ndarray, list[int], int | None]:
+        clip, starts = shared._clip(audio)
+        return clip, starts, repeat_period(len(audio), len(clip) // len(audio))
+
+    def p808_inputs(audio: np.ndarray) -> tuple[list[np.ndarray], list[float], list[int]]:
+        clip, starts, _ = windows(audio)
+        features, references = shared._p808_inputs(clip, starts)
+        return [f.astype(np.float32) for f in features], references, [s // P808_HOP for s in starts]
+
+    def p835_whole_windows(clip: np.ndarray, starts: list[int], _: int | None) -> object:
+        return p835_whole.window_scores([clip[s:s + WINDOW_SAMPLES] for s in starts], calls)
+
+    return {
+        "P.835 whole per window": lambda a: p835_whole_windows(*windows(a)),
+        "P.835 shared": lambda a: p835.window_scores(*windows(a)[:2], calls, None),
+        "P.835 shared, one period": lambda a: p835.window_scores(*windows(a)[:2], calls, windows(a)[2]),
+        "P.808 whole per window": lambda a: p808_whole.window_scores(p808_inputs(a)[0], calls),
+        "P.808 grouped": lambda a: p808.window_scores(*p808_inputs(a), calls),
+    }
+
+
+def dnsmos_sharing(rounds: int) -> dict[str, dict[str, float]]:
+    """Milliseconds a clip of each DNSMOS path on the bench's sentences (both kinds of clip), printed with each
+    shared path's speed-up over the path above it."""
+    shared, whole = DnsmosScorer(windows="shared"), DnsmosScorer(windows="whole")
+    shared.load()
+    whole.load()
+    paths = _dnsmos_paths(shared, whole)
+    out: dict[str, dict[str, float]] = {}
+    for kind, multiple in CLIPS.items():
+        frame = multiple * 16_000 // 24_000 or 1  # a codec frame at the 16 kHz DNSMOS takes
+        clips = [audio[:len(audio) // frame * frame] for audio in (speech_16k(text) for text in SENTENCES)]
+        times: dict[str, list[float]] = {name: [] for name in paths}
+        for _ in range(rounds + 2):
+            for name, path in paths.items():
+                started = time.perf_counter()
+                for clip in clips:
+                    path(clip)
+                times[name].append((time.perf_counter() - started) * 1000 / len(clips))
+        out[kind] = row = {name: statistics.median(values) for name, values in times.items()}
+        print(f"DNSMOS's paths in process, clips {kind}: ms a clip (speed-up over the line above)")
+        for above, name in zip([None, *row], row, strict=False):
+            gain = f"{row[above] / row[name]:.2f}x" if above is not None and "whole" not in name else ""
+            print(f"  {name:<26} {row[name]:8.1f} {gain}")
+    return out
+
+
 def _table(runs: dict[str, list[dict[str, dict[str, float]]]]) -> dict[str, dict[str, float]]:
     """The medians over rounds of each mode, with its ratios to ``cer``, printed."""
     table: dict[str, dict[str, float]] = {}
@@ -148,7 +216,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=64, help="requests at concurrency 32 (1/8 of it at 1)")
     parser.add_argument("--rounds", type=int, default=1, help="runs of the four modes, in turn")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--sharing-only", action="store_true", help="only DNSMOS's paths, in process")
     args = parser.parse_args(argv)
+    sharing = dnsmos_sharing(args.rounds)
+    if args.sharing_only:
+        if args.json:
+            args.json.write_text(json.dumps({"dnsmos_paths": sharing}, indent=2))
+        return 0
     runs: dict[str, dict[str, list[dict[str, dict[str, float]]]]] = {
         clips: {mode: [] for mode in MODES} for clips in CLIPS}
     for _ in range(args.rounds):
@@ -164,8 +238,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"target: speaker+quality / cer at c=32 <= {TARGET_C32}: {both:.2f} "
               f"({'met' if met[clips] else 'NOT met'})\n")
     if args.json:
-        args.json.write_text(json.dumps({"clips": tables, "requests": args.requests, "rounds": args.rounds,
-                                         "target_c32": TARGET_C32, "met": met}, indent=2))
+        args.json.write_text(json.dumps({"dnsmos_paths": sharing, "clips": tables, "requests": args.requests,
+                                         "rounds": args.rounds, "target_c32": TARGET_C32, "met": met}, indent=2))
     return 0
 
 

@@ -57,7 +57,8 @@ def signals_from_settings(settings: ServerConfig, metrics: ServerMetrics) -> Sig
     threads = settings.signal_threads
     return SignalService(
         speaker=create_speaker_encoder(settings.speaker_model, device=settings.signal_device, cpu_threads=threads),
-        quality=create_quality_scorer(settings.quality_model, device=settings.signal_device, cpu_threads=threads),
+        quality=create_quality_scorer(settings.quality_model, device=settings.signal_device, cpu_threads=threads,
+                                      windows=settings.quality_windows),
         store=SpeakerReferenceStore(max_entries=settings.speaker_reference_count,
                                     max_bytes=settings.speaker_reference_bytes, ttl_s=settings.speaker_reference_ttl_s),
         limits=settings.limits,

@@ -28,6 +28,7 @@ from audio_reward.protocol import Limits, RewardPolicy
 from audio_reward.scoring.normalizers import DEFAULT_NORMALIZER
 
 from .presets import get_preset
+from .signals.base import QualityWindows
 
 ENV_PREFIX = "AUDIO_REWARD_SERVER_"
 """Every server setting's variable starts with this (``AUDIO_REWARD_SERVER_MAX_QUEUE``)."""
@@ -155,6 +156,10 @@ class ServerConfig(BaseModel):
                             "folder or hub id, or none.")
     quality_model: Literal["dnsmos", "none"] = Field(
         "none", description="Speech quality: dnsmos (offline, the signals extra) or none.")
+    quality_windows: QualityWindows = Field(
+        "auto", description="How DNSMOS runs a clip's 9 s windows: shared (their convolutions once over the clip, "
+                            "checked bit for bit on the CPU), whole (the whole model per window, as speechmos) or "
+                            "auto (shared on the CPU, whole on CUDA).")
     signal_device: str = Field("cpu", description="Where the speaker and quality models run: cpu, cuda or auto.")
     signal_threads: int = Field(
         0, ge=0, description="CPU threads of the signal models; 0 leaves their libraries' default.")

@@ -8,7 +8,7 @@ import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -18,6 +18,9 @@ SIGNALS_EXTRA = "signals"
 """The pyproject extra that installs the offline signal models (resemblyzer, speechmos)."""
 
 T = TypeVar("T")
+QualityWindows = Literal["auto", "shared", "whole"]
+"""How DNSMOS runs a clip's windows: their convolutions shared, each through the whole model, or shared on
+onnxruntime's CPU provider only (the one the sharing is checked on) and whole elsewhere."""
 
 
 @dataclass(frozen=True)

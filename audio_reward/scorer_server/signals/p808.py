@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .base import import_backend
-from .windows import cut_model, window_heads
+from .windows import WholeModel, cut_model, window_heads
 
 WINDOW_FRAMES, BANDS = 900, 120
 """A window's features: 900 mel frames (10 ms apart) of 120 bands."""
@@ -45,7 +45,7 @@ _INPUT, _BODY, _OUTPUT = "input_1", "mos_estimator_small_1/conv2d_8/Relu:0", "Id
 class SharedWindowP808:
     """The P.808 model whole and in its two parts, as onnxruntime sessions; see the module docstring."""
 
-    whole: Any
+    whole: WholeModel
     """(N, 900, 120) -> (N, 1): the model as speechmos runs it."""
     body: Any
     """(N, frames, 120) -> (N, 32, frames // 4, 30)."""
@@ -65,7 +65,7 @@ class SharedWindowP808:
             cut_model(model, _BODY, _OUTPUT, (["N", 32, WINDOW_FRAMES // CELL, 30], ["N", 1])),
         )
         body, head = (ort.InferenceSession(part, options, providers=providers) for part in parts)
-        return cls(ort.InferenceSession(path, options, providers=providers), body, head)
+        return cls(WholeModel(ort.InferenceSession(path, options, providers=providers)), body, head)
 
     def window_scores(self, features: Sequence[np.ndarray], references: Sequence[float], offsets: Sequence[int],
                       max_windows_per_call: int) -> np.ndarray:
@@ -90,9 +90,8 @@ class SharedWindowP808:
             else:
                 out[first:end] = self._run(features[first:end], offsets[first:end], max_windows_per_call)
             first = end
-        for start in range(0, len(alone), max_windows_per_call):
-            chosen = alone[start:start + max_windows_per_call]
-            out[chosen] = self.whole.run(None, {_INPUT: np.stack([features[i] for i in chosen])})[0][:, 0]
+        if alone:
+            out[alone] = self.whole.window_scores([features[i] for i in alone], max_windows_per_call)[:, 0]
         return out
 
     def _run(self, run: Sequence[np.ndarray], offsets: Sequence[int], max_windows_per_call: int) -> np.ndarray:

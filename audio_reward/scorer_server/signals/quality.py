@@ -16,7 +16,10 @@ fall on the spectrogram's grid (Qwen3-TTS's do); windows with the same 0 dB
 share the P.808 model's convolutions the same way (:mod:`.p808`); and the
 P.808 mel features of the windows come from one spectrogram of the clip.  A
 4.4 s clip (doubled to 17.7 s, 7 windows) costs the P.835 convolutions of 893
-frames (448 at a Qwen3-TTS length), not 6300.
+frames (448 at a Qwen3-TTS length), not 6300.  The sharing rests on the model
+files' tensor names and layer geometry and is checked bit for bit on
+onnxruntime's CPU provider only: ``windows="whole"`` runs both models whole on
+each window instead, and ``auto`` does so on CUDA.
 """
 
 from __future__ import annotations
@@ -30,13 +33,14 @@ from typing import Any
 import numpy as np
 
 from ..engines.base import ENGINE_SAMPLE_RATE
-from .base import SignalInfo, SignalModel, import_backend
+from .base import QualityWindows, SignalInfo, SignalModel, import_backend
 from .p808 import SharedWindowP808
-from .p835 import SharedWindowP835, repeat_period
+from .p835 import WINDOW_SAMPLES, SharedWindowP835, repeat_period
+from .windows import WholeModel
 
 DNSMOS = "dnsmos"
 
-_P808_HOP, _P808_FFT, _P808_MELS = 160, 321, 120
+P808_HOP, _P808_FFT, _P808_MELS = 160, 321, 120
 """speechmos's ``audio_melspec`` defaults: 10 ms hop, 321-point FFT, 120 mel bands."""
 
 
@@ -76,13 +80,14 @@ class DnsmosScorer(QualityScorer):
     max_windows_per_call = 8
     """Windows in one call of the P.835 head or the P.808 model; on a CPU a larger batch is no faster."""
 
-    def __init__(self, device: str = "cpu", cpu_threads: int = 0) -> None:
+    def __init__(self, device: str = "cpu", cpu_threads: int = 0, windows: QualityWindows = "auto") -> None:
         super().__init__()
         self.device = device
         self.cpu_threads = cpu_threads
+        self.windows = windows
         self._dnsmos: Any = None
-        self._p835: SharedWindowP835 | None = None
-        self._p808: SharedWindowP808 | None = None
+        self._p835: SharedWindowP835 | WholeModel | None = None
+        self._p808: SharedWindowP808 | WholeModel | None = None
         self._module: Any = None
         self._librosa: Any = None
         self.info = SignalInfo("quality", DNSMOS, "speechmos/dnsmos_models (sig_bak_ovr, model_v8)", device)
@@ -105,15 +110,22 @@ class DnsmosScorer(QualityScorer):
             else ["CPUExecutionProvider"]
         available = set(ort.get_available_providers())
         providers = [p for p in providers if p in available]
-        self._p835 = SharedWindowP835.load(primary, options, providers)
-        self._p808 = SharedWindowP808.load(p808, options, providers)
+        shared = self.windows == "shared" or (self.windows == "auto" and providers[0] == "CPUExecutionProvider")
+        if shared:
+            self._p835 = SharedWindowP835.load(primary, options, providers)
+            self._p808 = SharedWindowP808.load(p808, options, providers)
+        else:
+            self._p835, self._p808 = (WholeModel(ort.InferenceSession(path, options, providers=providers))
+                                      for path in (primary, p808))
         model.onnx_sess = model.p808_onnx_sess = None  # speechmos's own sessions never run here
         self._dnsmos = model
         self._module = dnsmos
         self._librosa = import_backend("librosa", "the DNSMOS quality model")
-        used = self._p835.providers()[0]
+        used = (self._p835.providers() if isinstance(self._p835, SharedWindowP835)
+                else self._p835.session.get_providers())[0]
         self.info = SignalInfo("quality", DNSMOS, self.info.model_id, "cuda" if used.startswith("CUDA") else "cpu",
-                               {"onnxruntime": ort.__version__, "provider": used})
+                               {"onnxruntime": ort.__version__, "provider": used,
+                                "windows": "shared" if shared else "whole"})
 
     def _clip(self, audio: np.ndarray) -> tuple[np.ndarray, list[int]]:
         """speechmos's view of one clip: the samples its windows cut from (a short clip doubled until it fills
@@ -139,7 +151,7 @@ class DnsmosScorer(QualityScorer):
         against its own maximum, as ``audio_melspec`` does.
         """
         librosa = self._librosa
-        hop = _P808_HOP
+        hop = P808_HOP
         span = int(self._module.INPUT_LENGTH * ENGINE_SAMPLE_RATE) - hop  # the samples audio_melspec sees
 
         def power(samples: np.ndarray) -> np.ndarray:
@@ -158,9 +170,25 @@ class DnsmosScorer(QualityScorer):
             out.append(((librosa.power_to_db(mel, ref=np.max) + 40) / 40).T)
         return out, references
 
+    def _window_scores(self, audio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The raw P.835 (SIG, BAK, OVRL) of each of the clip's windows, (windows, 3), and their P.808 MOS."""
+        p835, p808, calls = self._p835, self._p808, self.max_windows_per_call
+        if p835 is None or p808 is None:
+            raise RuntimeError("the DNSMOS model is not loaded")
+        clip, starts = self._clip(audio)
+        features, references = self._p808_inputs(clip, starts)
+        features = [f.astype(np.float32) for f in features]
+        if isinstance(p835, WholeModel):
+            raw = p835.window_scores([clip[start:start + WINDOW_SAMPLES] for start in starts], calls)
+        else:
+            raw = p835.window_scores(clip, starts, calls, repeat_period(len(audio), len(clip) // len(audio)))
+        if isinstance(p808, WholeModel):
+            return raw, p808.window_scores(features, calls)[:, 0]
+        return raw, p808.window_scores(features, references, [start // P808_HOP for start in starts], calls)
+
     def score_sync(self, batch: Sequence[np.ndarray]) -> list[QualityScore]:
-        model, p835, p808 = self._dnsmos, self._p835, self._p808
-        if model is None or p835 is None or p808 is None:
+        model = self._dnsmos
+        if model is None:
             raise RuntimeError("the DNSMOS model is not loaded")
         raw: list[np.ndarray] = []
         p808_scores: list[np.ndarray] = []
@@ -168,14 +196,10 @@ class DnsmosScorer(QualityScorer):
         for index, audio in enumerate(batch):
             if len(audio) == 0:
                 raise ValueError("DNSMOS needs at least one sample")
-            clip, starts = self._clip(audio)
-            period = repeat_period(len(audio), len(clip) // len(audio))
-            raw.append(p835.window_scores(clip, starts, self.max_windows_per_call, period))
-            features, references = self._p808_inputs(clip, starts)
-            p808_scores.append(p808.window_scores([f.astype(np.float32) for f in features], references,
-                                                  [start // _P808_HOP for start in starts],
-                                                  self.max_windows_per_call))
-            owner.extend([index] * len(starts))
+            p835_windows, p808_windows = self._window_scores(audio)
+            raw.append(p835_windows)
+            p808_scores.append(p808_windows)
+            owner.extend([index] * len(p808_windows))
         p808_mos = np.concatenate(p808_scores)
         scores = np.concatenate(raw).astype(np.float64)
         sig, bak, ovr = model.get_polyfit_val(scores[:, 0], scores[:, 1], scores[:, 2], False)
@@ -187,10 +211,11 @@ class DnsmosScorer(QualityScorer):
                                     bak=float(np.mean(bak[mine])), p808=float(np.mean(p808_mos[mine]))))
         return out
 
-def create_quality_scorer(name: str, *, device: str = "cpu", cpu_threads: int = 0) -> QualityScorer | None:
+def create_quality_scorer(name: str, *, device: str = "cpu", cpu_threads: int = 0,
+                          windows: QualityWindows = "auto") -> QualityScorer | None:
     """The scorer the ``quality_model`` setting names (unloaded); None for ``none``."""
     if name == "none":
         return None
     if name == DNSMOS:
-        return DnsmosScorer(device, cpu_threads)
+        return DnsmosScorer(device, cpu_threads, windows)
     raise ValueError(f"unknown quality model {name!r}; available: {DNSMOS}, none")

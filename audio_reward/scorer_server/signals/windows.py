@@ -1,9 +1,10 @@
 """The pieces DNSMOS's window sharing is built of (:mod:`.p835`, :mod:`.p808`): an ONNX model cut into parts,
-and a model's last part run per window over activations the windows share."""
+a model's last part run per window over activations the windows share, and the whole model run per window."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -48,3 +49,17 @@ def window_heads(head: Any, name: str, shared: np.ndarray, starts: Sequence[int]
             windows[row, :, cells - edge_cells:] = right[i, :, right.shape[2] - edge_cells:]
         out.append(head.run(None, {name: windows})[0])
     return np.concatenate(out)
+
+
+@dataclass
+class WholeModel:
+    """An ONNX model run whole on each window, as speechmos runs it: the reference the shared parts are checked
+    against, and the path for a device or a model file they were not checked on."""
+
+    session: Any
+    """An onnxruntime session whose input ``input_1`` takes a batch of windows."""
+
+    def window_scores(self, windows: Sequence[np.ndarray], max_windows_per_call: int) -> np.ndarray:
+        """The model's output for each window, in calls of at most ``max_windows_per_call`` windows."""
+        return np.concatenate([self.session.run(None, {"input_1": np.stack(windows[i:i + max_windows_per_call])})[0]
+                               for i in range(0, len(windows), max_windows_per_call)])

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from audio_reward.scorer_server.signals.p808 import SharedWindowP808
+from audio_reward.scorer_server.signals.p835 import SharedWindowP835
 from audio_reward.scorer_server.signals.quality import DnsmosScorer, create_quality_scorer
 from audio_reward.scorer_server.signals.speaker import (
     ResemblyzerEncoder,
@@ -113,6 +115,7 @@ def test_dnsmos_p835_shared_windows_equal_the_whole_model_window_by_window(dnsmo
                           (half_frame_off, 2 * (50 * 1280 + 80)), (odd_frames, 441 * 160)):
         clip, starts = dnsmos_scorer._clip(audio)
         assert repeat_period(len(audio), len(clip) // len(audio)) == period
+        assert isinstance(dnsmos_scorer._p835, SharedWindowP835)
         shared = dnsmos_scorer._p835.window_scores(clip, starts, max_windows_per_call=3, period=period)
         alone = np.concatenate([whole.run(None, {"input_1": clip[s:s + 144_160][np.newaxis]})[0] for s in starts])
         assert len(starts) > 1
@@ -137,9 +140,10 @@ def test_dnsmos_p808_shared_windows_equal_the_whole_model_window_by_window(dnsmo
         clip, starts = dnsmos_scorer._clip(audio)
         features, references = dnsmos_scorer._p808_inputs(clip, starts)
         features = [f.astype(np.float32) for f in features]
+        assert isinstance(dnsmos_scorer._p808, SharedWindowP808)
         got = dnsmos_scorer._p808.window_scores(features, references, [s // 160 for s in starts],
                                                 max_windows_per_call=3)
-        alone = np.concatenate([dnsmos_scorer._p808.whole.run(None, {"input_1": f[np.newaxis]})[0][:, 0]
+        alone = np.concatenate([dnsmos_scorer._p808.whole.session.run(None, {"input_1": f[np.newaxis]})[0][:, 0]
                                 for f in features])
         np.testing.assert_allclose(got, alone, rtol=0, atol=1e-5)
         assert len(starts) > 2 and references[1] == references[2]  # a run that shares
@@ -152,6 +156,20 @@ def test_dnsmos_of_a_batch_equals_each_clip_alone(dnsmos_scorer: DnsmosScorer, c
     assert sum(len(dnsmos_scorer._clip(c)[1]) for c in batch) > dnsmos_scorer.max_windows_per_call
     for clip, together in zip(batch, dnsmos_scorer.score_sync(batch), strict=True):
         (alone,) = dnsmos_scorer.score_sync([clip])
+        for field in ("ovrl", "sig", "bak", "p808"):
+            assert getattr(together, field) == pytest.approx(getattr(alone, field), abs=1e-5)
+
+
+def test_dnsmos_whole_model_windows_give_the_shared_scores(dnsmos_scorer: DnsmosScorer,
+                                                           clips: list[np.ndarray]) -> None:
+    """``quality_windows whole`` (the whole models per window, as speechmos runs them) against the shared parts,
+    on clips that take each shared path: a repeating doubled clip, one of Qwen3-TTS's lengths, and 12 s."""
+    whole = create_quality_scorer("dnsmos", cpu_threads=1, windows="whole")
+    assert isinstance(whole, DnsmosScorer)
+    whole.load()
+    assert whole.info.extra["windows"] == "whole" and dnsmos_scorer.info.extra["windows"] == "shared"
+    batch = [*clips, speech_16k(SENTENCES[3])[:55 * 1280], np.concatenate([clips[0]] * 4)]
+    for together, alone in zip(dnsmos_scorer.score_sync(batch), whole.score_sync(batch), strict=True):
         for field in ("ovrl", "sig", "bak", "p808"):
             assert getattr(together, field) == pytest.approx(getattr(alone, field), abs=1e-5)
 

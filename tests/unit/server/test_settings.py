@@ -41,6 +41,7 @@ _SAMPLES: dict[str, tuple[list[str], object]] = {
     "reward.speaker_floor": (["--reward-speaker-floor", "0.5"], 0.5),
     "speaker_model": (["--speaker-model", "resemblyzer"], "resemblyzer"),
     "quality_model": (["--quality-model", "dnsmos"], "dnsmos"),
+    "quality_windows": (["--quality-windows", "whole"], "whole"),
 }
 
 
