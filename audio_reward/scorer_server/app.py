@@ -18,14 +18,11 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
 
 from fastapi import FastAPI
-from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
 from audio_reward import __version__
-from audio_reward.protocol import BatchScoreRequest, ScoreRequest, SpeakerRequest
 from audio_reward.scoring import get_normalizer
 
 from .config import ServerConfig
@@ -33,10 +30,9 @@ from .engines.base import ASREngine
 from .engines.model_store import ModelNotAvailableError
 from .engines.registry import EngineConfig, create_engine
 from .http import health, info, metrics, openai, score, speakers
-from .http.apidocs import add_request_examples, offline_docs_app
+from .http.apidocs import offline_docs_app
 from .http.errors import install_error_handlers
 from .http.middleware import RequestContextMiddleware
-from .openai_protocol import TranscriptionUploadDoc
 from .parts import ServerParts
 from .service.dedup import RecentResults
 from .service.engine_client import EngineClient, SchedulingConfig, UnsupportedDefaultLanguageError
@@ -152,36 +148,6 @@ def _lifespan(parts: ServerParts) -> Callable[[FastAPI], AbstractAsyncContextMan
     return lifespan
 
 
-def _openapi(app: FastAPI) -> dict[str, Any]:
-    if app.openapi_schema is None:
-        schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
-        components = schema.setdefault("components", {}).setdefault("schemas", {})
-        # Bodies are read raw, so FastAPI does not see the request models: add them here.
-        for model in (ScoreRequest, BatchScoreRequest, SpeakerRequest, TranscriptionUploadDoc):
-            model_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
-            components.update(model_schema.pop("$defs", {}))
-            components[model.__name__] = model_schema
-        add_request_examples(schema)
-        _drop_validation_responses(schema)
-        app.openapi_schema = schema
-    return app.openapi_schema
-
-
-def _drop_validation_responses(schema: dict[str, Any]) -> None:
-    """Take out the 422 FastAPI documents for every route with a parameter: this server never answers it.
-
-    Bodies are read raw and parameter errors are answered 400 (:mod:`.http.errors`), so the
-    document lists only the statuses a client can get.
-    """
-    for path_item in schema.get("paths", {}).values():
-        for operation in path_item.values():
-            if isinstance(operation, dict):
-                operation.get("responses", {}).pop("422", None)
-    components = schema.get("components", {}).get("schemas", {})
-    for name in ("HTTPValidationError", "ValidationError"):
-        components.pop(name, None)
-
-
 _ROUTERS = (score.router, speakers.router, openai.router, info.router, health.router, metrics.router)
 
 
@@ -242,5 +208,4 @@ def build_app(settings: ServerConfig, engine: ASREngine | None = None, *, engine
     install_error_handlers(app)
     for router in _ROUTERS:
         app.include_router(router)
-    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
