@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import io
 import json
 import os
@@ -55,11 +56,15 @@ import sys
 import tempfile
 import time
 import wave
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from bench.server_throughput import SENTENCES
 
 REPO = Path(__file__).resolve().parents[1]
 VENVS = REPO / ".bench-venvs"
@@ -72,16 +77,6 @@ PEER_VENVS: dict[str, list[str]] = {
 SYSTEMS = ("ours-openai", "ours-score", "fws", "wyoming", "fw-plain", "fw-batched")
 ALL_SYSTEMS = (*SYSTEMS, "wyoming-matched")
 MAX_BATCH = 16
-SENTENCES = [
-    "The quick brown fox jumps over the lazy dog.",
-    "She sells sea shells by the sea shore every summer morning.",
-    "Reinforcement learning needs a reward that is fast and honest.",
-    "Please call Stella and ask her to bring these things with her from the store.",
-    "A rainbow is a division of white light into many beautiful colors.",
-    "The museum opens at nine and closes early on public holidays.",
-    "Seven purple elephants were painting the kitchen on a rainy Tuesday.",
-    "Our train was delayed by twenty minutes because of the snow.",
-]
 
 # wyoming-matched: the shipped server with temperature 0 and no timestamps forced into its faster-whisper calls.
 WYOMING_MATCHED = """
@@ -193,6 +188,10 @@ class Run:
         return float(np.percentile(self.latencies, q * 100)) if self.latencies else float("nan")
 
 
+class Failed(Exception):
+    """A request answered without a transcript; its message is the kind counted (``HTTP 504``, an error's name)."""
+
+
 class System:
     name: str
     proc: subprocess.Popen[bytes]
@@ -210,8 +209,41 @@ class System:
         run.cpu_s = self.cpu_seconds() - cpu0
         return run
 
-    async def _run(self, clips: list[Clip], concurrency: int, total: int) -> Run:
+    async def transcribe(self, clip: Clip) -> str:
+        """One clip's transcript; :class:`Failed` (or an I/O error) when the system gave none."""
         raise NotImplementedError
+
+    def connections(self, concurrency: int) -> AbstractAsyncContextManager[object]:
+        """What the requests of one run share (a connection pool)."""
+        return contextlib.nullcontext()
+
+    async def _run(self, clips: list[Clip], concurrency: int, total: int) -> Run:
+        """A closed loop: ``concurrency`` workers, each sending its next clip when the last is answered."""
+        latencies: list[float] = []
+        texts: dict[int, str] = {}
+        kinds: dict[str, int] = {}
+        audio_s, next_index = 0.0, 0
+
+        async def worker() -> None:
+            nonlocal next_index, audio_s
+            while next_index < total:
+                i = next_index
+                next_index += 1
+                clip = clips[i % len(clips)]
+                t0 = time.perf_counter()
+                try:
+                    texts[i] = await self.transcribe(clip)
+                    audio_s += clip.seconds
+                except (Failed, OSError, ValueError, KeyError, asyncio.IncompleteReadError) as exc:
+                    kind = str(exc) if isinstance(exc, Failed) else type(exc).__name__
+                    kinds[kind] = kinds.get(kind, 0) + 1
+                latencies.append(time.perf_counter() - t0)
+
+        async with self.connections(concurrency):
+            t0 = time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+            wall = time.perf_counter() - t0
+        return Run(wall, audio_s, latencies, sum(kinds.values()), 0.0, texts, kinds)
 
     def close(self) -> None:
         from tests.testkit.server import stop_process
@@ -230,6 +262,7 @@ class HttpSystem(System):
 
     def __init__(self, name: str, url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
         self.name, self.url, self.proc, self.log = name, url, proc, log
+        self._client: Any = None
 
     def request(self, clip: Clip) -> dict[str, Any]:
         raise NotImplementedError
@@ -237,40 +270,25 @@ class HttpSystem(System):
     def transcript(self, payload: dict[str, Any]) -> str:
         return str(payload["text"])
 
-    async def _run(self, clips: list[Clip], concurrency: int, total: int) -> Run:
+    @contextlib.asynccontextmanager
+    async def connections(self, concurrency: int) -> AsyncIterator[object]:
         import httpx
 
-        latencies: list[float] = []
-        texts: dict[int, str] = {}
-        kinds: dict[str, int] = {}
-        errors, audio_s, next_index = 0, 0.0, 0
         limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
         async with httpx.AsyncClient(timeout=600, limits=limits) as client:
-            async def worker() -> None:
-                nonlocal next_index, errors, audio_s
-                while next_index < total:
-                    i = next_index
-                    next_index += 1
-                    clip = clips[i % len(clips)]
-                    t0 = time.perf_counter()
-                    try:
-                        r = await client.post(**self.request(clip))
-                        ok, kind = r.status_code == 200, f"HTTP {r.status_code}"
-                        text = self.transcript(r.json()) if ok else ""
-                    except (httpx.HTTPError, ValueError, KeyError) as exc:
-                        ok, text, kind = False, "", type(exc).__name__
-                    latencies.append(time.perf_counter() - t0)
-                    if ok:
-                        audio_s += clip.seconds
-                        texts[i] = text
-                    else:
-                        errors += 1
-                        kinds[kind] = kinds.get(kind, 0) + 1
+            self._client = client
+            yield client
 
-            t0 = time.perf_counter()
-            await asyncio.gather(*(worker() for _ in range(concurrency)))
-            wall = time.perf_counter() - t0
-        return Run(wall, audio_s, latencies, errors, 0.0, texts, kinds)
+    async def transcribe(self, clip: Clip) -> str:
+        import httpx
+
+        try:
+            r = await self._client.post(**self.request(clip))
+        except httpx.HTTPError as exc:
+            raise Failed(type(exc).__name__) from exc
+        if r.status_code != 200:
+            raise Failed(f"HTTP {r.status_code}")
+        return self.transcript(r.json())
 
 
 class OursOpenAI(HttpSystem):
@@ -334,29 +352,6 @@ class Wyoming(System):
                     return str(data["text"])
         finally:
             writer.close()
-
-    async def _run(self, clips: list[Clip], concurrency: int, total: int) -> Run:
-        latencies: list[float] = []
-        texts: dict[int, str] = {}
-        errors, audio_s, next_index = 0, 0.0, 0
-
-        async def worker() -> None:
-            nonlocal next_index, errors, audio_s
-            while next_index < total:
-                i = next_index
-                next_index += 1
-                clip = clips[i % len(clips)]
-                t0 = time.perf_counter()
-                try:
-                    texts[i] = await self.transcribe(clip)
-                    audio_s += clip.seconds
-                except (OSError, ValueError, KeyError, asyncio.IncompleteReadError):
-                    errors += 1
-                latencies.append(time.perf_counter() - t0)
-
-        t0 = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        return Run(time.perf_counter() - t0, audio_s, latencies, errors, 0.0, texts)
 
 
 class InProcess(System):

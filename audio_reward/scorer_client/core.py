@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -51,6 +51,8 @@ from .wire import (
     speaker_reference_id_of,
     to_result,
 )
+
+T = TypeVar("T")
 
 # ---------------------------------------------------------------- construction
 
@@ -169,15 +171,25 @@ def audio_bytes(typed: Sequence[ScoreItem | ScorerError]) -> int:
 # ---------------------------------------------------------------- answers
 
 
-def single_outcome(answer: Answer, request_id: str) -> Outcome[ScoreResult]:
-    """What one answer to ``POST /v1/score`` means: the checked result, a retry, or a final error."""
+def _checked(read: Callable[[], T]) -> Success[T] | Fatal:
+    """``read()`` as a success, or the protocol violation it raised as a final error."""
+    try:
+        return Success(read())
+    except ProtocolViolationError as exc:
+        return Fatal(exc)
+
+
+def _answered(answer: Answer, request_id: str, read: Callable[[bytes], T]) -> Outcome[T]:
+    """What one answer means: ``read`` of its 200 body, a retry, or a final error."""
     outcome = classify(answer, request_id)
     if not isinstance(outcome, Success):
         return outcome
-    try:
-        return Success(to_result(decode_body(outcome.value, request_id), request_id))
-    except ProtocolViolationError as exc:
-        return Fatal(exc)
+    return _checked(lambda: read(outcome.value))
+
+
+def single_outcome(answer: Answer, request_id: str) -> Outcome[ScoreResult]:
+    """What one answer to ``POST /v1/score`` means: the checked result, a retry, or a final error."""
+    return _answered(answer, request_id, lambda raw: to_result(decode_body(raw, request_id), request_id))
 
 
 def batch_outcomes(answer: Answer, items: Sequence[PreparedItem]) -> list[Outcome[ScoreResult]]:
@@ -230,10 +242,7 @@ def take_batch_answer(raw: bytes, items: Sequence[PreparedItem]) -> list[Outcome
         rid = item.request_id
         info = error_info(result)
         if info is None:
-            try:
-                outcomes.append(Success(to_result(result, rid)))
-            except ProtocolViolationError as exc:
-                outcomes.append(Fatal(exc))
+            outcomes.append(_checked(lambda: to_result(result, rid)))  # noqa: B023 - called at once
         elif info.retryable:
             outcomes.append(Retry(TransientServerError(info.message, status=None, code=info.code, request_id=rid)))
         else:
@@ -243,13 +252,7 @@ def take_batch_answer(raw: bytes, items: Sequence[PreparedItem]) -> list[Outcome
 
 def speaker_outcome(answer: Answer, request_id: str) -> Outcome[str]:
     """What one answer to ``POST /v1/speakers`` means: the reference id, a retry, or a final error."""
-    outcome = classify(answer, request_id)
-    if not isinstance(outcome, Success):
-        return outcome
-    try:
-        return Success(speaker_reference_id_of(outcome.value))
-    except ProtocolViolationError as exc:
-        return Fatal(exc)
+    return _answered(answer, request_id, speaker_reference_id_of)
 
 
 def evicted(outcome: Outcome[Any]) -> bool:

@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,26 +48,26 @@ def logged_steps(out: Path) -> int:
     return max((s for s in steps), default=0)
 
 
-def wait_for_step(proc: subprocess.Popen[bytes], out: Path, step: int, timeout_s: float = RUN_TIMEOUT_S) -> None:
+def wait_until(proc: subprocess.Popen[bytes], out: Path, done: Callable[[], bool], what: str,
+               timeout_s: float = RUN_TIMEOUT_S) -> None:
+    """Poll ``done`` until it holds; fail with the trainer's log if the trainer ends or the time runs out first."""
     deadline = time.monotonic() + timeout_s
-    while logged_steps(out) < step:
+    while not done():
         if proc.poll() is not None:
-            pytest.fail(f"the trainer ended ({proc.returncode}) before step {step}:\n{tail(out / 'train.log')}")
+            pytest.fail(f"the trainer ended ({proc.returncode}) before {what}:\n{tail(out / 'train.log')}")
         if time.monotonic() > deadline:
             proc.kill()
-            pytest.fail(f"no step {step} within {timeout_s:.0f} s:\n{tail(out / 'train.log')}")
-        time.sleep(1)
-
-
-def wait_for_text(proc: subprocess.Popen[bytes], path: Path, text: str, timeout_s: float = RUN_TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout_s
-    while text not in (path.read_text(errors="replace") if path.is_file() else ""):
-        if proc.poll() is not None:
-            pytest.fail(f"the trainer ended ({proc.returncode}) before {text!r} was logged:\n{tail(path)}")
-        if time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"no {text!r} within {timeout_s:.0f} s:\n{tail(path)}")
+            pytest.fail(f"no {what} within {timeout_s:.0f} s:\n{tail(out / 'train.log')}")
         time.sleep(0.5)
+
+
+def wait_for_step(proc: subprocess.Popen[bytes], out: Path, step: int) -> None:
+    wait_until(proc, out, lambda: logged_steps(out) >= step, f"step {step}")
+
+
+def wait_for_log(proc: subprocess.Popen[bytes], out: Path, text: str) -> None:
+    log = out / "train.log"
+    wait_until(proc, out, lambda: text in (log.read_text(errors="replace") if log.is_file() else ""), repr(text))
 
 
 def tail(path: Path, limit: int = 6000) -> str:
@@ -88,7 +88,7 @@ def masked_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path,
     # The outage lasts until a sample has failed, not a fixed time: on a fast machine a fixed 28 s masked five
     # of ten steps, and Adam's momentum kept moving the policy through those all-masked updates; waiting for the
     # next step instead can miss the outage, since that step's rollouts may be scored before the scorer stops.
-    wait_for_text(proc, out / "train.log", MASKED)
+    wait_for_log(proc, out, MASKED)
     with running_server(instant=True, port=port):
         try:
             proc.wait(RUN_TIMEOUT_S)
