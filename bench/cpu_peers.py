@@ -391,15 +391,12 @@ def weights_folder() -> str:
     return resolve_ctranslate2_model("tiny.en").path
 
 
-def start_systems(names: list[str], variants: list[str], threads: int, tmp: Path,
-                  clips: list[Clip]) -> list[System]:
-    """Start every process; return the systems once each is ready and warmed."""
-    from tests.testkit.server import free_port, wait_ready
+def _start_ours(names: list[str], variants: list[str], threads: int, tmp: Path) -> list[HttpSystem]:
+    """One server of ours a batching variant; each serves the routes asked for."""
+    from tests.testkit.server import free_port
 
-    model = weights_folder()
-    systems: list[System] = []
-    pending: list[tuple[System, str | None]] = []
     ours_routes = [n for n in names if n.startswith("ours-")]
+    systems: list[HttpSystem] = []
     for variant in variants if ours_routes else []:
         port = free_port()
         batched = "true" if variant == "batched" else "false"
@@ -412,57 +409,82 @@ def start_systems(names: list[str], variants: list[str], threads: int, tmp: Path
         # The OpenAI route runs on the first variant's server only: the variants differ in the engine alone.
         for route in ours_routes if variant == variants[0] else [r for r in ours_routes if r == "ours-score"]:
             cls = OursOpenAI if route == "ours-openai" else OursScore
-            sys_ = cls(route + suffix, f"http://127.0.0.1:{port}", proc, log)
-            pending.append((sys_, "/readyz"))
+            systems.append(cls(route + suffix, f"http://127.0.0.1:{port}", proc, log))
+    return systems
+
+
+def _start_fws(model: str, threads: int, tmp: Path) -> FasterWhisperServer:
+    from tests.testkit.server import free_port
+
+    port = free_port()
+    config = tmp / "fws.yaml"
+    config.write_text(json.dumps({"models": [{
+        "name": "tiny.en", "path": model, "batch_size": 1,
+        "model_options": {"device": "cpu", "compute_type": "default", "cpu_threads": threads, "num_workers": 1,
+                          "local_files_only": True},
+        "transcribe_options": {"language": "en", "beam_size": 1, "temperature": 0.0, "vad_filter": False,
+                               "without_timestamps": True, "condition_on_previous_text": False}}]}))
+    log = tmp / "fws.log"
+    proc = launch([str(VENVS / "faster-whisper-server/bin/faster-whisper-server"), "--config", str(config),
+                   "--host", "127.0.0.1", "--port", str(port)], log)
+    return FasterWhisperServer("fws", f"http://127.0.0.1:{port}", proc, log)
+
+
+def _start_wyoming(name: str, model: str, threads: int, tmp: Path) -> Wyoming:
+    from tests.testkit.server import free_port
+
+    port = free_port()
+    data_dir = tmp / f"{name}-data"
+    data_dir.mkdir()
+    flags = ["--uri", f"tcp://127.0.0.1:{port}", "--model", model, "--data-dir", str(data_dir),
+             "--beam-size", "1", "--language", "en", "--cpu-threads", str(threads), "--compute-type", "default",
+             "--local-files-only", "--stt-library", "faster-whisper"]
+    py = str(python_of("wyoming-faster-whisper"))
+    cmd = [py, "-m", "wyoming_faster_whisper", *flags] if name == "wyoming" else [py, "-c", WYOMING_MATCHED, *flags]
+    log = tmp / f"{name}.log"
+    return Wyoming(name, port, launch(cmd, log), log)
+
+
+def _start_in_process(name: str, model: str, threads: int, tmp: Path, audio: Path) -> InProcess:
+    log = tmp / f"{name}.log"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(
+            [str(python_of("faster-whisper")), str(REPO / "bench/cpu_peers_worker.py"), "--model", model,
+             "--threads", str(threads), "--mode", name.split("-")[1], "--audio", str(audio),
+             "--max-batch", str(MAX_BATCH)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+    return InProcess(name, proc, log)
+
+
+def _wait_ready(system: System) -> None:
+    from tests.testkit.server import wait_ready
+
+    if isinstance(system, FasterWhisperServer):
+        wait_ready(system.url, 300, proc=system.proc, log_path=system.log, path="/health")
+    elif isinstance(system, HttpSystem):
+        wait_ready(system.url, 300, proc=system.proc, log_path=system.log, path="/readyz")
+    elif isinstance(system, Wyoming):
+        wait_port(system, 300)
+    elif isinstance(system, InProcess):
+        system.ready()
+
+
+def start_systems(names: list[str], variants: list[str], threads: int, tmp: Path,
+                  clips: list[Clip]) -> list[System]:
+    """Start every process; return the systems once each is ready and warmed."""
+    model = weights_folder()
+    pending: list[System] = [*_start_ours(names, variants, threads, tmp)]
     if "fws" in names:
-        port = free_port()
-        config = tmp / "fws.yaml"
-        config.write_text(json.dumps({"models": [{
-            "name": "tiny.en", "path": model, "batch_size": 1,
-            "model_options": {"device": "cpu", "compute_type": "default", "cpu_threads": threads, "num_workers": 1,
-                              "local_files_only": True},
-            "transcribe_options": {"language": "en", "beam_size": 1, "temperature": 0.0, "vad_filter": False,
-                                   "without_timestamps": True, "condition_on_previous_text": False}}]}))
-        log = tmp / "fws.log"
-        proc = launch([str(VENVS / "faster-whisper-server/bin/faster-whisper-server"), "--config", str(config),
-                       "--host", "127.0.0.1", "--port", str(port)], log)
-        pending.append((FasterWhisperServer("fws", f"http://127.0.0.1:{port}", proc, log), "/health"))
-    for name in ("wyoming", "wyoming-matched"):
-        if name not in names:
-            continue
-        port = free_port()
-        data_dir = tmp / f"{name}-data"
-        data_dir.mkdir()
-        flags = ["--uri", f"tcp://127.0.0.1:{port}", "--model", model, "--data-dir", str(data_dir),
-                 "--beam-size", "1", "--language", "en", "--cpu-threads", str(threads), "--compute-type", "default",
-                 "--local-files-only", "--stt-library", "faster-whisper"]
-        py = str(python_of("wyoming-faster-whisper"))
-        cmd = [py, "-m", "wyoming_faster_whisper", *flags] if name == "wyoming" else [py, "-c", WYOMING_MATCHED, *flags]
-        log = tmp / f"{name}.log"
-        pending.append((Wyoming(name, port, launch(cmd, log), log), None))
+        pending.append(_start_fws(model, threads, tmp))
+    pending += [_start_wyoming(name, model, threads, tmp) for name in ("wyoming", "wyoming-matched") if name in names]
     audio = tmp / "clips16k.npz"
     np.savez(audio, **{f"clip{i}": c.audio16 for i, c in enumerate(clips)})
-    for name in ("fw-plain", "fw-batched"):
-        if name not in names:
-            continue
-        log = tmp / f"{name}.log"
-        with open(log, "wb") as err:
-            proc = subprocess.Popen(
-                [str(python_of("faster-whisper")), str(REPO / "bench/cpu_peers_worker.py"), "--model", model,
-                 "--threads", str(threads), "--mode", name.split("-")[1], "--audio", str(audio),
-                 "--max-batch", str(MAX_BATCH)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
-        pending.append((InProcess(name, proc, log), None))
-    for sys_, path in pending:
-        if isinstance(sys_, HttpSystem):
-            wait_ready(sys_.url, 300, proc=sys_.proc, log_path=sys_.log, path=path or "/readyz")
-        elif isinstance(sys_, Wyoming):
-            wait_port(sys_, 300)
-        elif isinstance(sys_, InProcess):
-            sys_.ready()
-        asyncio.run(sys_.run(clips, 2, 4))  # warm: connections, the model's first calls
-        systems.append(sys_)
-    return systems
+    pending += [_start_in_process(name, model, threads, tmp, audio) for name in ("fw-plain", "fw-batched")
+                if name in names]
+    for system in pending:
+        _wait_ready(system)
+        asyncio.run(system.run(clips, 2, 4))  # warm: connections, the model's first calls
+    return pending
 
 
 def wait_port(system: Wyoming, timeout_s: float) -> None:
@@ -502,12 +524,10 @@ def measure(systems: list[System], clips: list[Clip], levels: list[int], rounds:
     return runs
 
 
-def report(systems: list[System], clips: list[Clip], levels: list[int],
-           runs: dict[tuple[str, int], list[Run]], threads: int) -> dict[str, Any]:
-    names = [s.name for s in systems]
+def _throughput_table(names: list[str], levels: list[int], runs: dict[tuple[str, int], list[Run]]
+                      ) -> dict[str, Any]:
+    """Each system's medians at each concurrency, printed as a table."""
     rows: dict[str, Any] = {}
-    print(f"\ntiny.en (CTranslate2, {weights_folder()}), {threads} threads, {len(clips)} hibari clips "
-          f"({sum(c.seconds for c in clips):.1f} s); medians over rounds")
     print("| system | c | audio s/s | p50 s | p95 s | errors | CPU s per audio s |")
     print("|---|---|---|---|---|---|---|")
     for c in levels:
@@ -517,64 +537,80 @@ def report(systems: list[System], clips: list[Clip], levels: list[int],
                 continue
             med = sorted(rs, key=lambda r: r.throughput)[len(rs) // 2]
             thr = statistics.median(r.throughput for r in rs)
-            cpu = statistics.median(r.cpu_s / r.audio_s for r in rs if r.audio_s) if any(r.audio_s for r in rs) \
-                else float("nan")
-            errors = sum(r.errors for r in rs)
+            cpus = [r.cpu_s / r.audio_s for r in rs if r.audio_s]
+            cpu = statistics.median(cpus) if cpus else float("nan")
             kinds: dict[str, int] = {}
             for r in rs:
                 for k, v in r.error_kinds.items():
                     kinds[k] = kinds.get(k, 0) + v
+            errors = sum(r.errors for r in rs)
             shown = f"{errors} ({', '.join(f'{k} x{v}' for k, v in sorted(kinds.items()))})" if kinds else str(errors)
             rows[f"{name}@{c}"] = {"throughput": thr, "p50": med.pct(0.5), "p95": med.pct(0.95), "errors": shown,
                                    "cpu_per_audio_s": cpu, "runs": [r.throughput for r in rs]}
             print(f"| {name} | {c} | {thr:.2f} | {med.pct(0.5):.2f} | {med.pct(0.95):.2f} | {shown} | {cpu:.3f} |")
+    return rows
+
+
+def _ratio_table(names: list[str], levels: list[int], runs: dict[tuple[str, int], list[Run]]) -> dict[str, float]:
+    """Ours against each peer, and batched against one at a time: medians of per-round ratios, printed."""
 
     def ratio(a: str, b: str, c: int) -> float:
         """Median over rounds of a / b, each round's pair measured back to back."""
-        ra, rb = runs.get((a, c), []), runs.get((b, c), [])
-        pairs = [x.throughput / y.throughput for x, y in zip(ra, rb, strict=False) if y.throughput]
+        pairs = [x.throughput / y.throughput for x, y in zip(runs.get((a, c), []), runs.get((b, c), []), strict=False)
+                 if y.throughput]
         return statistics.median(pairs) if pairs else float("nan")
 
+    ours = [n for n in names if n.startswith("ours-")]
+    pairs = [(a, b) for a in ours for b in ("fws", "wyoming", "fw-plain", "fw-batched") if b in names]
+    pairs += [(f"{route}[batched]", f"{route}[one]") for route in ("ours-score", "ours-openai")
+              if f"{route}[batched]" in names and f"{route}[one]" in names]
     ratios: dict[str, float] = {}
     print("\n| ratio (median of per-round ratios) | " + " | ".join(f"c={c}" for c in levels) + " |")
     print("|---|" + "---|" * len(levels))
-    ours = [n for n in names if n.startswith("ours-")]
-    for a in ours:
-        for b in ("fws", "wyoming", "fw-plain", "fw-batched"):
-            if b in names:
-                values = [ratio(a, b, c) for c in levels]
-                ratios.update({f"{a}/{b}@{c}": v for c, v in zip(levels, values, strict=True)})
-                print(f"| {a} / {b} | " + " | ".join(f"{v:.2f}x" for v in values) + " |")
-    for route in ("ours-score", "ours-openai"):
-        a, b = f"{route}[batched]", f"{route}[one]"
-        if a in names and b in names:
-            values = [ratio(a, b, c) for c in levels]
-            ratios.update({f"{a}/{b}@{c}": v for c, v in zip(levels, values, strict=True)})
-            print(f"| {a} / {b} | " + " | ".join(f"{v:.2f}x" for v in values) + " |")
+    for a, b in pairs:
+        values = [ratio(a, b, c) for c in levels]
+        ratios.update({f"{a}/{b}@{c}": v for c, v in zip(levels, values, strict=True)})
+        print(f"| {a} / {b} | " + " | ".join(f"{v:.2f}x" for v in values) + " |")
+    return ratios
+
+
+def _agreement_table(names: list[str], clips: list[Clip], runs: dict[tuple[str, int], list[Run]]) -> dict[str, Any]:
+    """How many clips each system transcribes as the reference does, and its CER against the sentences."""
+
+    def transcripts(name: str) -> dict[int, set[str]]:
+        out: dict[int, set[str]] = {}
+        for r in (r for (n, _), rs in runs.items() if n == name for r in rs):
+            for i, t in r.texts.items():
+                out.setdefault(i % len(clips), set()).add(normalize(t))
+        return out
 
     reference = "fw-plain" if "fw-plain" in names else names[0]
-    ref_texts = {i % len(clips): t for (n, _), rs in runs.items() if n == reference for r in rs
-                 for i, t in r.texts.items()}
+    ref_texts = transcripts(reference)
     print(f"\ntranscript agreement: clips whose normalized transcript equals {reference}'s; mean CER "
           "against the sentence (all runs)")
     print("| system | same as " + reference + " | mean CER | clips differing |")
     print("|---|---|---|---|")
     agreement: dict[str, Any] = {}
     for name in names:
-        texts: dict[int, set[str]] = {}
-        for (n, _), rs in runs.items():
-            if n == name:
-                for r in rs:
-                    for i, t in r.texts.items():
-                        texts.setdefault(i % len(clips), set()).add(normalize(t))
-        same = sum(1 for i, ts in texts.items() if ts == {normalize(ref_texts.get(i, ""))})
+        texts = transcripts(name)
+        differing = [f"{i}: {sorted(ts)!r}" for i, ts in texts.items() if ts != ref_texts.get(i, {""})]
         cers = [cer(clips[i].text, t) for i, ts in texts.items() for t in ts]
-        differing = [f"{i}: {sorted(ts)!r}" for i, ts in texts.items() if ts != {normalize(ref_texts.get(i, ""))}]
-        agreement[name] = {"same": same, "of": len(texts), "mean_cer": statistics.fmean(cers) if cers else None,
+        mean = statistics.fmean(cers) if cers else None
+        agreement[name] = {"same": len(texts) - len(differing), "of": len(texts), "mean_cer": mean,
                            "differing": differing}
-        print(f"| {name} | {same} of {len(texts)} | {statistics.fmean(cers) if cers else float('nan'):.4f} "
-              f"| {'; '.join(differing) or '-'} |")
-    return {"rows": rows, "ratios": ratios, "agreement": agreement}
+        print(f"| {name} | {len(texts) - len(differing)} of {len(texts)} | "
+              f"{mean if mean is not None else float('nan'):.4f} | {'; '.join(differing) or '-'} |")
+    return agreement
+
+
+def report(systems: list[System], clips: list[Clip], levels: list[int],
+           runs: dict[tuple[str, int], list[Run]], threads: int) -> dict[str, Any]:
+    """The bench's tables: throughput and latency, ratios, transcript agreement."""
+    names = [s.name for s in systems]
+    print(f"\ntiny.en (CTranslate2, {weights_folder()}), {threads} threads, {len(clips)} hibari clips "
+          f"({sum(c.seconds for c in clips):.1f} s); medians over rounds")
+    return {"rows": _throughput_table(names, levels, runs), "ratios": _ratio_table(names, levels, runs),
+            "agreement": _agreement_table(names, clips, runs)}
 
 
 def targets(result: dict[str, Any], levels: list[int]) -> None:
