@@ -1,17 +1,14 @@
 """Whisper on CTranslate2 through faster-whisper: the embedded default engine.
 
-On a GPU, utterances up to one 30 s window are transcribed together in one
-CTranslate2 ``generate`` call (one encoder pass over the stacked log-Mel
-windows, one batched greedy/beam decode); that is where a GPU gets its speed.
-On CPU the same call is made per utterance unless ``--engine-option
-batched=true``: ``bench/cpu_batching.py`` measured the batched call at 8 and
-16 utterances at 0.8x to 1.5x the throughput in-process, with 4-17 % fewer
-CPU seconds per audio second and the same transcripts, but through the
-server ``bench/cpu_peers.py`` measured it behind one at a time (0.81x, 0.83x,
-0.94x at concurrency 1, 8, 32 on 2 cores; docs/server.md has the figures).
-One at a time lets each request finish as soon as its own transcript is
-ready.  Longer utterances go through faster-whisper's
-sequential ``transcribe``.  The choice is logged at load.
+Utterances up to one 30 s window are transcribed together in one CTranslate2
+``generate`` call per scheduler batch (one encoder pass over the stacked
+log-Mel windows, one batched greedy/beam decode): that is where a GPU gets its
+speed, and on the CPU ``bench/cpu_peers.py`` measured it ahead of one
+utterance per call through the server at concurrency 8 and 32 on AVX-512 and
+AVX2 kernels alike (docs/server.md has the figures), while a lone request is a
+batch of one, the same call.  ``--engine-option batched=false`` makes one call
+per utterance.  Longer utterances go through faster-whisper's sequential
+``transcribe``.  The choice is logged at load.
 
 Decoding is deterministic: temperature 0 with no fallback, no timestamps,
 no conditioning on previous text, and the number of new tokens capped from
@@ -72,8 +69,8 @@ class FasterWhisperEngine(ThreadedEngine):
     splits_batches = True  # features on the CPU pool while the model runs the previous batch
 
     OPTIONS: ClassVar[Mapping[str, EngineOption]] = {
-        "batched": EngineOption(bool, None, "one encoder pass and one decode per batch; default: on a GPU only",
-                                nullable=True),
+        "batched": EngineOption(bool, True, "one encoder pass and one decode per scheduler batch (false: one call "
+                                            "per utterance)"),
     }
 
     def __init__(self, config: EngineConfig) -> None:
@@ -113,11 +110,8 @@ class FasterWhisperEngine(ThreadedEngine):
         finally:
             ctranslate2.set_log_level(level)
         multilingual = bool(self._model.model.is_multilingual)
-        forced = self.options["batched"]
         device = str(self._model.model.device)
-        # Unset: batches on a GPU only, where they are its speed; on the CPU bench/cpu_peers.py measured them
-        # behind one at a time through the server at concurrency 1, 8 and 32 (the module docstring).
-        self._batched = bool(forced) if forced is not None else device != "cpu"
+        self._batched = bool(self.options["batched"])
         self.info = EngineInfo(
             engine="faster-whisper",
             model_id=resolved.model_id,
@@ -131,11 +125,9 @@ class FasterWhisperEngine(ThreadedEngine):
             },
         )
         log.info("loaded faster-whisper model", extra={"model": resolved.model_id, "path": resolved.path})
-        how = ("batches: one encoder pass and one decode per scheduler batch" if self._batched
-               else "one utterance per call")
-        why = "as set by --engine-option batched" if forced is not None else \
-            f"the default on {device} (--engine-option batched=true or false overrides it)"
-        log.info("faster-whisper on %s decodes %s, %s", device, how, why,
+        how = ("batches: one encoder pass and one decode per scheduler batch (--engine-option batched=false: one "
+               "utterance per call)" if self._batched else "one utterance per call (--engine-option batched=false)")
+        log.info("faster-whisper on %s decodes %s", device, how,
                  extra={"batched_decoding": self._batched, "device": device})
 
     @property

@@ -110,6 +110,7 @@ class EngineClient:
         self.default_language = default_language
         self.state = EngineState()
         self._scheduler: Scheduler | None = None
+        self._refused_until = 0.0  # loop time at which the work of the requests refused so far is done
 
     # -- what it is ----------------------------------------------------------------------------------------------
     @property
@@ -169,8 +170,8 @@ class EngineClient:
         if not engine.prefers_batches and not engine.schedules_itself and s.max_batch_size > 1:
             self.state.batching_note = (
                 f"max_batch_size {s.max_batch_size} is not used: the {engine.info.engine} engine on "
-                f"{engine.info.device} decodes one utterance per call (batching is no faster there), "
-                "so the scheduler hands it one request at a time; on a GPU it batches up to max_batch_size"
+                f"{engine.info.device} decodes one utterance per call (its batched option is off), "
+                "so the scheduler hands it one request at a time"
             )
         scheduler = scheduler_for(engine, s, on_batch=self._metrics.observe_batch)
         scheduler.start()
@@ -248,25 +249,32 @@ class EngineClient:
         """429 now for a request that the measured throughput says cannot finish within the request timeout
         (within :data:`ADMISSION_HEADROOM` of it).
 
-        Refusing at once tells the client to come back (``Retry-After``: when the work ahead will have
-        shrunk enough for this request to fit) instead of holding it until a 504 with nothing done.  An idle
-        engine takes anything: a request too large to finish in time alone is still transcribed as far as
-        the timeout allows (its finished items are answered).
+        Refusing at once tells the client when to come back instead of holding it until a 504 with nothing
+        done.  The refused requests are given successive turns: ``Retry-After`` is when the work ahead will
+        have shrunk enough for this request to fit, and no sooner than the turns of the requests refused
+        before it have passed (each turn lasts its audio's engine time), so a storm of refused clients comes
+        back in waves the engine can take, not all at once to be refused again.  An idle engine takes
+        anything: a request too large to finish in time alone is still transcribed as far as the timeout
+        allows (its finished items are answered).
         """
         if not self.early_refusal or not inputs or scheduler.idle:
             return
         admission = scheduler.admission()
         if admission is None:
             return
-        wait_s = admission.wait_s(sum(item.duration_s for item in inputs))
+        own_s = sum(item.duration_s for item in inputs)
+        wait_s = admission.wait_s(own_s)
         budget_s = ADMISSION_HEADROOM * self.request_timeout_s
         if wait_s <= budget_s:
             return
+        now = asyncio.get_running_loop().time()
+        turn = max(now + wait_s - budget_s, self._refused_until)
+        self._refused_until = turn + own_s / admission.throughput
         raise OverloadedError(
             f"the server would not finish this request within its limit of {self.request_timeout_s:g} s: "
             f"{admission.queued_audio_s + admission.running_audio_s:.1f} s of audio are ahead of it at "
             f"{admission.throughput:.2f} audio seconds per second (estimated wait {wait_s:.1f} s)",
-            retry_after_s=wait_s - budget_s)
+            retry_after_s=turn - now)
 
     async def transcribe_many(self, requests: Sequence[EngineRequest]) -> list[EngineOutcome]:
         """Each request's outcome, in order, transcribing each key once across the requests in flight and recent.

@@ -37,20 +37,18 @@ def test_batched_and_one_at_a_time_transcripts_are_equal_on_the_test_speech(
     assert all(t.text for t in alone)
 
 
-def test_the_cpu_default_is_one_utterance_per_call_and_the_option_overrides_it(
-        engines: dict[str, FasterWhisperEngine]) -> None:
+def test_the_cpu_default_batches_and_the_option_turns_it_off(engines: dict[str, FasterWhisperEngine]) -> None:
     default = engines["default"]
-    assert not default.prefers_batches and default.info.extra["batched_decoding"] == "false"
-    assert engines["batched"].prefers_batches and engines["batched"].info.extra["batched_decoding"] == "true"
+    assert default.prefers_batches and default.info.extra["batched_decoding"] == "true"
+    assert not engines["one"].prefers_batches and engines["one"].info.extra["batched_decoding"] == "false"
 
 
 def test_the_choice_is_logged_at_load(caplog: pytest.LogCaptureFixture) -> None:
-    engine = FasterWhisperEngine(EngineConfig(model="tiny.en", cpu_threads=2, options={"batched": True}))
+    engine = FasterWhisperEngine(EngineConfig(model="tiny.en", cpu_threads=2, options={"batched": False}))
     with caplog.at_level(logging.INFO, logger="audio_reward.scorer_server.engines.faster_whisper_engine"):
         engine.load()
     engine.close()
-    assert "faster-whisper on cpu decodes batches" in caplog.text
-    assert "as set by --engine-option batched" in caplog.text
+    assert "faster-whisper on cpu decodes one utterance per call (--engine-option batched=false)" in caplog.text
 
 
 def test_a_call_on_an_idle_model_goes_in_one_hop_and_one_behind_a_busy_model_splits_with_the_same_transcripts(

@@ -2,7 +2,7 @@
 
 A real server process with the instant engine slowed to 400 ms per engine call (one 0.1 s clip per call: 0.25
 audio seconds per second) and a 2.2 s request timeout: four requests fit (the estimated wait may fill 80 % of
-the timeout), a burst of twelve does not.
+the timeout), a burst of twelve does not, and the refused ones are told to come back in turns.
 """
 
 from __future__ import annotations
@@ -60,6 +60,9 @@ def test_a_burst_past_the_timeout_is_refused_at_once_and_nothing_times_out(slow_
     codes = sorted(a.status_code for a, _ in answers)
     assert set(codes) == {200, 429}, codes
     assert 2 <= codes.count(200) <= 6, codes  # what 0.8 x 2.2 s of engine time holds, give or take one
+    # Successive turns: each refused request comes back 0.4 s (its clip's engine time) after the one before.
+    turns = sorted(int(a.headers["Retry-After"]) for a, _ in answers if a.status_code == 429)
+    assert turns[-1] - turns[0] >= 2 and len(set(turns)) >= 3, turns
     for answer, seconds in answers:
         if answer.status_code == 200:
             assert answer.json()["score"] == 1.0
@@ -75,11 +78,12 @@ def test_a_burst_past_the_timeout_is_refused_at_once_and_nothing_times_out(slow_
     assert "audio_reward_estimated_wait_seconds{}" in after and "audio_reward_queued_audio_seconds{}" in after
 
 
-def test_the_retrying_client_gets_every_item_scored_without_a_timeout(slow_server: ServerHandle) -> None:
+def test_the_client_with_its_default_retries_gets_every_item_scored_without_a_timeout(
+        slow_server: ServerHandle) -> None:
     url = slow_server.url
 
     async def score() -> list[Any]:
-        async with AsyncScorerClient(url, max_retries=20, backoff=0.2, backoff_max=2.0, timeout=30) as client:
+        async with AsyncScorerClient(url, timeout=30) as client:
             async def one(i: int) -> Any:
                 return await client.score(clip(i), SAMPLE_RATE, prompt_of(i), request_id=f"client-{i}")
             return list(await asyncio.gather(*(one(i) for i in range(10)), return_exceptions=True))

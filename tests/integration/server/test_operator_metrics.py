@@ -61,7 +61,8 @@ def test_metrics_have_process_build_in_flight_and_histograms(scorer_url: str) ->
     assert seconds[("audio_reward_batch_audio_seconds_sum", None)] >= len(audio) / rate * 0.99
 
 def test_info_and_start_up_log_explain_the_effective_batch_size() -> None:
-    with running_server(ready_timeout_s=120, model="tiny.en", max_batch_size=8, log_level="info") as server:
+    with running_server(ready_timeout_s=120, model="tiny.en", max_batch_size=8, log_level="info",
+                        engine_option="batched=false") as server:
         batching = httpx.get(f"{server.url}/v1/info", timeout=10).json()["batching"]
         log = server.log_path.read_text()
     assert batching["max_batch_size"] == 1 and batching["max_batch_size_setting"] == 8

@@ -128,19 +128,20 @@ def post_concurrently(url: str, bodies: list[dict[str, object]]) -> list[dict[st
         return [f.result().json() for f in futures]
 
 
-def test_cpu_server_sends_one_utterance_per_engine_call(scorer_url: str) -> None:
-    # On CPU batched decoding is slower than one utterance at a time, so the server does not batch.
-    assert httpx.get(f"{scorer_url}/v1/info").json()["batching"]["engine_batches"] is False
-    calls_before, items_before = batch_stats(scorer_url)
-    results = post_concurrently(scorer_url, [request_body(t, t) for t in (TEXT, OTHER, TEXT)])
-    calls_after, items_after = batch_stats(scorer_url)
+def test_batched_false_sends_one_utterance_per_engine_call() -> None:
+    engine = FasterWhisperEngine(EngineConfig(model="tiny.en", options={"batched": False}))
+    with inprocess_server(engine, max_batch_size=8, max_wait_ms=50) as (url, _):
+        assert httpx.get(f"{url}/v1/info").json()["batching"]["engine_batches"] is False
+        calls_before, items_before = batch_stats(url)
+        results = post_concurrently(url, [request_body(t, t) for t in (TEXT, OTHER, TEXT)])
+        calls_after, items_after = batch_stats(url)
     assert items_after - items_before == 3 and calls_after - calls_before == 3
     assert min(float(r["score"]) for r in results) >= 0.9  # type: ignore[arg-type]
 
 
 def test_batched_decoding_shares_engine_calls_and_keeps_results_apart() -> None:
-    # The GPU code path (one CTranslate2 call over many utterances), run on CPU with the real weights.
-    engine = FasterWhisperEngine(EngineConfig(model="tiny.en", options={"batched": True}))
+    # The default on every device: one CTranslate2 call over many utterances, with the real weights.
+    engine = FasterWhisperEngine(EngineConfig(model="tiny.en"))
     with inprocess_server(engine, max_batch_size=8, max_wait_ms=50) as (url, _):
         assert httpx.get(f"{url}/v1/info").json()["batching"]["engine_batches"] is True
         texts = [TEXT, OTHER] * 3
