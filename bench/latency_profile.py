@@ -84,7 +84,7 @@ def _wrap_async(owner: Any, name: str, label: str) -> None:
 
 def install_hooks(out: str) -> None:
     """Timestamps on the request path; each request's stamps go to ``out`` when its response has been sent."""
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
     from audio_reward.scorer_server.engines import base
     from audio_reward.scorer_server.http import middleware, responses, score
@@ -103,6 +103,7 @@ def install_hooks(out: str) -> None:
 
         setattr(HttpToolsProtocol, meth, make(original, label))
 
+    _wrap_async(RequestResponseCycle, "send", "uvicorn.send")  # the response head and body, one stamp pair each
     call = middleware.RequestContextMiddleware.__call__
 
     async def asgi(self: Any, scope: Any, receive: Any, send: Any) -> None:
