@@ -1,8 +1,8 @@
 """Batched against one-at-a-time decoding in the faster-whisper engine on the CPU, in-process.
 
 The same engine class twice, on the same weights and threads: ``--engine-option batched=false`` (one encoder
-pass and one decode per utterance, what the server runs on a CPU unless told) and ``batched=true`` (one encoder
-pass over the stacked windows and one batched decode per call).  For each batch size N, N distinct hibari-tts
+pass and one decode per utterance) and ``batched=true`` (the server's default: one encoder pass over the stacked
+windows and one batched decode per call).  For each batch size N, N distinct hibari-tts
 utterances are transcribed as N calls of one and as one call of N, in interleaved rounds; the bench prints
 audio seconds per wall second, CPU seconds per audio second, the ratio batched / one-at-a-time (the median
 of the rounds), and whether the two give the same transcripts.  A batch of N is what the server's scheduler

@@ -34,7 +34,7 @@ then the ratios behind the targets and the transcript agreement table (each clip
 against ``fw-plain``'s, and its CER against the sentence).
 
     python -m bench.cpu_peers --setup   # .bench-venvs/{faster-whisper-server,wyoming-faster-whisper,faster-whisper}
-    python -m bench.cpu_peers [--concurrency 1 8 32] [--rounds 3] [--requests 8 16 32] [--threads 2] [--json FILE]
+    python -m bench.cpu_peers [--concurrency 1 8 32] [--rounds 3] [--requests 8 48 96] [--threads 2] [--json FILE]
     python -m bench.cpu_peers --systems ours-score fws --concurrency 8 --rounds 1   # a quick look
 
 Run from the repository root with the server environment's Python (the one ``audio-reward serve`` uses).
@@ -556,12 +556,13 @@ def _ratio_table(names: list[str], levels: list[int], runs: dict[tuple[str, int]
 
     def ratio(a: str, b: str, c: int) -> float:
         """Median over rounds of a / b, each round's pair measured back to back."""
-        pairs = [x.throughput / y.throughput for x, y in zip(runs.get((a, c), []), runs.get((b, c), []), strict=False)
-                 if y.throughput]
-        return statistics.median(pairs) if pairs else float("nan")
+        per_round = [x.throughput / y.throughput
+                     for x, y in zip(runs.get((a, c), []), runs.get((b, c), []), strict=False) if y.throughput]
+        return statistics.median(per_round) if per_round else float("nan")
 
     ours = [n for n in names if n.startswith("ours-")]
-    pairs = [(a, b) for a in ours for b in ("fws", "wyoming", "fw-plain", "fw-batched") if b in names]
+    pairs: list[tuple[str, str]] = [(a, b) for a in ours for b in ("fws", "wyoming", "fw-plain", "fw-batched")
+                                    if b in names]
     pairs += [(f"{route}[batched]", f"{route}[one]") for route in ("ours-score", "ours-openai")
               if f"{route}[batched]" in names and f"{route}[one]" in names]
     ratios: dict[str, float] = {}
@@ -633,7 +634,7 @@ def main() -> int:
                     help="our server's batching: the engine's default, batched=false, batched=true")
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--requests", type=int, nargs="+", default=[8, 16, 32],
+    ap.add_argument("--requests", type=int, nargs="+", default=[8, 48, 96],
                     help="utterances per run (at least the concurrency): one number, or one per concurrency level")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", type=Path, default=None)

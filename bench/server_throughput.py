@@ -168,7 +168,7 @@ class EngineLimit:
             FasterWhisperEngine,
         )
 
-        # Batched decoding forced on, so batch size N really is one engine call over N utterances.
+        # Batched decoding (the default, named here): batch size N is one engine call over N utterances.
         config = EngineConfig(model=model, device=device, cpu_threads=threads, options={"batched": True})
         self.engine = FasterWhisperEngine(config)
         self.engine.load()

@@ -157,10 +157,13 @@ def _dnsmos_paths(shared: DnsmosScorer, whole: DnsmosScorer) -> dict[str, Callab
     def p835_whole_windows(clip: np.ndarray, starts: list[int], _: int | None) -> object:
         return p835_whole.window_scores([clip[s:s + WINDOW_SAMPLES] for s in starts], calls)
 
+    def p835_period(clip: np.ndarray, starts: list[int], period: int | None) -> object:
+        return p835.window_scores(clip, starts, calls, period)
+
     return {
         "P.835 whole per window": lambda a: p835_whole_windows(*windows(a)),
         "P.835 shared": lambda a: p835.window_scores(*windows(a)[:2], calls, None),
-        "P.835 shared, one period": lambda a: p835.window_scores(*windows(a)[:2], calls, windows(a)[2]),
+        "P.835 shared, one period": lambda a: p835_period(*windows(a)),
         "P.808 whole per window": lambda a: p808_whole.window_scores(p808_inputs(a)[0], calls),
         "P.808 grouped": lambda a: p808.window_scores(*p808_inputs(a), calls),
     }

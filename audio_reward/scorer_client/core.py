@@ -11,6 +11,7 @@ policy lives in :mod:`.transport`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -242,7 +243,7 @@ def take_batch_answer(raw: bytes, items: Sequence[PreparedItem]) -> list[Outcome
         rid = item.request_id
         info = error_info(result)
         if info is None:
-            outcomes.append(_checked(lambda: to_result(result, rid)))  # noqa: B023 - called at once
+            outcomes.append(_checked(functools.partial(to_result, result, rid)))
         elif info.retryable:
             outcomes.append(Retry(TransientServerError(info.message, status=None, code=info.code, request_id=rid)))
         else:

@@ -158,8 +158,8 @@ class ServerConfig(BaseModel):
         "none", description="Speech quality: dnsmos (offline, the signals extra) or none.")
     quality_windows: QualityWindows = Field(
         "auto", description="How DNSMOS runs a clip's 9 s windows: shared (their convolutions once over the clip, "
-                            "checked bit for bit on the CPU), whole (the whole model per window, as speechmos) or "
-                            "auto (shared on the CPU, whole on CUDA).")
+                            "checked against the whole model on the CPU), whole (the whole model per window, as "
+                            "speechmos) or auto (shared on the CPU, whole on CUDA).")
     signal_device: str = Field("cpu", description="Where the speaker and quality models run: cpu, cuda or auto.")
     signal_threads: int = Field(
         0, ge=0, description="CPU threads of the signal models; 0 leaves their libraries' default.")

@@ -10,7 +10,7 @@ batch of one, the same call.  ``--engine-option batched=false`` makes one call
 per utterance.  Longer utterances go through faster-whisper's sequential
 ``transcribe``.  The choice is logged at load.
 
-Decoding is deterministic: temperature 0 with no fallback, no timestamps,
+Decoding is deterministic for a given batch: temperature 0 with no fallback, no timestamps,
 no conditioning on previous text, and the number of new tokens capped from
 the audio's duration so a hallucination loop stops early.
 
@@ -79,7 +79,7 @@ class FasterWhisperEngine(ThreadedEngine):
         self.options = resolve_engine_options("faster-whisper", self.OPTIONS, config.options)
         self._model: Any = None
         self._tokenizers: dict[str, Any] = {}
-        self._batched = False
+        self._batched = bool(self.options["batched"])
         self._batches_in_engine = 0  # on the event loop only
         self.info = EngineInfo("faster-whisper", config.model, device=config.device, compute_type=config.compute_type)
 
@@ -111,7 +111,6 @@ class FasterWhisperEngine(ThreadedEngine):
             ctranslate2.set_log_level(level)
         multilingual = bool(self._model.model.is_multilingual)
         device = str(self._model.model.device)
-        self._batched = bool(self.options["batched"])
         self.info = EngineInfo(
             engine="faster-whisper",
             model_id=resolved.model_id,

@@ -42,7 +42,7 @@ from ..errors import (
 )
 from .dedup import Claim, Key, RecentResults
 from .prometheus import ServerMetrics
-from .scheduler import Scheduler, SchedulerClosedError, SchedulingConfig, admit, scheduler_for
+from .scheduler import RefusalTurns, Scheduler, SchedulerClosedError, SchedulingConfig, admit, scheduler_for
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ class EngineClient:
         self.default_language = default_language
         self.state = EngineState()
         self._scheduler: Scheduler | None = None
-        self._refused_until = 0.0  # loop time at which the work of the requests refused so far is done
+        self._turns = RefusalTurns()
 
     # -- what it is ----------------------------------------------------------------------------------------------
     @property
@@ -170,8 +170,8 @@ class EngineClient:
         if not engine.prefers_batches and not engine.schedules_itself and s.max_batch_size > 1:
             self.state.batching_note = (
                 f"max_batch_size {s.max_batch_size} is not used: the {engine.info.engine} engine on "
-                f"{engine.info.device} decodes one utterance per call (its batched option is off), "
-                "so the scheduler hands it one request at a time"
+                f"{engine.info.device} decodes one utterance per call (it does not batch, or its batched option "
+                "is off), so the scheduler hands it one request at a time"
             )
         scheduler = scheduler_for(engine, s, on_batch=self._metrics.observe_batch)
         scheduler.start()
@@ -250,14 +250,15 @@ class EngineClient:
         (within :data:`ADMISSION_HEADROOM` of it).
 
         Refusing at once tells the client when to come back instead of holding it until a 504 with nothing
-        done.  The refused requests are given successive turns: ``Retry-After`` is when the work ahead will
-        have shrunk enough for this request to fit, and no sooner than the turns of the requests refused
-        before it have passed (each turn lasts its audio's engine time), so a storm of refused clients comes
-        back in waves the engine can take, not all at once to be refused again.  An idle engine takes
-        anything: a request too large to finish in time alone is still transcribed as far as the timeout
+        done: ``Retry-After`` is the request's turn (:class:`~.scheduler.RefusalTurns`), so a storm of refused
+        clients comes back in waves the engine can take, not all at once to be refused again.  An idle engine
+        takes anything: a request too large to finish in time alone is still transcribed as far as the timeout
         allows (its finished items are answered).
         """
-        if not self.early_refusal or not inputs or scheduler.idle:
+        if not self.early_refusal or not inputs:
+            return
+        if scheduler.idle:
+            self._turns.forget()
             return
         admission = scheduler.admission()
         if admission is None:
@@ -268,8 +269,7 @@ class EngineClient:
         if wait_s <= budget_s:
             return
         now = asyncio.get_running_loop().time()
-        turn = max(now + wait_s - budget_s, self._refused_until)
-        self._refused_until = turn + own_s / admission.throughput
+        turn = self._turns.next(now + wait_s - budget_s, own_s / admission.throughput, self.request_timeout_s)
         raise OverloadedError(
             f"the server would not finish this request within its limit of {self.request_timeout_s:g} s: "
             f"{admission.queued_audio_s + admission.running_audio_s:.1f} s of audio are ahead of it at "

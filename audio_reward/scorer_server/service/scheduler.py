@@ -117,6 +117,31 @@ class Admission:
 
 
 @dataclass
+class RefusalTurns:
+    """When each request refused at admission is told to come back.
+
+    Its turn is when the work ahead will have shrunk enough for it to fit, and no sooner than the turns of
+    the requests refused before it have passed, each lasting its audio's engine time; so clients refused
+    together come back in waves the engine can take.  A turn is never more than one request timeout past
+    its fit (a client that never comes back, or one refused twice, holds a turn it does not use), and an
+    idle engine forgets the turns given out.
+    """
+
+    until: float = 0.0
+    """When the turns given out so far end (the event loop's clock)."""
+
+    def next(self, fits_at: float, engine_s: float, limit_s: float) -> float:
+        """The turn of a request that fits from ``fits_at`` and takes ``engine_s`` of engine time."""
+        turn = min(max(fits_at, self.until), fits_at + limit_s)
+        self.until = max(self.until, turn + engine_s)
+        return turn
+
+    def forget(self) -> None:
+        """The engine is idle: the turns given out are over."""
+        self.until = 0.0
+
+
+@dataclass
 class _Pending:
     item: AudioInput
     future: asyncio.Future[Any]

@@ -17,8 +17,8 @@ share the P.808 model's convolutions the same way (:mod:`.p808`); and the
 P.808 mel features of the windows come from one spectrogram of the clip.  A
 4.4 s clip (doubled to 17.7 s, 7 windows) costs the P.835 convolutions of 893
 frames (448 at a Qwen3-TTS length), not 6300.  The sharing rests on the model
-files' tensor names and layer geometry and is checked bit for bit on
-onnxruntime's CPU provider only: ``windows="whole"`` runs both models whole on
+files' tensor names and layer geometry and is checked on onnxruntime's CPU
+provider only (to 1e-5 of the whole models): ``windows="whole"`` runs both models whole on
 each window instead, and ``auto`` does so on CUDA.
 """
 
@@ -40,7 +40,7 @@ from .windows import WholeModel
 
 DNSMOS = "dnsmos"
 
-P808_HOP, _P808_FFT, _P808_MELS = 160, 321, 120
+P808_HOP, P808_FFT, P808_MELS = 160, 321, 120
 """speechmos's ``audio_melspec`` defaults: 10 ms hop, 321-point FFT, 120 mel bands."""
 
 
@@ -110,19 +110,20 @@ class DnsmosScorer(QualityScorer):
             else ["CPUExecutionProvider"]
         available = set(ort.get_available_providers())
         providers = [p for p in providers if p in available]
-        shared = self.windows == "shared" or (self.windows == "auto" and providers[0] == "CPUExecutionProvider")
+        # The provider onnxruntime actually runs (a GPU build without its CUDA libraries falls back to the CPU).
+        p808_whole = WholeModel(ort.InferenceSession(p808, options, providers=providers))
+        used = p808_whole.session.get_providers()[0]
+        shared = self.windows == "shared" or (self.windows == "auto" and used == "CPUExecutionProvider")
         if shared:
             self._p835 = SharedWindowP835.load(primary, options, providers)
-            self._p808 = SharedWindowP808.load(p808, options, providers)
+            self._p808 = SharedWindowP808.load(p808, options, providers, whole=p808_whole)
         else:
-            self._p835, self._p808 = (WholeModel(ort.InferenceSession(path, options, providers=providers))
-                                      for path in (primary, p808))
+            self._p835 = WholeModel(ort.InferenceSession(primary, options, providers=providers))
+            self._p808 = p808_whole
         model.onnx_sess = model.p808_onnx_sess = None  # speechmos's own sessions never run here
         self._dnsmos = model
         self._module = dnsmos
         self._librosa = import_backend("librosa", "the DNSMOS quality model")
-        used = (self._p835.providers() if isinstance(self._p835, SharedWindowP835)
-                else self._p835.session.get_providers())[0]
         self.info = SignalInfo("quality", DNSMOS, self.info.model_id, "cuda" if used.startswith("CUDA") else "cpu",
                                {"onnxruntime": ort.__version__, "provider": used,
                                 "windows": "shared" if shared else "whole"})
@@ -155,8 +156,8 @@ class DnsmosScorer(QualityScorer):
         span = int(self._module.INPUT_LENGTH * ENGINE_SAMPLE_RATE) - hop  # the samples audio_melspec sees
 
         def power(samples: np.ndarray) -> np.ndarray:
-            return np.asarray(librosa.feature.melspectrogram(y=samples, sr=ENGINE_SAMPLE_RATE, n_fft=_P808_FFT,
-                                                             hop_length=hop, n_mels=_P808_MELS))
+            return np.asarray(librosa.feature.melspectrogram(y=samples, sr=ENGINE_SAMPLE_RATE, n_fft=P808_FFT,
+                                                             hop_length=hop, n_mels=P808_MELS))
 
         whole = power(audio)  # frame j is centred on sample j * hop, as frame k of a window on start + k * hop
         last = span // hop  # a window's frames are 0..last; 0, last - 1 and last reach into its zero padding

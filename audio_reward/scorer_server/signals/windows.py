@@ -57,9 +57,10 @@ class WholeModel:
     against, and the path for a device or a model file they were not checked on."""
 
     session: Any
-    """An onnxruntime session whose input ``input_1`` takes a batch of windows."""
+    """An onnxruntime session whose one input takes a batch of windows."""
 
     def window_scores(self, windows: Sequence[np.ndarray], max_windows_per_call: int) -> np.ndarray:
         """The model's output for each window, in calls of at most ``max_windows_per_call`` windows."""
-        return np.concatenate([self.session.run(None, {"input_1": np.stack(windows[i:i + max_windows_per_call])})[0]
+        name = self.session.get_inputs()[0].name
+        return np.concatenate([self.session.run(None, {name: np.stack(windows[i:i + max_windows_per_call])})[0]
                                for i in range(0, len(windows), max_windows_per_call)])

@@ -134,7 +134,7 @@ ENTRIES: dict[str, Entry] = {
     "docs/server.md: python -m bench.server_throughput --model tiny.en --concurrency 1 8 32": Skip(
         "a benchmark that takes CPU minutes on purpose (speed figures live in bench/, not in tests)"
     ),
-    "docs/server.md: audio-reward serve --engine faster-whisper --engine-option batched=true": Covered(
+    "docs/server.md: audio-reward serve --engine faster-whisper --engine-option batched=false": Covered(
         "tests/integration/server/test_engine_options.py::test_the_documented_batched_command_serves_with_the_option"
     ),
     "docs/server.md: vllm serve openai/whisper-large-v3      # OpenAI-compatible API on port 8000": Skip(

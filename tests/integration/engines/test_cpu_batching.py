@@ -17,7 +17,7 @@ from audio_reward.scorer_server.engines.faster_whisper_engine import FasterWhisp
 @pytest.fixture(scope="module")
 def engines() -> Iterator[dict[str, FasterWhisperEngine]]:
     loaded = {}
-    for name, batched in (("one", False), ("batched", True), ("default", None)):
+    for name, batched in (("one", False), ("batched", None)):  # None: the default, which batches
         options = {} if batched is None else {"batched": batched}
         engine = FasterWhisperEngine(EngineConfig(model="tiny.en", cpu_threads=2, options=options))
         engine.load()
@@ -38,17 +38,21 @@ def test_batched_and_one_at_a_time_transcripts_are_equal_on_the_test_speech(
 
 
 def test_the_cpu_default_batches_and_the_option_turns_it_off(engines: dict[str, FasterWhisperEngine]) -> None:
-    default = engines["default"]
+    default = engines["batched"]
     assert default.prefers_batches and default.info.extra["batched_decoding"] == "true"
     assert not engines["one"].prefers_batches and engines["one"].info.extra["batched_decoding"] == "false"
 
 
-def test_the_choice_is_logged_at_load(caplog: pytest.LogCaptureFixture) -> None:
-    engine = FasterWhisperEngine(EngineConfig(model="tiny.en", cpu_threads=2, options={"batched": False}))
+@pytest.mark.parametrize(("options", "line"), [
+    ({}, "faster-whisper on cpu decodes batches: one encoder pass and one decode per scheduler batch"),
+    ({"batched": False}, "faster-whisper on cpu decodes one utterance per call (--engine-option batched=false)"),
+])
+def test_the_choice_is_logged_at_load(caplog: pytest.LogCaptureFixture, options: dict[str, bool], line: str) -> None:
+    engine = FasterWhisperEngine(EngineConfig(model="tiny.en", cpu_threads=2, options=options))
     with caplog.at_level(logging.INFO, logger="audio_reward.scorer_server.engines.faster_whisper_engine"):
         engine.load()
     engine.close()
-    assert "faster-whisper on cpu decodes one utterance per call (--engine-option batched=false)" in caplog.text
+    assert line in caplog.text
 
 
 def test_a_call_on_an_idle_model_goes_in_one_hop_and_one_behind_a_busy_model_splits_with_the_same_transcripts(

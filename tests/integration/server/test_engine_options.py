@@ -107,6 +107,6 @@ def test_verbose_start_up_prints_the_options_set_from_the_environment() -> None:
 
 
 def test_the_documented_batched_command_serves_with_the_option() -> None:
-    # docs/server.md: audio-reward serve --engine faster-whisper --engine-option batched=true
-    with running_server(engine="faster-whisper", engine_option="batched=true") as server:
-        assert httpx.get(f"{server.url}/v1/info").json()["engine"]["options"] == {"batched": True}
+    # docs/server.md: audio-reward serve --engine faster-whisper --engine-option batched=false
+    with running_server(engine="faster-whisper", engine_option="batched=false") as server:
+        assert httpx.get(f"{server.url}/v1/info").json()["engine"]["options"] == {"batched": False}

@@ -18,6 +18,7 @@ from audio_reward.scorer_server.engines import (
 from audio_reward.scorer_server.service.scheduler import (
     BatchStats,
     MicroBatchScheduler,
+    RefusalTurns,
     SchedulerClosedError,
     SchedulerFullError,
 )
@@ -104,3 +105,17 @@ async def test_full_queue_and_closed_scheduler_refuse_work() -> None:
         scheduler.submit_many([utterance(5)])
     await closing
     assert [f.result().text for f in futures] == ["1", "2", "3"]  # queued work was drained, not dropped
+
+
+def test_refused_requests_take_successive_turns_bounded_and_forgotten_when_idle() -> None:
+    turns = RefusalTurns()
+    # Three requests that would all fit from t=10 s, each 2 s of engine time: they come back 2 s apart.
+    assert [turns.next(10.0, 2.0, limit_s=5.0) for _ in range(3)] == [10.0, 12.0, 14.0]
+    # One that fits later than the turns given out keeps its own fit.
+    assert turns.next(20.0, 1.0, limit_s=5.0) == 20.0
+    # No turn lies more than the limit past its fit, however many turns were given out before it.
+    for _ in range(10):
+        turns.next(21.0, 2.0, limit_s=5.0)
+    assert turns.next(21.0, 2.0, limit_s=5.0) == 26.0
+    turns.forget()
+    assert turns.next(3.0, 2.0, limit_s=5.0) == 3.0
