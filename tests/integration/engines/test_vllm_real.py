@@ -12,11 +12,13 @@ on ``/metrics``, filled by a vLLM stat logger from each engine step's
 One server serves the whole module (vLLM takes a minute to start here):
 ``max_num_seqs`` 64, ``max_queue`` 16, ``request_timeout_s`` 6.  A burst of
 100 clips of 30 s (224 decoded tokens each; 64 of them take about 13 s here)
-fills vLLM to exactly 64 (running or waiting in vLLM's scheduler), queues 16 and refuses the rest with 429; the 80
-admitted time out with 504 (but for the first few, which may reach vLLM
-before the burst and finish on a fast machine) and vLLM's running and waiting counts fall to 0
-within seconds, while finishing them would take several times longer: the
-timed-out requests were aborted inside vLLM.
+fills vLLM to exactly 64 (running or waiting in vLLM's scheduler), queues 16 and refuses the rest with 429.
+How many of the 80 admitted finish inside the timeout depends on the machine
+(here none, on CI's faster machine all 64 in vLLM and none of the 16 queued),
+so the test asserts what holds on any of them: every admitted request is
+answered by a score or a 504, vLLM is empty within seconds of the 504s, and
+vLLM's count of requests run to their end does not move after the answers:
+the timed-out ones were aborted inside vLLM.
 """
 
 from __future__ import annotations
@@ -134,6 +136,7 @@ async def test_sixteen_concurrent_requests_run_in_vllm_at_once(server: ServerHan
 async def test_admission_bound_429_and_504_abort_inside_vllm(server: ServerHandle) -> None:
     clip = score_body(noise(30.0, seed=7))
     sent = MAX_NUM_SEQS + MAX_QUEUE + 20
+    finished_before = (await asyncio.to_thread(scheduler, server.url))["finished"]
     async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=sent + 8)) as client:
         t0 = time.monotonic()
         answers = await asyncio.gather(*(client.post(f"{server.url}/v1/score", json=clip) for _ in range(sent)))
@@ -145,17 +148,18 @@ async def test_admission_bound_429_and_504_abort_inside_vllm(server: ServerHandl
     assert all(a.json()["error"]["code"] == "queue_full" for a in refused)
     timed_out = [a for a in answers if a.status_code == 504]
     finished = [a for a in answers if a.status_code == 200]
-    # Every admitted request is answered, by a score or a 504.  The first few may reach vLLM alone, before the
-    # burst fills it, and finish inside the timeout on a fast machine; the queued ones and the bulk of the full
-    # batch cannot.
+    # Every admitted request is answered, by a score or a 504.  The queued ones wait for a slot in vLLM and then
+    # for their own decode: on every machine seen so far (CI's is about 2.5 times this one's speed) they time out.
     assert len(timed_out) + len(finished) == MAX_NUM_SEQS + MAX_QUEUE, codes
-    assert len(timed_out) >= MAX_QUEUE + MAX_NUM_SEQS // 2, codes
+    assert len(timed_out) >= 1, codes
     assert all(a.json()["error"]["code"] == "timeout" for a in timed_out)
     assert all(0.0 <= a.json()["score"] <= 1.0 for a in finished)
     assert all_answered < TIMEOUT_S + 5
     # vLLM held exactly max_num_seqs requests (the server's bound), never more.  How many of them ran in one
     # step depends on how fast vLLM admits encoder work on this machine, so that count is only bounded.
     stats = await asyncio.to_thread(scheduler, server.url)
+    answered_at = stats["finished"]
+    assert answered_at - finished_before >= len(finished), stats
     assert stats["peak_held"] == MAX_NUM_SEQS, stats
     assert 1 < stats["peak_running"] <= MAX_NUM_SEQS, stats
     # Finishing 64 such clips takes about 13 s here (and the 16 queued ones as long again); aborted, vLLM is
@@ -167,6 +171,10 @@ async def test_admission_bound_429_and_504_abort_inside_vllm(server: ServerHandl
             break
         await asyncio.sleep(0.1)
     assert stats["running"] == 0 and stats["waiting"] == 0 and stats.get("unfinished", 0) == 0, stats
+    # vLLM counts a request finished when it ran to its end, never when it was aborted: whatever was still in vLLM
+    # when the 504s went out never finished.  (One whose last step and timeout fell in the same instant finished
+    # before its 504 was sent, so it is counted in answered_at.)
+    assert stats["finished"] == answered_at, (stats, answered_at, codes)
     # And it still serves.
     r = await asyncio.to_thread(httpx.post, f"{server.url}/v1/score", json=score_body(noise(1.0)), timeout=60)
     assert r.status_code == 200, r.text
