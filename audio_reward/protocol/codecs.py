@@ -8,7 +8,6 @@ is not copied between the base64 decoder and the engine.
 from __future__ import annotations
 
 import io
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -60,9 +59,7 @@ def b64decode(text: str, *, field: str) -> bytes:
 
 def encode_f32(waveform: Any) -> str:
     """Base64 of mono float32 little-endian samples (verl-omni's encoding)."""
-    arr = as_float32_mono(waveform)
-    if arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and sys.byteorder == "big"):
-        arr = arr.astype(_F32)
+    arr = as_float32_mono(waveform).astype(_F32, copy=False)  # a copy only on a big-endian host
     return pybase64.b64encode(arr.data.cast("B")).decode("ascii")
 
 
@@ -233,8 +230,7 @@ def decode_file_bytes(raw: bytes, header: FileHeader, *, field: str = "audio_fil
     try:
         with sf.SoundFile(io.BytesIO(raw)) as f:
             if header.frames is not None:
-                data = f.read(header.frames, dtype="float32", always_2d=True)
-                return _mono(data)
+                return _mono(f.read(header.frames, dtype="float32", always_2d=True))
             return _read_unknown_length(f, header, field, max_frames, limit_name)
     except AudioDecodeError:
         raise
@@ -299,8 +295,7 @@ def decode_file(
     header = read_file_header(raw, field=field)
     check_file_size(header, field=field, max_seconds=max_seconds, max_bytes=max_bytes)
     max_frames, limit_name = max_frames_for(header, max_seconds, max_bytes)
-    waveform = decode_file_bytes(raw, header, field=field, max_frames=max_frames, limit_name=limit_name)
-    return waveform, header.sample_rate
+    return decode_file_bytes(raw, header, field=field, max_frames=max_frames, limit_name=limit_name), header.sample_rate
 
 
 def max_frames_for(header: FileHeader, max_seconds: float | None, max_bytes: int | None,
@@ -311,7 +306,4 @@ def max_frames_for(header: FileHeader, max_seconds: float | None, max_bytes: int
         caps.append((int(max_seconds * header.sample_rate), "max_audio_seconds"))
     if max_bytes is not None:
         caps.append((max_bytes // (header.channels * _F32.itemsize), "max_audio_bytes"))
-    if not caps:
-        return None, "the limit"
-    frames, name = min(caps)
-    return frames, name
+    return min(caps) if caps else (None, "the limit")

@@ -113,9 +113,7 @@ class RewardPolicy(BaseModel):
 
     def with_options(self, opts: RewardOptions | None) -> RewardPolicy:
         """This policy with the request's set fields applied; ValueError (one line) if the result is invalid."""
-        if opts is None:
-            return self
-        overrides = opts.model_dump(exclude_none=True)
+        overrides = opts.model_dump(exclude_none=True) if opts is not None else {}
         if not overrides:
             return self
         try:
@@ -125,13 +123,8 @@ class RewardPolicy(BaseModel):
 
 
 def _bounds(info: FieldInfo) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for item in info.metadata:
-        for name in ("gt", "ge", "lt", "le"):
-            value = getattr(item, name, None)
-            if isinstance(item, annotated_types.BaseMetadata) and value is not None:
-                out[name] = value
-    return out
+    return {name: getattr(item, name) for item in info.metadata if isinstance(item, annotated_types.BaseMetadata)
+            for name in ("gt", "ge", "lt", "le") if getattr(item, name, None) is not None}
 
 
 def _expected(name: str) -> str:

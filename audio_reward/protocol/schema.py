@@ -21,11 +21,10 @@ def generate_schemas() -> dict[str, str]:
     """Schema file name → file text, for every wire message and every evaluation file format."""
     out = {}
     for kind, model in {**MESSAGES, **REPORTS}.items():
-        schema = model.model_json_schema(mode="validation")
         schema = {
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": f"{_BASE_ID}/{kind}.schema.json",
-            **schema,
+            **model.model_json_schema(mode="validation"),
         }
         out[f"{kind}.schema.json"] = json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     return out
@@ -34,9 +33,7 @@ def generate_schemas() -> dict[str, str]:
 def write_schemas(directory: Path) -> list[Path]:
     """Write every message's JSON Schema into ``directory`` (created if missing); the paths written."""
     directory.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in generate_schemas().items():
-        path = directory / name
+    texts = {directory / name: text for name, text in generate_schemas().items()}
+    for path, text in texts.items():
         path.write_text(text, encoding="utf-8")
-        written.append(path)
-    return written
+    return list(texts)

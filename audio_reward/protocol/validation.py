@@ -127,10 +127,7 @@ def parse_json(body: bytes | str) -> Any:
 
 
 def _path(loc: tuple[Any, ...], prefix: str = "$") -> str:
-    out = prefix
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return out
+    return prefix + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
 
 
 _CODE_BY_FIELD = {
@@ -142,11 +139,6 @@ _CODE_BY_FIELD = {
     "protocol_version": "unsupported_protocol_version",
     "speaker_reference_id": "invalid_speaker_reference",
 }
-
-_WORDING_BY_FIELD = {
-    "items": ("invalid_request", "items must be a non-empty array of score requests"),
-}
-"""Fields whose every error (missing, wrong type, empty) is one code and message."""
 
 _HINT_BY_FIELD = {
     "sample_rate": f"sample_rate must be an integer from {MIN_SAMPLE_RATE} to {MAX_SAMPLE_RATE} Hz",
@@ -162,8 +154,8 @@ def issues_from_pydantic(exc: ValidationError, prefix: str = "$") -> list[Issue]
         top = next((p for p in loc if isinstance(p, str) and p in _CODE_BY_FIELD), None)
         if err["type"] == "extra_forbidden":
             code, msg = "unknown_field", f"unknown field {loc[-1]!r}"
-        elif len(loc) == 1 and loc[0] in _WORDING_BY_FIELD:
-            code, msg = _WORDING_BY_FIELD[str(loc[0])]
+        elif loc == ("items",):  # every error of the batch's items (missing, wrong type, empty) reads the same
+            code, msg = "invalid_request", "items must be a non-empty array of score requests"
         elif err["type"] == "missing":
             code, msg = "missing_field", f"required field {loc[-1]!r} is missing"
         else:
@@ -175,23 +167,22 @@ def issues_from_pydantic(exc: ValidationError, prefix: str = "$") -> list[Issue]
     return issues
 
 
-def _version_issue(obj: dict[str, Any], path: str, *, required: bool = True) -> Issue | None:
+def _check_version(obj: dict[str, Any], path: str, *, required: bool = True) -> None:
     version = obj.get("protocol_version")
     if version is None and not required:
-        return None
+        return
     if "protocol_version" not in obj:
-        return Issue(
+        raise ProtocolError.single(
             "missing_field",
             f"required field 'protocol_version' is missing; send \"protocol_version\": \"{SUPPORTED_VERSIONS[-1]}\"",
             f"{path}.protocol_version",
         )
     if not is_supported(version):
-        return Issue(
+        raise ProtocolError.single(
             "unsupported_protocol_version",
             f"protocol_version {version!r} is not supported; supported: {', '.join(SUPPORTED_VERSIONS)}",
             f"{path}.protocol_version",
         )
-    return None
 
 
 @dataclass
@@ -285,8 +276,8 @@ def _read_file(req: ScoreRequest | BatchItem | SpeakerRequest, text: str, limits
                                    f"{path}.sample_rate")
     raw = codecs.b64decode(text, field=name)
     try:
-        header = codecs.read_file_header(
-            raw, field=name, formats=decoder.formats if decoder is not None else codecs.FILE_FORMATS)
+        header = _file_header(raw, name, limits, fpath, "the file's",
+                              decoder.formats if decoder is not None else codecs.FILE_FORMATS)
     except codecs.AudioDecodeError as exc:
         other = None
         if decoder is not None and exc.code == "invalid_audio_file":
@@ -294,14 +285,21 @@ def _read_file(req: ScoreRequest | BatchItem | SpeakerRequest, text: str, limits
         if other is None:
             raise
         return other
+    return _Audio(name, raw, header.sample_rate, header)
+
+
+def _file_header(raw: bytes, name: str, limits: Limits, fpath: str, whose: str,
+                 formats: str = codecs.FILE_FORMATS) -> codecs.FileHeader:
+    """A file's header, once its rate is in range and the size it declares is within the limits."""
+    header = codecs.read_file_header(raw, field=name, formats=formats)
     if not MIN_SAMPLE_RATE <= header.sample_rate <= MAX_SAMPLE_RATE:
         raise ProtocolError.single(
             "invalid_sample_rate",
-            f"the file's sample rate {header.sample_rate} Hz is outside {MIN_SAMPLE_RATE}–{MAX_SAMPLE_RATE} Hz",
+            f"{whose} sample rate {header.sample_rate} Hz is outside {MIN_SAMPLE_RATE}–{MAX_SAMPLE_RATE} Hz",
             fpath,
         )
     codecs.check_file_size(header, field=name, max_seconds=limits.max_audio_seconds, max_bytes=limits.max_audio_bytes)
-    return _Audio(name, raw, header.sample_rate, header)
+    return header
 
 
 def _read_samples(req: ScoreRequest | BatchItem | SpeakerRequest, name: str, text: str, limits: Limits,
@@ -345,9 +343,9 @@ def _read_audio(req: ScoreRequest | BatchItem | SpeakerRequest, limits: Limits, 
 
 def _decode_samples(audio: _Audio, limits: Limits, path: str, budget: int | None) -> np.ndarray:
     """The item's mono float32 samples; an unknown-length file stops at its limit or at ``budget``."""
-    fpath = f"{path}.{audio.name}"
     if audio.samples is not None:
         return audio.samples
+    limit_name = ""
     try:
         if audio.name == "waveform_f32_base64":
             return codecs.frombuffer_f32(audio.raw, field=audio.name)
@@ -359,26 +357,25 @@ def _decode_samples(audio: _Audio, limits: Limits, path: str, budget: int | None
             budget_frames = budget // (audio.header.channels * 4)
             if max_frames is None or budget_frames < max_frames:
                 max_frames, limit_name = budget_frames, "max_batch_audio_bytes"
-        try:
-            return codecs.decode_file_bytes(audio.raw, audio.header, field=audio.name, max_frames=max_frames,
-                                            limit_name=limit_name)
-        except codecs.AudioDecodeError as exc:
-            if exc.code == "audio_too_long" and limit_name == "max_batch_audio_bytes":
-                raise ProtocolError.single(
-                    "batch_too_large",
-                    f"{audio.name} has no declared length and the batch's decoded audio passed its budget of "
-                    f"{limits.max_batch_audio_bytes} bytes (max_batch_audio_bytes)",
-                    fpath,
-                ) from None
-            raise
+        return codecs.decode_file_bytes(audio.raw, audio.header, field=audio.name, max_frames=max_frames,
+                                        limit_name=limit_name)
     except codecs.AudioDecodeError as exc:
-        raise ProtocolError.single(exc.code, str(exc), fpath) from None
+        if exc.code == "audio_too_long" and limit_name == "max_batch_audio_bytes":
+            raise ProtocolError.single(
+                "batch_too_large",
+                f"{audio.name} has no declared length and the batch's decoded audio passed its budget of "
+                f"{limits.max_batch_audio_bytes} bytes (max_batch_audio_bytes)",
+                f"{path}.{audio.name}",
+            ) from None
+        raise ProtocolError.single(exc.code, str(exc), f"{path}.{audio.name}") from None
 
 
-def _check_samples(req: ScoreRequest | BatchItem | SpeakerRequest, waveform: np.ndarray, rate: int, name: str,
-                   limits: Limits, path: str) -> list[Issue]:
+def _samples(req: ScoreRequest | BatchItem | SpeakerRequest, audio: _Audio, limits: Limits, path: str,
+             budget: int | None = None) -> np.ndarray:
+    """The audio's samples, decoded and checked against ``num_samples``, emptiness, finiteness and the limit."""
+    waveform = _decode_samples(audio, limits, path, budget)
+    name, n = audio.name, int(waveform.shape[0])
     issues = []
-    n = int(waveform.shape[0])
     if req.num_samples is not None and req.num_samples != n:
         issues.append(Issue("num_samples_mismatch",
                             f"num_samples is {req.num_samples} but {name} holds {n} samples", f"{path}.num_samples"))
@@ -387,12 +384,14 @@ def _check_samples(req: ScoreRequest | BatchItem | SpeakerRequest, waveform: np.
     elif not np.isfinite(waveform).all():
         bad = int(np.count_nonzero(~np.isfinite(waveform)))
         issues.append(Issue("non_finite_audio", f"{name} holds {bad} NaN or infinite samples", f"{path}.{name}"))
-    if n / rate > limits.max_audio_seconds:
+    if n / audio.rate > limits.max_audio_seconds:
         issues.append(Issue("audio_too_long",
-                            f"{name} holds {n / rate:.2f} s of audio; the limit is {limits.max_audio_seconds:g} s "
-                            "(max_audio_seconds)",
+                            f"{name} holds {n / audio.rate:.2f} s of audio; the limit is "
+                            f"{limits.max_audio_seconds:g} s (max_audio_seconds)",
                             f"{path}.{name}"))
-    return issues
+    if issues:
+        raise ProtocolError(issues)
+    return waveform
 
 
 @dataclass
@@ -411,9 +410,7 @@ def _check_request(obj: Any, limits: Limits, path: str, batch_version: str | Non
         raise ProtocolError.single(
             "invalid_request", f"a score request must be a JSON object, got {type(obj).__name__}", path
         )
-    issue = _version_issue(obj, path, required=batch_version is None)
-    if issue:
-        raise ProtocolError([issue])
+    _check_version(obj, path, required=batch_version is None)
     _check_text_limits(obj, limits, path)
     model = BatchItem if batch_version is not None else ScoreRequest
     try:
@@ -426,13 +423,9 @@ def _check_request(obj: Any, limits: Limits, path: str, batch_version: str | Non
 
 def _finish(checked: _Checked, limits: Limits, budget: int | None = None) -> DecodedScoreRequest:
     req, audio, path = checked.req, checked.audio, checked.path
-    waveform = _decode_samples(audio, limits, path, budget)
-    issues = _check_samples(req, waveform, audio.rate, audio.name, limits, path)
-    if issues:
-        raise ProtocolError(issues)
-    decoded = {"waveform": waveform, "sample_rate": audio.rate, "protocol_version": checked.version,
-               "encoding": audio.name, "speaker_reference": _speaker_reference(req, limits, path),
-               "measure_quality": bool(req.measure_quality)}
+    decoded = {"waveform": _samples(req, audio, limits, path, budget), "sample_rate": audio.rate,
+               "protocol_version": checked.version, "encoding": audio.name,
+               "speaker_reference": _speaker_reference(req, limits, path), "measure_quality": bool(req.measure_quality)}
     return DecodedScoreRequest.model_validate({**dict(req), **decoded})
 
 
@@ -492,9 +485,7 @@ def _check_envelope(obj: Any, limits: Limits) -> tuple[str, list[Any]]:
     """The batch's version and items; an unknown field, or no items, refuses the whole batch."""
     if not isinstance(obj, dict):
         raise ProtocolError.single("invalid_request", "a batch request must be a JSON object", "$")
-    issue = _version_issue(obj, "$")
-    if issue:
-        raise ProtocolError([issue])
+    _check_version(obj, "$")
     try:
         envelope = _BatchEnvelope.model_validate(obj)
     except ValidationError as exc:
@@ -578,14 +569,6 @@ def detect_kind(obj: Any) -> MessageKind:
     return "score_request"
 
 
-def _model_issues(model: type[BaseModel], obj: Any) -> list[Issue]:
-    try:
-        model.model_validate(obj)
-    except ValidationError as exc:
-        return issues_from_pydantic(exc)
-    return []
-
-
 def validate_message(
     obj: Any, kind: MessageKind | None = None, limits: Limits = DEFAULT_LIMITS
 ) -> tuple[MessageKind, list[Issue]]:
@@ -594,30 +577,29 @@ def validate_message(
     Requests get the full audio checks; responses the schema and flatness checks.
     """
     kind = kind or detect_kind(obj)
-    if kind in ("score_request", "speaker_request"):
-        try:
-            (decode_score_request if kind == "score_request" else decode_speaker_request)(obj, limits)
-        except ProtocolError as exc:
-            return kind, exc.issues
-        return kind, []
-    if kind == "batch_request":
-        try:
+    requests = ("score_request", "speaker_request", "batch_request")
+    issues: list[Issue] = []
+    try:
+        if kind == "batch_request":
             _, items = decode_batch_request(obj, limits)
-        except ProtocolError as exc:
-            return kind, exc.issues
-        return kind, [issue for item in items if isinstance(item, ProtocolError) for issue in item.issues]
-    issues = []
-    if isinstance(obj, dict) and kind == "batch_response" and obj.get("protocol_version") is not None:
-        issue = _version_issue(obj, "$")
-        issues += [issue] if issue else []
-    return kind, issues + _model_issues(MESSAGES[kind], obj)
+            issues = [issue for item in items if isinstance(item, ProtocolError) for issue in item.issues]
+        elif kind in requests:
+            (decode_score_request if kind == "score_request" else decode_speaker_request)(obj, limits)
+        elif kind == "batch_response" and isinstance(obj, dict):
+            _check_version(obj, "$", required=False)
+    except ProtocolError as exc:
+        issues = exc.issues
+    if kind not in requests:  # a response: its version (above) and every schema issue besides
+        try:
+            MESSAGES[kind].model_validate(obj)
+        except ValidationError as exc:
+            issues += issues_from_pydantic(exc)
+    return kind, issues
 
 
 def is_finite_scalar(value: Any) -> bool:
     """True for str, bool, int, None and finite floats: what a flat response may hold."""
-    if isinstance(value, float):
-        return math.isfinite(value)
-    return value is None or isinstance(value, (str, bool, int))
+    return value is None or isinstance(value, (str, bool, int)) or (isinstance(value, float) and math.isfinite(value))
 
 
 REFERENCE_FIELD = "speaker_reference_audio_base64"
@@ -636,16 +618,7 @@ def _speaker_reference(req: ScoreRequest | BatchItem, limits: Limits, path: str)
         )
     try:
         raw = codecs.b64decode(text, field=REFERENCE_FIELD)
-        header = codecs.read_file_header(raw, field=REFERENCE_FIELD)
-        if not MIN_SAMPLE_RATE <= header.sample_rate <= MAX_SAMPLE_RATE:
-            raise ProtocolError.single(
-                "invalid_sample_rate",
-                f"the reference's sample rate {header.sample_rate} Hz is outside "
-                f"{MIN_SAMPLE_RATE}–{MAX_SAMPLE_RATE} Hz",
-                fpath,
-            )
-        codecs.check_file_size(header, field=REFERENCE_FIELD, max_seconds=limits.max_audio_seconds,
-                               max_bytes=limits.max_audio_bytes)
+        header = _file_header(raw, REFERENCE_FIELD, limits, fpath, "the reference's")
     except codecs.AudioDecodeError as exc:
         raise ProtocolError.single(exc.code, str(exc), fpath) from None
     waveform = _decode_samples(_Audio(REFERENCE_FIELD, raw, header.sample_rate, header), limits, path, None)
@@ -663,16 +636,10 @@ def decode_speaker_request(obj: Any, limits: Limits = DEFAULT_LIMITS) -> Decoded
     """
     if not isinstance(obj, dict):
         raise ProtocolError.single("invalid_request", "a speaker registration must be a JSON object", "$")
-    issue = _version_issue(obj, "$")
-    if issue:
-        raise ProtocolError([issue])
+    _check_version(obj, "$")
     try:
         req = SpeakerRequest.model_validate(obj)
     except ValidationError as exc:
         raise ProtocolError(issues_from_pydantic(exc)) from None
     audio = _read_audio(req, limits, "$")
-    waveform = _decode_samples(audio, limits, "$", None)
-    issues = _check_samples(req, waveform, audio.rate, audio.name, limits, "$")
-    if issues:
-        raise ProtocolError(issues)
-    return DecodedAudio(waveform, audio.rate, audio.name)
+    return DecodedAudio(_samples(req, audio, limits, "$"), audio.rate, audio.name)

@@ -9,11 +9,6 @@ SUPPORTED_VERSIONS: tuple[str, ...] = ("1",)
 """Major versions this package reads.  A minor version ("1.2") reads as its major."""
 
 
-def major_of(version: str) -> str:
-    """The major component of a version string: ``"1.3"`` → ``"1"``."""
-    return version.split(".", 1)[0].strip()
-
-
 def is_supported(version: object) -> bool:
-    """Whether ``version`` is a string whose major version this package speaks."""
-    return isinstance(version, str) and major_of(version) in SUPPORTED_VERSIONS
+    """Whether ``version`` is a string whose major version (``"1.3"`` → ``"1"``) this package speaks."""
+    return isinstance(version, str) and version.split(".", 1)[0].strip() in SUPPORTED_VERSIONS

@@ -79,11 +79,9 @@ def parse_options(options: Any) -> dict[str, str]:
     """
     if options is None:
         return {}
-    if isinstance(options, str):
-        stripped = options.strip()
-        if not stripped:
-            return {}
-        options = json.loads(stripped) if stripped.startswith("{") else stripped.splitlines()
+    if isinstance(options, str):  # blank text is no lines, so no options
+        options = options.strip()
+        options = json.loads(options) if options.startswith("{") else options.splitlines()
     if isinstance(options, Mapping):
         return {str(k).strip().upper(): str(v).strip() for k, v in options.items()}
     try:

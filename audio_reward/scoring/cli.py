@@ -60,8 +60,7 @@ def score_line(raw: bytes, *, normalizer: Normalizer, language: str | None) -> d
     if not isinstance(obj, dict):
         return _refused(None, "invalid_line", f"a line must be a JSON object, got {type(obj).__name__}")
     line_id = obj.get("id")
-    id_is_int = isinstance(line_id, int) and not isinstance(line_id, bool)
-    if not (line_id is None or isinstance(line_id, str) or id_is_int):
+    if line_id is not None and (isinstance(line_id, bool) or not isinstance(line_id, (str, int))):
         return _refused(None, "invalid_line", f"id must be a string or an integer, got {type(line_id).__name__}")
     for field in ("reference", "hypothesis"):
         if not isinstance(obj.get(field), str):

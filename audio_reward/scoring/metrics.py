@@ -69,21 +69,12 @@ def error_rates(reference: str, hypothesis: str, *, char_level_language: bool) -
     """CER and WER of ``hypothesis`` against ``reference`` (both already normalized)."""
     ref_words = split_words(reference)
     hyp_words = split_words(hypothesis)
-    if char_level_language:
-        ref_chars = "".join(ref_words)
-        hyp_chars = "".join(hyp_words)
-        char_edits = Levenshtein.distance(ref_chars, hyp_chars)
-        cer = _rate(char_edits, len(ref_chars), len(hyp_chars))
-        return ErrorRates(cer, cer, len(ref_chars), len(ref_chars), char_edits, char_edits)
-    ref_chars = " ".join(ref_words)
-    hyp_chars = " ".join(hyp_words)
+    joiner = "" if char_level_language else " "  # character-level: the units are the non-space characters
+    ref_chars, hyp_chars = joiner.join(ref_words), joiner.join(hyp_words)
     char_edits = Levenshtein.distance(ref_chars, hyp_chars)
+    cer = _rate(char_edits, len(ref_chars), len(hyp_chars))
+    if char_level_language:
+        return ErrorRates(cer, cer, len(ref_chars), len(ref_chars), char_edits, char_edits)
     word_edits = Levenshtein.distance(ref_words, hyp_words)
-    return ErrorRates(
-        cer=_rate(char_edits, len(ref_chars), len(hyp_chars)),
-        wer=_rate(word_edits, len(ref_words), len(hyp_words)),
-        ref_chars=len(ref_chars),
-        ref_words=len(ref_words),
-        char_edits=char_edits,
-        word_edits=word_edits,
-    )
+    wer = _rate(word_edits, len(ref_words), len(hyp_words))
+    return ErrorRates(cer, wer, len(ref_chars), len(ref_words), char_edits, word_edits)

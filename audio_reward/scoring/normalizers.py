@@ -63,8 +63,6 @@ Side = Literal["reference", "hypothesis"]
 # Whisper reports language names as well as codes; accept the ones that change rules.
 _LANGUAGE_NAMES = {"chinese": "zh", "mandarin": "zh", "cantonese": "yue", "english": "en"}
 
-_WHITESPACE = re.compile(r"\s+")
-
 
 def language_code(language: str | None) -> str | None:
     """Lower-case primary subtag of a BCP-47 tag or Whisper language name (``zh-CN`` -> ``zh``)."""
@@ -115,13 +113,7 @@ def is_mostly_cjk(text: str) -> bool:
 def is_chinese(text: str, language: str | None) -> bool:
     """Whether Chinese handling applies: language zh/yue, or no language and mostly CJK text."""
     code = language_code(language)
-    if code is not None:
-        return code in CHINESE_LANGUAGES
-    return is_mostly_cjk(text)
-
-
-def _collapse(text: str) -> str:
-    return _WHITESPACE.sub(" ", text).strip()
+    return code in CHINESE_LANGUAGES if code is not None else is_mostly_cjk(text)
 
 
 def _per_character(text: str) -> str:
@@ -234,7 +226,7 @@ class BasicNormalizer(Normalizer):
         if chinese:
             return _basic_chinese(text)
         text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE).casefold().translate(self._APOSTROPHES)
-        return _collapse("".join(" " if unicodedata.category(ch)[0] == "P" else ch for ch in text))
+        return " ".join("".join(" " if unicodedata.category(ch)[0] == "P" else ch for ch in text).split())
 
 
 class WhisperEnglishNormalizer(Normalizer):
@@ -288,8 +280,6 @@ DEFAULT_NORMALIZER = "basic"
 @cache
 def get_normalizer(name: str) -> Normalizer:
     """The shared normalizer instance called ``name``; ValueError for an unknown name."""
-    try:
-        factory = _FACTORIES[name]
-    except KeyError:
-        raise ValueError(f"unknown normalizer {name!r}; available: {', '.join(NORMALIZERS)}") from None
-    return factory()
+    if name not in _FACTORIES:
+        raise ValueError(f"unknown normalizer {name!r}; available: {', '.join(NORMALIZERS)}")
+    return _FACTORIES[name]()

@@ -98,12 +98,9 @@ def shape_reward(
     (normalized Chinese is one unit per character).  ``expected_duration_s`` of 0
     means no expectation: the duration check is skipped and the ratio reported as 0.
     """
-    if not math.isfinite(error_rate) or error_rate < 0:
-        raise ValueError(f"error_rate must be a finite number >= 0, got {error_rate!r}")
-    if not math.isfinite(duration_s) or duration_s < 0:
-        raise ValueError(f"duration_s must be a finite number >= 0, got {duration_s!r}")
-    if not math.isfinite(expected_duration_s) or expected_duration_s < 0:
-        raise ValueError(f"expected_duration_s must be a finite number >= 0, got {expected_duration_s!r}")
+    require_finite("error_rate", error_rate, nonnegative=True)
+    require_finite("duration_s", duration_s, nonnegative=True)
+    require_finite("expected_duration_s", expected_duration_s, nonnegative=True)
 
     clipped = min(error_rate, policy.error_clip)
     base = _base(policy, clipped)
@@ -163,9 +160,10 @@ def quality_term(mos: float) -> float:
     return min(max((mos - MOS_MIN) / (MOS_MAX - MOS_MIN), 0.0), 1.0)
 
 
-def _finite(name: str, value: float | None) -> None:
-    if value is not None and not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
+def require_finite(name: str, value: float | None, *, nonnegative: bool = False) -> None:
+    """ValueError naming ``name`` unless ``value`` is None or a finite number (``>= 0`` with ``nonnegative``)."""
+    if value is not None and (not math.isfinite(value) or (nonnegative and value < 0)):
+        raise ValueError(f"{name} must be a finite number{' >= 0' if nonnegative else ''}, got {value!r}")
 
 
 def compose_reward(
@@ -176,20 +174,17 @@ def compose_reward(
     A signal the policy weighs (or floors) must be given: ValueError otherwise.  A signal given
     with weight 0 is reported as its term and leaves the score alone.
     """
-    _finite("asr_score", asr_score)
-    _finite("speaker_similarity", speaker_similarity)
-    _finite("quality_mos", quality_mos)
+    require_finite("asr_score", asr_score)
+    require_finite("speaker_similarity", speaker_similarity)
+    require_finite("quality_mos", quality_mos)
     if policy.needs_speaker and speaker_similarity is None:
         raise ValueError("the policy weighs speaker similarity but no similarity was given")
     if policy.quality_weight > 0 and quality_mos is None:
         raise ValueError("the policy weighs quality but no MOS was given")
     t_s = speaker_term(speaker_similarity) if speaker_similarity is not None else None
     t_q = quality_term(quality_mos) if quality_mos is not None else None
-    score = (1.0 - policy.speaker_weight - policy.quality_weight) * asr_score
-    if t_s is not None:
-        score += policy.speaker_weight * t_s
-    if t_q is not None:
-        score += policy.quality_weight * t_q
+    w_s, w_q = policy.speaker_weight, policy.quality_weight
+    score = (1.0 - w_s - w_q) * asr_score + w_s * (t_s or 0.0) + w_q * (t_q or 0.0)
     floored = speaker_similarity is not None and speaker_similarity < policy.speaker_floor
     return ComposedReward(
         score=0.0 if floored else min(max(score, 0.0), 1.0),

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from .duration import estimate_speech_duration
 from .errors import EmptyReferenceError
 from .metrics import ErrorRates, error_rates
 from .normalizers import Normalizer, is_chinese, language_code
-from .rewards import ComposedReward, RewardBreakdown, RewardPolicy, compose_reward, shape_reward
+from .rewards import ComposedReward, RewardBreakdown, RewardPolicy, compose_reward, require_finite, shape_reward
 
 __all__ = [
     "Diagnostics", "TextComparison", "TranscriptScore", "compare_texts", "normalize_reference", "score_transcript",
@@ -141,9 +140,7 @@ class TextComparison:
     rates: ErrorRates
 
 
-def compare_texts(
-    reference: str, hypothesis: str, *, normalizer: Normalizer, language: str | None, field: str = "reference"
-) -> TextComparison:
+def compare_texts(reference: str, hypothesis: str, *, normalizer: Normalizer, language: str | None) -> TextComparison:
     """Normalize ``reference`` and ``hypothesis`` (the ASR output) and measure CER/WER.
 
     The reference decides the rules as in :func:`normalize_reference` (whose
@@ -151,9 +148,7 @@ def compare_texts(
     converts only it to simplified Chinese).
     """
     code = language_code(language)
-    normalized_reference, char_level = normalize_reference(
-        reference, normalizer=normalizer, language=code, field=field
-    )
+    normalized_reference, char_level = normalize_reference(reference, normalizer=normalizer, language=code)
     normalized_hypothesis = normalizer.normalize(hypothesis, code, chinese=char_level, side="hypothesis")
     rates = error_rates(normalized_reference, normalized_hypothesis, char_level_language=char_level)
     return TextComparison(normalized_reference, normalized_hypothesis, code, char_level, rates)
@@ -186,16 +181,10 @@ def score_transcript(
     the score with them per ``policy`` (:func:`~.rewards.compose_reward`, whose
     ValueError it raises).
     """
-    if not math.isfinite(duration_s) or duration_s < 0:
-        raise ValueError(f"duration_s must be a finite number >= 0, got {duration_s!r}")
-    bad_reference_duration = reference_duration_s is not None and (
-        not math.isfinite(reference_duration_s) or reference_duration_s < 0
-    )
-    if bad_reference_duration:
-        raise ValueError(f"reference_duration_s must be a finite number >= 0, got {reference_duration_s!r}")
+    require_finite("duration_s", duration_s, nonnegative=True)
+    require_finite("reference_duration_s", reference_duration_s, nonnegative=True)
 
     compared = compare_texts(reference, transcript, normalizer=normalizer, language=language)
-    rates = compared.rates
 
     if reference_duration_s:
         expected, source = reference_duration_s, "reference"
@@ -204,7 +193,7 @@ def score_transcript(
 
     reward = shape_reward(
         policy,
-        rates.cer if policy.metric == "cer" else rates.wer,
+        compared.rates.cer if policy.metric == "cer" else compared.rates.wer,
         transcript_normalized=compared.normalized_hypothesis,
         duration_s=duration_s,
         expected_duration_s=expected,
@@ -219,7 +208,7 @@ def score_transcript(
         normalizer=normalizer.name,
         language=compared.language,
         char_level=compared.char_level,
-        rates=rates,
+        rates=compared.rates,
         reward=reward,
         policy=policy,
         duration_s=float(duration_s),
