@@ -10,7 +10,7 @@ import asyncio
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from ..protocol import RewardOptions
 from .audio_file import AudioFileError, read_audio
@@ -61,6 +61,8 @@ from .wire import (
 )
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 # Above this many bytes of audio (about 45 s at 24 kHz), encoding moves to a worker thread so the
 # event loop keeps serving; below it the thread hop costs more than the few milliseconds it saves.
@@ -149,10 +151,7 @@ class AsyncScorerClient(BaseScorerClient):
         self._bind()
         item = ScoreItem(waveform, sample_rate, text, language, metadata, reward, reference_duration_s, request_id,
                          speaker_reference_id, measure_quality)
-        prepared = (await self._prepare_all([item]))[0]
-        if isinstance(prepared, ScorerError):
-            raise prepared
-        return await self._score_prepared(prepared)
+        return await self._score_prepared(_raised((await self._prepare_all([item]))[0]))
 
     async def _score_prepared(self, item: PreparedItem) -> ScoreResult:
         async def attempt(attempts: Attempts, pending: list[PreparedItem]) -> list[Outcome[ScoreResult]]:
@@ -162,10 +161,7 @@ class AsyncScorerClient(BaseScorerClient):
             answer = await self._retry.send(attempts, attempts.endpoint.score_url, item.body, item.request_id)
             return await self._reregistered(attempts, pending, [single_outcome(answer, item.request_id)])
 
-        outcome = (await self._retry.run([item], attempt))[0]
-        if isinstance(outcome, ScorerError):
-            raise outcome
-        return outcome
+        return _raised((await self._retry.run([item], attempt))[0])
 
     # ------------------------------------------------------------------ many
 
@@ -195,12 +191,9 @@ class AsyncScorerClient(BaseScorerClient):
 
         async def run_chunk(start: int) -> None:
             async with gate:
-                chunk = raw[start : start + chunk_size]
-                prepared = await self._prepare_all(chunk)
+                prepared = await self._prepare_all(raw[start : start + chunk_size])
                 ready = [(start + i, p) for i, p in enumerate(prepared) if isinstance(p, PreparedItem)]
-                for i, p in enumerate(prepared):
-                    if isinstance(p, ScorerError):
-                        results[start + i] = p
+                results[start : start + len(prepared)] = [p if isinstance(p, ScorerError) else None for p in prepared]
                 if ready:
                     try:
                         answers = await self._score_chunk([p for _, p in ready])
@@ -292,19 +285,16 @@ class AsyncScorerClient(BaseScorerClient):
         """
         self._bind()
         digest, body = speaker_body(waveform, sample_rate)
-        known = self._speaker_ids.get(digest)
-        if known is not None:
-            return known
+        if digest in self._speaker_ids:
+            return self._speaker_ids[digest]
 
         async def attempt(attempts: Attempts, pending: list[PreparedItem]) -> list[Outcome[str]]:
             return [await self._register(attempts, body)]
 
-        (outcome,) = await self._retry.run([PreparedItem(new_request_id(), body)], attempt)
-        if isinstance(outcome, ScorerError):
-            raise outcome
-        self._speaker_ids[digest] = outcome
-        self._speaker_bodies[outcome] = body
-        return outcome
+        reference = _raised((await self._retry.run([PreparedItem(new_request_id(), body)], attempt))[0])
+        self._speaker_ids[digest] = reference
+        self._speaker_bodies[reference] = body
+        return reference
 
     async def register_speaker_file(self, path: str | Path) -> str:
         """:meth:`register_speaker` for a recording on disk (WAV, FLAC...), read once per client and path.
@@ -312,14 +302,13 @@ class AsyncScorerClient(BaseScorerClient):
         A file that cannot be read raises :class:`InvalidInputError` naming it.
         """
         key = str(path)
-        known = self._speaker_files.get(key)
-        if known is None:
+        if key not in self._speaker_files:
             try:
                 audio, rate = await asyncio.to_thread(read_audio, path)
             except AudioFileError as exc:
                 raise InvalidInputError(f"speaker reference: {exc}") from None
-            known = self._speaker_files[key] = await self.register_speaker(audio, rate)
-        return known
+            self._speaker_files[key] = await self.register_speaker(audio, rate)
+        return self._speaker_files[key]
 
     async def _register(self, attempts: Attempts, body: bytes) -> Outcome[str]:
         request_id = new_request_id()
@@ -354,20 +343,15 @@ class AsyncScorerClient(BaseScorerClient):
         scorer) has none.  When the answer tells nothing (an error, no list),
         batches are tried, and a 404 or 405 to a batch turns them off.
         """
-        known = self._batch_support.get(endpoint.url, ...)
-        if known is not ...:
-            return known is not False
-        support = (await self._facts(endpoint)).batch
-        self._batch_support.setdefault(endpoint.url, support)
+        if endpoint.url not in self._batch_support:
+            self._batch_support.setdefault(endpoint.url, (await self._facts(endpoint)).batch)
         return self._batch_support[endpoint.url] is not False
 
     async def _facts(self, endpoint: ScorerEndpoint) -> ServerFacts:
         """What ``endpoint``'s ``/v1/info`` says (batches, the audio limit); asked once per URL, shared."""
-        probe = self._info_probes.get(endpoint.url)
-        if probe is None:
-            probe = asyncio.ensure_future(self._probe_info(endpoint))
-            self._info_probes[endpoint.url] = probe
-        return await asyncio.shield(probe)
+        if endpoint.url not in self._info_probes:
+            self._info_probes[endpoint.url] = asyncio.ensure_future(self._probe_info(endpoint))
+        return await asyncio.shield(self._info_probes[endpoint.url])
 
     async def _probe_info(self, endpoint: ScorerEndpoint) -> ServerFacts:
         timeout = min(self.settings.timeout, self.settings.connect_timeout)
@@ -380,9 +364,7 @@ class AsyncScorerClient(BaseScorerClient):
             logger.info("%s has no %s (HTTP %d): a protocol v1 server without batches; sending one request per item",
                         endpoint.base, INFO_PATH, answer.status)
             return ServerFacts(batch=False)
-        if answer.status != 200:
-            return ServerFacts()
-        return read_facts(answer.body)
+        return read_facts(answer.body) if answer.status == 200 else ServerFacts()
 
     async def _score_singly(self, items: list[PreparedItem]) -> list[ScoreResult | ScorerError]:
         async def one(item: PreparedItem) -> ScoreResult | ScorerError:
@@ -418,3 +400,10 @@ class AsyncScorerClient(BaseScorerClient):
 
     def _base(self, url: str | None) -> str:
         return self._retry.endpoints[0].base if url is None else endpoint_of(url).base
+
+
+def _raised(value: T | ScorerError) -> T:
+    """``value``, unless it is an error: then that is raised."""
+    if isinstance(value, ScorerError):
+        raise value
+    return value

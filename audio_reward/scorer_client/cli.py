@@ -136,8 +136,7 @@ def _score(args: argparse.Namespace) -> int:
         names.append(name)
     if items:
         with ScorerClient(settings=settings) as client:
-            for name, scored in zip(names, client.score_many(items), strict=False):
-                outcomes[name] = scored
+            outcomes.update(zip(names, client.score_many(items), strict=False))
     failed = 0
     for name in args.files:
         outcome = outcomes[name]
@@ -162,9 +161,8 @@ def _whole_scorer_failure(outcome: object) -> bool:
     """A failure that says nothing about the file: the scorer unreachable, overloaded, or wanting an API key."""
     from .errors import RequestRejectedError, ScorerUnavailableError
 
-    if isinstance(outcome, ScorerUnavailableError):
-        return True
-    return isinstance(outcome, RequestRejectedError) and outcome.status in (401, 403)
+    return isinstance(outcome, ScorerUnavailableError) or (
+        isinstance(outcome, RequestRejectedError) and outcome.status in (401, 403))
 
 
 def _print_table(row: dict[str, Any]) -> None:

@@ -17,10 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pydantic import ValidationError
-
 from .. import __version__
-from ..protocol import InfoResponse
 from .errors import (
     AudioTooLongError,
     ProtocolViolationError,
@@ -130,29 +127,22 @@ def chunking(settings: ClientSettings, concurrency: int | None, chunk_size: int 
     return concurrency, chunk_size
 
 
+def _or_error(make: Callable[[Any], T], value: Any) -> T | ScorerError:
+    """``make(value)``, or the :class:`ScorerError` it raised."""
+    try:
+        return make(value)
+    except ScorerError as exc:
+        return exc
+
+
 def typed_items(items: Iterable[Any]) -> list[ScoreItem | ScorerError]:
     """Each item as a :class:`ScoreItem`, or the error saying why it is not one."""
-    typed: list[ScoreItem | ScorerError] = []
-    for item in items:
-        try:
-            typed.append(as_score_item(item))
-        except ScorerError as exc:
-            typed.append(exc)
-    return typed
+    return [_or_error(as_score_item, item) for item in items]
 
 
 def prepared_items(typed: Sequence[ScoreItem | ScorerError]) -> list[PreparedItem | ScorerError]:
     """Each item checked and its body serialized once, or the error saying why it cannot be sent."""
-    out: list[PreparedItem | ScorerError] = []
-    for item in typed:
-        if isinstance(item, ScorerError):
-            out.append(item)
-            continue
-        try:
-            out.append(prepare(item))
-        except ScorerError as exc:
-            out.append(exc)
-    return out
+    return [item if isinstance(item, ScorerError) else _or_error(prepare, item) for item in typed]
 
 
 def audio_bytes(typed: Sequence[ScoreItem | ScorerError]) -> int:
@@ -208,12 +198,9 @@ def batch_outcomes(answer: Answer, items: Sequence[PreparedItem]) -> list[Outcom
 
 def timed_out(outcome: Outcome[Any]) -> bool:
     """Whether ``outcome`` is a retry because time ran out: no answer in time, or the server's 504 ``timeout``."""
-    if not isinstance(outcome, Retry):
-        return False
-    cause = outcome.cause
-    if isinstance(cause, asyncio.TimeoutError):
-        return True
-    return isinstance(cause, TransientServerError) and (cause.status == 504 or cause.code == "timeout")
+    cause = outcome.cause if isinstance(outcome, Retry) else None
+    return isinstance(cause, asyncio.TimeoutError) or (
+        isinstance(cause, TransientServerError) and (cause.status == 504 or cause.code == "timeout"))
 
 
 def _for_item(outcome: Retry | Fatal, request_id: str) -> Retry | Fatal:
@@ -287,18 +274,11 @@ class ServerFacts:
 
 
 def read_facts(body: bytes) -> ServerFacts:
-    """The facts in a 200 ``/v1/info`` body."""
-    try:
-        info = InfoResponse.model_validate_json(body)
-    except ValidationError:
-        return _read_partial_facts(body)
-    seconds = info.limits.max_audio_seconds
-    return ServerFacts(BATCH_PATH in info.endpoints, seconds if seconds > 0 else None)
+    """The facts in a 200 ``/v1/info`` body: each one read where it is well-formed, else unknown.
 
-
-def _read_partial_facts(body: bytes) -> ServerFacts:
-    """The facts in a ``/v1/info`` that is not this package's server's (another protocol v1 server may list
-    only its endpoints): each one read where it is well-formed, else unknown."""
+    Read field by field, not as a whole :class:`~audio_reward.protocol.InfoResponse`: another protocol v1
+    server may list only its endpoints.
+    """
     try:
         info = decode_body(body)
     except ProtocolViolationError:

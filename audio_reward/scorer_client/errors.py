@@ -132,6 +132,4 @@ class TransientServerError(ScorerError):
         return type(self)(self.message, status=self.status, code=self.code, retry_after=self.retry_after,
                           request_id=request_id)
 
-    def __str__(self) -> str:
-        where = f"HTTP {self.status}" if self.status is not None else "item error"
-        return f"{where} {self.code}: {self.message}"
+    __str__ = RequestRejectedError.__str__

@@ -83,11 +83,7 @@ class ScorerClient(BaseScorerClient):
         if self._closed:
             coro.close()
             raise RuntimeError("this ScorerClient is closed")
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self._loop:
+        if threading.current_thread() is self._thread:  # only its loop runs there
             coro.close()
             raise RuntimeError("ScorerClient called from its own event loop thread")
         future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)

@@ -68,11 +68,8 @@ class Response:
     headers: Mapping[str, str] = field(default_factory=dict)
 
     def header(self, name: str) -> str | None:
-        value = self.headers.get(name)
-        if value is None:
-            lowered = name.lower()
-            value = next((v for k, v in self.headers.items() if k.lower() == lowered), None)
-        return value
+        lowered = name.lower()
+        return next((v for k, v in self.headers.items() if k.lower() == lowered), None)
 
 
 class TransportError(Exception):
@@ -178,11 +175,7 @@ def is_retryable_status(status: int, retryable_flag: bool | None = None) -> bool
     A server may mark a 5xx final with ``"retryable": false`` in its error
     body (an input that crashes the engine every time); a 4xx is never retried.
     """
-    if status in RETRYABLE_STATUSES:
-        return True
-    if 500 <= status <= 599:
-        return retryable_flag is not False
-    return False
+    return status in RETRYABLE_STATUSES or (500 <= status <= 599 and retryable_flag is not False)
 
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
@@ -196,8 +189,6 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
         try:
             when = email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError, IndexError):
-            return None
-        if when is None:
             return None
         seconds = when.timestamp() - (time.time() if now is None else now)
     if not math.isfinite(seconds):
@@ -239,7 +230,7 @@ def for_request(error: E, request_id: str | None) -> E:
     return copied
 
 
-def classify(answer: Answer, request_id: str | None = None, *, now: float | None = None) -> Outcome[bytes]:
+def classify(answer: Answer, request_id: str | None = None) -> Outcome[bytes]:
     """What one answer means for its request.
 
     - a 200: :class:`Success` with the body, still to be read against the protocol;
@@ -257,7 +248,7 @@ def classify(answer: Answer, request_id: str | None = None, *, now: float | None
         return Success(answer.body)
     info = error_of_body(answer.body, answer.status)
     if is_retryable_status(answer.status, info.retryable):
-        retry_after = parse_retry_after(answer.header("Retry-After"), now=now)
+        retry_after = parse_retry_after(answer.header("Retry-After"))
         return Retry(TransientServerError(info.message, status=answer.status, code=info.code,
                                           retry_after=retry_after, request_id=request_id), retry_after)
     return Fatal(RequestRejectedError(info.message, status=answer.status, code=info.code, request_id=request_id))
@@ -417,10 +408,7 @@ class RetryLoop:
         # queued behind the pool limit do not time out while waiting their turn.
         remaining = attempts.remaining()
         try:
-            if remaining is None:
-                await self._slots.acquire()
-            else:
-                await asyncio.wait_for(self._slots.acquire(), max(remaining, 0.0))
+            await asyncio.wait_for(self._slots.acquire(), None if remaining is None else max(remaining, 0.0))
         except asyncio.TimeoutError:
             return TransportTimeout("no connection slot came free before the deadline")
         try:

@@ -17,7 +17,6 @@ from pydantic import ValidationError
 
 from ..protocol import (
     PROTOCOL_VERSION,
-    ErrorResponse,
     ProtocolError,
     RewardOptions,
     ScoreRequest,
@@ -304,19 +303,19 @@ class ErrorInfo:
 
 
 def error_info(obj: Any) -> ErrorInfo | None:
-    """The ``{"error": {...}}`` of an answer, or ``None`` when it is not one."""
+    """The ``{"error": {...}}`` of an answer, or ``None`` when it is not one.
+
+    Read field by field, so an error that breaks protocol v1 (a missing code, a non-boolean ``retryable``)
+    still gives what it holds; a protocol v1 ``ErrorResponse`` reads the same as its model would.
+    """
     if not isinstance(obj, dict) or "error" not in obj:
         return None
-    try:
-        detail = ErrorResponse.model_validate(obj).error
-    except ValidationError:
-        err = obj.get("error")
-        if isinstance(err, dict):
-            retryable = err.get("retryable")
-            return ErrorInfo(str(err.get("code", "unknown")), str(err.get("message", err)),
-                             retryable if isinstance(retryable, bool) else None)
+    err = obj["error"]
+    if not isinstance(err, dict):
         return ErrorInfo("unknown", str(err), None)
-    return ErrorInfo(detail.code, detail.message, detail.retryable)
+    retryable = err.get("retryable")
+    return ErrorInfo(str(err.get("code", "unknown")), str(err.get("message", err)),
+                     retryable if isinstance(retryable, bool) else None)
 
 
 def error_of_body(raw: bytes, status: int) -> ErrorInfo:

@@ -181,14 +181,12 @@ def compare_runs(runs: Sequence[Run], out_dir: Path, *, held_out: HeldOut | None
         for comp in results.comparisons:
             for d in comp.utterances:
                 f.write(json.dumps({"checkpoint": comp.checkpoint, **d.model_dump()}, ensure_ascii=False) + "\n")
+    results.plots = [DELTAS]
     if plots:
         from .report import write_compare_report
 
-        dumped = results.model_dump()
-        results.plots = [DELTAS, *write_compare_report(dumped, [(r.name, r.rows) for r in runs], out_dir,
-                                                       {r.name: r.audio for r in runs})]
-    else:
-        results.plots = [DELTAS]
+        results.plots += write_compare_report(results.model_dump(), [(r.name, r.rows) for r in runs], out_dir,
+                                              {r.name: r.audio for r in runs})
     (out_dir / EVAL_RESULTS).write_text(results.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return results
 

@@ -386,7 +386,7 @@ def summarize(rows: list[dict[str, Any]], *, manifest: str = "") -> dict[str, An
     scores = scored_values(rows, "score")
     ratio = scored_values(rows, "duration_ratio")
     cer_mean, wer_mean, cer_median = mean(cer), mean(wer), median(cer)
-    summary: dict[str, Any] = {
+    return {
         "manifest": manifest,
         "utterances": len(rows),
         "scored": len(rows) - len(failed),
@@ -407,7 +407,6 @@ def summarize(rows: list[dict[str, Any]], *, manifest: str = "") -> dict[str, An
             for r in failed
         ],
     }
-    return summary
 
 
 def signal_stats(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float | int | None]]:
