@@ -121,35 +121,31 @@ def read_ct2_model(model_bin: str | os.PathLike[str]) -> CT2Model:
     return CT2Model(spec_name, revision, variables, aliases)
 
 
-def _split(array: np.ndarray, parts: int) -> list[np.ndarray]:
-    return list(np.split(array, parts, axis=0))
-
-
 def _attention(prefix: str, src: dict[str, np.ndarray], base: str, fused: int) -> dict[str, np.ndarray]:
     """Map one attention block; ``fused`` is 3 for self-attention (qkv) and 2 for cross-attention (kv)."""
-    out: dict[str, np.ndarray] = {}
     if fused == 3:
-        q_w, k_w, v_w = _split(src[f"{base}/linear_0/weight"], 3)
-        q_b, _k_b, v_b = _split(src[f"{base}/linear_0/bias"], 3)
+        q_w, k_w, v_w = np.split(src[f"{base}/linear_0/weight"], 3)
+        q_b, _k_b, v_b = np.split(src[f"{base}/linear_0/bias"], 3)
         out_linear = 1
     else:
         q_w, q_b = src[f"{base}/linear_0/weight"], src[f"{base}/linear_0/bias"]
-        k_w, v_w = _split(src[f"{base}/linear_1/weight"], 2)
-        _k_b, v_b = _split(src[f"{base}/linear_1/bias"], 2)
+        k_w, v_w = np.split(src[f"{base}/linear_1/weight"], 2)
+        _k_b, v_b = np.split(src[f"{base}/linear_1/bias"], 2)
         out_linear = 2
     # Whisper's key projection has no bias: CTranslate2 stores zeros there when it fuses.
-    out.update({
+    return {
         f"{prefix}.q_proj.weight": q_w, f"{prefix}.q_proj.bias": q_b,
         f"{prefix}.k_proj.weight": k_w,
         f"{prefix}.v_proj.weight": v_w, f"{prefix}.v_proj.bias": v_b,
         f"{prefix}.out_proj.weight": src[f"{base}/linear_{out_linear}/weight"],
         f"{prefix}.out_proj.bias": src[f"{base}/linear_{out_linear}/bias"],
-    })
-    return out
+    }
 
 
-def _norm(dst: str, src: dict[str, np.ndarray], base: str) -> dict[str, np.ndarray]:
-    return {f"{dst}.weight": src[f"{base}/gamma"], f"{dst}.bias": src[f"{base}/beta"]}
+def _pair(dst: str, src: dict[str, np.ndarray], base: str, weight: str = "gamma", bias: str = "beta"
+          ) -> dict[str, np.ndarray]:
+    """A layer's weight and bias (a layer norm's gamma and beta, unless named otherwise)."""
+    return {f"{dst}.weight": src[f"{base}/{weight}"], f"{dst}.bias": src[f"{base}/{bias}"]}
 
 
 def _layer_count(src: dict[str, np.ndarray], side: str) -> int:
@@ -164,31 +160,23 @@ def whisper_state_dict(model: CT2Model) -> dict[str, np.ndarray]:
     src = model.variables
     if any(name.endswith("weight_scale") for name in src):
         raise ConversionError("quantized (int8/int16) CTranslate2 models cannot be converted exactly; use a float one")
-    sd: dict[str, np.ndarray] = {}
+    sd: dict[str, np.ndarray] = {"model.decoder.embed_tokens.weight": src["decoder/embeddings/weight"]}
     for conv in ("conv1", "conv2"):
-        sd[f"model.encoder.{conv}.weight"] = src[f"encoder/{conv}/weight"]
-        sd[f"model.encoder.{conv}.bias"] = src[f"encoder/{conv}/bias"]
-    sd["model.encoder.embed_positions.weight"] = src["encoder/position_encodings/encodings"]
-    sd.update(_norm("model.encoder.layer_norm", src, "encoder/layer_norm"))
-    for i in range(_layer_count(src, "encoder")):
-        p, b = f"model.encoder.layers.{i}", f"encoder/layer_{i}"
-        sd.update(_attention(f"{p}.self_attn", src, f"{b}/self_attention", 3))
-        sd.update(_norm(f"{p}.self_attn_layer_norm", src, f"{b}/self_attention/layer_norm"))
-        sd.update(_norm(f"{p}.final_layer_norm", src, f"{b}/ffn/layer_norm"))
-        sd[f"{p}.fc1.weight"], sd[f"{p}.fc1.bias"] = src[f"{b}/ffn/linear_0/weight"], src[f"{b}/ffn/linear_0/bias"]
-        sd[f"{p}.fc2.weight"], sd[f"{p}.fc2.bias"] = src[f"{b}/ffn/linear_1/weight"], src[f"{b}/ffn/linear_1/bias"]
-    sd["model.decoder.embed_tokens.weight"] = src["decoder/embeddings/weight"]
-    sd["model.decoder.embed_positions.weight"] = src["decoder/position_encodings/encodings"]
-    sd.update(_norm("model.decoder.layer_norm", src, "decoder/layer_norm"))
-    for i in range(_layer_count(src, "decoder")):
-        p, b = f"model.decoder.layers.{i}", f"decoder/layer_{i}"
-        sd.update(_attention(f"{p}.self_attn", src, f"{b}/self_attention", 3))
-        sd.update(_norm(f"{p}.self_attn_layer_norm", src, f"{b}/self_attention/layer_norm"))
-        sd.update(_attention(f"{p}.encoder_attn", src, f"{b}/attention", 2))
-        sd.update(_norm(f"{p}.encoder_attn_layer_norm", src, f"{b}/attention/layer_norm"))
-        sd.update(_norm(f"{p}.final_layer_norm", src, f"{b}/ffn/layer_norm"))
-        sd[f"{p}.fc1.weight"], sd[f"{p}.fc1.bias"] = src[f"{b}/ffn/linear_0/weight"], src[f"{b}/ffn/linear_0/bias"]
-        sd[f"{p}.fc2.weight"], sd[f"{p}.fc2.bias"] = src[f"{b}/ffn/linear_1/weight"], src[f"{b}/ffn/linear_1/bias"]
+        sd.update(_pair(f"model.encoder.{conv}", src, f"encoder/{conv}", "weight", "bias"))
+    # The encoder's and the decoder's layers are alike, but for the decoder's cross-attention.
+    for side in ("encoder", "decoder"):
+        sd[f"model.{side}.embed_positions.weight"] = src[f"{side}/position_encodings/encodings"]
+        sd.update(_pair(f"model.{side}.layer_norm", src, f"{side}/layer_norm"))
+        for i in range(_layer_count(src, side)):
+            p, b = f"model.{side}.layers.{i}", f"{side}/layer_{i}"
+            sd.update(_attention(f"{p}.self_attn", src, f"{b}/self_attention", 3))
+            sd.update(_pair(f"{p}.self_attn_layer_norm", src, f"{b}/self_attention/layer_norm"))
+            if side == "decoder":
+                sd.update(_attention(f"{p}.encoder_attn", src, f"{b}/attention", 2))
+                sd.update(_pair(f"{p}.encoder_attn_layer_norm", src, f"{b}/attention/layer_norm"))
+            sd.update(_pair(f"{p}.final_layer_norm", src, f"{b}/ffn/layer_norm"))
+            sd.update(_pair(f"{p}.fc1", src, f"{b}/ffn/linear_0", "weight", "bias"))
+            sd.update(_pair(f"{p}.fc2", src, f"{b}/ffn/linear_1", "weight", "bias"))
     if model.aliases.get("decoder/projection/weight", "decoder/embeddings/weight") != "decoder/embeddings/weight":
         raise ConversionError("the output projection is not tied to the token embeddings")
     return sd
@@ -281,13 +269,12 @@ def ct2_whisper_to_transformers(ct2_dir: str | os.PathLike[str], out_dir: str | 
     sd = whisper_state_dict(ct2)
 
     embed = sd["model.decoder.embed_tokens.weight"]
-    d_model = int(embed.shape[1])
     eot, sot = token_id["<|endoftext|>"], token_id["<|startoftranscript|>"]
     num_heads = {side: int(ct2.variables[f"{side}/num_heads"]) for side in ("encoder", "decoder")}
     config = WhisperConfig(
         vocab_size=int(embed.shape[0]),
         num_mel_bins=int(sd["model.encoder.conv1.weight"].shape[1]),
-        d_model=d_model,
+        d_model=int(embed.shape[1]),
         encoder_layers=_layer_count(ct2.variables, "encoder"),
         decoder_layers=_layer_count(ct2.variables, "decoder"),
         encoder_attention_heads=num_heads["encoder"],

@@ -78,7 +78,7 @@ class FasterWhisperEngine(ThreadedEngine):
         self.config = config
         self.options = resolve_engine_options("faster-whisper", self.OPTIONS, config.options)
         self._model: Any = None
-        self._tokenizers: dict[str, Any] = {}
+        self._tokenizers: dict[str | None, Any] = {}
         self._batched = bool(self.options["batched"])
         self._batches_in_engine = 0  # on the event loop only
         self.info = EngineInfo("faster-whisper", config.model, device=config.device, compute_type=config.compute_type)
@@ -87,8 +87,7 @@ class FasterWhisperEngine(ThreadedEngine):
         from faster_whisper import WhisperModel
 
         resolved = resolve_ctranslate2_model(self.config.model)
-        local = resolved.packaged or Path(resolved.path).is_dir()
-        repo = None if local else hub_repository("faster-whisper", resolved.path)
+        repo = hub_repository("faster-whisper", resolved.path)  # None for a local folder (packaged ones too)
         if repo is not None:
             ensure_hub_model(repo, resolved.path)
         import ctranslate2
@@ -105,11 +104,10 @@ class FasterWhisperEngine(ThreadedEngine):
                 compute_type=self.config.compute_type,
                 cpu_threads=self.config.cpu_threads,
                 num_workers=1,
-                local_files_only=local,
+                local_files_only=Path(resolved.path).is_dir(),
             )
         finally:
             ctranslate2.set_log_level(level)
-        multilingual = bool(self._model.model.is_multilingual)
         device = str(self._model.model.device)
         self.info = EngineInfo(
             engine="faster-whisper",
@@ -118,7 +116,7 @@ class FasterWhisperEngine(ThreadedEngine):
             device=device,
             compute_type=self.config.compute_type,
             extra={
-                "multilingual": str(multilingual).lower(),
+                "multilingual": str(self.multilingual).lower(),
                 "beam_size": str(self.config.beam_size),
                 "batched_decoding": str(self._batched).lower(),
             },
@@ -148,12 +146,11 @@ class FasterWhisperEngine(ThreadedEngine):
     def _tokenizer(self, language: str | None) -> Any:
         from faster_whisper.tokenizer import Tokenizer
 
-        key = language or ""
-        if key not in self._tokenizers:
-            self._tokenizers[key] = Tokenizer(
+        if language not in self._tokenizers:
+            self._tokenizers[language] = Tokenizer(
                 self._model.hf_tokenizer, self.multilingual, task="transcribe", language=language
             )
-        return self._tokenizers[key]
+        return self._tokenizers[language]
 
     def _language_of(self, item: TranscriptionInput) -> str | None:
         if not self.multilingual:
@@ -163,9 +160,7 @@ class FasterWhisperEngine(ThreadedEngine):
     def _groups(self, batch: Sequence[TranscriptionInput]) -> list[list[int]]:
         """Indices of the utterances that share one encoder call (one window each)."""
         short = [i for i, item in enumerate(batch) if item.duration_s <= WINDOW_SECONDS]
-        if not short:
-            return []
-        return [short] if self._batched else [[i] for i in short]
+        return [short] if self._batched and short else [[i] for i in short]
 
     def prepare_sync(self, batch: Sequence[TranscriptionInput]) -> list[np.ndarray]:
         """The stacked log-Mel windows of each encoder call (CPU work, ahead of the model)."""
@@ -174,8 +169,6 @@ class FasterWhisperEngine(ThreadedEngine):
         return [self._features([batch[i] for i in group]) for group in self._groups(batch)]
 
     def transcribe_prepared_sync(self, batch: Sequence[TranscriptionInput], prepared: Any) -> list[Transcription]:
-        if self._model is None:
-            raise RuntimeError("the faster-whisper engine is not loaded")
         results: list[Transcription | None] = [None] * len(batch)
         for i, item in enumerate(batch):
             if item.duration_s > WINDOW_SECONDS:
@@ -199,11 +192,9 @@ class FasterWhisperEngine(ThreadedEngine):
             without_timestamps=True,
             vad_filter=False,
         )
-        texts, tokens = [], 0
-        for segment in segments:
-            texts.append(segment.text)
-            tokens += len(segment.tokens)
-        return Transcription("".join(texts).strip(), info.language, tokens)
+        segments = list(segments)  # a generator: decoding runs as it is read
+        return Transcription("".join(s.text for s in segments).strip(), info.language,
+                             sum(len(s.tokens) for s in segments))
 
     def _features(self, items: Sequence[TranscriptionInput]) -> np.ndarray:
         from faster_whisper.audio import pad_or_trim
@@ -260,8 +251,7 @@ class FasterWhisperEngine(ThreadedEngine):
         try:
             if busy:
                 return await super().transcribe(items)
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._pool, self.transcribe_batch_sync, items)
+            return await asyncio.get_running_loop().run_in_executor(self._pool, self.transcribe_batch_sync, items)
         finally:
             self._batches_in_engine -= 1
 

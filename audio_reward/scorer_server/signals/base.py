@@ -45,7 +45,11 @@ class SignalModel(ABC):
 
     info: SignalInfo
 
-    def __init__(self) -> None:
+    def __init__(self, device: str = "cpu", cpu_threads: int = 0) -> None:
+        self.device = device
+        """Where the model runs: ``cpu``, ``cuda`` or ``auto``, as the settings name it."""
+        self.cpu_threads = cpu_threads
+        """Threads the model's library may use on the CPU; 0 leaves its default."""
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=type(self).__name__)
 
     @abstractmethod
@@ -75,10 +79,13 @@ def import_backend(module: str, what: str, extra: str = SIGNALS_EXTRA) -> Any:
         raise ImportError(missing_extra_message(extra, what, exc)) from exc
 
 
-def torch_device(device: str) -> str:
-    """``auto`` as cuda when a GPU is visible, else cpu; other names as given."""
-    if device != "auto":
-        return device
+def set_up_torch(device: str, cpu_threads: int) -> str:
+    """torch's CPU threads set to ``cpu_threads`` (unless 0), and ``device`` with ``auto`` read as cuda when a GPU
+    is visible, else cpu."""
     import torch
 
+    if cpu_threads:
+        torch.set_num_threads(cpu_threads)
+    if device != "auto":
+        return device
     return "cuda" if torch.cuda.is_available() else "cpu"

@@ -81,9 +81,7 @@ class DnsmosScorer(QualityScorer):
     """Windows in one call of the P.835 head or the P.808 model; on a CPU a larger batch is no faster."""
 
     def __init__(self, device: str = "cpu", cpu_threads: int = 0, windows: QualityWindows = "auto") -> None:
-        super().__init__()
-        self.device = device
-        self.cpu_threads = cpu_threads
+        super().__init__(device, cpu_threads)
         self.windows = windows
         self._dnsmos: Any = None
         self._p835: SharedWindowP835 | WholeModel | None = None
@@ -143,8 +141,8 @@ class DnsmosScorer(QualityScorer):
         return audio, [start for start, end in ends if len(audio[start:end]) >= length]
 
     def _p808_inputs(self, audio: np.ndarray, starts: Sequence[int]) -> tuple[list[np.ndarray], list[float]]:
-        """Each window's P.808 input, ``model.audio_melspec(window[:-160])``, from one mel spectrogram of the
-        clip, and the loudest mel bin of each window, its 0 dB.
+        """Each window's P.808 input, ``model.audio_melspec(window[:-160])`` as float32, from one mel spectrogram
+        of the clip, and the loudest mel bin of each window, its 0 dB.
 
         The windows of a clip overlap by 8 s, so their mel frames are the clip's own, except the few that
         speechmos's per-window spectrogram zero-pads at the window's two edges: those are computed from the
@@ -168,7 +166,7 @@ class DnsmosScorer(QualityScorer):
             tail = power(audio[start + span - 3 * hop:start + span])[:, 2:]
             mel = np.concatenate([head, whole[:, first + 1:first + last - 1], tail], axis=1)
             references.append(float(np.max(mel)))
-            out.append(((librosa.power_to_db(mel, ref=np.max) + 40) / 40).T)
+            out.append(((librosa.power_to_db(mel, ref=np.max) + 40) / 40).T.astype(np.float32))
         return out, references
 
     def _window_scores(self, audio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -178,7 +176,6 @@ class DnsmosScorer(QualityScorer):
             raise RuntimeError("the DNSMOS model is not loaded")
         clip, starts = self._clip(audio)
         features, references = self._p808_inputs(clip, starts)
-        features = [f.astype(np.float32) for f in features]
         if isinstance(p835, WholeModel):
             raw = p835.window_scores([clip[start:start + WINDOW_SAMPLES] for start in starts], calls)
         else:
@@ -191,25 +188,15 @@ class DnsmosScorer(QualityScorer):
         model = self._dnsmos
         if model is None:
             raise RuntimeError("the DNSMOS model is not loaded")
-        raw: list[np.ndarray] = []
-        p808_scores: list[np.ndarray] = []
-        owner: list[int] = []
-        for index, audio in enumerate(batch):
+        out = []
+        for audio in batch:
             if len(audio) == 0:
                 raise ValueError("DNSMOS needs at least one sample")
-            p835_windows, p808_windows = self._window_scores(audio)
-            raw.append(p835_windows)
-            p808_scores.append(p808_windows)
-            owner.extend([index] * len(p808_windows))
-        p808_mos = np.concatenate(p808_scores)
-        scores = np.concatenate(raw).astype(np.float64)
-        sig, bak, ovr = model.get_polyfit_val(scores[:, 0], scores[:, 1], scores[:, 2], False)
-        owners = np.asarray(owner)
-        out = []
-        for index in range(len(batch)):
-            mine = owners == index
-            out.append(QualityScore(ovrl=float(np.mean(ovr[mine])), sig=float(np.mean(sig[mine])),
-                                    bak=float(np.mean(bak[mine])), p808=float(np.mean(p808_mos[mine]))))
+            raw, p808 = self._window_scores(audio)
+            scores = raw.astype(np.float64)  # speechmos's calibration, window by window, then each clip's mean
+            sig, bak, ovr = model.get_polyfit_val(scores[:, 0], scores[:, 1], scores[:, 2], False)
+            out.append(QualityScore(ovrl=float(np.mean(ovr)), sig=float(np.mean(sig)), bak=float(np.mean(bak)),
+                                    p808=float(np.mean(p808))))
         return out
 
 def create_quality_scorer(name: str, *, device: str = "cpu", cpu_threads: int = 0,

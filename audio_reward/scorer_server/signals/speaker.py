@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..engines.base import ENGINE_SAMPLE_RATE
-from .base import SignalInfo, SignalModel, import_backend, torch_device
+from .base import SignalInfo, SignalModel, import_backend, set_up_torch
 
 MIN_REFERENCE_S = 1.0
 """A reference shorter than this holds too little voice for an embedding (400 speaker_reference_too_short)."""
@@ -77,9 +77,7 @@ class ResemblyzerEncoder(SpeakerEncoder):
     MIN_COVERAGE = 0.75
 
     def __init__(self, device: str = "cpu", cpu_threads: int = 0) -> None:
-        super().__init__()
-        self.device = device
-        self.cpu_threads = cpu_threads
+        super().__init__(device, cpu_threads)
         self._encoder: Any = None
         self.info = SignalInfo("speaker", RESEMBLYZER, "resemblyzer/pretrained.pt (GE2E)", device)
 
@@ -89,11 +87,7 @@ class ResemblyzerEncoder(SpeakerEncoder):
 
     def load(self) -> None:
         resemblyzer = import_backend("resemblyzer", "the resemblyzer speaker model")
-        import torch
-
-        if self.cpu_threads:
-            torch.set_num_threads(self.cpu_threads)
-        device = torch_device(self.device)
+        device = set_up_torch(self.device, self.cpu_threads)
         self._encoder = resemblyzer.VoiceEncoder(device=device, verbose=False).eval()
         weights = Path(resemblyzer.__file__).parent / "pretrained.pt"
         self.info = SignalInfo("speaker", RESEMBLYZER, "resemblyzer/pretrained.pt (GE2E)", device,
@@ -143,10 +137,8 @@ class WavLMXVectorEncoder(SpeakerEncoder):
     """A transformers ``WavLMForXVector`` checkpoint (folder or hub id); see the module docstring."""
 
     def __init__(self, model: str, device: str = "cpu", cpu_threads: int = 0) -> None:
-        super().__init__()
+        super().__init__(device, cpu_threads)
         self.model = model
-        self.device = device
-        self.cpu_threads = cpu_threads
         self._model: Any = None
         self._extractor: Any = None
         self._dimensions = 0
@@ -159,11 +151,7 @@ class WavLMXVectorEncoder(SpeakerEncoder):
     def load(self) -> None:
         transformers = import_backend("transformers", f"the WavLM x-vector speaker model {self.model!r}",
                                       extra="transformers")
-        import torch
-
-        if self.cpu_threads:
-            torch.set_num_threads(self.cpu_threads)
-        device = torch_device(self.device)
+        device = set_up_torch(self.device, self.cpu_threads)
         self._extractor = transformers.AutoFeatureExtractor.from_pretrained(self.model)
         self._model = transformers.WavLMForXVector.from_pretrained(self.model).eval().to(device)
         self._dimensions = int(self._model.config.xvector_output_dim)
