@@ -66,7 +66,7 @@ def signals_from_settings(settings: ServerConfig, metrics: ServerMetrics) -> Sig
 
 def engine_from_settings(settings: ServerConfig) -> ASREngine:
     """Build (not load) the engine the settings name."""
-    config = EngineConfig(
+    return create_engine(settings.engine, EngineConfig(
         model=settings.model,
         device=settings.device,
         compute_type=settings.compute_type,
@@ -74,8 +74,7 @@ def engine_from_settings(settings: ServerConfig) -> ASREngine:
         cpu_threads=settings.cpu_threads,
         beam_size=settings.beam_size,
         options=dict(settings.engine_options),
-    )
-    return create_engine(settings.engine, config)
+    ))
 
 
 def limit_numpy_threads(threads: int) -> None:
@@ -124,11 +123,10 @@ async def _load_models(parts: ServerParts) -> None:
                              "max_batch_size": batching.max_batch_size})
     if parts.on_ready is not None:
         parts.on_ready()
-    note = batching.note
-    if note:
+    if batching.note:
         # A warning when the operator chose the batch size, so the setting is not silently ignored.
         chosen = "max_batch_size" in settings.model_fields_set
-        log.log(logging.WARNING if chosen else logging.INFO, note)
+        log.log(logging.WARNING if chosen else logging.INFO, batching.note)
 
 
 def _lifespan(parts: ServerParts) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
@@ -139,8 +137,7 @@ def _lifespan(parts: ServerParts) -> Callable[[FastAPI], AbstractAsyncContextMan
             yield
         finally:
             parts.engine_client.stop_taking_requests()
-            if not loader.done():
-                loader.cancel()
+            loader.cancel()  # nothing to cancel once the models have loaded
             grace_s = parts.settings.shutdown_grace_s
             await parts.signals.close(timeout_s=grace_s)
             await parts.engine_client.close(timeout_s=grace_s)

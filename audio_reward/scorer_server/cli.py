@@ -63,9 +63,8 @@ def _missing_extras(settings: ServerSettings) -> tuple[list[str], ModuleNotFound
     if absent is not None and engine_extra is not None and engine_extra not in missing:
         missing.append(engine_extra)
         error = error or absent
-    model = settings.model
-    if missing_packaged_model(model) and PACKAGED_EXTRAS[model][0] not in missing:
-        missing.append(PACKAGED_EXTRAS[model][0])
+    if missing_packaged_model(settings.model) and PACKAGED_EXTRAS[settings.model][0] not in missing:
+        missing.append(PACKAGED_EXTRAS[settings.model][0])
     return missing, error
 
 
@@ -188,9 +187,9 @@ def serve(args: argparse.Namespace) -> int:
     if missing:  # one line before anything starts, not a traceback from an import or the background load
         print(missing_extra_message(missing, "audio-reward serve:", error), file=sys.stderr)
         return 2
-    # With --ray the GPUs are the Ray workers', not necessarily this machine's.
+    # With --ray the GPUs are the Ray workers' and the port is Ray Serve's proxy's, not necessarily this machine's.
     unusable = (_unreachable_model(settings) or _language_the_model_lacks(settings)
-                or (None if args.ray else _missing_device(settings)))
+                or (None if args.ray else _missing_device(settings) or _port_taken(settings.host, settings.port)))
     if unusable:
         print(f"audio-reward serve: {unusable}", file=sys.stderr)
         return 2
@@ -198,10 +197,6 @@ def serve(args: argparse.Namespace) -> int:
     from .app import build_app
     from .http.server import ForegroundServer, uvicorn_config
 
-    taken = None if args.ray else _port_taken(settings.host, settings.port)
-    if taken:
-        print(f"audio-reward serve: {taken}", file=sys.stderr)
-        return 2
     if args.ray:
         from .ray_serve import deploy_from_args
 
@@ -216,8 +211,7 @@ def serve(args: argparse.Namespace) -> int:
     parts = app.state.parts
     if args.verbose:
         _print_lines("engine option ", parts.engine_client.options, empty="engine options: none")
-    config = uvicorn_config(app, settings)
-    server = ForegroundServer(config)
+    server = ForegroundServer(uvicorn_config(app, settings))
 
     def stop() -> None:
         server.should_exit = True

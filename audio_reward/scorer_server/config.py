@@ -235,6 +235,4 @@ class ServerConfig(BaseModel):
 
     def describe(self) -> dict[str, Any]:
         """Every setting as printed at start-up; the key shows only whether it is set."""
-        out = self.model_dump(mode="json", exclude={"api_key"})
-        out["api_key"] = masked(self.api_key)
-        return out
+        return {**self.model_dump(mode="json", exclude={"api_key"}), "api_key": masked(self.api_key)}

@@ -29,8 +29,8 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname.lower(),
             "logger": record.name,
             "message": _ANSI.sub("", record.getMessage()),
+            **_extras(record),
         }
-        out.update(_extras(record))
         if record.exc_info:
             out["exception"] = self.formatException(record.exc_info)
         return json.dumps(out, default=str)
@@ -56,16 +56,13 @@ class KeyValueFormatter(logging.Formatter):
 def configure_logging(level: str = "warning", *, json_lines: bool = False) -> None:
     """Send ``audio_reward`` and uvicorn logs to stderr at ``level``."""
     handler = logging.StreamHandler(sys.stderr)
-    colour = sys.stderr.isatty()
-    handler.setFormatter(JsonFormatter() if json_lines else KeyValueFormatter(colour=colour))
+    handler.setFormatter(JsonFormatter() if json_lines else KeyValueFormatter(colour=sys.stderr.isatty()))
     numeric = logging.getLevelName(level.upper())
-    for name in ("audio_reward", "uvicorn", "uvicorn.error"):
+    levels = dict.fromkeys(("audio_reward", "uvicorn", "uvicorn.error"), numeric)
+    # Access logs only when asked for debug: a training run sends millions of requests.
+    levels["uvicorn.access"] = numeric if numeric <= logging.DEBUG else logging.WARNING
+    for name, name_level in levels.items():
         logger = logging.getLogger(name)
         logger.handlers[:] = [handler]
-        logger.setLevel(numeric)
+        logger.setLevel(name_level)
         logger.propagate = False
-    # Access logs only when asked for debug: a training run sends millions of requests.
-    access = logging.getLogger("uvicorn.access")
-    access.handlers[:] = [handler]
-    access.setLevel(numeric if numeric <= logging.DEBUG else logging.WARNING)
-    access.propagate = False

@@ -41,8 +41,7 @@ def example_body(name: str) -> dict[str, Any]:
     """A committed protocol example (valid by the conformance tests)."""
     # One name per joinpath: Traversable.joinpath takes a single name before Python 3.11.
     text = resources.files("audio_reward.protocol").joinpath("examples").joinpath(name).read_text(encoding="utf-8")
-    body: dict[str, Any] = json.loads(text)
-    return body
+    return json.loads(text)
 
 
 def add_request_examples(schema: dict[str, Any]) -> None:

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import Request
 from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ..config import ServerConfig
 from ..errors import (
     BadRequestError,
     BodyTimeoutError,
     PayloadTooLargeError,
     UnsupportedMediaTypeError,
 )
+
+MAX_FORM_FIELDS = 32
+"""Most fields a multipart form may hold (the file part besides)."""
 
 # Besides JSON: what curl -d and generic HTTP clients send when no type is set; the body must still be JSON.
 _GENERIC_TYPES = ("", "text/plain", "application/x-www-form-urlencoded")
@@ -33,17 +39,18 @@ def _too_large(size: int | None, max_bytes: int, max_audio_seconds: float | None
     return PayloadTooLargeError(f"{what} exceeds the limit of {_mib(max_bytes)} (max_body_bytes){audio}")
 
 
-async def read_body(request: Request, max_bytes: int, timeout_s: float, *,
-                    max_audio_seconds: float | None = None) -> bytes:
-    """The raw body, or 413 as soon as it is known to exceed ``max_bytes``.
+async def read_body(request: Request, settings: ServerConfig, *, audio: bool = True) -> bytes:
+    """The raw body, or 413 as soon as it is known to exceed ``max_body_bytes``.
 
     ``Content-Length`` is checked first; the stream is counted too, because a
     chunked upload announces no length.  The whole body must arrive within
-    ``timeout_s``, or the answer is 408 and the connection is closed: a client
+    ``body_timeout_s``, or the answer is 408 and the connection is closed: a client
     that sends a few bytes of a large body cannot hold a connection.  A client
     that goes away mid-body raises starlette's ``ClientDisconnect``.  A body that
-    carries audio names ``max_audio_seconds`` in its 413, the limit a user knows.
+    carries audio (``audio``) names ``max_audio_seconds`` in its 413, the limit a user knows.
     """
+    max_bytes, timeout_s = settings.max_body_bytes, settings.body_timeout_s
+    max_audio_seconds = settings.max_audio_seconds if audio else None
     declared = request.headers.get("content-length")
     if declared is not None:
         try:
@@ -77,19 +84,25 @@ async def _read(request: Request, max_bytes: int, max_audio_seconds: float | Non
     return b"".join(chunks)
 
 
-async def parse_form(request: Request, body: bytes, *, max_files: int, max_fields: int) -> FormData:
-    """The multipart form of a body already read (and size-checked); 400 ``malformed_multipart`` if unreadable.
+@contextlib.asynccontextmanager
+async def parse_form(request: Request, body: bytes) -> AsyncIterator[FormData]:
+    """The multipart form of a body already read (and size-checked), one file part at most; 400
+    ``malformed_multipart`` if unreadable.
 
-    The caller closes the form (its uploads are spooled files).
+    The form is closed on leaving the block (its uploads are spooled files).
     """
     async def replay() -> dict[str, Any]:
         return {"type": "http.request", "body": body, "more_body": False}
 
     try:
-        return await Request(request.scope, replay).form(max_files=max_files, max_fields=max_fields,
+        form = await Request(request.scope, replay).form(max_files=1, max_fields=MAX_FORM_FIELDS,
                                                          max_part_size=len(body) + 1)
     except StarletteHTTPException as exc:
         raise BadRequestError("malformed_multipart", f"the multipart body cannot be read: {exc.detail}") from None
+    try:
+        yield form
+    finally:
+        await form.close()
 
 
 def is_multipart_form(request: Request) -> bool:

@@ -57,7 +57,7 @@ def http_error_message(request: Request, exc: StarletteHTTPException) -> str:
         return f"no endpoint at {path}; {hint}"
     if exc.status_code == 405:
         return f"{request.method} is not allowed on {request.url.path}"
-    return exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+    return str(exc.detail)
 
 
 def _has_route(request: Request, path: str) -> bool:

@@ -62,8 +62,7 @@ class RequestContextMiddleware:
             if message["type"] == "http.response.start":
                 started = True
                 status = int(message["status"])
-                message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
+                message["headers"] = [*message.get("headers", []), (b"x-request-id", request_id.encode())]
             await send(message)
 
         timed = scope.get("path", "").startswith(_TIMED_PREFIXES)
@@ -86,8 +85,7 @@ class RequestContextMiddleware:
         finally:
             if timed:
                 self.metrics.in_flight.dec()
-            route = scope.get("route")
-            endpoint = getattr(route, "path", None) or UNMATCHED
+            endpoint = getattr(scope.get("route"), "path", None) or UNMATCHED
             self.metrics.requests.labels(endpoint, str(status)).inc()
             if endpoint.startswith(_TIMED_PREFIXES):
                 self.metrics.request_latency.labels(endpoint).observe(time.perf_counter() - t0)

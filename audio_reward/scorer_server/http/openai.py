@@ -33,13 +33,11 @@ from ..openai_protocol import (
 )
 from ..service.transcription import TranscriptionService, render
 from .auth import require_api_key
-from .body import parse_form, read_body
+from .body import is_multipart_form, parse_form, read_body
 from .deps import get_settings, get_transcriptions, metrics_of
 from .errors import openai_error_body, server_error_openai_body, validation_message
 from .middleware import request_id_of
 from .responses import OrjsonResponse
-
-MAX_FORM_FIELDS = 32
 
 
 class OpenAIRoute(APIRoute):
@@ -55,9 +53,8 @@ class OpenAIRoute(APIRoute):
                 outcome, response = exc.code, OrjsonResponse(
                     server_error_openai_body(exc), status_code=exc.status, headers=exc.headers)
             except StarletteHTTPException as exc:
-                message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
                 outcome, response = f"http_{exc.status_code}", OrjsonResponse(
-                    openai_error_body(exc.status_code, f"http_{exc.status_code}", message),
+                    openai_error_body(exc.status_code, f"http_{exc.status_code}", str(exc.detail)),
                     status_code=exc.status_code, headers=dict(exc.headers or {}))
             except RequestValidationError as exc:
                 outcome = "invalid_request"
@@ -89,14 +86,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _field(form: Any, name: str) -> str | None:
-    value = form.get(name)
-    return value if isinstance(value, str) else None
-
-
 def _form_fields(form: Any) -> dict[str, str]:
-    names = set(TranscriptionForm.model_fields)
-    return {name: value for name in names if (value := _field(form, name)) is not None}
+    return {name: value for name in TranscriptionForm.model_fields if isinstance(value := form.get(name), str)}
 
 
 def _form_error(exc: ValidationError) -> ServerError:
@@ -108,16 +99,14 @@ def _form_error(exc: ValidationError) -> ServerError:
 
 
 async def _parse_upload(request: Request, body: bytes) -> tuple[TranscriptionForm, bytes, str | None]:
-    content_type = request.headers.get("content-type", "")
-    if not content_type.lower().startswith("multipart/form-data"):
-        shown = content_type.split(";")[0] or "no Content-Type"
+    if not is_multipart_form(request):
+        shown = request.headers.get("content-type", "").split(";")[0] or "no Content-Type"
         raise UnsupportedMediaTypeError(
             f"{shown} is not accepted here: send multipart/form-data with the audio in a 'file' part and a "
             "'model' field, as OpenAI clients do (curl -F file=@speech.wav -F model=...)")
 
     # The body was read (and size-checked) already; the multipart parser reads it from memory.
-    form = await parse_form(request, body, max_files=1, max_fields=MAX_FORM_FIELDS)
-    try:
+    async with parse_form(request, body) as form:
         for name in form:
             reason = UNSUPPORTED_FIELDS.get(name.removesuffix("[]"))
             if reason is not None:
@@ -132,8 +121,6 @@ async def _parse_upload(request: Request, body: bytes) -> tuple[TranscriptionFor
         except ValidationError as exc:
             raise _form_error(exc) from None
         return fields, await upload.read(), upload.filename
-    finally:
-        await form.close()
 
 
 @router.post(
@@ -149,8 +136,7 @@ async def _parse_upload(request: Request, body: bytes) -> tuple[TranscriptionFor
 async def create_transcription(request: Request, settings: Annotated[ServerConfig, Depends(get_settings)],
                                transcriptions: Transcriptions) -> Response:
     """What OpenAI's ``audio.transcriptions.create`` and ``vllm serve`` answer, on this server's engine."""
-    body = await read_body(request, settings.max_body_bytes, settings.body_timeout_s,
-                           max_audio_seconds=settings.max_audio_seconds)
+    body = await read_body(request, settings)
     form, raw, filename = await _parse_upload(request, body)
     result = await transcriptions.transcribe(form, raw, filename, request_id_of(request))
     content = render(result, form.response_format)

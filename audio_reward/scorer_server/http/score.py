@@ -37,24 +37,19 @@ _SCORE_DOC: dict[str, Any] = {
 }
 
 
-async def _score(request: Request, settings: ServerConfig, pipeline: ScoringPipeline) -> OrjsonResponse:
-    body = await read_body(request, settings.max_body_bytes, settings.body_timeout_s,
-                           max_audio_seconds=settings.max_audio_seconds)
+@router.post("/v1/score", summary="Score one utterance", **_SCORE_DOC)
+async def score_v1(request: Request, settings: Settings, pipeline: Pipeline) -> OrjsonResponse:
+    """Transcribe the speech and score it against ``prompt``; answers one flat object."""
+    body = await read_body(request, settings)
     if is_multipart_form(request):
         body = await form_score_body(request, body)
     return OrjsonResponse(await pipeline.score(body, request_id_of(request)))
 
 
-@router.post("/v1/score", summary="Score one utterance", **_SCORE_DOC)
-async def score_v1(request: Request, settings: Settings, pipeline: Pipeline) -> OrjsonResponse:
-    """Transcribe the speech and score it against ``prompt``; answers one flat object."""
-    return await _score(request, settings, pipeline)
-
-
 @router.post("/score", summary="Score one utterance (verl-omni path)", **_SCORE_DOC)
 async def score_compat(request: Request, settings: Settings, pipeline: Pipeline) -> OrjsonResponse:
     """Same as ``POST /v1/score``: the path verl-omni's audio scorer client posts to."""
-    return await _score(request, settings, pipeline)
+    return await score_v1(request, settings, pipeline)
 
 
 @router.post(
@@ -67,8 +62,7 @@ async def score_compat(request: Request, settings: Settings, pipeline: Pipeline)
 )
 async def score_batch(request: Request, settings: Settings, pipeline: Pipeline) -> Response:
     """Score every item; a failing item becomes an error object in its slot, the others still score."""
-    body = await read_body(request, settings.max_body_bytes, settings.body_timeout_s,
-                           max_audio_seconds=settings.max_audio_seconds)
+    body = await read_body(request, settings)
     result = await pipeline.score_batch(body, request_id_of(request))
     # Up to max_batch_items results with prompt-sized fields: encoded off the event loop.
     return await encode_off_loop(result)

@@ -31,7 +31,6 @@ ENCODED = frozenset({"audio_file_base64", "waveform_f32_base64", "waveform_pcm16
                      "sample_rate", "prompt", "speaker_reference_audio_base64"})
 """Request fields the form does not take as fields: the audio is the file part, the prompt is ``text``."""
 FORM_FIELDS = frozenset(ScoreRequest.model_fields) - ENCODED
-MAX_FORM_FIELDS = 32
 
 
 def _value(name: str, raw: str) -> Any:
@@ -72,16 +71,13 @@ def _text(form: Any) -> str:
 
 async def form_score_body(request: Request, body: bytes) -> bytes:
     """The JSON score request a ``multipart/form-data`` body stands for (the file in ``audio_file_base64``)."""
-    form = await parse_form(request, body, max_files=1, max_fields=MAX_FORM_FIELDS)
-    try:
+    async with parse_form(request, body) as form:
         upload = form.get(FILE_FIELD)
         if not isinstance(upload, UploadFile):
             raise BadRequestError("missing_field", "the form has no 'file' part: attach the audio file as 'file' "
                                   "(curl -F file=@speech.wav)", path=FILE_FIELD)
         request_body = {"protocol_version": PROTOCOL_VERSION, **_fields(form), "prompt": _text(form),
                         "audio_file_base64": base64.b64encode(await upload.read()).decode("ascii")}
-    finally:
-        await form.close()
     return json.dumps(request_body).encode("utf-8")
 
 

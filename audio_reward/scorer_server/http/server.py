@@ -166,8 +166,7 @@ def uvicorn_config(app: FastAPI, settings: ServerConfig, **overrides: Any) -> uv
         "timeout_graceful_shutdown": max(1, round(settings.shutdown_grace_s)),
         "lifespan": "on",
     }
-    options.update(overrides)
-    return uvicorn.Config(app, **options)
+    return uvicorn.Config(app, **(options | overrides))
 
 
 class ForegroundServer(uvicorn.Server):

@@ -29,5 +29,5 @@ router = APIRouter(tags=["speakers"], dependencies=[Depends(require_api_key), De
 async def register_speaker(request: Request, settings: Annotated[ServerConfig, Depends(get_settings)],
                            signals: Annotated[SignalService, Depends(get_signals)]) -> OrjsonResponse:
     """Embed the recording with the speaker model and keep it; score requests then send ``speaker_reference_id``."""
-    body = await read_body(request, settings.max_body_bytes, settings.body_timeout_s)
+    body = await read_body(request, settings, audio=False)
     return OrjsonResponse(await signals.register(body))

@@ -49,9 +49,8 @@ def decode_ffmpeg(raw: bytes, field: str, max_seconds: float) -> np.ndarray | No
         try:
             for frame in container.decode(audio=0):
                 for out in resampler.resample(frame):
-                    chunk = out.to_ndarray().reshape(-1)
-                    chunks.append(chunk)
-                    samples += chunk.shape[0]
+                    chunks.append(out.to_ndarray().reshape(-1))
+                    samples += chunks[-1].shape[0]
                 if samples > limit:  # a header without a duration cannot make us decode an hour
                     raise _too_long(field, samples / ENGINE_SAMPLE_RATE, max_seconds)
             chunks += [out.to_ndarray().reshape(-1) for out in resampler.resample(None)]

@@ -13,7 +13,7 @@ is bounded by entries and by bytes.
 
 A caller claims each key (:meth:`RecentResults.claim`): the first claim of a
 key leads and settles it with :meth:`~RecentResults.resolve` or
-:meth:`~RecentResults.fail`, later ones :meth:`~RecentResults.join` it
+:meth:`~RecentResults.fail`, later ones wait on the claim's future
 (:class:`~.engine_client.EngineClient` does this for the server).
 """
 
@@ -79,15 +79,6 @@ class RecentResults:
 
     def __len__(self) -> int:
         return len(self._entries)
-
-    @staticmethod
-    async def join(claim: Claim, wait_s: float) -> Any:
-        """The value the claim's leader settles, waiting at most ``wait_s``.
-
-        Raises the leader's error, or :class:`asyncio.TimeoutError`; the leader's work is never
-        cancelled by a joiner giving up.
-        """
-        return await asyncio.wait_for(asyncio.shield(claim.future), wait_s)
 
     def claim(self, key: Key) -> Claim:
         """A hold on ``key``: its recent or in-flight value, or the duty to produce it."""

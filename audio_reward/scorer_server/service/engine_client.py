@@ -23,7 +23,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -42,7 +42,7 @@ from ..errors import (
 )
 from .dedup import Claim, Key, RecentResults
 from .prometheus import ServerMetrics
-from .scheduler import RefusalTurns, Scheduler, SchedulerClosedError, SchedulingConfig, admit, scheduler_for
+from .scheduler import BaseScheduler, RefusalTurns, SchedulerClosedError, SchedulingConfig, admit, scheduler_for
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ class EngineClient:
         self.early_refusal = early_refusal
         self.default_language = default_language
         self.state = EngineState()
-        self._scheduler: Scheduler | None = None
+        self._scheduler: BaseScheduler | None = None
         self._turns = RefusalTurns()
 
     # -- what it is ----------------------------------------------------------------------------------------------
@@ -196,12 +196,6 @@ class EngineClient:
         await asyncio.to_thread(self._engine.close)
 
     # -- languages -----------------------------------------------------------------------------------------------
-    def resolve_language(self, requested: str | None, *, path: str = "$.language") -> str | None:
-        """The language code to decode with (the request's, else the server default); 400 if the model lacks it."""
-        language = self.language_for(requested)
-        self.check_language(language, requested, path=path)
-        return language
-
     def language_for(self, requested: str | None) -> str | None:
         """The language code a request decodes with: its own, else the server default (None: detect)."""
         return language_code(requested or self.default_language)
@@ -223,7 +217,7 @@ class EngineClient:
         """Tells the scheduler a request is being decoded, so an idle engine may wait for it to join a batch."""
         return self._scheduler.arriving() if self._scheduler is not None else contextlib.nullcontext()
 
-    def _started(self) -> Scheduler:
+    def _started(self) -> BaseScheduler:
         """The scheduler to submit to; 503 with ``Retry-After`` while loading or after a failed load."""
         if self._scheduler is None or not self.state.ready:
             if self.state.load_error:
@@ -238,14 +232,13 @@ class EngineClient:
     def admission_estimate(self) -> dict[str, float]:
         """What ``/metrics`` shows of the admission rule: the queue in audio seconds, the measured throughput,
         and the wait a new request would see now (the last two absent until measured)."""
-        scheduler = self._scheduler
-        admission = scheduler.admission() if scheduler is not None else None
+        admission = self._scheduler.admission() if self._scheduler is not None else None
         if admission is None:
             return {}
         return {"queued_audio_seconds": admission.queued_audio_s, "throughput": admission.throughput,
                 "estimated_wait_seconds": admission.wait_s()}
 
-    def _refuse_if_late(self, scheduler: Scheduler, inputs: Sequence[TranscriptionInput]) -> None:
+    def _refuse_if_late(self, scheduler: BaseScheduler, inputs: Sequence[TranscriptionInput]) -> None:
         """429 now for a request that the measured throughput says cannot finish within the request timeout
         (within :data:`ADMISSION_HEADROOM` of it).
 
@@ -298,7 +291,8 @@ class EngineClient:
         scheduler, futures = self._admit_leading([requests[i] for i in leading], [claims[i] for i in leading])
         leads = {i: _Lead(requests[i], claims[i], self._recent, future)
                  for i, future in zip(leading, futures, strict=True)}
-        waits = [leads[i].engine if i in leads else _held(claims[i]).future for i in range(len(requests))]
+        # Only keyed requests join another: the claim of one that does not lead is never None.
+        waits = [leads[i].engine if i in leads else cast(Claim, claims[i]).future for i in range(len(requests))]
         try:
             await asyncio.wait(waits, timeout=max(0.0, deadline - loop.time()))
         finally:
@@ -310,10 +304,10 @@ class EngineClient:
         """What became of one utterance: its own engine call, or the one it joined."""
         if lead is not None:
             return EngineOutcome(lead.outcome(self._timeout))
-        return EngineOutcome(_joined(_held(claim).future, self._timeout), joined=True)
+        return EngineOutcome(_joined(cast(Claim, claim).future, self._timeout), joined=True)
 
     def _admit_leading(self, requests: Sequence[EngineRequest], claims: Sequence[Claim | None]
-                       ) -> tuple[Scheduler, list[asyncio.Future[Transcription]]]:
+                       ) -> tuple[BaseScheduler, list[asyncio.Future[Transcription]]]:
         """Queue the utterances this request transcribes itself; on a refusal, release their keys with it."""
         try:
             scheduler = self._started()
@@ -382,21 +376,13 @@ def _joined(future: asyncio.Future[Any], timeout: Callable[[], RequestTimeoutErr
     """What a request joined to another's key gets: that request's transcript or error, else a 504."""
     if not future.done() or future.cancelled():
         return timeout()
-    exc = future.exception()
-    if exc is not None:
+    if (exc := future.exception()) is not None:
         return exc if isinstance(exc, ServerError) else timeout()
-    value = future.result()
-    assert isinstance(value, Transcription)
-    return value
+    return future.result()  # the leader's transcript (the cache keeps nothing else)
 
 
 def _stopped() -> RequestTimeoutError:
     return RequestTimeoutError("the first request with this id stopped before it was scored; retry")
-
-
-def _held(claim: Claim | None) -> Claim:
-    assert claim is not None  # only keyed requests join another
-    return claim
 
 
 def _engine_error(exc: BaseException, request_id: str) -> ServerError:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from audio_reward import __version__
 from audio_reward.protocol import PROTOCOL_VERSION, SUPPORTED_VERSIONS, InfoResponse, RewardPolicy
+from audio_reward.protocol.models import LimitsDescription
 from audio_reward.scoring import Normalizer
 
 from ..config import ServerConfig
@@ -53,16 +54,7 @@ class ServerInfo:
             "normalizer": self.normalizer.name,
             "default_language": s.language,
             "reward": self.policy.model_dump(),
-            "limits": {
-                "max_audio_seconds": s.max_audio_seconds,
-                "max_body_bytes": s.max_body_bytes,
-                "max_batch_items": s.max_batch_items,
-                "max_prompt_chars": s.max_prompt_chars,
-                "max_audio_bytes": s.max_audio_bytes,
-                "max_batch_audio_bytes": s.max_batch_audio_bytes,
-                "max_queue": s.max_queue,
-                "request_timeout_s": s.request_timeout_s,
-            },
+            "limits": s.model_dump(include=set(LimitsDescription.model_fields)),  # each a setting of its name
             "batching": client.describe_batching(),
             "signals": self.signals.describe() if self.signals is not None else None,
             "auth": s.api_key is not None,

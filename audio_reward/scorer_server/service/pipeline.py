@@ -13,8 +13,6 @@ side by side.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,8 +47,6 @@ from .engine_client import EngineClient, EngineOutcome, EngineRequest
 from .offload import Offload
 from .prometheus import ServerMetrics
 from .signals import SignalItem, SignalJob, SignalService
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -236,13 +232,6 @@ class ScoringPipeline:
         else:
             self.metrics.observe_result(outcome)
 
-    def _start_measuring(self, utterances: list[_Utterance]) -> asyncio.Task[None] | None:
-        """Start measuring the utterances' signals beside their transcription; None when none asks for any."""
-        measured = [u.signals for u in utterances if u.signals is not None]
-        if self.signals is None or not measured:
-            return None
-        return self.signals.start_measuring(measured, self.engine_client.request_timeout_s)
-
     async def _score_items(self, items: list[PreparedRequest]) -> list[ScoreResponse | ServerError]:
         """Each item's flat result or error, in order.
 
@@ -251,7 +240,11 @@ class ScoringPipeline:
         of the whole call (queue full, not ready, timeout) is raised.
         """
         utterances = [_Utterance.of(item) for item in items]
-        measuring = self._start_measuring(utterances)
+        # The signals are measured beside the transcription (None: no utterance asks for any).
+        measured = [u.signals for u in utterances if u.signals is not None]
+        measuring = None
+        if self.signals is not None:
+            measuring = self.signals.start_measuring(measured, self.engine_client.request_timeout_s)
         try:
             outcomes = await self.engine_client.transcribe_many([u.engine_request() for u in utterances])
         except BaseException:

@@ -6,7 +6,7 @@ the server's 429 with ``Retry-After``, or its 503 when closed), the batch call (
 engine's ``transcribe``, or a signal model's embedding or scoring) and the settling of each caller's future
 with its own outcome, the accounting reported to metrics (:class:`BatchStats`), and closing. They differ only
 in how they pick work; :func:`scheduler_for` picks the one an ASR engine needs.  The base also measures the
-engine's throughput (:meth:`BaseScheduler.admission`, audio seconds per wall second) for the engine client's
+engine's throughput (:meth:`MicroBatchScheduler.admission`, audio seconds per wall second) for the engine client's
 early refusal, and takes back the work of a caller that stopped waiting (:meth:`BaseScheduler.withdraw`).
 
 :class:`MicroBatchScheduler`, for engines that take one batch at a time
@@ -46,7 +46,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from audio_reward.futures import fail_all, settle
 
@@ -62,11 +62,7 @@ THROUGHPUT_WEIGHT = 0.2
 """Weight of the newest engine call in the running averages behind the throughput."""
 
 
-class SchedulerError(Exception):
-    """Base of the scheduler's refusals."""
-
-
-class SchedulerFullError(SchedulerError):
+class SchedulerFullError(Exception):
     """The queue holds ``max_queue`` utterances; retry after ``retry_after_s``."""
 
     def __init__(self, queued: int, limit: int, retry_after_s: float) -> None:
@@ -74,7 +70,7 @@ class SchedulerFullError(SchedulerError):
         self.retry_after_s = retry_after_s
 
 
-class SchedulerClosedError(SchedulerError):
+class SchedulerClosedError(Exception):
     """The server is shutting down and takes no new work."""
 
 
@@ -147,12 +143,6 @@ class _Pending:
     future: asyncio.Future[Any]
 
 
-def _at_least_one(**values: int) -> None:
-    for name, value in values.items():
-        if value < 1:
-            raise ValueError(f"{name} must be at least 1")
-
-
 def _stopped_error() -> SchedulerClosedError:
     return SchedulerClosedError("the server stopped before this utterance was scored")
 
@@ -165,32 +155,6 @@ def _cancel_if_abandoned(task: asyncio.Task[None], future: asyncio.Future[Any]) 
 BatchCall = Callable[[list[Any]], Awaitable[Sequence[Any]]]
 """What a scheduler calls: one awaited call per batch of queued :class:`AudioInput` items, one result per item,
 in order.  An ASR engine's ``transcribe``; a signal model's embedding or scoring of the items' audio."""
-
-
-class Scheduler(Protocol):
-    """What the scoring routes need from a scheduler."""
-
-    @property
-    def queued(self) -> int: ...
-
-    @property
-    def idle(self) -> bool: ...
-
-    def start(self) -> None: ...
-
-    def retry_after_s(self) -> float: ...
-
-    def submit_many(self, items: Sequence[AudioInput]) -> list[asyncio.Future[Any]]: ...
-
-    def arriving(self) -> contextlib.AbstractContextManager[None]: ...
-
-    def withdraw(self, futures: Sequence[asyncio.Future[Any]]) -> None: ...
-
-    def admission(self) -> Admission | None: ...
-
-    def describe(self) -> dict[str, Any]: ...
-
-    async def close(self, timeout_s: float = 30.0) -> None: ...
 
 
 class BaseScheduler(ABC):
@@ -268,13 +232,10 @@ class BaseScheduler(ABC):
         if queued and queued + len(items) > self.max_queue:
             raise SchedulerFullError(queued, self.max_queue, self.retry_after_s())
         loop = asyncio.get_running_loop()
-        futures: list[asyncio.Future[Any]] = []
-        for item in items:
-            fut: asyncio.Future[Any] = loop.create_future()
-            self._waiting.append(_Pending(item, fut))
-            futures.append(fut)
+        pending = [_Pending(item, loop.create_future()) for item in items]
+        self._waiting += pending
         self._admitted()
-        return futures
+        return [p.future for p in pending]
 
     def withdraw(self, futures: Sequence[asyncio.Future[Any]]) -> None:
         """The caller stopped waiting for ``futures`` (its timeout): those still queued leave, cancelled.
@@ -294,17 +255,11 @@ class BaseScheduler(ABC):
             self._drained.set()
 
     def admission(self) -> Admission | None:
-        """The work ahead and the measured throughput; None until enough engine calls have been measured."""
-        if self._calls_measured < MEASURED_CALLS or self._call_engine_s <= 0:
-            return None
-        rate = self._call_audio_s / self._call_engine_s * self._parallel_calls()
-        if rate <= 0:
-            return None
-        return Admission(sum(p.item.duration_s for p in self._waiting), self._running_audio_s, rate)
-
-    def _parallel_calls(self) -> int:
-        """Engine calls that run at once (their throughputs add up)."""
-        return 1
+        """The work ahead and the measured throughput, where one rate describes the engine
+        (:meth:`MicroBatchScheduler.admission`); None for :class:`PassThroughScheduler`: a continuous-batching
+        engine's throughput changes with how much it holds, so one measured rate would misjudge the queue, and
+        ``max_queue`` alone bounds admission there."""
+        return None
 
     def _launch(self, work: list[_Pending]) -> asyncio.Task[None]:
         """Run ``work`` as one engine call in a task of its own."""
@@ -396,7 +351,8 @@ class MicroBatchScheduler(BaseScheduler):
         on_batch: Callable[[BatchStats], None] | None = None,
     ) -> None:
         super().__init__(run_batch, max_queue=max_queue, on_batch=on_batch)
-        _at_least_one(max_batches_in_flight=max_batches_in_flight)
+        if max_batches_in_flight < 1:
+            raise ValueError("max_batches_in_flight must be at least 1")
         self.max_batch_size = max_batch_size
         self.max_wait_s = max_wait_s
         self.max_batch_audio_s = max_batch_audio_s
@@ -421,8 +377,15 @@ class MicroBatchScheduler(BaseScheduler):
     def _admitted(self) -> None:
         self._wakeup.set()
 
-    def _parallel_calls(self) -> int:
-        return self.max_batches_in_flight
+    def admission(self) -> Admission | None:
+        """The work ahead and the measured throughput; None until enough engine calls have been measured."""
+        if self._calls_measured < MEASURED_CALLS or self._call_engine_s <= 0:
+            return None
+        # The engine calls in flight at once add up their throughputs.
+        rate = self._call_audio_s / self._call_engine_s * self.max_batches_in_flight
+        if rate <= 0:
+            return None
+        return Admission(sum(p.item.duration_s for p in self._waiting), self._running_audio_s, rate)
 
     def _extra_tasks(self) -> list[asyncio.Task[None]]:
         worker, self._worker = self._worker, None
@@ -431,9 +394,6 @@ class MicroBatchScheduler(BaseScheduler):
     # -- forming batches ------------------------------------------------------------------
     async def _wait(self, timeout_s: float | None = None) -> None:
         self._wakeup.clear()
-        if timeout_s is None:
-            await self._wakeup.wait()
-            return
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._wakeup.wait(), timeout_s)
 
@@ -473,22 +433,19 @@ class MicroBatchScheduler(BaseScheduler):
             return []
         budget = self.max_batch_audio_s
         anchor = queue[0]
-        chosen = [0]
+        chosen = {0}
         audio_s = anchor.item.duration_s
-        if len(queue) > 1:
-            length = anchor.item.audio.shape[0]
-            by_closeness = sorted(range(1, len(queue)), key=lambda i: (abs(queue[i].item.audio.shape[0] - length), i))
-            for i in by_closeness:
-                if len(chosen) >= self.max_batch_size:
-                    break
-                seconds = queue[i].item.duration_s
-                if budget is not None and audio_s + seconds > budget:
-                    continue
-                chosen.append(i)
-                audio_s += seconds
-        taken_ids = set(chosen)
+        length = anchor.item.audio.shape[0]
+        for i in sorted(range(1, len(queue)), key=lambda i: (abs(queue[i].item.audio.shape[0] - length), i)):
+            if len(chosen) >= self.max_batch_size:
+                break
+            seconds = queue[i].item.duration_s
+            if budget is not None and audio_s + seconds > budget:
+                continue
+            chosen.add(i)
+            audio_s += seconds
         taken = [queue[i] for i in sorted(chosen)]
-        self._waiting = [p for i, p in enumerate(queue) if i not in taken_ids]
+        self._waiting = [p for i, p in enumerate(queue) if i not in chosen]
         taken.sort(key=lambda p: p.item.audio.shape[0])  # order by length so each engine call pads little
         return taken
 
@@ -509,7 +466,8 @@ class PassThroughScheduler(BaseScheduler):
     def __init__(self, run_batch: BatchCall, *, max_in_flight: int, max_queue: int = 512,
                  on_batch: Callable[[BatchStats], None] | None = None) -> None:
         super().__init__(run_batch, max_queue=max_queue, on_batch=on_batch)
-        _at_least_one(max_in_flight=max_in_flight)
+        if max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
         self.max_in_flight = max_in_flight
 
     def describe(self) -> dict[str, Any]:
@@ -520,11 +478,6 @@ class PassThroughScheduler(BaseScheduler):
         """Seconds until the waiting utterances have likely entered the engine (at least 1)."""
         rate = self.max_in_flight / max(self._recent_call_s, 1e-3)
         return max(1.0, len(self._waiting) / rate)
-
-    def admission(self) -> Admission | None:
-        """None: a continuous-batching engine's throughput changes with how much it holds, so one measured
-        rate would misjudge the queue; ``max_queue`` alone bounds admission here."""
-        return None
 
     def withdraw(self, futures: Sequence[asyncio.Future[Any]]) -> None:
         """Cancel ``futures``, queued or inside the engine (which aborts them, freeing their slots at once)."""
@@ -574,7 +527,7 @@ def scheduler_for(engine: ASREngine, config: SchedulingConfig,
     )
 
 
-def admit(scheduler: Scheduler, inputs: Sequence[AudioInput], *,
+def admit(scheduler: BaseScheduler, inputs: Sequence[AudioInput], *,
           queue: str | None = None) -> list[asyncio.Future[Any]]:
     """Queue ``inputs`` together (all or none); 429 when the queue is full, 503 when it is closed.
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -114,12 +115,8 @@ class SignalService:
     @property
     def models(self) -> dict[str, SpeakerEncoder | QualityScorer]:
         """The loaded-or-loading models by signal name."""
-        out: dict[str, SpeakerEncoder | QualityScorer] = {}
-        if self.speaker is not None:
-            out["speaker"] = self.speaker
-        if self.quality is not None:
-            out["quality"] = self.quality
-        return out
+        models = {"speaker": self.speaker, "quality": self.quality}
+        return {name: model for name, model in models.items() if model is not None}
 
     # -- life cycle ------------------------------------------------------------------------
     def load(self) -> None:
@@ -152,12 +149,8 @@ class SignalService:
 
     def describe(self) -> dict[str, Any]:
         """The ``/v1/info`` part: each signal's model, or null when it is off."""
-        out: dict[str, Any] = {}
-        for name in ("speaker", "quality"):
-            model = self.models.get(name)
-            if model is None:
-                out[name] = None
-                continue
+        out: dict[str, Any] = dict.fromkeys(("speaker", "quality"))
+        for name, model in self.models.items():
             info = model.info
             out[name] = {"engine": info.engine, "model_id": info.model_id, "device": info.device,
                          "extra": dict(info.extra), "ready": name in self._schedulers}
@@ -240,13 +233,8 @@ class SignalService:
         scheduler = self._schedulers.get(name)
         if scheduler is None:
             raise NotReadyError(f"the {name} model is still loading", retry_after_s=5)
-        audio = [a for group in groups for a in group]
-        futures = admit(scheduler, [AudioInput(a) for a in audio], queue=f"the {name} model")
-        out: list[list[asyncio.Future[Any]]] = []
-        for group in groups:
-            out.append(futures[:len(group)])
-            futures = futures[len(group):]
-        return out
+        futures = iter(admit(scheduler, [AudioInput(a) for group in groups for a in group], queue=f"the {name} model"))
+        return [list(itertools.islice(futures, len(group))) for group in groups]
 
     async def measure(self, items: Sequence[SignalItem]) -> None:
         """Measure each item's signals (its audio at 16 kHz); raises :class:`ServerError` if a model call fails.
@@ -295,8 +283,7 @@ class SignalService:
         except ProtocolError as exc:
             raise BadRequestError.from_protocol(exc) from None
         self._require_speaker("$")
-        path = f"$.{audio.encoding}"
-        return self._reference_16k(audio, path)
+        return self._reference_16k(audio, f"$.{audio.encoding}")
 
     async def register(self, body: bytes) -> dict[str, Any]:
         """A ``POST /v1/speakers`` body → ``{"speaker_reference_id", ...}``; the embedding is kept in the store."""
@@ -306,10 +293,9 @@ class SignalService:
             (waits,) = self._submit("speaker", [audio])
             (embedding,) = await _outcomes(waits, "the speaker model failed on this reference")
             self.store.put(key, embedding)
-        speaker = cast(SpeakerEncoder, self.speaker)
         return {"speaker_reference_id": key, "protocol_version": PROTOCOL_VERSION,
-                "duration_s": audio.shape[0] / ENGINE_SAMPLE_RATE, "model": speaker.info.model_id,
-                "ttl_s": self.store.ttl_s}
+                "duration_s": audio.shape[0] / ENGINE_SAMPLE_RATE,
+                "model": cast(SpeakerEncoder, self.speaker).info.model_id, "ttl_s": self.store.ttl_s}
 
 
 

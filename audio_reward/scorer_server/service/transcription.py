@@ -52,7 +52,8 @@ class TranscriptionResult:
 
 
 def _decode_soundfile(raw: bytes, name: str, max_seconds: float, max_bytes: int) -> np.ndarray | None:
-    """16 kHz mono float32 via libsndfile, or None when it does not know the format.
+    """16 kHz mono float32 via libsndfile, or None when it does not know the format (AudioDecodeError for one
+    it knows that is over the limits or broken).
 
     The same bounded decoding as ``/v1/score``'s files: the header is checked
     against the limits before any sample is decoded, and a file that declares
@@ -64,12 +65,9 @@ def _decode_soundfile(raw: bytes, name: str, max_seconds: float, max_bytes: int)
         return None  # not a libsndfile format: FFmpeg may know it
     if header.sample_rate <= 0:
         return None
-    try:
-        check_file_size(header, field=name, max_seconds=max_seconds, max_bytes=max_bytes)
-        max_frames, limit_name = max_frames_for(header, max_seconds, max_bytes)
-        data = decode_file_bytes(raw, header, field=name, max_frames=max_frames, limit_name=limit_name)
-    except AudioDecodeError as exc:
-        raise BadRequestError(exc.code, str(exc), path="file") from None
+    check_file_size(header, field=name, max_seconds=max_seconds, max_bytes=max_bytes)
+    max_frames, limit_name = max_frames_for(header, max_seconds, max_bytes)
+    data = decode_file_bytes(raw, header, field=name, max_frames=max_frames, limit_name=limit_name)
     return resample_16k(data, header.sample_rate)
 
 
@@ -78,12 +76,12 @@ def decode_upload(raw: bytes, filename: str | None, max_seconds: float, max_byte
     name = f"file {filename!r}" if filename else "the file"
     if not raw:
         raise BadRequestError("empty_audio", f"{name} is empty", path="file")
-    audio = _decode_soundfile(raw, name, max_seconds, max_bytes)
-    if audio is None:
-        try:
+    try:
+        audio = _decode_soundfile(raw, name, max_seconds, max_bytes)
+        if audio is None:
             audio = decode_ffmpeg(raw, name, max_seconds)
-        except AudioDecodeError as exc:
-            raise BadRequestError(exc.code, str(exc), path="file") from None
+    except AudioDecodeError as exc:
+        raise BadRequestError(exc.code, str(exc), path="file") from None
     if audio is None:
         raise BadRequestError(
             "invalid_audio_file", f"{name} is not audio: {describe_bytes(raw)}; send {READABLE_FORMATS}", path="file"
@@ -115,8 +113,7 @@ class TranscriptionService:
 
     def models(self) -> ModelList:
         """``GET /v1/models``."""
-        created, root = int(self.engine_client.state.started_at), self.engine_client.info.model_id
-        return ModelList(data=[ModelCard(id=name, created=created, root=root) for name in self.model_names()])
+        return ModelList(data=[self.model_card(name) for name in self.model_names()])
 
     def model_card(self, model_id: str) -> ModelCard:
         """``GET /v1/models/{id}``; 404 for a model not served here."""
@@ -150,7 +147,8 @@ class TranscriptionService:
                          request_id: str) -> TranscriptionResult:
         """Check the form, decode the upload, transcribe it; raises :class:`ServerError`."""
         self._check_form(form)
-        language = self.engine_client.resolve_language(form.language, path="language")
+        language = self.engine_client.language_for(form.language)
+        self.engine_client.check_language(language, form.language, path="language")
         audio = await run_in_threadpool(decode_upload, raw, filename, self.max_audio_seconds, self.max_audio_bytes)
         transcription = await self.engine_client.transcribe(audio, language, request_id)
         self.metrics.transcriptions.labels("ok").inc()
