@@ -67,7 +67,6 @@ class ActorCheckpoint:
 
     path: Path
     world_size: int
-    fsdp_version: int | None
     step: int | None
 
     @property
@@ -110,7 +109,7 @@ def find_actor_checkpoint(path: str | Path) -> ActorCheckpoint:
         raise ExportError(f"{config} is not readable: {exc}") from None
     step_name = root.parent.name if root.name == "actor" else root.name
     step = int(step_name.rpartition("_")[2]) if step_name.startswith("global_step_") else None
-    ckpt = ActorCheckpoint(root, world, saved.get("FSDP_version"), step)
+    ckpt = ActorCheckpoint(root, world, step)
     missing = [p.name for p in ckpt.rank_files if not p.is_file()]
     if missing:
         raise ExportError(f"{root} lacks {', '.join(missing)} of a world-size-{world} checkpoint "

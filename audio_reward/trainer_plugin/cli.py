@@ -26,15 +26,12 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         config = load_config(args.config, args.overrides)
-    except ModuleNotFoundError as exc:
-        if exc.name in ("hydra", "omegaconf"):
+    except Exception as exc:  # noqa: BLE001 - a config that does not compose is the first failed check
+        if isinstance(exc, ModuleNotFoundError) and exc.name in ("hydra", "omegaconf"):
             print(f"[FAIL] config: {exc.name} is not installed in this environment ({sys.executable}); run "
                   "preflight in the trainer environment, where verl is (scripts/envs/verl.sh builds one)")
-            return 1
-        print(f"[FAIL] config: {exc}")
-        return 1
-    except Exception as exc:  # noqa: BLE001 - a config that does not compose is the first failed check
-        print(f"[FAIL] config: {exc}")
+        else:
+            print(f"[FAIL] config: {exc}")
         return 1
     checks = run_checks(config, skip_server=args.skip_server, skip_data=args.skip_data, skip_model=args.skip_model)
     for check in checks:

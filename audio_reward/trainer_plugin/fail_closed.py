@@ -130,8 +130,8 @@ class _FailClosedMixin:
         base = self.verl_base()
         refuse_unsupported(base, ground_problems(base))
         super().__init__(*args, **kwargs)
-        missing = [f"{base.__name__}.__init__ sets no {attr}" for attr, kind in ((FAILURES, Mapping), (KWARGS, object))
-                   if not isinstance(getattr(self, attr, None), kind)]
+        present = {FAILURES: isinstance(getattr(self, FAILURES, None), Mapping), KWARGS: hasattr(self, KWARGS)}
+        missing = [f"{base.__name__}.__init__ sets no {attr}" for attr, ok in present.items() if not ok]
         refuse_unsupported(base, missing)
         self._init_fail_closed(self.sampler_kwargs)
 

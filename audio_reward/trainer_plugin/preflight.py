@@ -80,9 +80,7 @@ from .settings import (
 
 
 def _module_of(path: str | None) -> str | None:
-    if not path:
-        return None
-    return path[len("pkg://"):] if path.startswith("pkg://") else path
+    return path.removeprefix("pkg://") if path else None
 
 
 # What a correct setup looks like is read from the recipes' override tables, the values the launch writes.
@@ -396,12 +394,11 @@ def check_rollout(config: Any, environ: Mapping[str, str] | None = None) -> list
 
 def check_fail_closed(config: Any) -> list[Check]:
     """verl's v1 trainer trains on when a reward raises; the fail-closed sampler stops it."""
-    if not bool(_get(config, "trainer.use_v1", False)) and str(_get(config, "trainer.v1.trainer_mode", "")) != \
-            "omni_sync":
+    mode = str(_get(config, "trainer.v1.trainer_mode", "sync"))
+    if not bool(_get(config, "trainer.use_v1", False)) and mode != "omni_sync":
         return []
     path = _module_of(_get(config, SAMPLER_PATH))
     name = str(_get(config, SAMPLER_NAME, "") or "")
-    mode = str(_get(config, "trainer.v1.trainer_mode", "sync"))
     if path != FAIL_CLOSED_MODULE:
         return [Check("fail-closed", False, "verl's v1 trainer marks a group whose reward raised as failed and "
                                             f"trains on without it: set {SAMPLER_PATH}="
@@ -553,14 +550,14 @@ def check_model(config: Any) -> list[Check]:
     return [Check("model", False, p) for p in problems] or [Check("model", True, f"{path}: weights readable")]
 
 
-def run_checks(config: Any, *, skip_server: bool = False, skip_data: bool = False, skip_model: bool = False,
-               info_fn: Callable[[str], dict[str, Any]] | None = None) -> list[Check]:
+def run_checks(config: Any, *, skip_server: bool = False, skip_data: bool = False,
+               skip_model: bool = False) -> list[Check]:
     checks = (check_group_size(config) + check_reward_wiring(config) + check_rollout(config)
               + check_omni_install(config) + check_rollout_correction(config) + check_fail_closed(config))
     if not skip_model:
         checks += check_model(config)
     if not skip_server:
-        checks += check_server(config, info_fn)
+        checks += check_server(config)
     if not skip_data:
         checks += check_data(config)
     return checks

@@ -58,13 +58,6 @@ def _step(data: Any) -> int | None:
     return None
 
 
-def _target_audio(item: Any) -> str | None:
-    extra_info = item.non_tensor_batch.get("extra_info")
-    extra_info = extra_info.item() if hasattr(extra_info, "item") and not isinstance(extra_info, dict) else extra_info
-    value = (extra_info or {}).get("target_audio")
-    return str(value) if value else None
-
-
 class AudioScoreRewardMixin:
     """Scores each rollout's waveform against its target text on the audio-reward server.
 
@@ -144,6 +137,7 @@ class AudioScoreRewardMixin:
         result = await scorer.score(sample)
         diagnostics = result.pop("diagnostics", {})
         if self.validation is not None and self._is_validation(data, sample.metadata):
+            target = sample.metadata.get("target_audio")  # the row's recording of the text, if any
             await asyncio.to_thread(
                 self.validation.log_sample,
                 str(sample.metadata.get("index", sample.metadata.get("id", sample.text))),
@@ -153,7 +147,7 @@ class AudioScoreRewardMixin:
                 score=result["reward_score"],
                 diagnostics={**diagnostics, **result["reward_extra_info"]},
                 step=_step(data),
-                target_audio=_target_audio(item),
+                target_audio=str(target) if target else None,
             )
         return result
 

@@ -123,7 +123,6 @@ def audio_sample_from_item(
     audio_key: str = "audio",
     sample_rate_key: str = "audio_sample_rate",
     text_key: str | None = None,
-    language_key: str = "language",
     default_language: str | None = None,
 ) -> AudioSample:
     """Build an :class:`AudioSample` from one ``DataProtoItem``; :class:`SampleError` names what is missing."""
@@ -138,7 +137,7 @@ def audio_sample_from_item(
     rate = find_field(item, extra_info, sample_rate_key)
     if rate is None:
         raise MissingFieldError(f"no sample rate: expected {sample_rate_key!r} beside the audio")
-    language = _unwrap(extra_info.get(language_key)) or default_language
+    language = _unwrap(extra_info.get("language")) or default_language
     return AudioSample(
         waveform=as_waveform(audio),
         sample_rate=as_sample_rate(rate),

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
@@ -72,12 +72,8 @@ class Recipe:
 class LaunchPlan:
     """What ``run.sh`` exports and runs."""
 
-    recipe: str
     env: dict[str, str]
     overrides: list[str]
-    output_dir: str
-    settings: dict[str, str] = field(default_factory=dict)
-    """The resolved recipe variables (defaults filled in)."""
 
     @property
     def command(self) -> list[str]:
@@ -189,8 +185,7 @@ def plan(name: str, overrides: Sequence[str] = (), environ: Mapping[str, str] | 
         env["PYTHONHASHSEED"] = values["SEED"]
     env["OUTPUT_DIR"] = values["OUTPUT_DIR"]
     env["VERL_FILE_LOGGER_PATH"] = str(Path(values["OUTPUT_DIR"]) / METRICS_FILE)
-    return LaunchPlan(recipe=name, env=env, overrides=[*spec.overrides.render(values), *overrides],
-                      output_dir=values["OUTPUT_DIR"], settings=values)
+    return LaunchPlan(env=env, overrides=[*spec.overrides.render(values), *overrides])
 
 
 def _last(overrides: Sequence[str], key: str, default: str) -> str:
@@ -226,9 +221,8 @@ def _default_note(spec: Recipe, var: Variable) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    check = bool(argv) and argv[0] == "--check-run"
-    if check:
-        argv = argv[1:]
+    check = argv[:1] == ["--check-run"]
+    argv = argv[1:] if check else argv
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
         for spec in RECIPES.values():

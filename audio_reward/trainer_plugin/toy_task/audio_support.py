@@ -134,19 +134,6 @@ def qwen2_audio_processor() -> None:
     _rebind(original, hf_processor, (tokenizer_module, verl.utils))
 
 
-def _load_clip(path: str, rate: int) -> Any:
-    import numpy as np
-    import soundfile as sf
-
-    audio, source_rate = sf.read(path, dtype="float32", always_2d=True)
-    mono = audio.mean(axis=1)
-    if source_rate != rate:
-        import soxr
-
-        mono = soxr.resample(mono, source_rate, rate, quality="HQ")
-    return np.asarray(mono, dtype=np.float32)
-
-
 AUDIO_RATE = 16_000
 """Whisper's rate, which Qwen2-Audio's feature extractor and vLLM's Qwen2-Audio both expect."""
 
@@ -160,8 +147,10 @@ def audio_paths_loaded() -> None:
         return
 
     def _extract_audio_info(cls: type, messages: list[dict]) -> list[Any] | None:
+        from ..recipes.omni_thinker_grpo.eval_thinker import load_clip
+
         audios = original(cls, messages)
-        return None if audios is None else [_load_clip(a, AUDIO_RATE) if isinstance(a, str) else a for a in audios]
+        return None if audios is None else [load_clip(a, AUDIO_RATE) if isinstance(a, str) else a for a in audios]
 
     _extract_audio_info._audio_reward = True  # type: ignore[attr-defined]
     RLHFDataset._extract_audio_info = classmethod(_extract_audio_info)  # type: ignore[assignment, unused-ignore]

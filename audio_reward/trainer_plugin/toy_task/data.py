@@ -36,16 +36,11 @@ def write_data(out_dir: str | Path, kind: str = "instant", train_rows: int = 256
     if not 1 <= targets <= len(WORDS):
         raise ValueError(f"targets must be 1 to {len(WORDS)}, got {targets}")
     words = WORDS[:targets]
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from ..recipes._parquet import write_parquet
 
     check_kind(kind)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
-    train = [row(i, rng.choice(words), kind, "train") for i in range(train_rows)]
-    val = [row(i, words[i % len(words)], kind, "val") for i in range(val_rows)]
-    paths = out / "train.parquet", out / "val.parquet"
-    for rows, path in zip((train, val), paths, strict=True):
-        pq.write_table(pa.Table.from_pylist(rows), path)
-    return paths
+    write_parquet([row(i, rng.choice(words), kind, "train") for i in range(train_rows)], out / "train.parquet")
+    write_parquet([row(i, words[i % len(words)], kind, "val") for i in range(val_rows)], out / "val.parquet")
+    return out / "train.parquet", out / "val.parquet"

@@ -53,10 +53,7 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import logging
-import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -66,7 +63,7 @@ from typing import Any, cast
 from . import train
 from .audio_support import MODULE as AUDIO_SUPPORT_MODULE
 from .speech import SPEECH_KINDS
-from .train import LoopSettings, LoopTask, RunPaths, trainer_environment, trainer_overrides
+from .train import LoopSettings, LoopTask, RunPaths, launch, trainer_environment, trainer_overrides
 
 logger = logging.getLogger(__name__)
 
@@ -135,10 +132,9 @@ def _tone(letter: str, rng: Any) -> Any:
 def write_thinker_data(out: Path, train_rows: int, val_rows: int = 8, seed: int = 0) -> tuple[Path, Path]:
     """Clips and the recipe's rows (``prepare_data.to_row``): ``train.parquet``, ``val.parquet`` (ids disjoint)."""
     import numpy as np
-    import pyarrow as pa
-    import pyarrow.parquet as pq
     import soundfile as sf
 
+    from ..recipes._parquet import write_parquet
     from ..recipes.omni_thinker_grpo.prepare_data import to_row
     from .audio_support import AUDIO_RATE
 
@@ -156,10 +152,9 @@ def write_thinker_data(out: Path, train_rows: int, val_rows: int = 8, seed: int 
             record = {"audio": str(clip), "question": QUESTION, "options": options, "answer": letter,
                       "id": f"{split}-{i}"}
             tables[split].append(to_row(record, i, split, out))
-    paths = out / "train.parquet", out / "val.parquet"
-    for split, path in zip(("train", "val"), paths, strict=True):
-        pq.write_table(pa.Table.from_pylist(tables[split]), path)
-    return paths
+    for split, rows in tables.items():
+        write_parquet(rows, out / f"{split}.parquet")
+    return out / "train.parquet", out / "val.parquet"
 
 
 def prepare(settings: LoopSettings) -> RunPaths:
@@ -175,15 +170,11 @@ def prepare(settings: LoopSettings) -> RunPaths:
 
 def run_trainer(settings: LoopSettings, paths: RunPaths) -> int:
     """Run ``main_ppo`` with :mod:`.audio_support` in every verl process; output to ``train.log``."""
-    command = [sys.executable, "-m", "verl.trainer.main_ppo", *thinker_overrides(settings, paths)]
-    (settings.out / "command.json").write_text(json.dumps(command, indent=1) + "\n", encoding="utf-8")
     env = trainer_environment(settings, paths)
     modules = [m for m in env.get("VERL_USE_EXTERNAL_MODULES", "").split(",") if m and m != AUDIO_SUPPORT_MODULE]
     # after the CPU mode's module: that one sets vLLM's target device before anything imports vLLM
     env["VERL_USE_EXTERNAL_MODULES"] = ",".join([*modules, AUDIO_SUPPORT_MODULE])
-    paths.metrics.unlink(missing_ok=True)
-    with paths.log.open("wb") as log:
-        return subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+    return launch(settings, paths, thinker_overrides(settings, paths), env)
 
 
 def _prompter_class() -> type:

@@ -77,43 +77,19 @@ class LoopSettings:
                              f"({self.prompts_per_step})")
 
 
-@dataclass
 class RunPaths:
     """Where one run's parts go, under ``out``."""
 
-    out: Path
-
-    @property
-    def policy(self) -> Path:
-        return self.out / "policy"
-
-    @property
-    def data(self) -> Path:
-        return self.out / "data"
-
-    @property
-    def checkpoints(self) -> Path:
-        return self.out / "checkpoints"
-
-    @property
-    def metrics(self) -> Path:
-        return self.out / "metrics.jsonl"
-
-    @property
-    def log(self) -> Path:
-        return self.out / "train.log"
-
-    @property
-    def failure_log(self) -> Path:
-        return self.out / "reward_failures.jsonl"
-
-    @property
-    def validation(self) -> Path:
-        return self.out / "validation"
-
-    @property
-    def export(self) -> Path:
-        return self.out / "export"
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.policy = out / "policy"
+        self.data = out / "data"
+        self.checkpoints = out / "checkpoints"
+        self.metrics = out / "metrics.jsonl"
+        self.log = out / "train.log"
+        self.failure_log = out / "reward_failures.jsonl"
+        self.validation = out / "validation"
+        self.export = out / "export"
 
 
 def prepare(settings: LoopSettings) -> RunPaths:
@@ -207,14 +183,18 @@ def trainer_environment(settings: LoopSettings, paths: RunPaths) -> dict[str, st
     return env
 
 
-def run_trainer(settings: LoopSettings, paths: RunPaths) -> int:
-    """Run ``main_ppo``; its output goes to ``train.log``.  Returns its exit status."""
-    command = [sys.executable, "-m", "verl.trainer.main_ppo", *trainer_overrides(settings, paths)]
+def launch(settings: LoopSettings, paths: RunPaths, overrides: Sequence[str], env: Mapping[str, str]) -> int:
+    """Run ``main_ppo`` with ``overrides`` in ``env``; its output goes to ``train.log``.  Returns its exit status."""
+    command = [sys.executable, "-m", "verl.trainer.main_ppo", *overrides]
     (settings.out / "command.json").write_text(json.dumps(command, indent=1) + "\n", encoding="utf-8")
     paths.metrics.unlink(missing_ok=True)
     with paths.log.open("wb") as log:
-        return subprocess.run(command, env=trainer_environment(settings, paths), stdout=log,
-                              stderr=subprocess.STDOUT, check=False).returncode
+        return subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+
+
+def run_trainer(settings: LoopSettings, paths: RunPaths) -> int:
+    """Run ``main_ppo`` with the toy TTS loop's overrides and environment."""
+    return launch(settings, paths, trainer_overrides(settings, paths), trainer_environment(settings, paths))
 
 
 def latest_checkpoint(paths: RunPaths) -> Path | None:

@@ -1,8 +1,9 @@
 """The fail-closed sampler checks the verl internals it hooks before it starts, on the installed verl's classes.
 
 It starts on verl 0.9.1's replay buffers, and refuses, in one line naming what differs, a replay buffer whose
-hook is renamed, takes an argument, is never called by verl's sampling, or whose failed groups are kept under
-another name. Pre-flight runs the same check, so such a verl is refused in seconds, not at the first failure.
+hook is renamed, takes an argument, is never called by verl's sampling, or whose failed groups or sampler
+settings are kept under another name. Pre-flight runs the same check, so such a verl is refused in seconds, not at
+the first failure.
 """
 
 from __future__ import annotations
@@ -61,10 +62,17 @@ class RenamedFailures(ReplayBuffer):
         self.failed_keys = self.__dict__.pop("failure_keys")
 
 
+class RenamedKwargs(ReplayBuffer):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sampler_options = self.__dict__.pop("sampler_kwargs")
+
+
 @pytest.mark.parametrize(("base", "problem"), [
     (RenamedHook, "RenamedHook._sync_metadata_from_transfer_queue is not a method"),
     (HookWithArgument, "requires partition_id; the sampler calls it with no argument"),
     (RenamedFailures, "RenamedFailures.__init__ sets no failure_keys"),
+    (RenamedKwargs, "RenamedKwargs.__init__ sets no sampler_kwargs"),
 ])
 def test_it_refuses_a_verl_whose_hooked_internals_differ(base: type, problem: str) -> None:
     with pytest.raises(UnsupportedVerlError) as caught:

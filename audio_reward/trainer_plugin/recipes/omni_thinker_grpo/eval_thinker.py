@@ -78,6 +78,7 @@ from ....scoring.choice import EXTRACTION_METHODS, ground_truth_letter, parse_op
 from ..overrides import THINKER_MAX_RESPONSE
 from ..qwen3_tts_grpo.eval_checkpoints import (
     InputsInvalid,
+    Keyed,
     check_held_out,
     failure_printer,
     heldout_parser,
@@ -103,12 +104,13 @@ REPORT_MD = "report.md"
 
 
 @dataclass(frozen=True)
-class Question:
-    """One validation row: its chat, clips, options and correct letter."""
+class Question(Keyed):
+    """One validation row: its chat, clips, options and correct letter.
 
-    id: str
-    text: str
-    """What a leak would repeat (the clips and the user turn); the held-out check compares it normalised."""
+    Its ``text`` is what a leak would repeat (the clips and the user turn); the held-out check compares it
+    normalised.
+    """
+
     prompt: tuple[tuple[str, str], ...]
     """(role, content) of each message as prepare_data writes them, ``<audio>`` placeholders included."""
     audios: tuple[str, ...]
@@ -196,13 +198,11 @@ def processing_problems(spec: str, path: Path) -> list[str]:
 def check_inputs(specs: Sequence[str], val: Path, train: Sequence[Path], limit: int | None,
               allow_overlap: bool) -> tuple[list[tuple[str, Path]], list[Question], dict[str, Any]]:
     """Every check that can fail before a model is loaded; raises :class:`InputsInvalid` with all failures."""
-    failures: list[str] = []
     try:
         checkpoints = [(name, Path(folder).expanduser()) for name, folder in parse_specs(specs)]
     except ValueError as exc:
         raise InputsInvalid([str(exc)]) from None
-    for spec, (_, folder) in zip(specs, checkpoints, strict=True):
-        failures += folder_problems(spec, folder)
+    failures = [p for spec, (_, folder) in zip(specs, checkpoints, strict=True) for p in folder_problems(spec, folder)]
     if checkpoints and not failures:
         failures += processing_problems(specs[0], checkpoints[0][1])
     rows, lines = read_validation(questions, val, limit)
@@ -247,6 +247,20 @@ class Decoding:
                 "seed": self.seed, "max_new_tokens": self.max_new_tokens}
 
 
+def load_clip(path: str, rate: int) -> Any:
+    """A clip as mono float32 at ``rate``, resampled with soxr (high quality) where its own rate differs."""
+    import numpy as np
+    import soundfile as sf
+
+    audio, source_rate = sf.read(path, dtype="float32", always_2d=True)
+    mono = audio.mean(axis=1)
+    if source_rate != rate:
+        import soxr
+
+        mono = soxr.resample(mono, source_rate, rate, quality="HQ")
+    return np.asarray(mono, dtype=np.float32)
+
+
 class Prompter:
     """Model inputs from a folder's tokenizer and audio feature extractor, as the Qwen3-Omni processor builds them."""
 
@@ -269,14 +283,7 @@ class Prompter:
                 "pad_token_id": self.tokenizer.pad_token_id}
 
     def load_clip(self, path: str) -> Any:
-        import numpy as np
-        import soundfile as sf
-        import soxr
-
-        audio, rate = sf.read(path, dtype="float32", always_2d=True)
-        mono = audio.mean(axis=1)
-        target = int(self.features.sampling_rate)
-        return np.asarray(mono if rate == target else soxr.resample(mono, rate, target, quality="HQ"), np.float32)
+        return load_clip(path, int(self.features.sampling_rate))
 
     def inputs(self, question: Question, mode: Mode) -> dict[str, Any]:
         """Token ids, attention mask and, with audio, ``input_features``/``feature_attention_mask`` (batch of one)."""

@@ -49,7 +49,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from ....scorer_client.compute import SPEAKER_REFERENCE_KEY
 from ....settings_flags import one_line
@@ -89,13 +89,12 @@ class Decoding:
 
     def generate_kwargs(self) -> dict[str, Any]:
         """qwen-tts ``generate_voice_clone`` keywords; the code predictor keeps the model's generation_config."""
+        common = {"max_new_tokens": self.max_new_tokens, "repetition_penalty": REPETITION_PENALTY}
         if self.greedy:
-            return {"do_sample": False, "subtalker_dosample": False, "max_new_tokens": self.max_new_tokens,
-                    "repetition_penalty": REPETITION_PENALTY}
+            return {"do_sample": False, "subtalker_dosample": False, **common}
         # verl's top_k=-1 (vLLM: off) is Hugging Face's top_k=0
-        return {"do_sample": True, "temperature": self.temperature, "top_p": self.top_p,
-                "top_k": max(self.top_k, 0), "max_new_tokens": self.max_new_tokens,
-                "repetition_penalty": REPETITION_PENALTY}
+        return {"do_sample": True, "temperature": self.temperature, "top_p": self.top_p, "top_k": max(self.top_k, 0),
+                **common}
 
     def sample_seed(self, row_id: str, k: int) -> int:
         """The seed of sample ``k`` of a text: fixed by (seed, id, k), so order and resuming change nothing."""
@@ -121,9 +120,15 @@ class InputsInvalid(Exception):
 
 
 @dataclass(frozen=True)
-class EvalRow:
+class Keyed:
+    """An evaluation row as the held-out check sees it: its id and the text a leak would repeat."""
+
     id: str
     text: str
+
+
+@dataclass(frozen=True)
+class EvalRow(Keyed):
     language: str | None = None
     """The row's ``extra_info.language`` (prepare_data writes one), sent to the scorer for this utterance."""
     speaker_reference: str | None = None
@@ -172,16 +177,6 @@ def validation_rows(path: Path, limit: int | None) -> list[EvalRow]:
     return rows[:limit] if limit else rows
 
 
-class Keyed(Protocol):
-    """An evaluation row as the held-out check sees it: its id and the text a leak would repeat."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def text(self) -> str: ...
-
-
 RowKey = Callable[[dict[str, Any], int], tuple[str, str]]
 """A parquet row (and its position) → its id and the text compared after :func:`normalize_text`."""
 
@@ -219,12 +214,9 @@ def check_held_out(rows: Sequence[Keyed], val: Path, train: Sequence[Path], allo
 
     Overlap by id or by normalised text is a failure unless ``allow_overlap``.
     """
-    failures: list[str] = []
+    failures = [f"training parquet {path} does not exist" for path in train if not path.is_file()]
     held: dict[str, Any] = {}
-    for path in train:
-        if not path.is_file():
-            failures.append(f"training parquet {path} does not exist")
-    if rows and all(p.is_file() for p in train):
+    if rows and not failures:
         try:
             ids, texts = overlap(rows, train, row_key)
         except (OSError, ValueError) as exc:
@@ -245,15 +237,14 @@ def _folder_problems(checkpoints: Sequence[Checkpoint]) -> list[str]:
     failures: list[str] = []
     for ckpt in checkpoints:
         problems = list(ckpt.folder.problems)
-        if not problems and ckpt.folder.kind is FolderKind.OTHER:
+        if not problems and ckpt.folder.kind is FolderKind.FULL:
+            problems += full_tts_problems(ckpt.folder)
+        elif not problems and ckpt.folder.kind is FolderKind.OTHER:
             problems.append(f"{ckpt.spec}: {ckpt.folder.path} is not a Qwen3-TTS model folder "
                             f"(model_type {ckpt.folder.model_type!r})")
-        elif not problems and ckpt.folder.kind is FolderKind.TALKER_ONLY:
-            if ckpt is checkpoints[0]:
-                problems.append(f"{ckpt.spec}: the base must be the full Qwen3-TTS Base folder, not a "
-                                f"{FolderKind.TALKER_ONLY.value}")
-        elif not problems:
-            problems += full_tts_problems(ckpt.folder)
+        elif not problems and ckpt is checkpoints[0]:  # a talker-only export
+            problems.append(f"{ckpt.spec}: the base must be the full Qwen3-TTS Base folder, not a "
+                            f"{FolderKind.TALKER_ONLY.value}")
         failures += [p if p.startswith(ckpt.spec) else f"{ckpt.name}: {p}" for p in problems]
     return failures
 
@@ -282,13 +273,10 @@ def check_inputs(checkpoints: list[Checkpoint], spk_embed: Path, val: Path, trai
 
     Returns the rows to evaluate, the speaker embedding and the held-out record.
     """
-    failures = _folder_problems(checkpoints)
-    embedding, problems = _speaker_embedding(spk_embed, checkpoints[0].folder)
-    failures += problems
-    rows, problems = read_validation(validation_rows, val, limit)
-    failures += problems
-    held, problems = check_held_out(rows, val, train, allow_overlap)
-    failures += problems
+    embedding, speaker = _speaker_embedding(spk_embed, checkpoints[0].folder)
+    rows, unread = read_validation(validation_rows, val, limit)
+    held, leaks = check_held_out(rows, val, train, allow_overlap)
+    failures = [*_folder_problems(checkpoints), *speaker, *unread, *leaks]
     if failures:
         raise InputsInvalid(failures)
     return rows, embedding, held
@@ -296,9 +284,7 @@ def check_inputs(checkpoints: list[Checkpoint], spk_embed: Path, val: Path, trai
 
 def sample_ids(row: EvalRow, decoding: Decoding) -> list[str]:
     """The utterance ids of a text's samples: its own id when there is one sample, ``ID.sK`` otherwise."""
-    if decoding.greedy or decoding.samples == 1:
-        return [row.id]
-    return [f"{row.id}.s{k}" for k in range(decoding.samples)]
+    return [row.id] if decoding.greedy or decoding.samples == 1 else [f"{row.id}.s{k}" for k in range(decoding.samples)]
 
 
 def synthesize(load_dir: Path, rows: Sequence[EvalRow], embedding: list[float], language: str, out: Path,

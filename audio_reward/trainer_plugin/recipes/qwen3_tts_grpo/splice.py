@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -43,17 +43,16 @@ def _export_key(key: str) -> str:
     return key if key.startswith(TALKER_PREFIX) else TALKER_PREFIX + key
 
 
-def splice_talker(base: ModelFolder, export: ModelFolder, out: Path) -> SpliceReport:
-    """Write base + the export's talker tensors into ``out``; reuse ``out`` when it already holds this splice."""
+def _load(files: Sequence[Path]) -> dict[str, torch.Tensor]:
+    """Every tensor of the safetensors ``files`` (a later file's tensor wins a repeated key)."""
     from safetensors.torch import load_file
 
-    def tensors() -> dict[str, torch.Tensor]:
-        loaded: dict[str, torch.Tensor] = {}
-        for weights in export.weight_files:
-            loaded.update(load_file(str(weights)))
-        return loaded
+    return {key: tensor for weights in files for key, tensor in load_file(str(weights)).items()}
 
-    return splice_tensors(base, tensors, out, export.path)
+
+def splice_talker(base: ModelFolder, export: ModelFolder, out: Path) -> SpliceReport:
+    """Write base + the export's talker tensors into ``out``; reuse ``out`` when it already holds this splice."""
+    return splice_tensors(base, lambda: _load(export.weight_files), out, export.path)
 
 
 def splice_tensors(base: ModelFolder, tensors: Callable[[], Mapping[str, torch.Tensor]], out: Path,
@@ -66,7 +65,7 @@ def splice_tensors(base: ModelFolder, tensors: Callable[[], Mapping[str, torch.T
     loader casts to the dtype it is asked for).  ``source`` names the
     trained weights in the report.
     """
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import save_file
 
     if base.kind is not FolderKind.FULL:
         raise SpliceError(f"{base.path} is not a full Qwen3-TTS folder, so it cannot take a talker-only export")
@@ -75,9 +74,7 @@ def splice_tensors(base: ModelFolder, tensors: Callable[[], Mapping[str, torch.T
         report = SpliceReport(**json.loads(done.read_text(encoding="utf-8")))
         if (report.base, report.export) == (str(base.path.resolve()), str(source.resolve())):
             return report
-    merged: dict[str, torch.Tensor] = {}
-    for weights in base.weight_files:
-        merged.update(load_file(str(weights)))
+    merged = _load(base.weight_files)
     replaced = 0
     for key, tensor in tensors().items():
         target = _export_key(key)
