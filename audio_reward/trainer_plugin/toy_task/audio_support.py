@@ -53,6 +53,8 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from ..clips import load_clip
+
 MODULE = "audio_reward.trainer_plugin.toy_task.audio_support"
 """The module to name in ``VERL_USE_EXTERNAL_MODULES``."""
 
@@ -147,8 +149,6 @@ def audio_paths_loaded() -> None:
         return
 
     def _extract_audio_info(cls: type, messages: list[dict]) -> list[Any] | None:
-        from ..recipes.omni_thinker_grpo.eval_thinker import load_clip
-
         audios = original(cls, messages)
         return None if audios is None else [load_clip(a, AUDIO_RATE) if isinstance(a, str) else a for a in audios]
 

@@ -75,6 +75,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from ....scoring.choice import EXTRACTION_METHODS, ground_truth_letter, parse_options, score_choice
+from ...clips import load_clip
 from ..overrides import THINKER_MAX_RESPONSE
 from ..qwen3_tts_grpo.eval_checkpoints import (
     InputsInvalid,
@@ -245,20 +246,6 @@ class Decoding:
             return {"decoding": "greedy", "max_new_tokens": self.max_new_tokens}
         return {"decoding": "sampling", "temperature": self.temperature, "top_p": 1.0, "top_k": -1,
                 "seed": self.seed, "max_new_tokens": self.max_new_tokens}
-
-
-def load_clip(path: str, rate: int) -> Any:
-    """A clip as mono float32 at ``rate``, resampled with soxr (high quality) where its own rate differs."""
-    import numpy as np
-    import soundfile as sf
-
-    audio, source_rate = sf.read(path, dtype="float32", always_2d=True)
-    mono = audio.mean(axis=1)
-    if source_rate != rate:
-        import soxr
-
-        mono = soxr.resample(mono, source_rate, rate, quality="HQ")
-    return np.asarray(mono, dtype=np.float32)
 
 
 class Prompter:
