@@ -242,7 +242,7 @@ def _folder_problems(checkpoints: Sequence[Checkpoint]) -> list[str]:
         elif not problems and ckpt.folder.kind is FolderKind.OTHER:
             problems.append(f"{ckpt.spec}: {ckpt.folder.path} is not a Qwen3-TTS model folder "
                             f"(model_type {ckpt.folder.model_type!r})")
-        elif not problems and ckpt is checkpoints[0]:  # a talker-only export
+        elif not problems and ckpt.folder.kind is FolderKind.TALKER_ONLY and ckpt is checkpoints[0]:
             problems.append(f"{ckpt.spec}: the base must be the full Qwen3-TTS Base folder, not a "
                             f"{FolderKind.TALKER_ONLY.value}")
         failures += [p if p.startswith(ckpt.spec) else f"{ckpt.name}: {p}" for p in problems]
