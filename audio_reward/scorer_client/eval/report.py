@@ -464,7 +464,8 @@ def write_compare_report(results: dict[str, Any], runs: Sequence[tuple[str, Sequ
                             ("mean CER change (percentage points)", percentage_points(comp["mean_delta_cer"])),
                             ("only in base", len(comp["only_in_base"])),
                             ("only in checkpoint", len(comp["only_in_checkpoint"]))]))
-        worst = sorted((d for d in comp["utterances"] if d["delta_cer"] is not None),
+        # Increases only: an utterance whose CER fell is an improvement, not a candidate for this table.
+        worst = sorted((d for d in comp["utterances"] if d["delta_cer"] is not None and d["delta_cer"] > 0),
                        key=lambda d: -d["delta_cer"])[:WORST_ROWS]
         rows = {r["id"]: r for r in by_name[comp["checkpoint"]]}
         base_rows = {r["id"]: r for r in by_name[comp["base"]]}
@@ -476,10 +477,12 @@ def write_compare_report(results: dict[str, Any], runs: Sequence[tuple[str, Sequ
             f"{_audio_cell(base_rows[d['id']], audio[comp['base']])}</td>"
             f"<td>{html.escape(str(rows[d['id']].get('transcript') or ''))}<br>"
             f"{_audio_cell(rows[d['id']], audio[comp['checkpoint']])}</td></tr>" for d in worst)
-        body.append(f"<h3>Largest CER increases</h3><table><tr><th>id</th><th>CER {html.escape(comp['base'])}</th>"
+        body.append("<h3>Largest CER increases</h3>")
+        body.append(f"<table><tr><th>id</th><th>CER {html.escape(comp['base'])}</th>"
                     f"<th>CER {html.escape(comp['checkpoint'])}</th><th>CER change</th><th>text</th>"
                     f"<th>{html.escape(comp['base'])}: transcript, audio</th>"
-                    f"<th>{html.escape(comp['checkpoint'])}: transcript, audio</th></tr>{cells}</table>")
+                    f"<th>{html.escape(comp['checkpoint'])}: transcript, audio</th></tr>{cells}</table>" if worst
+                    else "<p>No paired utterance's CER rose.</p>")
     body[2:2] = _not_shown(list(audio.values()))  # after the table of runs, where it is seen first
     body += ["<h2>Scorer</h2>", _table(flat_settings(results.get("scoring") or {}))]
     (out_dir / REPORT_HTML).write_text(_page("Before / after", body), encoding="utf-8")

@@ -156,7 +156,9 @@ def test_compare_from_another_folder_plays_each_runs_own_recordings(
         assert main(["eval", "--compare", os.path.relpath(a, cwd), os.path.relpath(b, cwd), "--out", "cmp"]) == 0
     page = (cwd / "cmp" / "report.html").read_text()
     played = _played(page)
-    assert sorted(played) == [f"u{i}" for i in range(len(TEXTS))]
+    # The table of increases shows the utterances whose CER rose, each with both runs' recordings.
+    risen = json.loads((cwd / "cmp" / "eval_results.json").read_text())["comparisons"][0]["utterances"]
+    assert played and sorted(played) == sorted(d["id"] for d in risen if (d["delta_cer"] or 0) > 0)
     for uid, hashes in played.items():
         assert hashes == [_sha256(root / "a_audio" / f"{uid}.wav"), _sha256(root / "b_audio" / f"{uid}.wav")], uid
     assert "not shown" not in page and "not shown" not in capsys.readouterr().err
@@ -177,7 +179,9 @@ def test_compare_names_a_missing_or_changed_recording(runs: tuple[Path, Path, Pa
     played = _played(page)
     own_a = {uid: _sha256(root / "a_audio" / f"{uid}.wav") for uid in played}
     assert played["u0"] == [own_a["u0"]] and played["u1"] == [own_a["u1"]]  # nothing in run C's column
-    for uid in ("u2", "u3", "u4"):
+    others = sorted(set(played) - {"u0", "u1"})  # the table lists the utterances whose CER rose
+    assert others
+    for uid in others:
         assert played[uid] == [own_a[uid], _sha256(audio / f"{uid}.wav")]
     assert f"run_c: u0.wav not shown: not found in {audio}" in page
     assert f"run_c: u1.wav not shown: {audio / 'u1.wav'} is not the file the run scored" in page
@@ -228,3 +232,20 @@ def test_reports_read_as_text(runs: tuple[Path, Path, Path], capsys: pytest.Capt
         # The players know each clip's length before it is played.
         players = re.findall(r"<audio[^>]*>", page)
         assert players and all('preload="metadata"' in p for p in players)
+
+
+def test_largest_cer_increases_lists_increases_only(runs: tuple[Path, Path, Path]) -> None:
+    """Issue 40, finding 5: compared the other way round (robotic speech as the base), most utterances improve;
+    the table of increases must not list them as its largest 'increases' (negative pp)."""
+    root, a, b = runs
+    out = root / "cmp_reversed"
+    assert main(["eval", "--compare", str(b), str(a), "--out", str(out)]) == 0
+    results = json.loads((out / "eval_results.json").read_text())
+    deltas = [d["delta_cer"] for d in results["comparisons"][0]["utterances"] if d["delta_cer"] is not None]
+    assert any(d < 0 for d in deltas), "the reversed comparison should hold improvements"
+    section = (out / "report.html").read_text().split("<h3>Largest CER increases</h3>")[1].split("<h2>")[0]
+    changes = re.findall(r"<td class=num>([+-]\d+\.\d) pp</td>", section)
+    assert all(c.startswith("+") for c in changes), changes
+    assert len(changes) == sum(d > 0 for d in deltas)
+    if not changes:
+        assert "No paired utterance's CER rose." in section
