@@ -12,6 +12,9 @@ class loads.  Runs in the trainer environment (verl, peft, transformers 5).
 from __future__ import annotations
 
 import json
+import os
+import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,6 +32,13 @@ from audio_reward.trainer_plugin.recipes.overrides import THINKER_LORA_EXCLUDE  
 from tests.testkit.verl_checkpoint import LORA_REFERENCE, write_lora_checkpoint  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def _umask_022() -> Iterator[None]:
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
 def test_lora_checkpoint_exports_merged_like_peft(tmp_path: Path) -> None:
     from transformers.models.qwen3_omni_moe.modeling_qwen3_omni_moe import (
         Qwen3OmniMoeThinkerForConditionalGeneration,
@@ -44,6 +54,9 @@ def test_lora_checkpoint_exports_merged_like_peft(tmp_path: Path) -> None:
     assert set(exported) == set(reference) and not any("lora_" in k or "base_layer" in k for k in exported)
     for key, tensor in reference.items():
         assert exported[key].dtype == tensor.dtype and torch.equal(exported[key], tensor), key
+    # Issue 40, finding 6: the weights are as readable as the folder's other files (umask 022 here: 0644).
+    modes = {f.name: stat.S_IMODE(f.stat().st_mode) for f in out.iterdir()}
+    assert modes["model.safetensors"] == modes[EXPORT_JSON] == 0o644, modes
     report = json.loads((out / EXPORT_JSON).read_text())
     assert report["lora_merged"] == 4 and report["world_size"] == 2  # q/k/v/o of the one text layer only
     loaded = Qwen3OmniMoeThinkerForConditionalGeneration.from_pretrained(str(out)).state_dict()

@@ -65,7 +65,7 @@ def splice_tensors(base: ModelFolder, tensors: Callable[[], Mapping[str, torch.T
     loader casts to the dtype it is asked for).  ``source`` names the
     trained weights in the report.
     """
-    from safetensors.torch import save_file
+    from ...checkpoint_export import write_safetensors
 
     if base.kind is not FolderKind.FULL:
         raise SpliceError(f"{base.path} is not a full Qwen3-TTS folder, so it cannot take a talker-only export")
@@ -96,7 +96,7 @@ def splice_tensors(base: ModelFolder, tensors: Callable[[], Mapping[str, torch.T
         os.symlink(entry.resolve(), link)
     for stale in out.glob("*.safetensors"):
         stale.unlink()
-    save_file(merged, str(out / "model.safetensors"), metadata={"format": "pt"})
+    write_safetensors(merged, out / "model.safetensors")
     report = SpliceReport(str(base.path.resolve()), str(source.resolve()), replaced, len(merged) - replaced)
     done.write_text(json.dumps(asdict(report), indent=2) + "\n", encoding="utf-8")
     return report
