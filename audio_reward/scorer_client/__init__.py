@@ -15,11 +15,14 @@ from .errors import (
     AudioTooLongError,
     DeadlineExceededError,
     InvalidInputError,
+    InvalidURLError,
     ProtocolViolationError,
     RequestRejectedError,
     ScorerError,
     ScorerUnavailableError,
     TransientServerError,
+    UnknownHostError,
+    UnsupportedProtocolError,
 )
 from .settings import ClientSettings
 from .sync_client import ScorerClient
@@ -31,6 +34,7 @@ __all__ = [
     "ClientSettings",
     "DeadlineExceededError",
     "InvalidInputError",
+    "InvalidURLError",
     "ProtocolViolationError",
     "RequestRejectedError",
     "RewardOptions",
@@ -40,6 +44,8 @@ __all__ = [
     "ScorerError",
     "ScorerUnavailableError",
     "TransientServerError",
+    "UnknownHostError",
+    "UnsupportedProtocolError",
     "close_cached_clients",
     "compute_score",
     "sanitize_metadata",

@@ -33,7 +33,6 @@ from .core import (
 )
 from .errors import (
     InvalidInputError,
-    ProtocolViolationError,
     ScorerError,
     ScorerUnavailableError,
 )
@@ -357,7 +356,7 @@ class AsyncScorerClient(BaseScorerClient):
         timeout = min(self.settings.timeout, self.settings.connect_timeout)
         try:
             answer = await self._get(endpoint.base + INFO_PATH, timeout)
-        except (TransportError, ProtocolViolationError) as exc:
+        except (TransportError, ScorerError) as exc:  # the score request that follows meets it again
             logger.debug("GET %s%s failed (%r); batches will be tried", endpoint.base, INFO_PATH, exc)
             return ServerFacts()
         if answer.status in (404, 405):
@@ -394,7 +393,7 @@ class AsyncScorerClient(BaseScorerClient):
         """True when ``GET /readyz`` answers 200 within the timeout."""
         try:
             answer = await self._get(self._base(url) + "/readyz", self.settings.connect_timeout)
-        except (TransportError, ProtocolViolationError):
+        except (TransportError, ScorerError):
             return False
         return answer.status == 200
 

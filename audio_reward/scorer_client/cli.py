@@ -158,10 +158,11 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _whole_scorer_failure(outcome: object) -> bool:
-    """A failure that says nothing about the file: the scorer unreachable, overloaded, or wanting an API key."""
-    from .errors import RequestRejectedError, ScorerUnavailableError
+    """A failure that says nothing about the file: the scorer unreachable (or its host unknown), overloaded, or
+    wanting an API key."""
+    from .errors import RequestRejectedError, ScorerUnavailableError, UnknownHostError
 
-    return isinstance(outcome, ScorerUnavailableError) or (
+    return isinstance(outcome, (ScorerUnavailableError, UnknownHostError)) or (
         isinstance(outcome, RequestRejectedError) and outcome.status in (401, 403))
 
 

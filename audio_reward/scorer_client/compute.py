@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from ..protocol.errors import validation_reasons
 from .client_cache import ClientCache
 from .errors import InvalidInputError
-from .settings import ClientSettings
+from .settings import ClientSettings, url_error
 from .wire import sanitize_metadata
 
 logger = logging.getLogger(__name__)
@@ -36,6 +36,9 @@ def _build_settings(server_url: str, timeout: float, max_retries: int, retry_bac
         return ClientSettings(server_url, timeout=timeout, max_retries=max_retries, backoff=retry_backoff,
                               api_key=api_key or None)
     except ValidationError as exc:
+        bad_url = url_error(exc)
+        if bad_url is not None:
+            raise bad_url from None
         # The client calls it backoff; name the argument the caller passed.
         reasons = [f"retry_{r}" if r.startswith("backoff") else r for r in validation_reasons(exc)]
         raise ValueError("compute_score: " + "; ".join(reasons)) from None

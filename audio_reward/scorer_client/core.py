@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from pydantic import ValidationError
+
 from .. import __version__
 from .errors import (
     AudioTooLongError,
@@ -25,7 +27,7 @@ from .errors import (
     ScorerError,
     TransientServerError,
 )
-from .settings import BATCH_PATH, INFO_PATH, ClientSettings
+from .settings import BATCH_PATH, INFO_PATH, ClientSettings, url_error
 from .transport import (
     Answer,
     AsyncTransport,
@@ -89,7 +91,10 @@ class BaseScorerClient:
         if settings is None:
             if urls is None:
                 raise ValueError("pass the scorer URL(s) or a ClientSettings")
-            settings = ClientSettings(urls, **{k: v for k, v in overrides.items() if v is not None})
+            try:
+                settings = ClientSettings(urls, **{k: v for k, v in overrides.items() if v is not None})
+            except ValidationError as exc:
+                raise (url_error(exc) or exc) from None
         elif urls is not None or any(v is not None for v in overrides.values()):
             raise ValueError("pass either settings or URL and keyword settings, not both")
         self.settings: ClientSettings = settings

@@ -5,7 +5,10 @@ whether trying again later can help::
 
     ScorerError
     ├── InvalidInputError        the caller's input cannot be sent (nothing was sent)
-    │   └── AudioTooLongError      longer than the server's max_audio_seconds (from its /v1/info)
+    │   ├── AudioTooLongError      longer than the server's max_audio_seconds (from its /v1/info)
+    │   └── InvalidURLError        a scorer URL that is malformed (raised when the client is made)
+    │       ├── UnsupportedProtocolError  a scheme other than http or https
+    │       └── UnknownHostError          its host name does not resolve (DNS: no such host)
     ├── RequestRejectedError     the server refused the request (final: a 4xx or a final item error)
     ├── ProtocolViolationError   the server answered something protocol v1 does not allow
     ├── ScorerUnavailableError   transient faults outlasted the retries (carries the last cause)
@@ -56,6 +59,22 @@ class AudioTooLongError(InvalidInputError):
 
     def _for_request(self, request_id: str | None) -> Self:
         return type(self)(self.message, duration_s=self.duration_s, limit_s=self.limit_s, request_id=request_id)
+
+
+class InvalidURLError(InvalidInputError):
+    """A scorer URL the client cannot use (as httpx's ``InvalidURL``): raised when the client is made."""
+
+
+class UnsupportedProtocolError(InvalidURLError):
+    """A scorer URL whose scheme is not ``http`` or ``https`` (as httpx's ``UnsupportedProtocol``)."""
+
+
+class UnknownHostError(InvalidURLError):
+    """The scorer URL's host name does not resolve: DNS answers that there is no such host.
+
+    Final, not retried: a name that does not exist will not exist a second later (a resolver that cannot
+    answer now, ``EAI_AGAIN``, is a transient fault and is retried).  Raised on the first request.
+    """
 
 
 class RequestRejectedError(ScorerError):

@@ -8,15 +8,17 @@ names users set for the server and its clients alike), the defaults below.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field, ValidationInfo, field_validator
+from pydantic import AliasChoices, Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from ..environment import API_KEY_ENV, URL_ENV, masked
+from .errors import InvalidURLError, UnsupportedProtocolError
 
 ENV_PREFIX = "AUDIO_REWARD_CLIENT_"
 URL_ENVS = (f"{ENV_PREFIX}URLS", URL_ENV)
@@ -46,22 +48,56 @@ class ScorerEndpoint:
     batch_url: str
 
 
-def normalize_url(url: str) -> str:
-    """``url`` checked (http or https, a host, no query or fragment) and without a trailing slash.
+# "http//host", "http:/host", "http:host": a scheme whose "://" was mistyped. Without this check the text
+# before the slip would be read as a host called "http" and retried as an unreachable server.
+_MISTYPED_SCHEME = re.compile(r"^(https?)(//|:/(?!/)|:(?![0-9/]))(.+)$", re.IGNORECASE)
+_URL_FORM = "http(s)://host[:port][/prefix][/score]"
 
-    A URL written without a scheme (``127.0.0.1:8000``, ``scorer:8000/v1``) is taken as ``http://``.
+
+def normalize_url(url: str) -> str:
+    """``url`` checked (http or https, a host, a valid port, no query or fragment) and without a trailing slash.
+
+    A URL written without a scheme (``127.0.0.1:8000``, ``scorer:8000/v1``) is taken as ``http://``.  A URL
+    the client cannot use raises :class:`~.errors.InvalidURLError` (a ``ValueError``) in one line, as httpx's
+    ``InvalidURL``; a scheme other than http(s) raises :class:`~.errors.UnsupportedProtocolError`.
     """
     if not isinstance(url, str) or not url.strip():
-        raise ValueError(f"scorer URL must be a non-empty string, got {url!r}")
+        raise InvalidURLError(f"scorer URL must be a non-empty string, got {url!r}")
     url = url.strip()
+    if any(c.isspace() for c in url):
+        raise InvalidURLError(f"scorer URL {url!r} holds white space; expected {_URL_FORM}")
     if "://" not in url:
+        typo = _MISTYPED_SCHEME.match(url)
+        if typo:
+            scheme, _, rest = typo.groups()
+            raise InvalidURLError(f"scorer URL {url!r} is malformed: did you mean {scheme.lower()}://{rest}?")
         url = f"http://{url}"
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"scorer URL must be http(s)://host[:port][/prefix][/score], got {url!r}")
+    if parts.scheme not in ("http", "https"):
+        raise UnsupportedProtocolError(
+            f"scorer URL {url!r} has an unsupported protocol '{parts.scheme}://': use http:// or https://")
+    if not parts.hostname:
+        raise InvalidURLError(f"scorer URL {url!r} has no host; expected {_URL_FORM}")
+    try:
+        parts.port  # noqa: B018 - reading it is the check: urlsplit raises on a port that is not 0-65535
+    except ValueError as exc:
+        raise InvalidURLError(f"scorer URL {url!r} has an invalid port ({exc})") from None
     if parts.query or parts.fragment:
-        raise ValueError(f"scorer URL must not carry a query or fragment, got {url!r}")
+        raise InvalidURLError(f"scorer URL must not carry a query or fragment, got {url!r}")
     return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
+
+
+def url_error(exc: ValidationError) -> InvalidURLError | None:
+    """The :class:`~.errors.InvalidURLError` behind a settings error, where a URL was what failed; else None.
+
+    pydantic wraps a validator's error in a ``ValidationError`` of several lines with a link per error; a
+    client raises the URL's own one-line error instead.
+    """
+    for error in exc.errors():
+        cause = (error.get("ctx") or {}).get("error")
+        if isinstance(cause, InvalidURLError):
+            return cause
+    return None
 
 
 def endpoint_of(url: str) -> ScorerEndpoint:
@@ -121,6 +157,10 @@ class ClientSettings(BaseSettings):
     backoff: float = Field(0.5, ge=0, allow_inf_nan=False, description="Backoff base (seconds).")
     backoff_max: float = Field(30.0, gt=0, allow_inf_nan=False, description="Backoff cap (seconds).")
     retry_after_max: float = Field(60.0, gt=0, allow_inf_nan=False, description="Longest Retry-After honoured.")
+    wait_while_busy: bool = Field(
+        False, description="An attempt a live scorer answered (a 429/503 with Retry-After, or some items scored) "
+                           "spends no retry: the client waits as long as the scorer answers, bounded by the "
+                           "deadline alone.  The trainer plugin turns it on: a trainer can only wait for rewards.")
     pool_limit: int = Field(64, ge=1, description="Connections per client (and requests in flight).")
     concurrency: int = Field(4, ge=1, description="Batch requests in flight (score_many).")
     chunk_size: int = Field(16, ge=1, description="Items per batch request (score_many).")

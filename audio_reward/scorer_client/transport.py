@@ -21,6 +21,7 @@ import itertools
 import logging
 import math
 import random
+import socket
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from .errors import (
     ScorerError,
     ScorerUnavailableError,
     TransientServerError,
+    UnknownHostError,
 )
 from .settings import ClientSettings, ScorerEndpoint
 from .wire import PreparedItem, error_of_body
@@ -88,17 +90,20 @@ class TransportTimeout(TransportError, asyncio.TimeoutError):
     """No whole answer within the attempt's timeout."""
 
 
-Answer = Response | TransportError | ProtocolViolationError
-"""What one attempt gets: a response, a fault of the transport, or bytes that are not HTTP."""
+Answer = Response | TransportError | ScorerError
+"""What one attempt gets: a response, a transient fault of the transport, or a final one (bytes that are not
+HTTP, a host that does not exist)."""
 
 
 class AsyncTransport(abc.ABC):
     """Sends one request and returns the whole answer; owns the connections.
 
     :meth:`handle_async_request` raises :class:`TransportError` (or a
-    subclass) for faults of the transport and
+    subclass) for transient faults of the transport, and a
+    :class:`~.errors.ScorerError` for final ones:
     :class:`~.errors.ProtocolViolationError` when the peer's answer is not
-    HTTP; any status, 5xx included, is a :class:`Response`.  The client
+    HTTP, :class:`~.errors.UnknownHostError` when DNS says the host does not
+    exist; any status, 5xx included, is a :class:`Response`.  The client
     that holds a transport closes it.
     """
 
@@ -140,6 +145,9 @@ class AiohttpTransport(AsyncTransport):
         except asyncio.TimeoutError as exc:
             raise TransportTimeout(f"no answer from {request.url} within {total:g} s") from exc
         except aiohttp.ClientConnectorError as exc:
+            if _no_such_host(exc):
+                raise UnknownHostError(f"the scorer host {exc.host!r} of {request.url} does not resolve "
+                                       f"({exc.os_error.strerror or exc.os_error}): check the URL") from exc
             raise ConnectError(_connect_message(exc)) from exc
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
             raise ReadError(str(exc) or type(exc).__name__) from exc
@@ -151,6 +159,17 @@ class AiohttpTransport(AsyncTransport):
         session, self._session = self._session, None
         if session is not None and not session.closed:
             await session.close()
+
+
+# getaddrinfo's "no such name" answers. EAI_AGAIN (the resolver could not answer now) is not among them: that one
+# passes, and is retried as any connection fault.
+_NO_SUCH_HOST = frozenset(code for code in (getattr(socket, "EAI_NONAME", None), getattr(socket, "EAI_NODATA", None))
+                          if code is not None)
+
+
+def _no_such_host(exc: aiohttp.ClientConnectorError) -> bool:
+    """Whether DNS said the host does not exist: a final fault, since retrying cannot make the name exist."""
+    return isinstance(exc.os_error, socket.gaierror) and exc.os_error.errno in _NO_SUCH_HOST
 
 
 def _connect_message(exc: aiohttp.ClientConnectorError) -> str:
@@ -238,11 +257,12 @@ def classify(answer: Answer, request_id: str | None = None) -> Outcome[bytes]:
     - 408, 429, or a 5xx the server does not mark ``"retryable": false``:
       :class:`Retry` with a :class:`TransientServerError` and the ``Retry-After`` wait;
     - any other status: :class:`Fatal` with a :class:`RequestRejectedError`;
-    - an answer that is not HTTP: :class:`Fatal` with the :class:`ProtocolViolationError`.
+    - a final fault of the transport (an answer that is not HTTP, a host that does not exist):
+      :class:`Fatal` with that :class:`ScorerError`.
     """
     if isinstance(answer, TransportError):
         return Retry(answer)
-    if isinstance(answer, ProtocolViolationError):
+    if isinstance(answer, ScorerError):
         return Fatal(for_request(answer, request_id))
     if answer.status == 200:
         return Success(answer.body)
@@ -297,6 +317,8 @@ class Attempts:
         self.endpoints = endpoints
         self.url_index = url_index
         self.made = 0
+        self.spent = 0
+        """Attempts that spent a retry (all of them, unless ``wait_while_busy`` spares the busy ones)."""
 
     @property
     def endpoint(self) -> ScorerEndpoint:
@@ -313,15 +335,18 @@ class Attempts:
         remaining = self.remaining()
         return remaining is not None and remaining <= 0
 
-    async def wait_before_retry(self, retry_after: float | None) -> bool:
+    async def wait_before_retry(self, retry_after: float | None, *, spend: bool = True) -> bool:
         """Sleep before the next attempt; False when the retries or the deadline are spent.
 
-        The next attempt goes to the next URL, so a dead replica is left at once.
+        ``spend`` False: the failed attempt costs no retry (a live scorer answered it, see
+        ``ClientSettings.wait_while_busy``).  The next attempt goes to the next URL, so a dead replica is left
+        at once.
         """
-        if self.made > self.settings.max_retries:
+        self.spent += spend
+        if self.spent > self.settings.max_retries:
             return False
         delay = next_delay(
-            self.made - 1, base=self.settings.backoff, cap=self.settings.backoff_max,
+            max(self.spent - 1, 0), base=self.settings.backoff, cap=self.settings.backoff_max,
             retry_after=retry_after, retry_after_max=self.settings.retry_after_max,
         )
         remaining = self.remaining()
@@ -375,7 +400,7 @@ class RetryLoop:
         while pending:
             outcomes = await attempt(attempts, [items[i] for i in pending])
             still: list[int] = []
-            retry_after: float | None = None
+            retries = [o for o in outcomes if isinstance(o, Retry)]
             for i, outcome in zip(pending, outcomes, strict=True):
                 if isinstance(outcome, Success):
                     out[i] = outcome.value
@@ -384,13 +409,14 @@ class RetryLoop:
                 else:
                     causes[i] = outcome.cause
                     still.append(i)
-                    if outcome.retry_after is not None:
-                        retry_after = max(retry_after or 0.0, outcome.retry_after)
+            answered = len(retries) < len(outcomes) or all(o.retry_after is not None for o in retries)
             pending = still
             if not pending:
                 break
             logger.debug("attempt %d failed for %d item(s): %r", attempts.made, len(pending), causes[pending[0]])
-            if attempts.expired() or not await attempts.wait_before_retry(retry_after):
+            retry_after = max((o.retry_after for o in retries if o.retry_after is not None), default=None)
+            spend = not (self.settings.wait_while_busy and answered)
+            if attempts.expired() or not await attempts.wait_before_retry(retry_after, spend=spend):
                 for i in pending:
                     out[i] = attempts.give_up(causes[i], items[i].request_id)
                 break
@@ -416,7 +442,7 @@ class RetryLoop:
             request = Request("POST", url, headers, body, timeout=attempts.attempt_timeout(),
                               connect_timeout=self.settings.connect_timeout)
             return await self.transport.handle_async_request(request)
-        except (TransportError, ProtocolViolationError) as exc:
+        except (TransportError, ScorerError) as exc:
             return exc
         finally:
             self._slots.release()

@@ -253,7 +253,7 @@ def test_commands_default_to_a_local_scorer_and_print_their_settings_with_v(tmp_
         text=True,
         env=env,
     )
-    assert proc.returncode == 2 and "scorer URL must be http(s)" in proc.stderr
+    assert proc.returncode == 2 and "has an unsupported protocol 'ftp://'" in proc.stderr
     assert proc.stderr.count("\n") == 1 and "pydantic" not in proc.stderr and "validation error" not in proc.stderr
 
 
@@ -456,3 +456,21 @@ def test_without_pyav_an_m4a_file_says_how_to_get_it(fault_server: FaultServer, 
     assert done.returncode == 1
     assert "M4A, WebM and other FFmpeg formats need PyAV: pip install av" in done.stdout
     assert sum(fault_server.http_requests.values()) == 0
+
+
+@pytest.mark.parametrize(("url", "says"), [
+    ("http//127.0.0.1:8000", "did you mean http://127.0.0.1:8000?"),
+    ("http://no-such-scorer.invalid:8000", "cannot reach the scorer at http://no-such-scorer.invalid:8000: the "
+                                           "scorer host 'no-such-scorer.invalid'"),
+])
+@pytest.mark.parametrize("command", ["score", "eval"])
+def test_a_mistyped_url_or_unknown_host_is_one_line_at_once(tmp_path: Path, tone: np.ndarray, url: str, says: str,
+                                                            command: str) -> None:
+    """Issue 40, finding 2: neither is retried (four attempts with backoff) as if the scorer were down."""
+    sf.write(tmp_path / "a.wav", tone, 16000)
+    args = (["score", "--text", "hi", str(tmp_path / "a.wav")] if command == "score" else
+            ["eval", str(write_manifest(tmp_path, tone, 1)), "--out", str(tmp_path / "out"), "--no-progress"])
+    proc = subprocess.run([sys.executable, "-m", "audio_reward.cli", *args, "--url", url, "--backoff", "2"],
+                          capture_output=True, text=True, timeout=60)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and says in lines[0], proc.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 
 import numpy as np
@@ -18,6 +19,7 @@ from audio_reward.scorer_client import (
     ScoreResult,
     ScorerUnavailableError,
     TransientServerError,
+    UnknownHostError,
 )
 from tests.testkit.fault_server import (
     Batch,
@@ -121,6 +123,32 @@ async def test_connection_refused_is_unavailable(dead_url: str) -> None:
             await client.score([0.0, 0.1, 0.2], 16000, "x")
     assert info.value.attempts == 2
     assert "Connect" in type(info.value.last_cause).__name__
+
+
+def _resolver_says_no_such_host(host: str) -> bool:
+    """Whether this machine's resolver answers "no such name" for ``host`` (not "cannot answer now")."""
+    try:
+        socket.getaddrinfo(host, 80)
+    except socket.gaierror as exc:
+        return exc.errno != socket.EAI_AGAIN
+    return False
+
+
+async def test_an_unknown_host_is_final_not_retried(tone: np.ndarray) -> None:
+    """Issue 40, finding 2: a host DNS does not know is a wrong URL, not a temporary outage (.invalid never
+    resolves, RFC 2606)."""
+    if not _resolver_says_no_such_host("no-such-scorer.invalid"):
+        pytest.skip("this machine's resolver cannot say whether a name exists")
+    async with AsyncScorerClient("http://no-such-scorer.invalid:8000", max_retries=3, backoff=1.0) as client:
+        started = time.monotonic()
+        with pytest.raises(UnknownHostError) as info:
+            await client.score(tone, 16000, "x")
+        assert not await client.ready()
+        (outcome,) = await client.score_many([(tone, 16000, "x")])
+    assert time.monotonic() - started < 5  # three retries would wait up to 1 + 2 + 4 s
+    assert isinstance(outcome, UnknownHostError) and isinstance(info.value, InvalidInputError)
+    assert str(info.value).startswith("the scorer host 'no-such-scorer.invalid' of http://no-such-scorer.invalid")
+    assert "does not resolve" in str(info.value) and "\n" not in str(info.value)
 
 
 async def test_retry_after_is_honoured_and_capped(fault_server: FaultServer, tone: np.ndarray) -> None:

@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from audio_reward.scorer_client import ClientSettings, compute_score
+from audio_reward import scorer_client
+from audio_reward.scorer_client import (
+    ClientSettings,
+    InvalidInputError,
+    InvalidURLError,
+    UnsupportedProtocolError,
+    compute_score,
+)
 from audio_reward.scorer_client import compute as compute_module
 from audio_reward.scorer_client.settings import url_in_environment
 
@@ -116,4 +123,33 @@ def test_a_bad_url_is_one_line_without_pydantic_links() -> None:
     with pytest.raises(ValidationError) as info:
         ClientSettings("ftp://scorer:8000")
     line = one_line(info.value)
-    assert line == "urls: scorer URL must be http(s)://host[:port][/prefix][/score], got 'ftp://scorer:8000'"
+    assert line == "urls: scorer URL 'ftp://scorer:8000' has an unsupported protocol 'ftp://': use http:// or https://"
+
+
+@pytest.mark.parametrize(("url", "error", "says"), [
+    ("http//127.0.0.1:8000", InvalidURLError, "is malformed: did you mean http://127.0.0.1:8000?"),
+    ("https//scorer:8000/v1", InvalidURLError, "is malformed: did you mean https://scorer:8000/v1?"),
+    ("http:/127.0.0.1:8000", InvalidURLError, "is malformed: did you mean http://127.0.0.1:8000?"),
+    ("ftp://scorer:8000", UnsupportedProtocolError, "has an unsupported protocol 'ftp://': use http:// or https://"),
+    ("http://", InvalidURLError, "has no host"),
+    ("http://scorer:99999", InvalidURLError, "has an invalid port"),
+    ("http://scorer:80 80", InvalidURLError, "holds white space"),
+])
+@pytest.mark.parametrize("make", ["AsyncScorerClient", "ScorerClient", "compute_score"])
+def test_a_malformed_url_is_one_typed_line_when_the_client_is_made(url: str, error: type, says: str,
+                                                                   make: str) -> None:
+    """Issue 40, finding 2: a typo is refused before anything is sent, as httpx's InvalidURL, not retried against
+    a host called "http" nor reported as pydantic's several-line ValidationError."""
+    with pytest.raises(error) as info:
+        if make == "compute_score":
+            asyncio.run(compute_score(([0.0] * 160, 16000), "t", server_url=url))
+        else:
+            getattr(scorer_client, make)(url)
+    assert isinstance(info.value, InvalidInputError) and isinstance(info.value, ValueError)
+    assert str(info.value) == f"scorer URL {url.strip()!r} {says}" or says in str(info.value)
+    assert "\n" not in str(info.value) and "pydantic" not in str(info.value)
+
+
+def test_urls_that_only_look_odd_are_still_taken() -> None:
+    settings = ClientSettings(["localhost:8000", "http:8000", "HTTP://Scorer:1/"])
+    assert settings.urls == ("http://localhost:8000", "http://http:8000", "http://Scorer:1")
