@@ -3,6 +3,7 @@
 - :class:`AsyncScorerClient`: asyncio, one pooled session, retries, batching.
 - :class:`ScorerClient`: the same API for synchronous and threaded code.
 - :func:`compute_score`: verl-omni's audio reward function signature.
+- :func:`read_audio`: an audio file as mono float32 samples and its rate (``score_file`` reads with it).
 
 Failures are :class:`ScorerError` subclasses; see :mod:`.errors`.
 :class:`RewardOptions` (the ``reward=`` argument) is the protocol's, re-exported here.
@@ -10,6 +11,7 @@ Failures are :class:`ScorerError` subclasses; see :mod:`.errors`.
 
 from ..protocol import RewardOptions
 from .async_client import AsyncScorerClient
+from .audio_file import AudioFileError, read_audio
 from .compute import close_cached_clients, compute_score
 from .errors import (
     AudioTooLongError,
@@ -30,6 +32,7 @@ from .wire import ScoreItem, ScoreResult, sanitize_metadata
 
 __all__ = [
     "AsyncScorerClient",
+    "AudioFileError",
     "AudioTooLongError",
     "ClientSettings",
     "DeadlineExceededError",
@@ -48,5 +51,6 @@ __all__ = [
     "UnsupportedProtocolError",
     "close_cached_clients",
     "compute_score",
+    "read_audio",
     "sanitize_metadata",
 ]

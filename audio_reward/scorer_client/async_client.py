@@ -142,7 +142,7 @@ class AsyncScorerClient(BaseScorerClient):
         """Score one candidate.
 
         ``waveform`` is mono audio as a numpy array, a CPU torch tensor or a
-        list; ``text`` is what it should say; ``speaker_reference_id`` (from
+        list (for a file on disk, :meth:`score_file`); ``text`` is what it should say; ``speaker_reference_id`` (from
         :meth:`register_speaker`) adds its speaker similarity, ``measure_quality``
         its DNSMOS where the reward does not weigh it already.  Raises a
         :class:`ScorerError` subclass on failure (see :mod:`audio_reward.scorer_client.errors`).
@@ -151,6 +151,34 @@ class AsyncScorerClient(BaseScorerClient):
         item = ScoreItem(waveform, sample_rate, text, language, metadata, reward, reference_duration_s, request_id,
                          speaker_reference_id, measure_quality)
         return await self._score_prepared(_raised((await self._prepare_all([item]))[0]))
+
+    async def score_file(
+        self,
+        path: str | Path,
+        text: str,
+        *,
+        language: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        reward: RewardOptions | Mapping[str, Any] | None = None,
+        reference_duration_s: float | None = None,
+        request_id: str | None = None,
+        speaker_reference_id: str | None = None,
+        measure_quality: bool = False,
+    ) -> ScoreResult:
+        """:meth:`score` for an audio file on disk, read as ``audio-reward score`` reads it.
+
+        WAV, FLAC, MP3 and OGG everywhere; M4A, WebM and the other FFmpeg formats where PyAV is installed;
+        several channels are averaged, and the file's own sample rate is sent.  A file that cannot be read
+        raises :class:`InvalidInputError` naming it (nothing is sent).
+        """
+        self._bind()
+        try:
+            audio, rate = await asyncio.to_thread(read_audio, path)
+        except AudioFileError as exc:
+            raise InvalidInputError(str(exc), request_id=request_id) from None
+        return await self.score(audio, rate, text, language=language, metadata=metadata, reward=reward,
+                                reference_duration_s=reference_duration_s, request_id=request_id,
+                                speaker_reference_id=speaker_reference_id, measure_quality=measure_quality)
 
     async def _score_prepared(self, item: PreparedItem) -> ScoreResult:
         async def attempt(attempts: Attempts, pending: list[PreparedItem]) -> list[Outcome[ScoreResult]]:

@@ -95,6 +95,7 @@ class ScorerClient(BaseScorerClient):
             raise
 
     score = _blocking(AsyncScorerClient.score)
+    score_file = _blocking(AsyncScorerClient.score_file)
     score_many = _blocking(AsyncScorerClient.score_many)
     register_speaker = _blocking(AsyncScorerClient.register_speaker)
     register_speaker_file = _blocking(AsyncScorerClient.register_speaker_file)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import os
 import re
 import uuid
 from collections.abc import Mapping
@@ -125,6 +126,12 @@ def check_waveform(waveform: Any, name: str = "waveform") -> np.ndarray:
     Raises :class:`InvalidInputError`, naming the input ``name``, when it is
     not mono numbers, is empty, or holds NaN or infinite samples.
     """
+    if isinstance(waveform, (str, os.PathLike)):
+        # numpy reads a path as a 0-d array of text: "must be mono (1-D), got shape ()" would not say what to do.
+        raise InvalidInputError(
+            f"{name} is a file path ({os.fspath(waveform)!r}), not samples: score a file with "
+            "score_file(path, text), or read it first (audio_reward.scorer_client.read_audio(path) gives "
+            "samples and rate)")
     try:
         samples = as_float32_mono(waveform)
     except (TypeError, ValueError) as exc:

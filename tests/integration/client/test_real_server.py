@@ -17,6 +17,7 @@ from audio_reward.cli import main
 from audio_reward.scorer_client import (
     AsyncScorerClient,
     AudioTooLongError,
+    InvalidInputError,
     RequestRejectedError,
     ScoreItem,
     ScorerClient,
@@ -48,6 +49,28 @@ async def test_scores_real_speech(scorer_url: str) -> None:
     assert good.score > 0.9 and good.diagnostics["cer"] < 0.1
     assert "fox" in str(good.diagnostics["transcript"]).lower()
     assert wrong.score < 0.5 and wrong.diagnostics["cer"] > 0.5
+
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples"
+
+
+def test_both_clients_score_a_file_as_the_score_command_does(scorer_url: str) -> None:
+    """Issue 40, finding 3: the Python client scores a file on disk, as ``audio-reward score`` does."""
+    text = (EXAMPLE / "speech.txt").read_text().strip()
+
+    async def from_async() -> ScoreResult:
+        async with AsyncScorerClient(scorer_url) as client:
+            return await client.score_file(EXAMPLE / "speech.wav", text, request_id="file-async")
+
+    by_async = asyncio.run(from_async())
+    with ScorerClient(scorer_url) as client:
+        by_sync = client.score_file(str(EXAMPLE / "speech.wav"), text, request_id="file-sync")
+        with pytest.raises(InvalidInputError, match=r"missing\.wav does not exist"):
+            client.score_file(EXAMPLE / "missing.wav", text)
+        with pytest.raises(InvalidInputError, match=r"score_file\(path, text\)"):
+            client.score(str(EXAMPLE / "speech.wav"), 16000, text)
+    assert by_async.score == by_sync.score > 0.9 and by_sync.request_id == "file-sync"
+    assert by_async.diagnostics["transcript"] == by_sync.diagnostics["transcript"]
 
 
 async def test_score_many_in_order_through_the_batch_endpoint(scorer_url: str) -> None:

@@ -129,6 +129,9 @@ def _calls(tmp: Any) -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
             "language": "en", "metadata": {"split": "val", "step": 3}, "reward": RewardOptions(),
             "reference_duration_s": 0.2, "request_id": "one", "speaker_reference_id": REFERENCE,
             "measure_quality": True}),
+        ("score_file", (path, "hello"), {
+            "language": "en", "metadata": {"split": "val"}, "reward": RewardOptions(), "reference_duration_s": 0.1,
+            "request_id": "file", "speaker_reference_id": REFERENCE, "measure_quality": True}),
         ("score_many", (iter(items),), {"concurrency": 1, "chunk_size": 2, "return_exceptions": False}),
         ("register_speaker", (wave, 16000), {}),
         ("register_speaker_file", (path,), {}),

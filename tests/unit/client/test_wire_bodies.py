@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import orjson
 import pytest
@@ -46,3 +48,13 @@ def test_a_speaker_body_is_the_speaker_request_model() -> None:
 def test_what_the_protocol_refuses_is_refused_before_sending(item: ScoreItem, words: str) -> None:
     with pytest.raises(InvalidInputError, match=words):
         prepare(item)
+
+
+@pytest.mark.parametrize("where", ["speech.wav", Path("speech.wav")], ids=["str", "Path"])
+def test_a_file_path_given_as_the_waveform_says_how_to_score_a_file(where: str | Path) -> None:
+    """Issue 40, finding 3: numpy reads a path as a 0-d array, which gave 'must be mono (1-D), got shape ()'."""
+    with pytest.raises(InvalidInputError) as info:
+        prepare(ScoreItem(where, 16000, "hello"))
+    message = str(info.value)
+    assert message.startswith("waveform is a file path ('speech.wav'), not samples")
+    assert "score_file(path, text)" in message and "read_audio(path)" in message and "shape ()" not in message
