@@ -13,7 +13,7 @@
 #   SCORER          instant (default: the instant engine, answers at once), or tiny.en (Whisper tiny.en; the
 #                   policy's words are spoken by espeak-ng)
 #   SCORER_URL      a running scorer to use instead of starting one (SPEECH says what it hears: instant, espeak)
-#   STEPS           GRPO steps (default 12); FAILURE_POLICY raise (default) or mask
+#   STEPS           GRPO steps (default: 12, the thinker loop 3); FAILURE_POLICY raise (default) or mask
 #   LOOP_ARGS       further launcher flags (python -m audio_reward.trainer_plugin.toy_task.train --help)
 #   THINKER=1       the thinker-shaped loop instead (audio questions, multiple-choice reward)
 set -euo pipefail
@@ -40,13 +40,21 @@ case "$SCORER" in
 esac
 
 SCORER_PID=""
-cleanup() { [[ -n "$SCORER_PID" ]] && kill "$SCORER_PID" 2>/dev/null; wait 2>/dev/null || true; }
+# The scorer this script started goes with it, however the script ends (Ctrl-C included): SIGTERM, then SIGKILL
+# if it has not drained within 10 s.
+cleanup() {
+    [[ -n "$SCORER_PID" ]] || return 0
+    kill "$SCORER_PID" 2>/dev/null || return 0
+    for _ in $(seq 1 20); do kill -0 "$SCORER_PID" 2>/dev/null || return 0; sleep 0.5; done
+    kill -9 "$SCORER_PID" 2>/dev/null || true
+}
 trap cleanup EXIT
 if [[ -z "${SCORER_URL:-}" ]]; then
     PORT="$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
     (cd "$REPO" && exec "$PY" "${SERVE[@]}" --host 127.0.0.1 --port "$PORT") >"$OUT/scorer.log" 2>&1 &
     SCORER_PID=$!
     SCORER_URL="http://127.0.0.1:$PORT"
+    echo "toy_loop.sh: starting the scorer ($SCORER) at $SCORER_URL; its log: $OUT/scorer.log" >&2
     for _ in $(seq 1 180); do
         curl -fsS "$SCORER_URL/readyz" >/dev/null 2>&1 && break
         kill -0 "$SCORER_PID" 2>/dev/null || { echo "toy_loop.sh: the scorer exited; see $OUT/scorer.log" >&2; exit 1; }
@@ -57,6 +65,9 @@ curl -fsS "$SCORER_URL/readyz" >/dev/null || { echo "toy_loop.sh: no scorer read
 
 LOOP=audio_reward.trainer_plugin.toy_task.train
 [[ "${THINKER:-0}" == 1 ]] && LOOP=audio_reward.trainer_plugin.toy_task.thinker
+ARGS=(--device "$DEVICE" --scorer-url "$SCORER_URL" --speech "$SPEECH")
+# unset: each loop's own default
+[[ -n "${STEPS:-}" ]] && ARGS+=(--steps "$STEPS")
+[[ -n "${FAILURE_POLICY:-}" ]] && ARGS+=(--failure-policy "$FAILURE_POLICY")
 # shellcheck disable=SC2086  # LOOP_ARGS holds several flags
-"$PY" -m "$LOOP" "$OUT" --device "$DEVICE" --scorer-url "$SCORER_URL" --speech "$SPEECH" \
-    --steps "${STEPS:-12}" --failure-policy "${FAILURE_POLICY:-raise}" ${LOOP_ARGS:-} -- "$@"
+"$PY" -m "$LOOP" "$OUT" "${ARGS[@]}" ${LOOP_ARGS:-} -- "$@"

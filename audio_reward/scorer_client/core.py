@@ -78,6 +78,7 @@ class BaseScorerClient:
         backoff: float | None = None,
         backoff_max: float | None = None,
         retry_after_max: float | None = None,
+        wait_while_busy: bool | None = None,
         pool_limit: int | None = None,
         concurrency: int | None = None,
         chunk_size: int | None = None,
@@ -85,7 +86,7 @@ class BaseScorerClient:
         overrides = {
             "api_key": api_key, "timeout": timeout, "connect_timeout": connect_timeout, "deadline": deadline,
             "max_retries": max_retries, "backoff": backoff, "backoff_max": backoff_max,
-            "retry_after_max": retry_after_max,
+            "retry_after_max": retry_after_max, "wait_while_busy": wait_while_busy,
             "pool_limit": pool_limit, "concurrency": concurrency, "chunk_size": chunk_size,
         }
         if settings is None:

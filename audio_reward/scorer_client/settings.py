@@ -158,9 +158,9 @@ class ClientSettings(BaseSettings):
     backoff_max: float = Field(30.0, gt=0, allow_inf_nan=False, description="Backoff cap (seconds).")
     retry_after_max: float = Field(60.0, gt=0, allow_inf_nan=False, description="Longest Retry-After honoured.")
     wait_while_busy: bool = Field(
-        False, description="An attempt a live scorer answered (a 429/503 with Retry-After, or some items scored) "
-                           "spends no retry: the client waits as long as the scorer answers, bounded by the "
-                           "deadline alone.  The trainer plugin turns it on: a trainer can only wait for rewards.")
+        False, description="An attempt a live scorer answered with 'not now' (429, 503, 504: full, loading, out "
+                           "of time) or with some items scored spends no retry: the client waits as long as the "
+                           "scorer answers, bounded by the deadline alone.  The trainer plugin turns it on.")
     pool_limit: int = Field(64, ge=1, description="Connections per client (and requests in flight).")
     concurrency: int = Field(4, ge=1, description="Batch requests in flight (score_many).")
     chunk_size: int = Field(16, ge=1, description="Items per batch request (score_many).")

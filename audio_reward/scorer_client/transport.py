@@ -358,7 +358,7 @@ class Attempts:
 
     def give_up(self, cause: BaseException | None, request_id: str | None) -> ScorerUnavailableError:
         elapsed = time.monotonic() - self.start
-        if self.deadline_at is not None and (self.expired() or self.made <= self.settings.max_retries):
+        if self.deadline_at is not None and (self.expired() or self.spent <= self.settings.max_retries):
             return DeadlineExceededError(
                 f"no answer within the {self.settings.deadline:g} s deadline after {self.made} attempt(s) "
                 f"({elapsed:.2f} s); last fault: {cause}",
@@ -368,6 +368,17 @@ class Attempts:
             f"scorer unavailable after {self.made} attempt(s) in {elapsed:.2f} s; last fault: {cause}",
             attempts=self.made, last_cause=cause, request_id=request_id,
         )
+
+
+BUSY_CODES = frozenset({"queue_full", "overloaded", "not_ready", "shutting_down", "timeout"})
+"""Error codes of a scorer that is alive and asks to be asked again: full, loading, draining or out of time."""
+BUSY_STATUSES = frozenset({429, 503, 504})
+
+
+def busy(outcome: Retry) -> bool:
+    """Whether a live scorer answered ``outcome`` with "not now" (a capacity or time answer), not a fault."""
+    cause = outcome.cause
+    return isinstance(cause, TransientServerError) and (cause.code in BUSY_CODES or cause.status in BUSY_STATUSES)
 
 
 Attempt = Callable[[Attempts, list[PreparedItem]], Awaitable[list[Outcome[T]]]]
@@ -409,7 +420,7 @@ class RetryLoop:
                 else:
                     causes[i] = outcome.cause
                     still.append(i)
-            answered = len(retries) < len(outcomes) or all(o.retry_after is not None for o in retries)
+            answered = len(retries) < len(outcomes) or all(busy(o) for o in retries)
             pending = still
             if not pending:
                 break

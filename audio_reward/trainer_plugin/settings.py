@@ -124,6 +124,9 @@ class PluginSettings(BaseSettings):
             given[name] = data.pop(name)
         # An empty value in the block (server_url: "" from an unset shell variable) leaves the field to the environment.
         given = {k: v for k, v in given.items() if not _unset(v)}
+        # A trainer has nothing to do but wait for its rewards: a scorer that answers "busy" (429 with
+        # Retry-After, as its early refusal does under the trainer's own load) is waited for, not given up on.
+        given.setdefault("wait_while_busy", True)
         if "urls" not in given and not url_in_environment():
             raise ValueError(NO_URL)
         data["client"] = ClientSettings(**given)

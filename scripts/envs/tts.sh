@@ -2,7 +2,7 @@
 # Build the TTS-model environment used by the tiny Qwen3-TTS policy test and the checkpoint
 # evaluation: CPU torch, qwen-tts (pins transformers==4.57.3) and audio-reward's client side.
 #
-# Usage: scripts/envs/tts.sh [VENV_DIR]   (default /work/venv-tts)
+# Usage: scripts/envs/tts.sh [VENV_DIR]   (default: this checkout's .venv-tts)
 #
 # qwen-tts imports torchaudio at module level, which has no wheel for torch
 # 2.13; only its 25 Hz tokenizer path (torchaudio.compliance.kaldi.fbank) uses
@@ -12,8 +12,8 @@
 #   AUDIO_REWARD_TEST_SERVER_PYTHON=.venv/bin/python \
 #       "$VENV/bin/python" -m pytest -q tests/integration/trainer/test_tiny_qwen3_tts.py
 set -euo pipefail
-VENV="${1:-/work/venv-tts}"
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+VENV="${1:-$REPO/.venv-tts}"
 PY="${PYTHON:-python3.11}"
 
 if [[ ! -x "$VENV/bin/python" ]]; then

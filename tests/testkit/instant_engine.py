@@ -2,7 +2,9 @@
 
 It reads a number written into the first sample of each clip (:func:`clip`)
 and answers ``item <number>`` (:func:`prompt_of`), so a response carrying
-another request's transcript scores below 1 and is caught.  ``delay_s`` makes
+another request's transcript scores below 1 and is caught; a clip carrying
+text instead (the toy task's speech, ``toy_task.speech.text_clip``) is
+answered with that text.  ``delay_s`` makes
 every engine call take that long (a slow engine); a call holding a clip
 numbered below zero raises (a faulty engine).  Load runs, fault tests and
 benchmarks use it to measure the server's queueing, batching and HTTP path
@@ -29,7 +31,7 @@ from audio_reward.scorer_server.engines.base import (
     Transcription,
     TranscriptionInput,
 )
-from audio_reward.trainer_plugin.toy_task.speech import WATERMARK_SCALE, watermark
+from audio_reward.trainer_plugin.toy_task.speech import WATERMARK_SCALE, text_of, watermark
 from audio_reward.trainer_plugin.toy_task.speech import instant_transcript as prompt_of
 from audio_reward.trainer_plugin.toy_task.speech import number_of as index_of
 
@@ -46,7 +48,7 @@ def clip(index: int, seconds: float = 0.1) -> np.ndarray:
 
 
 class InstantEngine(ASREngine):
-    """Answers at once with ``item <n>``, n read from the clip's first sample."""
+    """Answers at once with ``item <n>``, n read from the clip's first sample, or with the text a clip carries."""
 
     delay_s = 0.0
 
@@ -67,7 +69,8 @@ class InstantEngine(ASREngine):
         numbers = [index_of(item.audio) for item in batch]
         if min(numbers) < 0:
             raise RuntimeError(f"poison clip in engine call {self.batches}")
-        return [Transcription(prompt_of(n)) for n in numbers]
+        texts = [text_of(item.audio) for item in batch]
+        return [Transcription(prompt_of(n) if text is None else text) for n, text in zip(numbers, texts, strict=True)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

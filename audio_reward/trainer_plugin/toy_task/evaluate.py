@@ -1,4 +1,4 @@
-"""The toy task's before/after evaluation: each checkpoint speaks the validation prompts, ``audio-reward eval``
+"""The toy task's before/after evaluation: each checkpoint speaks the held-out prompts, ``audio-reward eval``
 scores them and ``eval --compare`` pairs the two runs.
 
 A checkpoint folder (the initial policy, or an ``export-checkpoint`` of the
@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .policy import CHAT_TEMPLATE
-from .speech import WORDS, speak, target_text
+from .policy import CHAT_TEMPLATE, MAX_ANSWER_TOKENS
+from .speech import HELDOUT_WORDS, speak
 
 
-def synthesize(model_dir: str | Path, out_dir: str | Path, kind: str, words: Sequence[str] = WORDS) -> Path:
+def synthesize(model_dir: str | Path, out_dir: str | Path, kind: str, words: Sequence[str] = HELDOUT_WORDS) -> Path:
     """Speak the prompt of each of ``words`` with the checkpoint in ``model_dir``; returns the manifest written."""
     import soundfile
     import torch
@@ -31,19 +31,19 @@ def synthesize(model_dir: str | Path, out_dir: str | Path, kind: str, words: Seq
     out.mkdir(parents=True, exist_ok=True)
     tokenizer: Any = AutoTokenizer.from_pretrained(model_dir)
     tokenizer.chat_template = tokenizer.chat_template or CHAT_TEMPLATE
-    model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
     rows = []
     for word in words:
         prompt: Any = tokenizer.apply_chat_template([{"role": "user", "content": f"say {word}"}],
                                                add_generation_prompt=True, return_tensors="pt", return_dict=True)
         with torch.no_grad():
-            ids = model.generate(**prompt, max_new_tokens=4, do_sample=False,
+            ids = model.generate(**prompt, max_new_tokens=MAX_ANSWER_TOKENS, do_sample=False,
                                  pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
         said = tokenizer.decode(ids[0, prompt["input_ids"].shape[1]:], skip_special_tokens=True).split()
         audio, rate = speak(said, kind)
         # float WAV: the instant speech's number lives in the first sample, which 16-bit PCM would round
         soundfile.write(out / f"{word}.wav", audio, rate, subtype="FLOAT")
-        rows.append({"id": word, "audio": f"{word}.wav", "text": target_text(word, kind), "said": " ".join(said)})
+        rows.append({"id": word, "audio": f"{word}.wav", "text": word, "said": " ".join(said)})
     manifest = out / "manifest.jsonl"
     manifest.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return manifest
@@ -54,7 +54,7 @@ def _cli(*args: str) -> None:
 
 
 def before_after(base_dir: str | Path, trained_dir: str | Path, out_dir: str | Path, scorer_url: str,
-                 kind: str, words: Sequence[str] = WORDS) -> Path:
+                 kind: str, words: Sequence[str] = HELDOUT_WORDS) -> Path:
     """Score the base and the trained checkpoint with ``audio-reward eval`` and compare them; returns the
     ``eval_results.json`` of ``eval --compare`` (base first)."""
     out = Path(out_dir)

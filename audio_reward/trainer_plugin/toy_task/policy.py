@@ -1,15 +1,19 @@
-"""The toy policy: a tiny random Qwen3 with a word-level tokenizer, built offline from a config."""
+"""The toy policy: a tiny Qwen3 with a word-level tokenizer, built offline from a config and the committed
+pretrained weights (:mod:`.pretrain`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from .pretrain import BASE_WEIGHTS
 from .speech import WORDS
 
 SPECIAL = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "\n", "<unk>")
 """Qwen's chat markers: verl's Qwen token builder needs ``<|im_end|>`` and a one-token newline."""
-FILLERS = ("user", "assistant", "say", "the", "a", "is", "and", "now", "please", "word")
-"""Words the policy can say besides the toy words, so that a random policy is often wrong."""
+FILLERS = ("user", "assistant", "say", "the", "a", "and", "now", "please", "so", "well")
+"""Words of the chat and of padding, which the policy can say besides the toy words."""
+MAX_ANSWER_TOKENS = 4
+"""The longest answer, in tokens, in training and evaluation (the end of turn included)."""
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
@@ -20,11 +24,13 @@ def vocabulary() -> dict[str, int]:
     return {token: i for i, token in enumerate((*SPECIAL, *FILLERS, *WORDS))}
 
 
-def build_policy(out_dir: str | Path, seed: int = 0, hidden_size: int = 128, layers: int = 2) -> Path:
+def build_policy(out_dir: str | Path, seed: int = 0, hidden_size: int = 128, layers: int = 2,
+                 weights: Path | None = BASE_WEIGHTS) -> Path:
     """Write the tiny policy (weights, config, tokenizer, chat template) to ``out_dir``; returns it.
 
-    Two attention heads of 64: vLLM's CPU attention takes head sizes from 32 up
-    (``vllm/_custom_ops.py`` line 3856 refuses 16).
+    ``weights``: the pretrained base (:data:`.pretrain.BASE_WEIGHTS`, the default), or None for random
+    weights (seeded by ``seed``).  Two attention heads of 64: vLLM's CPU attention takes head sizes from 32
+    up (``vllm/_custom_ops.py`` line 3856 refuses 16).
     """
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers
@@ -50,5 +56,10 @@ def build_policy(out_dir: str | Path, seed: int = 0, hidden_size: int = 128, lay
         eos_token_id=vocab["<|im_end|>"], pad_token_id=vocab["<|endoftext|>"], architectures=["Qwen3ForCausalLM"],
         head_dim=64,
     )
-    Qwen3ForCausalLM(config).save_pretrained(out)
+    model = Qwen3ForCausalLM(config)
+    if weights is not None:
+        from safetensors.torch import load_model
+
+        load_model(model, str(weights))
+    model.save_pretrained(out)
     return out

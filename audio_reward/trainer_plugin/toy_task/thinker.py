@@ -51,7 +51,6 @@ reward is computed from the answer text, without a scorer.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import logging
 from collections.abc import Sequence
@@ -62,7 +61,6 @@ from typing import Any, cast
 
 from . import train
 from .audio_support import MODULE as AUDIO_SUPPORT_MODULE
-from .speech import SPEECH_KINDS
 from .train import LoopSettings, LoopTask, RunPaths, launch, trainer_environment, trainer_overrides
 
 logger = logging.getLogger(__name__)
@@ -268,22 +266,10 @@ DEFAULTS = MappingProxyType({"steps": 3, "prompts_per_step": 4, "group_size": 4,
 
 def parse_args(argv: Sequence[str] | None = None) -> LoopSettings:
     """The same command line as :mod:`.train` (``--scorer-url`` optional here: the reward needs no scorer)."""
-    parser = argparse.ArgumentParser(prog="python -m audio_reward.trainer_plugin.toy_task.thinker",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", type=Path, help="folder for everything the run writes")
-    parser.add_argument("--scorer-url", default="", help="accepted and unused: the multiple-choice reward is text")
-    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    parser.add_argument("--steps", type=int, default=DEFAULTS["steps"])
-    parser.add_argument("--speech", choices=SPEECH_KINDS, default="instant", help="accepted and unused")
-    parser.add_argument("--failure-policy", choices=("raise", "mask"), default="raise")
-    parser.add_argument("--learning-rate", type=float, default=DEFAULTS["learning_rate"])
-    parser.add_argument("--prompts-per-step", type=int, default=DEFAULTS["prompts_per_step"])
-    parser.add_argument("--group-size", type=int, default=DEFAULTS["group_size"])
-    parser.add_argument("--updates-per-step", type=int, default=LoopSettings.updates_per_step,
-                        help="actor updates per step (verl's mini-batches); must divide --prompts-per-step")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("overrides", nargs="*", help="further Hydra overrides for main_ppo (after --)")
-    return LoopSettings(**vars(parser.parse_args(argv)))
+    parser = train.loop_parser("python -m audio_reward.trainer_plugin.toy_task.thinker", __doc__.split("\n\n")[0],
+                               LoopSettings(Path("."), "", **DEFAULTS),
+                               scorer_help="accepted and unused: the multiple-choice reward is text")
+    return train.read_settings(parser, argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

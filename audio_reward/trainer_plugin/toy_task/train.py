@@ -10,11 +10,13 @@ and data (:mod:`.policy`, :mod:`.data`), :class:`.speak_agent.SpeakAgentLoop`
 putting each response's audio where verl-omni's TTS rollout puts it, our
 ``audio_score`` reward manager scoring every rollout over HTTP, a validation
 pass before training and at the end, a checkpoint, ``audio-reward
-export-checkpoint`` on it and the before/after evaluation
-(:mod:`.evaluate`).  Everything lands in OUT; ``OUT/train_summary.json`` says
-what ran and where its results are, ``OUT/reward_curve.json`` and ``.png``
-hold the reward per step.  ``scripts/train_cpu.sh`` starts a scorer and runs
-this; ``scripts/gpu_smoke_grpo.sh`` runs it with ``--device cuda``.
+export-checkpoint`` on it and the before/after evaluation on held-out
+prompts (:mod:`.evaluate`).  Everything lands in OUT; ``OUT/train_summary.json``
+says what ran and where its results are, ``OUT/reward_curve.json`` and ``.png``
+hold the reward per step.  The console gets one line per step; Ctrl-C stops
+the trainer and every process it started, and still writes the summary
+(``interrupted``).  ``scripts/train_cpu.sh`` starts a scorer and runs this;
+``scripts/gpu_smoke_grpo.sh`` runs it with ``--device cuda``.
 """
 
 from __future__ import annotations
@@ -23,16 +25,18 @@ import argparse
 import json
 import logging
 import os
-import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..cpu import ENABLE_MODULE, REQUIRED_OVERRIDES
-from .speech import SPEECH_KINDS, WORDS
+from . import supervise
+from .policy import MAX_ANSWER_TOKENS
+from .speech import HELDOUT_WORDS, SPEECH_KINDS
 
 logger = logging.getLogger(__name__)
 
@@ -50,11 +54,9 @@ class LoopSettings:
     steps: int = 12
     speech: str = "instant"
     failure_policy: str = "raise"
-    learning_rate: float = 2e-3
+    learning_rate: float = 1e-3
     prompts_per_step: int = 8
     group_size: int = 8
-    targets: int = 1
-    """How many toy words the prompts ask for (:func:`.data.write_data`)."""
     updates_per_step: int = 4
     """Actor updates per step, each on an equal share of the step's groups (verl's mini-batches)."""
     seed: int = 0
@@ -68,8 +70,6 @@ class LoopSettings:
             raise ValueError(f"speech must be one of {SPEECH_KINDS}, got {self.speech!r}")
         if self.failure_policy not in ("raise", "mask"):
             raise ValueError(f"failure_policy must be raise or mask, got {self.failure_policy!r}")
-        if not 1 <= self.targets <= len(WORDS):
-            raise ValueError(f"targets must be 1 to {len(WORDS)}, got {self.targets}")
         if self.steps < 1:
             raise ValueError(f"steps must be >= 1, got {self.steps}")
         if self.updates_per_step < 1 or self.prompts_per_step % self.updates_per_step:
@@ -101,7 +101,7 @@ def prepare(settings: LoopSettings) -> RunPaths:
     settings.out.mkdir(parents=True, exist_ok=True)
     build_policy(paths.policy, seed=settings.seed)
     write_data(paths.data, settings.speech, train_rows=max(64, settings.steps * settings.prompts_per_step),
-               seed=settings.seed, targets=settings.targets)
+               seed=settings.seed)
     (settings.out / "agent_loops.yaml").write_text(AGENT_LOOPS, encoding="utf-8")
     return paths
 
@@ -115,8 +115,6 @@ def _reward_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
         f"+reward.audio_reward.failure_policy={settings.failure_policy}",
         f"+reward.audio_reward.failure_log={paths.failure_log}",
         f"+reward.audio_reward.validation_dir={paths.validation}",
-        # a scorer that is down costs a step at most this long before the policy decides
-        "+reward.audio_reward.deadline=20",
         f"algorithm.adv_estimator={'grpo_masked' if masked else 'grpo'}",
     ]
     if not masked:  # stop at the first failed group (fail_closed.py)
@@ -137,7 +135,7 @@ def trainer_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
         *(REQUIRED_OVERRIDES if settings.device == "cpu" else []),
         f"data.train_files={paths.data / 'train.parquet'}", f"data.val_files={paths.data / 'val.parquet'}",
         f"data.train_batch_size={settings.prompts_per_step}", "data.max_prompt_length=16",
-        "data.max_response_length=4", "data.dataloader_num_workers=0", f"data.seed={settings.seed}",
+        f"data.max_response_length={MAX_ANSWER_TOKENS}", "data.dataloader_num_workers=0", f"data.seed={settings.seed}",
         f"actor_rollout_ref.model.path={paths.policy}", "actor_rollout_ref.model.use_remove_padding=false",
         # float32 throughout, as the rollout computes: the probabilities of actor and rollout then agree
         *(f"+actor_rollout_ref.{role}.fsdp_config.mixed_precision={FP32}" for role in ("actor", "ref")),
@@ -184,12 +182,25 @@ def trainer_environment(settings: LoopSettings, paths: RunPaths) -> dict[str, st
 
 
 def launch(settings: LoopSettings, paths: RunPaths, overrides: Sequence[str], env: Mapping[str, str]) -> int:
-    """Run ``main_ppo`` with ``overrides`` in ``env``; its output goes to ``train.log``.  Returns its exit status."""
+    """Run ``main_ppo`` with ``overrides`` in ``env``, a console line per step; its output goes to ``train.log``.
+
+    Returns its exit status.  On Ctrl-C (KeyboardInterrupt) the trainer and every process it started are
+    stopped before the interrupt goes on.
+    """
     command = [sys.executable, "-m", "verl.trainer.main_ppo", *overrides]
     (settings.out / "command.json").write_text(json.dumps(command, indent=1) + "\n", encoding="utf-8")
     paths.metrics.unlink(missing_ok=True)
-    with paths.log.open("wb") as log:
-        return subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+    run_id = uuid.uuid4().hex
+    logger.info("trainer log: %s (verl's main_ppo; start-up takes a minute or two)", paths.log)
+    proc = supervise.start(command, env, paths.log, run_id)
+    try:
+        return supervise.follow(proc, paths.metrics, settings.steps)
+    except KeyboardInterrupt:
+        logger.warning("interrupted: stopping the trainer and the processes it started")
+        supervise.stop(proc, run_id)
+        raise
+    finally:
+        supervise.sweep(run_id)
 
 
 def run_trainer(settings: LoopSettings, paths: RunPaths) -> int:
@@ -224,7 +235,8 @@ class LoopTask:
     """What differs between the loops: their data and policy, the trainer's command, the evaluation after.
 
     ``evaluate(settings, paths, checkpoint)`` runs on the run's exported checkpoint and returns the results file;
-    the summary holds it under ``evaluation_key``. ``describe`` adds lines to the summary (what the run was).
+    the summary holds it under ``evaluation_key``, and the keys ``report(results file)`` returns.
+    ``describe`` adds lines to the summary (what the run was).
     """
 
     prepare: Callable[[LoopSettings], RunPaths]
@@ -232,18 +244,22 @@ class LoopTask:
     evaluate: Callable[[LoopSettings, RunPaths, Path], Path]
     evaluation_key: str
     describe: Mapping[str, str] = field(default_factory=dict)
+    report: Callable[[Path], Mapping[str, Any]] | None = None
 
 
-def finish(settings: LoopSettings, paths: RunPaths, returncode: int, started: float,
-           task: LoopTask) -> dict[str, Any]:
-    """After the trainer: the reward curve, the export and the evaluation of its checkpoint, the summary."""
-    from ..checkpoint_export import export_checkpoint
+INTERRUPTED = 130
+"""The exit status of a run stopped by Ctrl-C (128 + SIGINT, as a shell reports it)."""
+
+
+def summarize(settings: LoopSettings, paths: RunPaths, returncode: int, task: LoopTask) -> dict[str, Any]:
+    """The summary of the trainer's part: its exit, the reward curve (written beside it), what stopped it."""
     from ..reward_curve import write_reward_curve
 
     curve = write_reward_curve(paths.metrics, settings.out) if paths.metrics.is_file() else []
     trained = [r for r in curve if r["step_s"] is not None]  # step 0 is the validation before training
-    summary: dict[str, Any] = {
+    return {
         "returncode": returncode,
+        "interrupted": returncode == INTERRUPTED,
         "steps": len(trained),
         # None for a step whose every sample failed and was masked (verl's mean of the scores is NaN then)
         "reward_mean": [r["reward_mean"] for r in trained],
@@ -254,28 +270,56 @@ def finish(settings: LoopSettings, paths: RunPaths, returncode: int, started: fl
         "device": settings.device,
         "reward_curve": str(settings.out / "reward_curve.json"),
         "checkpoint": None, "export": None, task.evaluation_key: None,
-        "stopped_by": _stopped_by(paths.log) if returncode else None,
+        "stopped_by": (_stopped_by(paths.log) or supervise.failure_line(paths.log))
+        if returncode not in (0, INTERRUPTED) else None,
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(settings).items()},
     }
+
+
+def finish(settings: LoopSettings, paths: RunPaths, returncode: int, started: float,
+           task: LoopTask) -> dict[str, Any]:
+    """After the trainer: the reward curve, the export and the evaluation of its checkpoint, the summary.
+
+    A Ctrl-C during the export or the evaluation still writes the summary, marked ``interrupted``.
+    """
+    from ..checkpoint_export import export_checkpoint
+
+    summary = summarize(settings, paths, returncode, task)
     checkpoint = latest_checkpoint(paths)
-    if returncode == 0 and checkpoint is not None:
-        export_checkpoint(checkpoint, paths.export, None)
-        summary.update(checkpoint=str(checkpoint), export=str(paths.export))
-        summary[task.evaluation_key] = str(task.evaluate(settings, paths, checkpoint))
+    try:
+        if returncode == 0 and checkpoint is not None:
+            logger.info("exporting %s and evaluating it against the initial policy", checkpoint.name)
+            export_checkpoint(checkpoint, paths.export, None)
+            summary.update(checkpoint=str(checkpoint), export=str(paths.export))
+            results = task.evaluate(settings, paths, checkpoint)
+            summary[task.evaluation_key] = str(results)
+            summary.update(task.report(results) if task.report else {})
+    except KeyboardInterrupt:
+        summary.update(returncode=INTERRUPTED, interrupted=True)
     summary["wall_s"] = round(time.monotonic() - started, 1)
     (settings.out / "train_summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     return summary
 
 
 def _before_after(settings: LoopSettings, paths: RunPaths, checkpoint: Path) -> Path:
-    """``audio-reward eval --compare`` of the initial policy and the export, on the target words."""
+    """``audio-reward eval --compare`` of the initial policy and the export, on the held-out prompts."""
     from .evaluate import before_after
 
     return before_after(paths.policy, paths.export, settings.out / "eval", settings.scorer_url, settings.speech,
-                        WORDS[:settings.targets])
+                        HELDOUT_WORDS)
 
 
-SPEECH_TASK = LoopTask(prepare, run_trainer, _before_after, "eval_results")
+def heldout_report(results: Path) -> dict[str, Any]:
+    """``heldout``: the base and the trained checkpoint's mean reward and CER on the held-out prompts."""
+    base, trained = json.loads(results.read_text(encoding="utf-8"))["checkpoints"]
+    return {"heldout": {
+        "prompts": len(HELDOUT_WORDS),
+        **{name: {"reward": run["mean_reward"], "cer": run["mean_cer"], "scored": run["scored"]}
+           for name, run in (("base", base), ("trained", trained))},
+    }}
+
+
+SPEECH_TASK = LoopTask(prepare, run_trainer, _before_after, "eval_results", report=heldout_report)
 """The TTS-shaped loop: the toy policy speaks a word, the scorer scores it."""
 
 
@@ -283,33 +327,66 @@ def run(settings: LoopSettings, task: LoopTask = SPEECH_TASK) -> dict[str, Any]:
     """The whole run; returns the summary also written to ``OUT/train_summary.json``."""
     started = time.monotonic()
     paths = task.prepare(settings)
-    returncode = task.run_trainer(settings, paths)
+    try:
+        returncode = task.run_trainer(settings, paths)
+    except KeyboardInterrupt:
+        returncode = INTERRUPTED
     return finish(settings, paths, returncode, started, task)
 
 
-def parse_args(argv: Sequence[str] | None = None) -> LoopSettings:
-    defaults = LoopSettings(Path("."), "")
-    parser = argparse.ArgumentParser(prog="python -m audio_reward.trainer_plugin.toy_task.train",
-                                     description=__doc__.split("\n\n")[0])
+def loop_parser(prog: str, description: str, defaults: LoopSettings, *, scorer_help: str | None = None
+                ) -> argparse.ArgumentParser:
+    """The toy loops' one command line; ``scorer_help`` given: ``--scorer-url`` is optional, with that help."""
+    parser = argparse.ArgumentParser(prog=prog, description=description,
+                                     epilog="Further Hydra overrides for main_ppo go after --; they win over "
+                                            "the loop's own.")
     parser.add_argument("out", type=Path, help="folder for everything the run writes")
-    parser.add_argument("--scorer-url", required=True, help="a running audio-reward scorer")
+    parser.add_argument("--scorer-url", required=scorer_help is None, default=defaults.scorer_url,
+                        help=scorer_help or "a running audio-reward scorer")
     parser.add_argument("--device", choices=("cpu", "cuda"), default=defaults.device)
     parser.add_argument("--steps", type=int, default=defaults.steps)
     parser.add_argument("--speech", choices=SPEECH_KINDS, default=defaults.speech,
-                        help="instant: numbered tones for the instant engine; espeak: espeak-ng for a real ASR")
+                        help="instant: the words as a tone for the instant engine; espeak: espeak-ng for a real "
+                             "ASR")
     parser.add_argument("--failure-policy", choices=("raise", "mask"), default=defaults.failure_policy)
     parser.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
     parser.add_argument("--prompts-per-step", type=int, default=defaults.prompts_per_step)
     parser.add_argument("--group-size", type=int, default=defaults.group_size)
-    parser.add_argument("--targets", type=int, default=defaults.targets,
-                        help="distinct words the prompts ask for (1: learnt in a dozen steps)")
-    parser.add_argument("--updates-per-step", type=int, default=defaults.updates_per_step)
+    parser.add_argument("--updates-per-step", type=int, default=defaults.updates_per_step,
+                        help="actor updates per step (verl's mini-batches); must divide --prompts-per-step")
     parser.add_argument("--seed", type=int, default=defaults.seed)
-    parser.epilog = "Further Hydra overrides for main_ppo go after --; they win over the loop's own."
+    return parser
+
+
+def read_settings(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> LoopSettings:
+    """Parse ``argv`` with ``parser``; what follows ``--`` becomes the settings' Hydra overrides."""
     argv = list(sys.argv[1:] if argv is None else argv)
     split = argv.index("--") if "--" in argv else len(argv)
-    args = parser.parse_args(argv[:split])
-    return LoopSettings(**vars(args), overrides=argv[split + 1:])
+    return LoopSettings(**vars(parser.parse_args(argv[:split])), overrides=argv[split + 1:])
+
+
+def parse_args(argv: Sequence[str] | None = None) -> LoopSettings:
+    parser = loop_parser("python -m audio_reward.trainer_plugin.toy_task.train", __doc__.split("\n\n")[0],
+                         LoopSettings(Path("."), ""))
+    return read_settings(parser, argv)
+
+
+def _outcome_lines(summary: Mapping[str, Any], out: Path) -> None:
+    rewards = " -> ".join("masked" if r is None else f"{r:.3f}" for r in summary["reward_mean"]) or "none"
+    logger.info("%d steps, reward %s, %.0f s; summary in %s", summary["steps"], rewards, summary["wall_s"],
+                out / "train_summary.json")
+    heldout = summary.get("heldout")
+    if heldout:
+        logger.info("held-out prompts (%d): reward %.3f -> %.3f, CER %.3f -> %.3f", heldout["prompts"],
+                    heldout["base"]["reward"], heldout["trained"]["reward"], heldout["base"]["cer"],
+                    heldout["trained"]["cer"])
+    if summary["interrupted"]:
+        logger.error("interrupted after %d step(s); the partial summary says so (interrupted: true)",
+                     summary["steps"])
+    elif summary["returncode"]:
+        logger.error("the trainer exited with %d; its log: %s", summary["returncode"], RunPaths(out).log)
+        if summary["stopped_by"]:
+            logger.error("%s", summary["stopped_by"])
 
 
 def main(argv: Sequence[str] | None = None, *, parse: Callable[[Sequence[str] | None], LoopSettings] = parse_args,
@@ -321,14 +398,12 @@ def main(argv: Sequence[str] | None = None, *, parse: Callable[[Sequence[str] | 
     except ValueError as exc:
         logger.error("error: %s", exc)
         return 2
-    summary = run(settings, task)
-    rewards = " -> ".join("masked" if r is None else f"{r:.3f}" for r in summary["reward_mean"]) or "none"
-    logger.info("%d steps, reward %s, %.0f s; summary in %s", summary["steps"], rewards, summary["wall_s"],
-                settings.out / "train_summary.json")
-    if summary["returncode"]:
-        logger.error("the trainer exited with %d; its log: %s", summary["returncode"], RunPaths(settings.out).log)
-        if summary["stopped_by"]:
-            logger.error("%s", summary["stopped_by"])
+    try:
+        summary = run(settings, task)
+    except KeyboardInterrupt:
+        logger.error("interrupted before the trainer started; nothing to summarize")
+        return INTERRUPTED
+    _outcome_lines(summary, settings.out)
     return int(summary["returncode"])
 
 
