@@ -23,10 +23,24 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 
-def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
-    if loop.is_running():
+def _shut_down(client: AsyncScorerClient, loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+    """Close ``client``'s connections on its loop, then stop the loop and its thread.
+
+    The finalizer of every :class:`ScorerClient`, closed or not: a client that is garbage-collected or left
+    open at exit closes its aiohttp session here, so aiohttp has no "Unclosed client session" to report.
+    It may run in any thread, the loop's own included (the last reference dropped in a callback there).
+    """
+    if not loop.is_running():
+        return
+    if thread is threading.current_thread():  # cannot wait for the loop from inside it: stop once closed
+        loop.create_task(client.aclose()).add_done_callback(lambda _: loop.stop())
+        return
+    try:
+        asyncio.run_coroutine_threadsafe(client.aclose(), loop).result(timeout=5)
+    except (concurrent.futures.TimeoutError, RuntimeError):  # a loop stuck or stopping: leave it to the process
+        pass
+    finally:
         loop.call_soon_threadsafe(loop.stop)
-    if thread is not threading.current_thread():
         thread.join(timeout=5)
 
 
@@ -59,8 +73,8 @@ class ScorerClient(BaseScorerClient):
     :class:`AsyncScorerClient` on it, so every calling thread shares one
     connection pool and the same retry rules.  Calls block the calling
     thread only; they may run concurrently from many threads.  Close with
-    :meth:`close` or a ``with`` block (an unclosed client is closed when
-    garbage-collected).  Takes the same arguments as :class:`AsyncScorerClient`
+    :meth:`close` or a ``with`` block; a client never closed closes its
+    connections and stops its thread when garbage-collected or at exit, quietly.  Takes the same arguments as :class:`AsyncScorerClient`
     and offers the same methods (``tests/unit/client/test_client_parity.py`` holds
     the two to that).
     """
@@ -71,7 +85,7 @@ class ScorerClient(BaseScorerClient):
         self._thread = threading.Thread(target=self._loop.run_forever, name="audio-reward-client", daemon=True)
         self._thread.start()
         self._close_lock = threading.Lock()
-        self._finalizer = weakref.finalize(self, _stop_loop, self._loop, self._thread)
+        self._finalizer = weakref.finalize(self, _shut_down, self._async, self._loop, self._thread)
 
     def __enter__(self) -> ScorerClient:
         return self
@@ -108,9 +122,6 @@ class ScorerClient(BaseScorerClient):
             if self._closed:
                 return
             self._closed = True
-        try:
-            asyncio.run_coroutine_threadsafe(self._async.aclose(), self._loop).result(timeout=10)
-        finally:
-            self._finalizer()
-            if not self._thread.is_alive():
-                self._loop.close()
+        self._finalizer()  # closes the connections, then stops the loop thread
+        if not self._thread.is_alive():
+            self._loop.close()

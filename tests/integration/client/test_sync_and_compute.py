@@ -237,3 +237,30 @@ def test_sync_client_registers_speakers_and_asks_for_quality(signals_url: str, t
     assert result.diagnostics["speaker_reference_id"] == reference_id
     assert -1.0 <= float(result.diagnostics["speaker_similarity"]) <= 1.0  # type: ignore[arg-type]
     assert 1.0 <= float(result.diagnostics["dnsmos_ovrl"]) <= 5.0  # type: ignore[arg-type]
+
+
+FORGOTTEN = """
+import gc, sys
+import numpy as np
+from audio_reward.scorer_client import ScorerClient
+
+url, how = sys.argv[1], sys.argv[2]
+client = ScorerClient(url)
+print(client.score(np.zeros(1600, dtype=np.float32), 16000, "x").score)
+if how == "dropped":
+    del client
+    gc.collect()
+    print("collected")
+"""
+
+
+@pytest.mark.parametrize("how", ["dropped", "left_at_exit"])
+def test_a_sync_client_never_closed_goes_quietly(fault_server: FaultServer, tmp_path: Path, how: str) -> None:
+    """Issue 40, finding 4: a forgotten ScorerClient closes its connections when collected or at exit, without
+    aiohttp's 'Unclosed client session' / 'Unclosed connector' on stderr (docs/client.md, Threads)."""
+    (tmp_path / "forgotten.py").write_text(FORGOTTEN)
+    proc = subprocess.run([sys.executable, "forgotten.py", fault_server.url, how], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[-1] == ("collected" if how == "dropped" else proc.stdout.split()[0])
+    assert proc.stderr == "", proc.stderr
