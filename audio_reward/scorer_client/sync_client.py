@@ -74,7 +74,8 @@ class ScorerClient(BaseScorerClient):
     connection pool and the same retry rules.  Calls block the calling
     thread only; they may run concurrently from many threads.  Close with
     :meth:`close` or a ``with`` block; a client never closed closes its
-    connections and stops its thread when garbage-collected or at exit, quietly.  Takes the same arguments as :class:`AsyncScorerClient`
+    connections and stops its thread when garbage-collected or at exit,
+    quietly.  Takes the same arguments as :class:`AsyncScorerClient`
     and offers the same methods (``tests/unit/client/test_client_parity.py`` holds
     the two to that).
     """
