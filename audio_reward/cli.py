@@ -63,6 +63,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # inside the try: a closed pipe must surface here, not at interpreter exit
     except BrokenPipeError:
         return _reader_gone()
+    except KeyboardInterrupt:
+        # Ctrl-C: the shell's status for SIGINT in one line, not a traceback through asyncio (a command with
+        # more to say, such as eval's rows kept, catches it first).
+        print(f"audio-reward {args.command}: interrupted", file=sys.stderr)
+        return SIGINT_STATUS
     return status
 
 
@@ -74,6 +79,9 @@ def _command_parser(parser: argparse.ArgumentParser, name: str | None) -> argpar
             return cast(argparse.ArgumentParser, choices[name])
     return None
 
+
+SIGINT_STATUS = 128 + 2
+"""What a shell reports for a command stopped by Ctrl-C, as for one killed by SIGINT."""
 
 SIGPIPE_STATUS = 128 + 13
 """What a shell reports for a command whose output pipe closed (``| head``), as for one killed by SIGPIPE."""

@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from ...cli import SIGINT_STATUS
 from ...extras import install_command
 from ..cli import add_client_options, command_settings, failure_line
 
@@ -58,8 +60,10 @@ class ProgressBar:
     def __init__(self, enabled: bool) -> None:
         self.enabled, self.failed = enabled, 0
         self.bar: Any = None  # a tqdm bar once started
+        self.total: int | None = None  # the manifest's rows, once the run has started
 
     def start(self, total: int, done: int) -> None:
+        self.total = total
         if self.enabled:
             from tqdm import tqdm
 
@@ -81,7 +85,6 @@ class ProgressBar:
 
 def _eval(args: argparse.Namespace) -> int:
     import asyncio
-    from pathlib import Path
 
     if args.compare:
         return _compare(args)
@@ -111,6 +114,10 @@ def _eval(args: argparse.Namespace) -> int:
     except ScorerError as exc:
         print(failure_line("eval", settings, exc), file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        bar.close()
+        print(interrupted_line(Path(args.out), bar.total), file=sys.stderr)
+        return SIGINT_STATUS
     finally:
         bar.close()
 
@@ -125,10 +132,24 @@ def _eval(args: argparse.Namespace) -> int:
     return 0 if summary["failed"] == 0 else 1
 
 
+def interrupted_line(out: Path, total: int | None) -> str:
+    """The one line ``eval`` prints on Ctrl-C: the rows kept and that running it again resumes.
+
+    Every row is written whole and flushed the moment its utterance finishes, so what is in
+    ``utterances.jsonl`` is kept; asyncio's traceback through the client would say none of that.
+    """
+    from .evaluate import UTTERANCES, load_rows
+
+    path = out / UTTERANCES
+    if total is None or not path.is_file():
+        return "audio-reward eval: interrupted before any utterance was scored; nothing was written"
+    scored = sum(row.get("status") == "ok" for row in load_rows(path).values())
+    return (f"audio-reward eval: interrupted; {scored} of {total} utterances scored are kept in {path}; "
+            "run the same command again to resume (scored ones are skipped)")
+
+
 def _short_names(folders: list[str]) -> list[str]:
     """The fewest trailing path parts that tell the folders apart: ``a/eval``, ``b/eval`` → ``a/eval``, ``b/eval``."""
-    from pathlib import Path
-
     parts = [Path(f).resolve().parts for f in folders]
     for k in range(1, max(len(p) for p in parts) + 1):
         names = ["/".join(p[-k:]) for p in parts]
@@ -138,8 +159,6 @@ def _short_names(folders: list[str]) -> list[str]:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from .compare import EVAL_RESULTS, Run, RunError, compare_runs, results_markdown
     from .evaluate import ScoringMismatchError
 

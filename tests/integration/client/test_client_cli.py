@@ -6,8 +6,10 @@ import asyncio
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +25,7 @@ from tests.testkit.fault_server import (
     ItemError,
     Score,
     Seen,
+    Slow,
     Status,
     always_score,
 )
@@ -474,3 +477,31 @@ def test_a_mistyped_url_or_unknown_host_is_one_line_at_once(tmp_path: Path, tone
                           capture_output=True, text=True, timeout=60)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1 and says in lines[0], proc.stderr
+
+
+def test_ctrl_c_on_eval_says_what_is_kept_in_one_line_and_a_rerun_resumes(fault_server: FaultServer, tone: np.ndarray,
+                                                                          tmp_path: Path) -> None:
+    """Issue 40, finding 1: Ctrl-C printed a 50-line KeyboardInterrupt traceback through asyncio and aiohttp."""
+    manifest = write_manifest(tmp_path, tone, 40)
+    out = tmp_path / "out"
+    fault_server.policy = lambda seen: Slow(0.2, always_score(seen))
+    args = [sys.executable, "-m", "audio_reward.cli", "eval", str(manifest), "--out", str(out), "--url",
+            fault_server.url, "--no-progress", "--concurrency", "1", "--chunk-size", "1"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    rows = out / "utterances.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and sum(1 for r in load_rows(rows).values() if r["status"] == "ok") < 2:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    kept = sum(1 for r in load_rows(rows).values() if r["status"] == "ok")
+    assert proc.returncode == 130, err
+    assert err.splitlines() == [f"audio-reward eval: interrupted; {kept} of 44 utterances scored are kept in {rows}; "
+                                "run the same command again to resume (scored ones are skipped)"], err
+    assert 2 <= kept < 40
+    # The rerun scores only the rest.
+    fault_server.policy = always_score
+    before = dict(fault_server.received)
+    assert main(args[3:]) == 1  # the manifest's bad rows fail
+    again = [rid for rid, n in fault_server.received.items() if n > before.get(rid, 0)]
+    assert len(again) == 40 - kept
