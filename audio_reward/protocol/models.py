@@ -337,6 +337,17 @@ class BatchingDescription(_InfoPart):
     note: StrictStr | None = Field(..., description="Why the batch size differs from the setting, when it does.")
 
 
+class ThroughputDescription(_InfoPart):
+    """How fast the engine has transcribed, measured on the requests it served (a fresh server has measured none)."""
+
+    audio_seconds_per_second: FiniteFloat | None = Field(
+        ..., description="Audio seconds transcribed per wall second while the engine was busy (idle time left out): "
+                         "its rate at the load it has seen. null until an engine call has finished.")
+    audio_seconds: FiniteFloat = Field(..., ge=0, description="Audio seconds transcribed so far.")
+    busy_seconds: FiniteFloat = Field(..., ge=0, description="Wall seconds with an engine call in flight.")
+    utterances: StrictInt = Field(..., ge=0, description="Utterances transcribed so far.")
+
+
 class SignalModelDescription(_InfoPart):
     """A speaker or quality model."""
 
@@ -383,6 +394,8 @@ class InfoResponse(_InfoPart):
                                                   "override it per request).")
     limits: LimitsDescription
     batching: BatchingDescription
+    throughput: ThroughputDescription | None = Field(
+        None, description="The engine's measured throughput (absent from servers before it was added).")
     signals: SignalsDescription | None = Field(..., description="null: no signal model is configured.")
     auth: StrictBool = Field(..., description="Whether requests need an API key.")
     endpoints: list[StrictStr] = Field(..., description="The paths the server serves.")

@@ -26,6 +26,7 @@ from audio_reward import __version__
 from audio_reward.scoring import get_normalizer
 
 from .config import ServerConfig
+from .devices import pick_device
 from .engines.base import ASREngine
 from .engines.model_store import ModelNotAvailableError
 from .engines.registry import EngineConfig, create_engine
@@ -65,10 +66,13 @@ def signals_from_settings(settings: ServerConfig, metrics: ServerMetrics) -> Sig
 
 
 def engine_from_settings(settings: ServerConfig) -> ASREngine:
-    """Build (not load) the engine the settings name."""
+    """Build (not load) the engine the settings name, on the device ``auto`` picks (:mod:`.devices`)."""
+    device = pick_device(settings.engine, settings.device)
+    if device.reason:
+        log.info("device %s", device.describe(), extra={"device": device.device})
     return create_engine(settings.engine, EngineConfig(
         model=settings.model,
-        device=settings.device,
+        device=device.device,
         compute_type=settings.compute_type,
         max_batch_size=settings.max_batch_size,
         cpu_threads=settings.cpu_threads,

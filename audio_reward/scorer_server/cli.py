@@ -103,31 +103,19 @@ def _language_the_model_lacks(settings: ServerSettings) -> str | None:
             "none), or a multilingual model (--model base)")
 
 
-CUDA_PROBES = {"faster-whisper": "ctranslate2"} | dict.fromkeys(("transformers", "vllm", "funasr"), "torch")
-"""Per engine, the library that places the model on a GPU, and so the one asked whether it sees one."""
-
-
-def _cuda_devices(library: str) -> int:
-    if library == "ctranslate2":
-        import ctranslate2
-
-        return int(ctranslate2.get_cuda_device_count())
-    import torch
-
-    return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
-
-
 def _missing_device(settings: ServerSettings) -> str | None:
     """Why ``--device cuda`` cannot be honoured on this machine (no GPU the engine's library sees), or None.
 
     Without this check the server says where it listens, then the background load fails with the
     library's traceback ("CUDA driver version is insufficient...").
     """
+    from .devices import CUDA_PROBES, cuda_devices
+
     library = CUDA_PROBES.get(settings.engine)
     if library is None or not settings.device.startswith("cuda"):
         return None
     try:
-        if _cuda_devices(library) > 0:
+        if cuda_devices(library) > 0:
             return None
     except (ImportError, RuntimeError, AttributeError) as exc:
         return f"--device {settings.device}: {library} cannot look for a CUDA device ({exc}); pass --device cpu"
@@ -195,12 +183,17 @@ def serve(args: argparse.Namespace) -> int:
         return 2
 
     from .app import build_app
+    from .devices import pick_device
     from .http.server import ForegroundServer, uvicorn_config
 
     if args.ray:
         from .ray_serve import deploy_from_args
 
         return deploy_from_args(settings, args)
+    # auto resolved before the engine is built, so that the start-up line says what it picked and why (a Ray
+    # Serve replica resolves it on its own machine, in engine_from_settings)
+    device = pick_device(settings.engine, settings.device)
+    settings = settings.model_copy(update={"device": device.device})
     if args.verbose:
         _print_lines("", settings.describe())
     try:
@@ -226,7 +219,8 @@ def serve(args: argparse.Namespace) -> int:
 
     parts.on_ready = ready
     print(f"audio-reward serve: listening on {url} "
-          f"(engine {settings.engine}, model {settings.model}); ready when /readyz answers 200", flush=True)
+          f"(engine {settings.engine}, model {settings.model}, device {device.describe()}); "
+          "ready when /readyz answers 200", flush=True)
     server.run()
     if server.stop_signal is not None:
         print(f"audio-reward serve: stopped on {signal.Signals(server.stop_signal).name}", file=sys.stderr)

@@ -63,7 +63,9 @@ class ServerConfig(BaseModel):
     preset: str | None = Field(None, description="Named preset fixing engine, model, normalizer, language, beam size.")
     engine: str = Field("faster-whisper", description="ASR engine: faster-whisper, transformers, vllm or funasr.")
     model: str = Field("tiny.en", description="Model name (tiny.en, base), CTranslate2 folder or hub id.")
-    device: str = Field("cpu", description="cpu, cuda or auto.")
+    device: str = Field(
+        "auto", description="cpu, cuda (cuda:N) or auto: cuda when the engine's library (CTranslate2, torch) sees a "
+                            "GPU, else cpu; the start-up line says which.")
     compute_type: str = Field("default", description="CTranslate2 compute type (default, int8, float16, ...).")
     cpu_threads: int = Field(0, ge=0, description="Engine intra-op threads; 0 lets the engine choose.")
     numpy_threads: int = Field(

@@ -35,7 +35,7 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     checks = run_checks(config, skip_server=args.skip_server, skip_data=args.skip_data, skip_model=args.skip_model)
     for check in checks:
-        print(f"[{'ok' if check.ok else 'FAIL'}] {check.name}: {check.message}")
+        print(f"[{check.status}] {check.name}: {check.message}")
     failed = sum(not c.ok for c in checks)
     print(f"preflight: {len(checks) - failed} passed, {failed} failed")
     return 1 if failed else 0

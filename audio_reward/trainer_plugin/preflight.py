@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 from ..protocol import SUPPORTED_VERSIONS
 from ..scorer_client.settings import endpoint_of
 from ..settings_flags import one_line
+from . import scorer_speed
 from .omni_source import TTS_INSTALL, audio_manager_problem, missing_registrations, package_dir, read_registrations
 from .recipes.launch import EXTERNAL_MODULES
 from .recipes.overrides import (
@@ -111,6 +112,13 @@ class Check:
     name: str
     ok: bool
     message: str
+    warning: bool = False
+    """Passed, but worth reading before the launch (a CPU scorer for a GPU run)."""
+
+    @property
+    def status(self) -> str:
+        """``ok``, ``WARN`` or ``FAIL``: how the command line tags the check."""
+        return "FAIL" if not self.ok else "WARN" if self.warning else "ok"
 
 
 def _get(config: Any, dotted: str, default: Any = None) -> Any:
@@ -179,7 +187,30 @@ def _scorer_check(url: str, info: dict[str, Any], config: Any) -> Check:
     return Check("scorer", True, f"{url}: protocol {', '.join(versions)}, model {model}")
 
 
-def check_server(config: Any, info_fn: Callable[[str], dict[str, Any]] | None = None) -> list[Check]:
+def speed_check(url: str, info: dict[str, Any], config: Any, *, info_fn: Callable[[str], dict[str, Any]],
+                budget_s: float, environ: Mapping[str, str] | None = None) -> Check:
+    """The scorer's device, engine and throughput, and the seconds a training step's clips take it; a warning
+    for a CPU scorer behind a GPU trainer (:mod:`.scorer_speed`)."""
+    load = scorer_speed.step_load(config)
+    try:
+        speed = scorer_speed.measure(url, info, load, budget_s=budget_s, info_fn=info_fn)
+    except Exception as exc:  # noqa: BLE001 - any failure to score the probe is the check's answer
+        return Check("scorer speed", False, f"{url}: the scorer answered /v1/info but could not score the "
+                                            f"throughput probe: {one_line(exc)}")
+    message = f"{speed.describe()}; {scorer_speed.step_estimate(load, speed.audio_s_per_s)}"
+    if speed.device.startswith("cpu") and scorer_speed.trainer_on_gpu(config, environ):
+        return Check("scorer speed", True, f"{message}. The scorer runs on the CPU and the trainer on GPUs: restart "
+                                           "it on a GPU of its own (audio-reward serve --device cuda)", warning=True)
+    return Check("scorer speed", True, message)
+
+
+def check_server(config: Any, info_fn: Callable[[str], dict[str, Any]] | None = None, *,
+                 probe_s: float | None = None) -> list[Check]:
+    """The scorer(s) the reward calls: protocol, GPU sharing and, for a training config, speed.
+
+    ``probe_s`` bounds the throughput probe of a scorer that has measured nothing yet (default
+    ``AUDIO_REWARD_PREFLIGHT_PROBE_S``, else 60 s; 0 reads ``/v1/info`` only).
+    """
     if not (uses_audio_manager(config) or _scorer_fn(config) is not None):
         return [Check("scorer", True, "the reward does not call a scorer server")]
     try:
@@ -188,14 +219,21 @@ def check_server(config: Any, info_fn: Callable[[str], dict[str, Any]] | None = 
         return [Check("scorer", False, str(exc))]
     if not urls:
         return [Check("scorer", False, NO_URL)]
+    try:
+        budget_s = scorer_speed.probe_budget() if probe_s is None else probe_s
+    except ValueError as exc:
+        return [Check("scorer speed", False, str(exc))]
+    read_info = info_fn or _info_of
     checks = []
     for url in urls:
         try:
-            info = (info_fn or _info_of)(url)
+            info = read_info(url)
         except Exception as exc:  # noqa: BLE001 - every failure is reported, none is fatal here
             checks.append(Check("scorer", False, f"{url}: GET /v1/info failed: {exc}"))
             continue
         checks.append(_scorer_check(url, info, config))
+        if checks[-1].ok and scorer_speed.step_load(config) is not None:
+            checks.append(speed_check(url, info, config, info_fn=read_info, budget_s=budget_s))
     return checks
 
 

@@ -27,7 +27,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from audio_reward.protocol.models import BatchingDescription
+from audio_reward.protocol.models import BatchingDescription, ThroughputDescription
 from audio_reward.scoring import language_code
 
 from ..engines.base import ASREngine, EngineInfo, Transcription, TranscriptionInput
@@ -42,7 +42,15 @@ from ..errors import (
 )
 from .dedup import Claim, Key, RecentResults
 from .prometheus import ServerMetrics
-from .scheduler import BaseScheduler, RefusalTurns, SchedulerClosedError, SchedulingConfig, admit, scheduler_for
+from .scheduler import (
+    BaseScheduler,
+    RefusalTurns,
+    SchedulerClosedError,
+    SchedulingConfig,
+    Throughput,
+    admit,
+    scheduler_for,
+)
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +149,15 @@ class EngineClient:
         return BatchingDescription.model_validate({
             "engine_batches": engine.prefers_batches, "engine_schedules_itself": engine.schedules_itself,
             **started, "max_batch_size_setting": s.max_batch_size, "note": self.state.batching_note})
+
+    def describe_throughput(self) -> ThroughputDescription:
+        """The ``/v1/info`` throughput part: audio seconds per busy second over the requests served so far."""
+        measured = self._scheduler.throughput() if self._scheduler is not None else Throughput(0.0, 0.0, 0)
+        rate = measured.audio_s_per_s
+        return ThroughputDescription(
+            audio_seconds_per_second=None if rate is None else round(rate, 3),
+            audio_seconds=round(measured.audio_s, 3), busy_seconds=round(measured.busy_s, 3),
+            utterances=measured.utterances)
 
     # -- life cycle ----------------------------------------------------------------------------------------------
     def load(self) -> None:

@@ -56,6 +56,7 @@ class ServerInfo:
             "reward": self.policy.model_dump(),
             "limits": s.model_dump(include=set(LimitsDescription.model_fields)),  # each a setting of its name
             "batching": client.describe_batching(),
+            "throughput": client.describe_throughput(),
             "signals": self.signals.describe() if self.signals is not None else None,
             "auth": s.api_key is not None,
             "endpoints": list(self.endpoints),

@@ -112,6 +112,24 @@ class Admission:
         return (self.queued_audio_s + self.running_audio_s + own_audio_s) / self.throughput
 
 
+@dataclass(frozen=True)
+class Throughput:
+    """What the engine has transcribed while it was busy (some engine call in flight), since the server started."""
+
+    audio_s: float
+    """Audio seconds of the engine calls that finished."""
+    busy_s: float
+    """Wall seconds during which at least one engine call was in flight (idle time left out)."""
+    utterances: int
+    """Utterances those calls transcribed."""
+
+    @property
+    def audio_s_per_s(self) -> float | None:
+        """Audio seconds transcribed per busy wall second: the rate at the load the engine has seen; None before
+        any call finished."""
+        return self.audio_s / self.busy_s if self.audio_s > 0 and self.busy_s > 0 else None
+
+
 @dataclass
 class RefusalTurns:
     """When each request refused at admission is told to come back.
@@ -180,6 +198,12 @@ class BaseScheduler(ABC):
         self._call_engine_s = 0.0
         self._calls_measured = 0
         self._running_audio_s = 0.0
+        # Busy time and the audio done in it: the throughput /v1/info reports (any scheduler; the running
+        # averages above describe one micro-batch call, which says nothing of an engine running many at once).
+        self._busy_since: float | None = None
+        self._busy_s = 0.0
+        self._audio_done_s = 0.0
+        self._utterances_done = 0
 
     @property
     def queued(self) -> int:
@@ -261,15 +285,27 @@ class BaseScheduler(ABC):
         ``max_queue`` alone bounds admission there."""
         return None
 
+    def throughput(self) -> Throughput:
+        """The engine's audio seconds per busy second so far (the current busy stretch counted up to now)."""
+        busy_s = self._busy_s
+        if self._busy_since is not None:
+            busy_s += time.monotonic() - self._busy_since
+        return Throughput(self._audio_done_s, busy_s, self._utterances_done)
+
     def _launch(self, work: list[_Pending]) -> asyncio.Task[None]:
         """Run ``work`` as one engine call in a task of its own."""
         task = asyncio.get_running_loop().create_task(self._call(work), name="asr-call")
+        if not self._running:
+            self._busy_since = time.monotonic()
         self._running.add(task)
         task.add_done_callback(self._call_done)
         return task
 
     def _call_done(self, task: asyncio.Task[None]) -> None:
         self._running.discard(task)
+        if not self._running and self._busy_since is not None:
+            self._busy_s += time.monotonic() - self._busy_since
+            self._busy_since = None
         self._drained.set()
         self._admitted()
 
@@ -298,6 +334,8 @@ class BaseScheduler(ABC):
         self._recent_call_s += self.latency_weight * (elapsed - self._recent_call_s)
         if not failed:
             self._measure(audio_s, elapsed)
+            self._audio_done_s += audio_s
+            self._utterances_done += len(work)
         if self._on_batch is not None:
             self._on_batch(BatchStats(len(work), audio_s, elapsed, failed))
 

@@ -252,12 +252,15 @@ def test_tts_data_prep_and_preflight_pass(
         VAL_FILE=str(tmp_path / "d" / "val.parquet"),
         AUDIO_REWARD_URL=scorer_url,
         VERL_USE_EXTERNAL_MODULES="verl_omni",
+        AUDIO_REWARD_PREFLIGHT_PROBE_S="5",  # a short throughput probe where the session's scorer measured nothing
     )
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     assert cli_main(["preflight", "qwen3_tts_grpo"]) == 0, capsys.readouterr().out
     out = capsys.readouterr().out
     assert "protocol 1" in out and "qwen3_tts_rl: load_format=safetensors, TP 1" in out
+    # the recipe's step against the CPU scorer of the tests: a warning with the estimate, not a failure
+    assert "[WARN] scorer speed: " in out and "a step's 4 prompts × 8 = 32 clips of up to 28.8 s" in out
     assert "FailClosedReplayBuffer: the run stops after 1 failed group(s)" in out
     assert "registers rollout vllm_omni, pipeline qwen3_tts_rl, agent loop omni_single_turn_agent" in out
     # A validation file whose rows do not say they are validation rows would score and write nothing.
@@ -535,6 +538,7 @@ exec {sys.executable} "$@"
         VAL_FILE=str(tmp_path / "d" / "val.parquet"),
         AUDIO_REWARD_URL=scorer_url,
         PYTHON_BIN=str(fake),
+        AUDIO_REWARD_PREFLIGHT_PROBE_S="5",
     )
     base = {k: v for k, v in os.environ.items() if k not in ("VERL_USE_EXTERNAL_MODULES", "AUDIO_REWARD_DRY_RUN")}
 

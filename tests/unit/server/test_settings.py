@@ -79,7 +79,7 @@ def test_every_setting_has_a_flag_and_the_flag_sets_it(tmp_path: Path) -> None:
 
 def test_defaults_are_the_offline_embedded_model() -> None:
     s = ServerSettings()
-    assert (s.engine, s.model, s.device, s.beam_size, s.host) == ("faster-whisper", "tiny.en", "cpu", 1, "127.0.0.1")
+    assert (s.engine, s.model, s.device, s.beam_size, s.host) == ("faster-whisper", "tiny.en", "auto", 1, "127.0.0.1")
     assert s.api_key is None
 
 
