@@ -5,10 +5,17 @@ metrics as a JSON line when ``trainer.logger`` includes ``file``
 (``verl/utils/tracking.py``, ``FileLogger``; the path is
 ``VERL_FILE_LOGGER_PATH``).  :func:`write_reward_curve` reads that file and
 writes ``reward_curve.json`` (a list of ``{"step", "reward_mean", ...}``, the
-training reward of each step and, at the steps that validated, the validation
-reward) and ``reward_curve.png``::
+training reward of each step, its windowed mean ``reward_mean_window`` and,
+at the steps that validated, the validation reward) and ``reward_curve.png``::
 
-    python -m audio_reward.trainer_plugin.reward_curve METRICS.jsonl --out DIR
+    python -m audio_reward.trainer_plugin.reward_curve METRICS.jsonl --out DIR [--window 20]
+
+One step's training reward is the mean over a handful of prompts (4 × 8
+samples in the TTS recipe) and swings from step to step; published runs
+report it as means over 20 steps (:data:`WINDOW`), which
+``reward_mean_window`` is: at step ``s``, the mean of the training rewards of
+steps ``s - window + 1`` to ``s`` (a step that logged no reward is left out),
+from the first step at which the window lies inside the run.
 """
 
 from __future__ import annotations
@@ -35,6 +42,8 @@ CARRIED = MappingProxyType({
     "is_truncated_fraction": "rollout_corr/rollout_is_ratio_fraction_high",
 })
 """Other per-step figures kept beside the reward, by their verl metric name (a suffix match)."""
+WINDOW = 20
+"""Steps in a windowed mean, as published TTS GRPO runs report the reward."""
 
 
 def _finite(value: Any) -> float | None:
@@ -51,9 +60,25 @@ def _val_reward(data: dict[str, Any]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def read_curve(metrics_path: str | Path) -> list[dict[str, Any]]:
-    """One record per logged step, in step order: ``step``, ``reward_mean``, ``val_reward_mean`` and
-    the :data:`CARRIED` figures (None where the step did not log one)."""
+def add_window_means(curve: list[dict[str, Any]], window: int = WINDOW) -> list[dict[str, Any]]:
+    """Set each record's ``reward_mean_window``: the mean ``reward_mean`` of the steps in ``(step - window,
+    step]``, None until the window lies inside the run (or when no step in it logged a reward)."""
+    if window < 1:
+        raise ValueError(f"the window must be at least 1 step, got {window}")
+    first = curve[0]["step"] if curve else 0
+    rewards = [(r["step"], r["reward_mean"]) for r in curve if r["reward_mean"] is not None]
+    for record in curve:
+        step = record["step"]
+        inside = [reward for s, reward in rewards if step - window < s <= step]
+        full = step - first + 1 >= window
+        record["reward_mean_window"] = sum(inside) / len(inside) if full and inside else None
+    return curve
+
+
+def read_curve(metrics_path: str | Path, window: int = WINDOW) -> list[dict[str, Any]]:
+    """One record per logged step, in step order: ``step``, ``reward_mean``, ``reward_mean_window`` (over
+    ``window`` steps, :func:`add_window_means`), ``val_reward_mean`` and the :data:`CARRIED` figures (None
+    where the step did not log one)."""
     by_step: dict[int, dict[str, Any]] = {}
     for line in Path(metrics_path).read_text(encoding="utf-8").splitlines():
         try:
@@ -68,11 +93,13 @@ def read_curve(metrics_path: str | Path) -> list[dict[str, Any]]:
         updates = {"reward_mean": _finite(data.get(TRAIN_REWARD)), "val_reward_mean": _val_reward(data),
                    **{name: _metric(data, key) for name, key in CARRIED.items()}}
         record.update({k: v for k, v in updates.items() if v is not None})
-    return [by_step[s] for s in sorted(by_step)]
+    return add_window_means([by_step[s] for s in sorted(by_step)], window)
 
 
-def plot_curve(curve: Sequence[dict[str, Any]], path: Path, title: str = "reward per step") -> bool:
-    """Draw the curve as a PNG; False (and a log line) where matplotlib is not installed."""
+def plot_curve(curve: Sequence[dict[str, Any]], path: Path, title: str = "reward per step",
+               window: int = WINDOW) -> bool:
+    """Draw the curve as a PNG (each step's reward, its ``window``-step mean, the validation reward); False
+    (and a log line) where matplotlib is not installed."""
     try:
         import matplotlib
 
@@ -82,10 +109,12 @@ def plot_curve(curve: Sequence[dict[str, Any]], path: Path, title: str = "reward
         logger.warning("matplotlib is not installed: no %s (the eval extra installs it)", path.name)
         return False
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    for key, label, style in (("reward_mean", "train", "o-"), ("val_reward_mean", "validation", "s--")):
+    lines = (("reward_mean", "train", "o-", 0.45), ("reward_mean_window", f"train, {window}-step mean", "-", 1.0),
+             ("val_reward_mean", "validation", "s--", 1.0))
+    for key, label, style, alpha in lines:
         points = [(r["step"], r[key]) for r in curve if r.get(key) is not None]
         if points:
-            ax.plot(*zip(*points, strict=True), style, label=label, markersize=3)
+            ax.plot(*zip(*points, strict=True), style, label=label, markersize=3, alpha=alpha)
     ax.set_xlabel("step")
     ax.set_ylabel("mean reward")
     ax.set_title(title)
@@ -97,13 +126,13 @@ def plot_curve(curve: Sequence[dict[str, Any]], path: Path, title: str = "reward
     return True
 
 
-def write_reward_curve(metrics_path: str | Path, out_dir: str | Path) -> list[dict[str, Any]]:
+def write_reward_curve(metrics_path: str | Path, out_dir: str | Path, window: int = WINDOW) -> list[dict[str, Any]]:
     """Write ``reward_curve.json`` and ``reward_curve.png`` into ``out_dir``; returns the curve."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    curve = read_curve(metrics_path)
+    curve = read_curve(metrics_path, window)
     (out / "reward_curve.json").write_text(json.dumps(curve, indent=1) + "\n", encoding="utf-8")
-    plot_curve(curve, out / "reward_curve.png")
+    plot_curve(curve, out / "reward_curve.png", window=window)
     return curve
 
 
@@ -112,14 +141,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("metrics", help="verl's file-logger JSONL (VERL_FILE_LOGGER_PATH)")
     parser.add_argument("--out", required=True, help="folder for reward_curve.json and reward_curve.png")
+    parser.add_argument("--window", type=int, default=WINDOW,
+                        help=f"steps in the windowed mean reward_mean_window (default {WINDOW})")
     args = parser.parse_args(argv)
+    if args.window < 1:
+        parser.error(f"--window must be at least 1, got {args.window}")
     if not Path(args.metrics).is_file():
         parser.exit(2, f"no metrics file at {args.metrics}: run verl with trainer.logger including 'file'\n")
-    curve = write_reward_curve(args.metrics, args.out)
-    rewards = [r["reward_mean"] for r in curve if r["reward_mean"] is not None]
+    curve = write_reward_curve(args.metrics, args.out, args.window)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    logger.info("%d steps; reward %s", len(curve), f"{rewards[0]:.3f} -> {rewards[-1]:.3f}" if rewards else "none")
+    logger.info("%d steps; reward %s; %d-step mean %s", len(curve), _first_last(curve, "reward_mean"), args.window,
+                _first_last(curve, "reward_mean_window"))
     return 0
+
+
+def _first_last(curve: Sequence[dict[str, Any]], key: str) -> str:
+    values = [r[key] for r in curve if r[key] is not None]
+    return f"{values[0]:.3f} -> {values[-1]:.3f}" if values else "none"
 
 
 if __name__ == "__main__":

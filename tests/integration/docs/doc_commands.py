@@ -148,9 +148,17 @@ ENTRIES: dict[str, Entry] = {
         "tests/integration/server/test_openai_api.py::test_docs_replacing_vllm_serve_run_as_written"
     ),
     # docs/training.md
-    "docs/training.md: audio-reward serve --host 0.0.0.0 --port 8000 --preset seed-tts-eval-en   # or --model"
-    " base, --device cuda": Covered(
-        "tests/integration/engines/test_presets.py::test_seed_tts_eval_preset_serves_with_the_transformers_engine"
+    # On a CPU machine: the preset serves (on the CPU), and --device cuda stops in one line where no GPU is seen.
+    "docs/training.md: audio-reward serve --host 0.0.0.0 --port 8000 --preset seed-tts-eval-en --device cuda": Covered(
+        "tests/integration/engines/test_presets.py::test_seed_tts_eval_preset_serves_with_the_transformers_engine",
+        "tests/integration/server/test_user_errors.py::test_serve_device_cuda_without_a_gpu_is_one_line_before_it_listens",
+    ),
+    "docs/training.md: [WARN] scorer speed: http://scorer:8000: faster-whisper (tiny.en) on cpu, 14.91 audio s/s"
+    " (measured by a probe of 16 clips of 28.8 s of speech); a step's 4 prompts × 8 = 32 clips of up to 28.8 s"
+    " (922 audio s) take about 62 s to score at that rate. The scorer runs on the CPU and the trainer on GPUs:"
+    " restart it on a GPU of its own (audio-reward serve --device cuda)": Skip(
+        "not a command: a pre-flight output line, whose form "
+        "tests/integration/trainer/test_preflight_speed.py asserts", command=False
     ),
     "docs/training.md: reward.reward_manager.source=importlib": Skip(
         "not a command: Hydra overrides to add to a launch", command=False
@@ -162,6 +170,10 @@ ENTRIES: dict[str, Entry] = {
     "docs/training.md: audio-reward preflight qwen3_tts_grpo [OVERRIDES...]": Covered(
         "tests/integration/trainer/test_recipes.py::test_tts_data_prep_and_preflight_pass",
         "tests/integration/trainer/test_recipes.py::test_preflight_refuses_what_would_train_on_noise",
+    ),
+    "docs/training.md: python -m audio_reward.trainer_plugin.reward_curve outputs/qwen3_tts_grpo/metrics.jsonl"
+    " --out outputs/qwen3_tts_grpo --window 50": Covered(
+        "tests/unit/trainer/test_reward_curve.py::test_the_window_is_a_flag_and_the_png_is_drawn"
     ),
     "docs/training.md: AUDIO_REWARD_DRY_RUN=1 bash audio_reward/trainer_plugin/recipes/qwen3_tts_grpo/run.sh"
     " [OVERRIDES...]": Covered(
