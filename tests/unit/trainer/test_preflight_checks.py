@@ -58,7 +58,8 @@ def test_verl_omni_s_scorer_is_asked_for_info_at_its_root(url: str) -> None:
 def test_verl_omni_s_bad_url_names_its_key() -> None:
     (scorer,) = preflight.check_server(verl_omni_config("ftp://a/score"))
     assert not scorer.ok
-    assert scorer.message.startswith("reward.custom_reward_function.reward_kwargs.server_url: scorer URL must be")
+    assert scorer.message == ("reward.custom_reward_function.reward_kwargs.server_url: scorer URL 'ftp://a/score' "
+                              "has an unsupported protocol 'ftp://': use http:// or https://")
 
 
 def gpu_config(gpus: int) -> dict[str, object]:
