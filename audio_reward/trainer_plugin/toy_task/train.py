@@ -42,6 +42,10 @@ logger = logging.getLogger(__name__)
 
 FP32 = "{param_dtype:fp32,reduce_dtype:fp32,buffer_dtype:fp32}"
 AGENT_LOOPS = "- name: speak_agent\n  _target_: audio_reward.trainer_plugin.toy_task.speak_agent.SpeakAgentLoop\n"
+RUN_ID = "run_id"
+"""File in OUT holding the id every process of the run carries in its environment (:data:`.supervise.MARKER`)."""
+INTERRUPTED = 130
+"""The exit status of a run stopped by Ctrl-C (128 + SIGINT, as a shell reports it)."""
 
 
 @dataclass
@@ -191,6 +195,7 @@ def launch(settings: LoopSettings, paths: RunPaths, overrides: Sequence[str], en
     (settings.out / "command.json").write_text(json.dumps(command, indent=1) + "\n", encoding="utf-8")
     paths.metrics.unlink(missing_ok=True)
     run_id = uuid.uuid4().hex
+    (settings.out / RUN_ID).write_text(run_id + "\n", encoding="utf-8")
     logger.info("trainer log: %s (verl's main_ppo; start-up takes a minute or two)", paths.log)
     proc = supervise.start(command, env, paths.log, run_id)
     try:
@@ -245,10 +250,6 @@ class LoopTask:
     evaluation_key: str
     describe: Mapping[str, str] = field(default_factory=dict)
     report: Callable[[Path], Mapping[str, Any]] | None = None
-
-
-INTERRUPTED = 130
-"""The exit status of a run stopped by Ctrl-C (128 + SIGINT, as a shell reports it)."""
 
 
 def summarize(settings: LoopSettings, paths: RunPaths, returncode: int, task: LoopTask) -> dict[str, Any]:

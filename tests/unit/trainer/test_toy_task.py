@@ -9,26 +9,64 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audio_reward.trainer_plugin.toy_task.speech import WORDS, number_of, speak, target_text, word_number
+from audio_reward.trainer_plugin.toy_task import supervise
+from audio_reward.trainer_plugin.toy_task.speech import HELDOUT_WORDS, TRAIN_WORDS, WORDS, speak, text_of
 from audio_reward.trainer_plugin.toy_task.train import LoopSettings, RunPaths, parse_args, trainer_overrides
 
 
-def test_the_instant_engine_hears_the_first_toy_word_said() -> None:
-    audio, rate = speak(["the", "green", "red"], "instant")
-    assert rate == 16_000 and audio.dtype == np.float32
-    assert number_of(audio) == word_number("green") == 2222
-    assert target_text("green", "instant") == "item 2222"
-    assert number_of(speak(["please"], "instant")[0]) == 0  # no toy word: a number no target has
-    assert len({target_text(w, "instant") for w in WORDS}) == len(WORDS)
+@pytest.mark.parametrize("said", [[], ["blue"], ["blue", "please"], ["no", "no", "no"]])
+def test_the_instant_speech_carries_exactly_the_words_said(said: list[str]) -> None:
+    audio, rate = speak(said, "instant")
+    assert rate == 16_000 and audio.dtype == np.float32 and len(audio) >= 3200
+    assert text_of(audio) == " ".join(said)
+
+
+def test_held_out_words_are_never_training_words() -> None:
+    assert len(HELDOUT_WORDS) >= 16 and not set(HELDOUT_WORDS) & set(TRAIN_WORDS)
+    assert len(set(WORDS)) == len(WORDS)
 
 
 @pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng (apt-get install -y espeak-ng)")
 def test_espeak_speech_is_audio_and_silence_is_silent() -> None:
     audio, rate = speak(["blue"], "espeak")
     assert rate > 8000 and np.abs(audio).max() > 0.01
+    audio[0] = 1.0  # a copy: the kept samples stay as espeak-ng made them
+    assert speak(["blue"], "espeak")[0][0] != 1.0
     silence, _ = speak([], "espeak")
     assert not silence.any()
-    assert target_text("blue", "espeak") == "blue"
+
+
+def test_the_thinker_launcher_takes_overrides_after_the_separator() -> None:
+    """``toy_loop.sh`` always passes ``-- "$@"``; the thinker's parser refused it (issue 36)."""
+    pytest.importorskip("verl", reason="the thinker loop's module imports verl (scripts/envs/verl.sh)")
+    from audio_reward.trainer_plugin.toy_task.thinker import parse_args as thinker_args
+
+    settings = thinker_args(["out", "--scorer-url", "http://x", "--", "trainer.nnodes=1"])
+    assert settings.overrides == ["trainer.nnodes=1"] and settings.steps == 3
+    assert thinker_args(["out", "--"]).overrides == []
+
+
+@pytest.mark.parametrize(("record", "line"), [
+    ({"step": 0, "val_reward_mean": 0.0139, "step_s": None}, "before training: val 0.014"),
+    ({"step": 3, "reward_mean": 0.5, "val_reward_mean": None, "step_s": 14.21}, "step 3/12  reward 0.500  14.2 s"),
+    ({"step": 12, "reward_mean": None, "val_reward_mean": 1.0, "step_s": 3.0},
+     "step 12/12  reward masked  val 1.000  3.0 s"),
+])
+def test_a_console_line_per_step(record: dict, line: str) -> None:
+    assert supervise.step_line(record, 12) == line
+
+
+@pytest.mark.parametrize(("log", "line"), [
+    ("...\nTraceback (most recent call last):\n  File x\nValueError: bad value\n(raylet) noise\n",
+     "ValueError: bad value"),
+    ("Could not override 'trainer.nope'.\nTo append to your config use +trainer.nope=1\nKey 'nope' is not in "
+     "struct\n    full_key: trainer.nope\nSet the environment variable HYDRA_FULL_ERROR=1 for a complete stack "
+     "trace.\n", "Could not override 'trainer.nope'. Key 'nope' is not in struct"),
+    ("all fine\n", None),
+])
+def test_the_failure_line_is_the_error_itself(tmp_path: Path, log: str, line: str | None) -> None:
+    (tmp_path / "train.log").write_text(log)
+    assert supervise.failure_line(tmp_path / "train.log") == line
 
 
 @pytest.mark.parametrize(("field", "value", "message"), [

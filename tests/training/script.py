@@ -1,0 +1,110 @@
+"""The documented training command, run as a user types it: ``bash scripts/train_cpu.sh OUT [OVERRIDES]`` with
+the documented variables (``SCORER``, ``SCORER_URL``, ``STEPS``, ``FAILURE_POLICY``, ``LOOP_ARGS``,
+``THINKER``, ``VENV``), and what the tests read back from a run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.testkit.server import REPO_ROOT
+
+RUN_TIMEOUT_S = 900.0
+CONSOLE = "console.log"
+"""What the command printed (stdout and stderr), kept beside the run."""
+
+
+def train_cpu(out: Path, *overrides: str, **variables: str) -> subprocess.Popen[bytes]:
+    """Start ``bash scripts/train_cpu.sh OUT [OVERRIDES]`` with ``variables`` set (``VENV`` defaults to this
+    interpreter's environment), in a session of its own so that :func:`ctrl_c` reaches it as a terminal would."""
+    out.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "VENV": str(Path(sys.executable).parents[1]), **variables}
+    with (out / CONSOLE).open("wb") as console:
+        return subprocess.Popen(["bash", str(REPO_ROOT / "scripts" / "train_cpu.sh"), str(out), *overrides],
+                                env=env, stdout=console, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def ctrl_c(proc: subprocess.Popen[bytes]) -> None:
+    """What Ctrl-C in the terminal does: SIGINT to the command's whole foreground process group."""
+    os.killpg(proc.pid, signal.SIGINT)
+
+
+def finished(proc: subprocess.Popen[bytes], out: Path, timeout_s: float = RUN_TIMEOUT_S) -> dict[str, Any]:
+    """Wait for the command; its ``train_summary.json`` (fails with the console and the log if there is none)."""
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail(f"the run did not end within {timeout_s:.0f} s:\n{tail(out / CONSOLE)}\n{tail(out / 'train.log')}")
+    path = out / "train_summary.json"
+    if not path.is_file():
+        pytest.fail(f"no summary (exit {proc.returncode}):\n{tail(out / CONSOLE)}\n{tail(out / 'train.log')}")
+    return json.loads(path.read_text())
+
+
+def logged_steps(out: Path) -> int:
+    """The training steps verl's file logger has written so far."""
+    path = out / "metrics.jsonl"
+    if not path.is_file():
+        return 0
+    steps = [json.loads(line)["step"] for line in path.read_text().splitlines() if line.strip().endswith("}")]
+    return max(steps, default=0)
+
+
+def wait_until(proc: subprocess.Popen[bytes], out: Path, done: Callable[[], bool], what: str,
+               timeout_s: float = RUN_TIMEOUT_S) -> None:
+    """Poll ``done`` until it holds; fail with the run's output if it ends or the time runs out first."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended ({proc.returncode}) before {what}:\n{tail(out / CONSOLE)}\n"
+                        f"{tail(out / 'train.log')}")
+        if time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail(f"no {what} within {timeout_s:.0f} s:\n{tail(out / 'train.log')}")
+        time.sleep(0.5)
+
+
+def wait_for_step(proc: subprocess.Popen[bytes], out: Path, step: int) -> None:
+    wait_until(proc, out, lambda: logged_steps(out) >= step, f"step {step}")
+
+
+def wait_for_log(proc: subprocess.Popen[bytes], out: Path, text: str) -> None:
+    log = out / "train.log"
+    wait_until(proc, out, lambda: text in (log.read_text(errors="replace") if log.is_file() else ""), repr(text))
+
+
+def tail(path: Path, limit: int = 6000) -> str:
+    return path.read_text(errors="replace")[-limit:] if path.is_file() else f"(no {path})"
+
+
+def console_steps(out: Path) -> list[str]:
+    """The console's per-step lines (``step k/N  reward ...``)."""
+    return [line for line in (out / CONSOLE).read_text(errors="replace").splitlines() if line.startswith("step ")]
+
+
+def metrics(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def processes_with(needle: bytes) -> list[str]:
+    """Command lines of the processes whose environment or command line holds ``needle`` (Linux ``/proc``)."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(entry.name) != os.getpid() and (needle in environ or needle in cmdline):
+            found.append(cmdline.replace(b"\0", b" ").decode(errors="replace"))
+    return found
