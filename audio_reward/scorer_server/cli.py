@@ -218,8 +218,11 @@ def serve(args: argparse.Namespace) -> int:
         print(f"audio-reward serve: ready on {url} after {time.monotonic() - started:.0f} s", flush=True)
 
     parts.on_ready = ready
+    # What the engine says it serves, as /v1/info will: an engine registered in-process (the instant engine of
+    # the tests and the toy loop) has a model of its own, not the --model default.
+    info = parts.engine_client.info
     print(f"audio-reward serve: listening on {url} "
-          f"(engine {settings.engine}, model {settings.model}, device {device.describe()}); "
+          f"(engine {info.engine}, model {info.model_id}, device {device.describe()}); "
           "ready when /readyz answers 200", flush=True)
     server.run()
     if server.stop_signal is not None:

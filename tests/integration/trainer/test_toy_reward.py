@@ -34,6 +34,8 @@ def whisper_url() -> Iterator[str]:
 def test_instant_engine_rewards_the_word_and_nothing_else() -> None:
     with running_server(instant=True) as scorer:
         got = scores(scorer.url, "instant")
+        # the start-up line names what /v1/info names, not the --model default (issue 40, finding 9)
+        assert "(engine instant, model instant-bench-engine, device" in scorer.log_tail()
     assert got["right"] == 1.0
     assert got["empty"] == 0.0 and got["padded"] == 0.0 and got["repeated"] == 0.0
     assert got["wrong"] < 0.5
