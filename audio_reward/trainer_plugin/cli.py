@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,18 +21,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .preflight import load_config, run_checks
+    from .preflight import compose_for_checks, run_checks
 
-    try:
-        config = load_config(args.config, args.overrides)
-    except Exception as exc:  # noqa: BLE001 - a config that does not compose is the first failed check
-        if isinstance(exc, ModuleNotFoundError) and exc.name in ("hydra", "omegaconf"):
-            print(f"[FAIL] config: {exc.name} is not installed in this environment ({sys.executable}); run "
-                  "preflight in the trainer environment, where verl is (scripts/envs/verl.sh builds one)")
-        else:
-            print(f"[FAIL] config: {exc}")
-        return 1
-    checks = run_checks(config, skip_server=args.skip_server, skip_data=args.skip_data, skip_model=args.skip_model)
+    # A config that does not compose is one failed check: the others still run on what is known, so a user
+    # learns every problem in one go.
+    config, checks = compose_for_checks(args.config, args.overrides)
+    if config is not None:
+        checks += run_checks(config, skip_server=args.skip_server, skip_data=args.skip_data,
+                             skip_model=args.skip_model)
     for check in checks:
         print(f"[{check.status}] {check.name}: {check.message}")
     failed = sum(not c.ok for c in checks)

@@ -61,12 +61,20 @@ def package_dir() -> Path | None:
 
 
 def _commit(folder: Path) -> str | None:
+    """The commit of the git checkout whose root is ``folder``; None when ``folder`` is not a checkout's root.
+
+    ``git rev-parse HEAD`` alone answers for any repository above ``folder`` too: a verl-omni copied into
+    another project's tree (or installed in a venv inside one) would be named by that project's commit.
+    """
     try:
-        done = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              timeout=10, check=False)
+        done = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel", "HEAD"],
+                              capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
-    return done.stdout.strip() or None if done.returncode == 0 else None
+    lines = done.stdout.split()
+    if done.returncode != 0 or len(lines) != 2 or Path(lines[0]).resolve() != folder.resolve():
+        return None
+    return lines[1]
 
 
 def _constants(tree: ast.Module) -> dict[str, str]:

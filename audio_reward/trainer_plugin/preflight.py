@@ -28,6 +28,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -522,6 +523,9 @@ def check_data(config: Any) -> list[Check]:
     needed = required_columns(config)
     for key in (TRAIN_FILES, VAL_FILES):
         files = _get(config, key)
+        if isinstance(files, str) and not files.strip():  # a recipe variable left unset
+            checks.append(Check("data", False, f"{key} is empty"))
+            continue
         files = [files] if isinstance(files, str) else list(files or [])
         for f in files:
             path = Path(str(f)).expanduser()
@@ -588,17 +592,102 @@ def check_model(config: Any) -> list[Check]:
     return [Check("model", False, p) for p in problems] or [Check("model", True, f"{path}: weights readable")]
 
 
+def _guarded(name: str, check: Callable[[Any], list[Check]], config: Any) -> list[Check]:
+    """``check(config)``; a library it needs that this environment lacks is its failed check, so the rest run."""
+    try:
+        return check(config)
+    except ImportError as exc:
+        return [Check(name, False, f"{exc.name or exc} is not installed in this environment ({sys.executable}); "
+                                   "run preflight in the trainer environment (scripts/envs/verl.sh builds one)")]
+
+
 def run_checks(config: Any, *, skip_server: bool = False, skip_data: bool = False,
                skip_model: bool = False) -> list[Check]:
-    checks = (check_group_size(config) + check_reward_wiring(config) + check_rollout(config)
-              + check_omni_install(config) + check_rollout_correction(config) + check_fail_closed(config))
+    """Every check of ``config``; each reports its own problems, and none stops the others."""
+    named: list[tuple[str, Callable[[Any], list[Check]]]] = [
+        ("group size", check_group_size), ("reward", check_reward_wiring), ("rollout", check_rollout),
+        ("verl-omni", check_omni_install), ("rollout correction", check_rollout_correction),
+        ("fail-closed", check_fail_closed)]
     if not skip_model:
-        checks += check_model(config)
+        named.append(("model", check_model))
     if not skip_server:
-        checks += check_server(config)
+        named.append(("scorer", check_server))
     if not skip_data:
-        checks += check_data(config)
-    return checks
+        named.append(("data", check_data))
+    return [check for name, run in named for check in _guarded(name, run, config)]
+
+
+def config_problem(exc: Exception) -> str:
+    """Why a config did not compose, in one line; where hydra is missing, the environment to run preflight in."""
+    if isinstance(exc, ModuleNotFoundError) and exc.name in ("hydra", "omegaconf"):
+        return (f"{exc.name} is not installed in this environment ({sys.executable}); run preflight in the "
+                "trainer environment, where verl is (scripts/envs/verl.sh builds one)")
+    return one_line(exc)
+
+
+def _override_value(text: str) -> Any:
+    """One override's value as Hydra reads it (``8`` an int, ``true`` a bool, ``[a,b]`` a list), through YAML."""
+    try:
+        import yaml
+    except ImportError:
+        return text
+    try:
+        return yaml.safe_load(text) if text else text
+    except yaml.YAMLError:
+        return text
+
+
+def overrides_config(overrides: Sequence[str]) -> dict[str, Any]:
+    """Hydra overrides (``[+|++]a.b=value``) as a nested mapping the checks read; deletions (``~a.b``) skipped.
+
+    What a recipe's checks run on where its launch config does not compose: the recipe's own settings,
+    without the defaults of verl-omni's ``omni_trainer``.
+    """
+    out: dict[str, Any] = {}
+    for override in overrides:
+        key, sep, text = override.lstrip("+").partition("=")
+        if not sep or key.startswith("~"):
+            continue
+        node = out
+        *parents, leaf = key.split(".")
+        for part in parents:
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
+        node[leaf] = _override_value(text)
+    return out
+
+
+def compose_for_checks(config: str, overrides: Sequence[str] = ()) -> tuple[Any | None, list[Check]]:
+    """The config the checks run on, and what composing it found wrong.
+
+    The launch's own composition (:func:`load_config`) when it succeeds, with no problem.  When it does not
+    (verl-omni or hydra not installed here, a recipe variable unset), that is a failed check, and a recipe's
+    checks still run on what is known without it: its variables as set (missing ones empty), composed into
+    verl-omni's config where that is here, else the recipe's overrides alone.  So one run lists every
+    problem, as ``run.sh``'s dry run lists every missing variable.  A YAML file that does not compose gives
+    no config to check (None).
+    """
+    from .recipes.launch import RECIPES, LaunchError, plan, resolve
+
+    try:
+        return load_config(config, overrides), []
+    except Exception as exc:  # noqa: BLE001 - a config that does not compose is the first failed check
+        checks = [Check("config", False, config_problem(exc))]
+        variables_checked = isinstance(exc, LaunchError)
+    if config not in RECIPES:
+        return None, checks
+    if not variables_checked:
+        try:
+            resolve(config)
+        except LaunchError as exc:
+            checks.append(Check("config", False, str(exc)))
+    try:
+        return load_config(config, overrides, strict=False), checks
+    except LaunchError:  # an override that cannot be given at all (reported above)
+        return None, checks
+    except Exception:  # noqa: BLE001 - reported above; what the recipe itself sets can still be checked
+        return overrides_config(plan(config, overrides, strict=False).overrides), checks
 
 
 def omni_config_dir() -> Path:
@@ -632,9 +721,12 @@ def _import_verl_for_checkout() -> None:
             os.environ["VERL_USE_EXTERNAL_MODULES"] = saved
 
 
-def load_config(config: str, overrides: Sequence[str] = ()) -> Any:
+def load_config(config: str, overrides: Sequence[str] = (), *, strict: bool = True) -> Any:
     """Compose ``config``: a recipe name (``qwen3_tts_grpo``: verl-omni's ``omni_trainer`` with the recipe's
-    launch overrides, then ``overrides``, as ``run.sh`` launches it) or a Hydra YAML file path."""
+    launch overrides, then ``overrides``, as ``run.sh`` launches it) or a Hydra YAML file path.
+
+    ``strict=False``: a recipe's unset variables are left empty instead of raising (:func:`compose_for_checks`).
+    """
     from hydra import compose, initialize_config_dir
 
     from .recipes.launch import RECIPES, plan
@@ -646,7 +738,7 @@ def load_config(config: str, overrides: Sequence[str] = ()) -> Any:
         directory, name, all_overrides = path.resolve().parent, path.stem, list(overrides)
     elif config in RECIPES:
         directory, name = omni_config_dir(), "omni_trainer"
-        all_overrides = plan(config, overrides).overrides
+        all_overrides = plan(config, overrides, strict=strict).overrides
         if importlib.util.find_spec("verl_omni") is None:
             _import_verl_for_checkout()
     else:

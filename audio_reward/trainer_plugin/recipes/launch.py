@@ -146,8 +146,12 @@ def recipe(name: str) -> Recipe:
         raise LaunchError(f"unknown recipe {name!r}; known: {sorted(RECIPES)}") from None
 
 
-def resolve(name: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The recipe's variables from ``environ`` with defaults; :class:`LaunchError` names each one missing."""
+def resolve(name: str, environ: Mapping[str, str] | None = None, *, strict: bool = True) -> dict[str, str]:
+    """The recipe's variables from ``environ`` with defaults; :class:`LaunchError` names each one missing.
+
+    ``strict=False`` (``audio-reward preflight``, which reports the problems itself and checks the rest):
+    a variable that is missing or wrong is left as given, empty where unset, and nothing is raised.
+    """
     environ = os.environ if environ is None else environ
     spec = recipe(name)
     values: dict[str, str] = {}
@@ -163,16 +167,20 @@ def resolve(name: str, environ: Mapping[str, str] | None = None) -> dict[str, st
         elif "\n" in value:
             problems.append(f"{var.name} must be one line")
         values[var.name] = value
-    if problems:
+    if problems and strict:
         raise LaunchError(f"{name}: " + "; ".join(problems))
     return values
 
 
-def plan(name: str, overrides: Sequence[str] = (), environ: Mapping[str, str] | None = None) -> LaunchPlan:
-    """The launch of recipe ``name``: its environment and the trainer overrides, ``overrides`` appended."""
+def plan(name: str, overrides: Sequence[str] = (), environ: Mapping[str, str] | None = None, *,
+         strict: bool = True) -> LaunchPlan:
+    """The launch of recipe ``name``: its environment and the trainer overrides, ``overrides`` appended.
+
+    ``strict=False``: the variables as :func:`resolve` leaves them without raising (missing ones empty).
+    """
     environ = os.environ if environ is None else environ
     spec = recipe(name)
-    values = resolve(name, environ)
+    values = resolve(name, environ, strict=strict)
     bad = [o for o in overrides if "\n" in o]
     if bad:
         raise LaunchError(f"an override must be one line, got {bad[0]!r}")
