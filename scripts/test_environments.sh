@@ -4,9 +4,10 @@
 #
 #   bash scripts/test_environments.sh [extra pytest args]
 #
-# The lines are installed one after another into one venv, in the README's order (client, server, eval, dev):
-# each adds extras to the one before, so every stage holds exactly what a fresh venv with that line holds, and
-# the job installs each package once. VENV is the main environment, which runs pytest (default .venv).
+# Each README line makes a venv of its own folder; here the lines' installs go one after another into one fresh
+# venv, in the README's order (client, server, eval, dev): each line's extras hold the one before's, so every
+# stage holds what a fresh venv with that line holds, and the job installs each package once.
+# VENV is the main environment, which runs pytest (default .venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD

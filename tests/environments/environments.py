@@ -29,7 +29,7 @@ ENVIRONMENTS: tuple[Environment, ...] = (
     Environment("eval", ("server", "eval")),
     Environment("dev", ("server", "eval", "dev")),
 )
-"""Each one adds to the one before it, as the README's lines do."""
+"""Each one holds the one before it, as the README's lines do (each line in a venv of its own)."""
 
 BY_NAME = {e.name: e for e in ENVIRONMENTS}
 

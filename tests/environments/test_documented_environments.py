@@ -1,7 +1,8 @@
 """Each documented environment, built fresh from its install line, runs the commands the docs list for it.
 
 ``scripts/test_environments.sh`` builds the environments of ``environments.ENVIRONMENTS`` one after another in
-one fresh venv (each install line adds to the one before, as a user following the README does) and runs this
+one fresh venv (each README line makes its own venv, and its extras hold the line before's, so each stage
+holds what that line's venv holds) and runs this
 module once per environment with ``AUDIO_REWARD_ENV`` (its name) and ``AUDIO_REWARD_ENV_BIN`` (its ``bin``
 folder). The tests run in the main environment, the commands in the one under test. No command's output may
 hold a traceback: a missing package or model is one line that says what to install.

@@ -76,7 +76,8 @@ ENTRIES: dict[str, Entry] = {
     ' "$(base64 -w0 examples/speech.wav)" \\': Run("client", files=("examples",), scorer=True),
     'README.md: curl -s -F file=@examples/speech.wav -F text="$(cat examples/speech.txt)"'
     ' http://127.0.0.1:8000/v1/score': Run("client", files=("examples",), scorer=True),
-    "README.md: python3 -m venv .venv": Covered(*INSTALL_TESTS),
+    "README.md: python3 -m venv .venv-client && .venv-client/bin/pip install -e .              # client: protocol,"
+    " client, pure scoring (score, eval --help, validate, schema, error-rate); no torch": Covered(*INSTALL_TESTS),
     "README.md: .venv/bin/python -m pytest tests/unit"
     "                      # the fast tier: one module in-process, seconds": Covered(*INSTALL_TESTS),
     "README.md: audio-reward serve                                    # server: the scorer server (docs/server.md has"

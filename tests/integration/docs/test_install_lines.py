@@ -86,3 +86,19 @@ def test_an_install_line_with_a_torch_extra_installs_torch_first(where: str, ext
     lines = (REPO_ROOT / path).read_text(encoding="utf-8").splitlines()
     before = "\n".join(lines[max(0, int(number) - 4):int(number)])
     assert "torch==" in before, f"{where}: installs {sorted(needs)} without installing torch==… first"
+
+
+def test_each_readme_install_line_builds_its_environment_in_a_venv_of_its_own() -> None:
+    """Issue 40, finding 11: the README says each line builds one environment in a fresh venv; all four used to
+    install into the same ``.venv``, each on top of the one before."""
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("Each line below builds one named environment")
+    lines = [line.strip() for line in text[start:].split("\n\n", 2)[1].splitlines()]
+    line = re.compile(r"python3 -m venv (\S+) && \1/bin/pip install -e (\.|'\.\[[^\]]*\]')\s+# (\w+):")
+    built = [line.match(text) for text in lines]
+    assert all(built), lines
+    folders = [m[1] for m in built if m]
+    names = [m[3] for m in built if m]
+    assert names == [env.name for env in ENVIRONMENTS] and len(set(folders)) == len(folders), folders
+    assert [m[2].strip("'") for m in built if m] == [env.install_spec for env in ENVIRONMENTS]
+    assert folders[-1] == ".venv", "the dev environment is the .venv the test and lint lines use"
