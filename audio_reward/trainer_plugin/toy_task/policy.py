@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .pretrain import BASE_WEIGHTS
 from .speech import WORDS
+
+BASE_WEIGHTS = Path(__file__).with_name("base_policy.safetensors")
+"""The pretrained base's weights (:mod:`.pretrain` made them)."""
 
 SPECIAL = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "\n", "<unk>")
 """Qwen's chat markers: verl's Qwen token builder needs ``<|im_end|>`` and a one-token newline."""
@@ -28,7 +30,7 @@ def build_policy(out_dir: str | Path, seed: int = 0, hidden_size: int = 128, lay
                  weights: Path | None = BASE_WEIGHTS) -> Path:
     """Write the tiny policy (weights, config, tokenizer, chat template) to ``out_dir``; returns it.
 
-    ``weights``: the pretrained base (:data:`.pretrain.BASE_WEIGHTS`, the default), or None for random
+    ``weights``: the pretrained base (:data:`BASE_WEIGHTS`, the default), or None for random
     weights (seeded by ``seed``).  Two attention heads of 64: vLLM's CPU attention takes head sizes from 32
     up (``vllm/_custom_ops.py`` line 3856 refuses 16).
     """

@@ -32,11 +32,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .policy import BASE_WEIGHTS, build_policy
 from .speech import WORDS
 
 logger = logging.getLogger(__name__)
 
-BASE_WEIGHTS = Path(__file__).with_name("base_policy.safetensors")
 FIRST_RIGHT = 0.85
 """How often the pretraining answer starts with the asked word (0.10 another word, 0.05 a filler)."""
 STOP = 0.25
@@ -87,8 +87,6 @@ def pretrain(out: Path = BASE_WEIGHTS, steps: int = 800, seed: int = 0, batch: i
     import torch
     from safetensors.torch import save_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from .policy import build_policy
 
     with tempfile.TemporaryDirectory() as folder:
         build_policy(folder, seed=seed, weights=None)

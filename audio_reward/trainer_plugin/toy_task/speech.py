@@ -19,7 +19,6 @@ import io
 import shutil
 import subprocess
 from collections.abc import Sequence
-from functools import lru_cache
 
 import numpy as np
 
@@ -100,14 +99,11 @@ def speak(words: Sequence[str], kind: str) -> tuple[np.ndarray, int]:
         return text_clip(text), SAMPLE_RATE
     if not text:
         return np.zeros(SAMPLE_RATE // 4, np.float32), SAMPLE_RATE  # nothing said: silence
-    audio, rate = espeak(text)
-    return audio.copy(), rate
+    return espeak(text)
 
 
-@lru_cache(maxsize=4096)
 def espeak(text: str) -> tuple[np.ndarray, int]:
-    """``text`` spoken by espeak-ng (Debian package ``espeak-ng``); the same text gives the same samples, so
-    they are kept (a converging policy says the same few answers again and again).  Read-only: copy to edit."""
+    """``text`` spoken by espeak-ng (Debian package ``espeak-ng``)."""
     import soundfile
 
     binary = shutil.which("espeak-ng")
@@ -115,6 +111,4 @@ def espeak(text: str) -> tuple[np.ndarray, int]:
         raise RuntimeError("the toy task's espeak speech needs espeak-ng (apt-get install -y espeak-ng)")
     wav = subprocess.run([binary, "--stdout", text], capture_output=True, check=True).stdout
     audio, rate = soundfile.read(io.BytesIO(wav), dtype="float32")
-    audio = np.ascontiguousarray(audio)
-    audio.flags.writeable = False
-    return audio, int(rate)
+    return np.ascontiguousarray(audio), int(rate)

@@ -30,8 +30,6 @@ def test_held_out_words_are_never_training_words() -> None:
 def test_espeak_speech_is_audio_and_silence_is_silent() -> None:
     audio, rate = speak(["blue"], "espeak")
     assert rate > 8000 and np.abs(audio).max() > 0.01
-    audio[0] = 1.0  # a copy: the kept samples stay as espeak-ng made them
-    assert speak(["blue"], "espeak")[0][0] != 1.0
     silence, _ = speak([], "espeak")
     assert not silence.any()
 
