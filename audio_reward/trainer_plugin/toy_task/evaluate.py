@@ -26,6 +26,9 @@ def synthesize(model_dir: str | Path, out_dir: str | Path, kind: str, words: Seq
     import soundfile
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # a bar per load on the console of a run that logs per step
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

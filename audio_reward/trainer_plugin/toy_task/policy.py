@@ -37,6 +37,9 @@ def build_policy(out_dir: str | Path, seed: int = 0, hidden_size: int = 128, lay
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # the "Writing model shards" bar of a one-file model
 
     out = Path(out_dir)
     vocab = vocabulary()
