@@ -8,13 +8,24 @@ pre-flight warns, with the estimate.
 from __future__ import annotations
 
 import re
+import subprocess
 
 import httpx
 import pytest
 
 from audio_reward.trainer_plugin import preflight
 from audio_reward.trainer_plugin.recipes.overrides import TTS_MAX_FRAMES
-from tests.testkit.server import running_server
+from tests.testkit.server import running_server, server_python
+
+
+def _auto_device() -> str:
+    """What ``--device auto`` picks for faster-whisper in the server's environment."""
+    code = "from audio_reward.scorer_server.devices import pick_device; print(pick_device('faster-whisper', 'auto'))"
+    return subprocess.run([server_python(), "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+needs_cpu_only = pytest.mark.skipif("device='cpu'" not in _auto_device(),
+                                    reason="the server's CTranslate2 sees a GPU here: auto picks cuda")
 
 
 def tts_config(url: str, **trainer: object) -> dict[str, object]:
@@ -36,6 +47,7 @@ ESTIMATE = re.compile(r"a step's 4 prompts × 8 = 32 clips of up to 28\.8 s \(92
                       r"to score at that rate")
 
 
+@needs_cpu_only
 def test_a_cpu_scorer_for_a_gpu_run_is_a_warning_with_the_step_estimate(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("VERL_PLATFORM", raising=False)
     with running_server(model="tiny.en", max_wait_ms=5) as server:
@@ -73,6 +85,7 @@ def test_a_cpu_scorer_for_a_gpu_run_is_a_warning_with_the_step_estimate(monkeypa
         assert cpu_run.ok and not cpu_run.warning and ESTIMATE.search(cpu_run.message)
 
 
+@needs_cpu_only
 def test_without_a_probe_a_fresh_scorer_reports_its_device_and_no_estimate() -> None:
     with running_server(model="tiny.en", max_wait_ms=5) as server:
         _, speed = preflight.check_server(tts_config(server.url, device="cpu"), probe_s=0)
