@@ -47,7 +47,7 @@ def start(command: Sequence[str], env: Mapping[str, str], log: Path, run_id: str
 
 def follow(proc: subprocess.Popen[bytes], metrics: Path, steps: int, poll_s: float = 1.0) -> int:
     """Wait for ``proc``, logging each step verl's file logger writes to ``metrics``; its exit status."""
-    shown = 0
+    shown = -1  # step 0 is the validation before training
     while True:
         returncode = proc.poll()
         if metrics.is_file():
