@@ -260,14 +260,15 @@ THINKER_TASK = LoopTask(prepare, run_trainer, _ablation, "thinker_eval_results",
 """The thinker-shaped loop: the toy audio policy answers a question about a clip."""
 
 
-DEFAULTS = MappingProxyType({"steps": 3, "prompts_per_step": 4, "group_size": 4, "learning_rate": 1e-4})
-"""Smaller than the TTS loop's: an audio question is some 400 tokens, and CI runs this in minutes."""
+def _defaults() -> LoopSettings:
+    """Smaller than the TTS loop's: an audio question is some 400 tokens, and CI runs this in minutes."""
+    return LoopSettings(Path("."), "", steps=3, prompts_per_step=4, group_size=4, learning_rate=1e-4)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> LoopSettings:
     """The same command line as :mod:`.train` (``--scorer-url`` optional here: the reward needs no scorer)."""
     parser = train.loop_parser("python -m audio_reward.trainer_plugin.toy_task.thinker", __doc__.split("\n\n")[0],
-                               LoopSettings(Path("."), "", **DEFAULTS),
+                               _defaults(),
                                scorer_help="accepted and unused: the multiple-choice reward is text")
     return train.read_settings(parser, argv)
 
