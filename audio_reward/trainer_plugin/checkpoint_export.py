@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -205,34 +204,10 @@ def _lora_scale(ckpt: ActorCheckpoint) -> float:
     return float(saved["lora_alpha"]) / float(saved["r"])
 
 
-def _umask() -> int:
-    """The process's umask: from ``/proc`` where there is one, since setting it to read it races other threads."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def write_safetensors(tensors: Mapping[str, torch.Tensor], path: Path) -> None:
-    """Write ``tensors`` to ``path`` as safetensors, readable as any file the user writes (mode 0666 less umask).
-
-    safetensors writes through a private temporary file and renames it, so the file would keep that file's
-    mode, 0600: on a shared cluster nobody but its owner could load the export.
-    """
-    from safetensors.torch import save_file
-
-    save_file(dict(tensors), str(path), metadata={"format": "pt"})
-    os.chmod(path, 0o666 & ~_umask())
-
-
 def export_checkpoint(checkpoint: str | Path, out: Path, base: Path | None = None) -> ExportReport:
     """Write the checkpoint's weights as a model folder at ``out``; spliced into ``base`` when given."""
+    from .model_folder import write_safetensors
+
     ckpt = find_actor_checkpoint(checkpoint)
     state = load_state_dict(ckpt)
     merged = 0

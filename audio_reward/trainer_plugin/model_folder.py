@@ -3,7 +3,8 @@
 Used by ``audio-reward preflight`` (the training model, ``actor_rollout_ref.model.path``)
 and by the checkpoint evaluation (every checkpoint).  Nothing here loads a
 model: it reads ``config.json`` and the safetensors headers only, so it runs
-in any environment with ``safetensors`` and takes milliseconds.
+in any environment with ``safetensors`` and takes milliseconds.  The exports write their weights through
+:func:`write_safetensors`, readable by others as any file the user writes.
 
 Qwen3-TTS folders come in two shapes:
 
@@ -20,11 +21,16 @@ Qwen3-TTS folders come in two shapes:
 from __future__ import annotations
 
 import json
+import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
 
 QWEN3_TTS = "qwen3_tts"
 SPEAKER_ENCODER_PREFIX = "speaker_encoder."
@@ -78,6 +84,32 @@ class ModelFolder:
         if talker_only and not (self.path / "speech_tokenizer").is_dir():
             return FolderKind.TALKER_ONLY
         return FolderKind.FULL
+
+
+def _umask() -> int:
+    """The process's umask: from ``/proc`` where there is one, since setting it to read it races other threads."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_safetensors(tensors: Mapping[str, torch.Tensor], path: Path) -> None:
+    """Write ``tensors`` to ``path`` as safetensors, readable as any file the user writes (mode 0666 less umask).
+
+    safetensors writes through a private temporary file and renames it, so the file would keep that file's
+    mode, 0600: on a shared cluster nobody but its owner could load the export.
+    """
+    from safetensors.torch import save_file
+
+    save_file(dict(tensors), str(path), metadata={"format": "pt"})
+    os.chmod(path, 0o666 & ~_umask())
 
 
 def looks_like_hub_id(name: str) -> bool:

@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("safetensors")
 
-from audio_reward.trainer_plugin.checkpoint_export import write_safetensors  # noqa: E402
+from audio_reward.trainer_plugin.model_folder import write_safetensors  # noqa: E402
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...model_folder import TALKER_PREFIX, FolderKind, ModelFolder
+from ...model_folder import TALKER_PREFIX, FolderKind, ModelFolder, write_safetensors
 
 if TYPE_CHECKING:
     import torch
@@ -65,8 +65,6 @@ def splice_tensors(base: ModelFolder, tensors: Callable[[], Mapping[str, torch.T
     loader casts to the dtype it is asked for).  ``source`` names the
     trained weights in the report.
     """
-    from ...checkpoint_export import write_safetensors
-
     if base.kind is not FolderKind.FULL:
         raise SpliceError(f"{base.path} is not a full Qwen3-TTS folder, so it cannot take a talker-only export")
     done = out / SPLICE_JSON
