@@ -176,6 +176,9 @@ class ServerConfig(BaseModel):
     # logging
     log_level: str = Field("warning", description="debug, info, warning or error.")
     log_json: bool = Field(False, description="One JSON object per log line.")
+    access_log: bool | None = Field(
+        None, description="One log line per request: method, path, status, latency and request id (as uvicorn's "
+                          "--access-log / --no-access-log); unset: on at log level debug only.")
 
     @field_validator("engine_options", mode="before")
     @classmethod
@@ -229,6 +232,11 @@ class ServerConfig(BaseModel):
                 raise ValueError(f"{self.api_key_file} holds an empty API key")
             self.api_key = SecretStr(key)
         return self
+
+    @property
+    def access_log_on(self) -> bool:
+        """Whether the access log writes its lines: as set, else only at log level debug."""
+        return self.access_log if self.access_log is not None else self.log_level.lower() == "debug"
 
     @property
     def limits(self) -> Limits:

@@ -94,5 +94,5 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         settings = ServerSettings(**server_overrides(args))
     except (ValidationError, ValueError) as exc:
         raise InvalidSettingsError(f"invalid settings: {describe_invalid(exc)}") from exc
-    configure_logging(settings.log_level, json_lines=settings.log_json)
+    configure_logging(settings.log_level, json_lines=settings.log_json, access_log=settings.access_log_on)
     return settings

@@ -1,4 +1,4 @@
-"""ASGI middleware: request ids, request metrics and the last-resort 500.
+"""ASGI middleware: request ids, request metrics, the access log and the last-resort 500.
 
 A client that goes away before its body has arrived is no server error: it is
 counted with status ``client_closed`` and logged at INFO, without a traceback.
@@ -20,9 +20,13 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import error_body
+from ..logs import ACCESS_LOGGER
 from ..service.prometheus import ServerMetrics
 
 log = logging.getLogger(__name__)
+access_log = logging.getLogger(ACCESS_LOGGER)
+_ACCESS_FIELDS = ("client", "method", "path", "status", "latency_ms")
+"""The access line's fields its message already says: the plain format does not repeat them, JSON keeps them."""
 
 REQUEST_ID_HEADER = "x-request-id"
 _VALID_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
@@ -89,6 +93,23 @@ class RequestContextMiddleware:
             self.metrics.requests.labels(endpoint, str(status)).inc()
             if endpoint.startswith(_TIMED_PREFIXES):
                 self.metrics.request_latency.labels(endpoint).observe(time.perf_counter() - t0)
+            if access_log.isEnabledFor(logging.INFO):
+                _log_access(scope, status, time.perf_counter() - t0, request_id)
+
+
+def _log_access(scope: Scope, status: int | str, seconds: float, request_id: str) -> None:
+    """The access line of one request, as uvicorn writes its own plus the latency and the request id."""
+    client = scope.get("client")
+    where = f"{client[0]}:{client[1]}" if client else "-"
+    path = scope.get("path", "")
+    query = scope.get("query_string", b"")
+    target = f"{path}?{query.decode('latin-1')}" if query else path
+    method = scope.get("method", "")
+    latency_ms = round(seconds * 1000, 1)
+    access_log.info('%s - "%s %s HTTP/%s" %s %.1f ms', where, method, target, scope.get("http_version", "1.1"),
+                    status, latency_ms, extra={
+                        "request_id": request_id, "client": where, "method": method, "path": target,
+                        "status": status, "latency_ms": latency_ms, "_said": _ACCESS_FIELDS})
 
 
 async def _send_json(send: Send, status: int, body: dict[str, Any], request_id: str) -> None:

@@ -162,7 +162,7 @@ def uvicorn_config(app: FastAPI, settings: ServerConfig, **overrides: Any) -> uv
         "timeout_keep_alive": settings.keep_alive_timeout_s,
         "limit_concurrency": settings.max_connections,
         "log_config": None,
-        "access_log": settings.log_level.lower() == "debug",
+        "access_log": False,  # the request context middleware writes the access log, with latency and request id
         "timeout_graceful_shutdown": max(1, round(settings.shutdown_grace_s)),
         "lifespan": "on",
     }

@@ -37,6 +37,7 @@ _SAMPLES: dict[str, tuple[list[str], object]] = {
     "reward.formula": (["--reward-formula", "tanh"], "tanh"),
     "reward.metric": (["--reward-metric", "wer"], "wer"),
     "log_json": (["--log-json"], True),
+    "access_log": (["--access-log"], True),
     "early_refusal": (["--no-early-refusal"], False),
     "reward.speaker_floor": (["--reward-speaker-floor", "0.5"], 0.5),
     "speaker_model": (["--speaker-model", "resemblyzer"], "resemblyzer"),
