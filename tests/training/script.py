@@ -18,7 +18,8 @@ import pytest
 
 from tests.testkit.server import REPO_ROOT
 
-RUN_TIMEOUT_S = 900.0
+RUN_TIMEOUT_S = 1200.0
+"""A run's bound in the tests (pytest's own per-test timeout, 600 s, is raised to match in each module)."""
 CONSOLE = "console.log"
 """What the command printed (stdout and stderr), kept beside the run."""
 
@@ -38,13 +39,27 @@ def ctrl_c(proc: subprocess.Popen[bytes]) -> None:
     os.killpg(proc.pid, signal.SIGINT)
 
 
+def stop_if_running(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a run the test no longer waits for (a failure, pytest's timeout) as Ctrl-C does, so that the
+    trainer stops its own processes; SIGKILL to the command's group if that takes over a minute."""
+    if proc.poll() is not None:
+        return
+    ctrl_c(proc)
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 def finished(proc: subprocess.Popen[bytes], out: Path, timeout_s: float = RUN_TIMEOUT_S) -> dict[str, Any]:
     """Wait for the command; its ``train_summary.json`` (fails with the console and the log if there is none)."""
     try:
         proc.wait(timeout_s)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
         pytest.fail(f"the run did not end within {timeout_s:.0f} s:\n{tail(out / CONSOLE)}\n{tail(out / 'train.log')}")
+    finally:
+        stop_if_running(proc)
     path = out / "train_summary.json"
     if not path.is_file():
         pytest.fail(f"no summary (exit {proc.returncode}):\n{tail(out / CONSOLE)}\n{tail(out / 'train.log')}")
@@ -64,14 +79,17 @@ def wait_until(proc: subprocess.Popen[bytes], out: Path, done: Callable[[], bool
                timeout_s: float = RUN_TIMEOUT_S) -> None:
     """Poll ``done`` until it holds; fail with the run's output if it ends or the time runs out first."""
     deadline = time.monotonic() + timeout_s
-    while not done():
-        if proc.poll() is not None:
-            pytest.fail(f"the run ended ({proc.returncode}) before {what}:\n{tail(out / CONSOLE)}\n"
-                        f"{tail(out / 'train.log')}")
-        if time.monotonic() > deadline:
-            os.killpg(proc.pid, signal.SIGKILL)
-            pytest.fail(f"no {what} within {timeout_s:.0f} s:\n{tail(out / 'train.log')}")
-        time.sleep(0.5)
+    try:
+        while not done():
+            if proc.poll() is not None:
+                pytest.fail(f"the run ended ({proc.returncode}) before {what}:\n{tail(out / CONSOLE)}\n"
+                            f"{tail(out / 'train.log')}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"no {what} within {timeout_s:.0f} s:\n{tail(out / 'train.log')}")
+            time.sleep(0.5)
+    except BaseException:
+        stop_if_running(proc)
+        raise
 
 
 def wait_for_step(proc: subprocess.Popen[bytes], out: Path, step: int) -> None:

