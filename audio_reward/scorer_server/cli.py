@@ -3,7 +3,8 @@
 Every settings field has its flag, generated from the settings model
 (:mod:`.flags`: ``--max-batch-size`` → ``max_batch_size``, ``--reward-exp-k``
 → ``reward.exp_k``); unset flags fall back to ``AUDIO_REWARD_SERVER_*``
-environment variables, then the preset, then defaults.  With ``--ray`` the
+environment variables, then the ``--config`` file (TOML or YAML), then the
+preset, then defaults; ``-v`` prints each setting with its source.  With ``--ray`` the
 same settings are deployed on Ray Serve (:mod:`.ray_serve`, which owns the
 scale-out flags).  Only argparse and pydantic are imported here; the server
 loads inside the command.
@@ -33,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_server_flags(parser)
     parser.add_argument("-v", "--verbose", action="store_true",
-                        help="print every setting and the engine's options at start-up")
+                        help="print every setting, with where it came from (flag, env, config file, preset or "
+                             "default), and the engine's options at start-up")
     parser.add_argument("--ray", action="store_true",
                         help="scale out on Ray Serve: one replica per GPU behind one URL (needs the 'ray' extra)")
     add_scale_out_flags(parser.add_argument_group("Ray Serve (with --ray)"))
@@ -151,16 +153,26 @@ def _flat(prefix: str, values: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
             yield f"{prefix}{name}", value
 
 
-def _print_lines(prefix: str, values: Mapping[str, Any], *, empty: str | None = None) -> None:
+def _source_of(name: str, sources: Mapping[str, str]) -> str:
+    """Where setting ``name`` came from; an entry of a mapping setting (``engine_options.batched``) by the whole."""
+    parts = name.split(".")
+    return next((sources[key] for key in (".".join(parts[:cut]) for cut in range(len(parts), 0, -1))
+                 if key in sources), "default")
+
+
+def _print_lines(prefix: str, values: Mapping[str, Any], *, empty: str | None = None,
+                 sources: Mapping[str, str] | None = None) -> None:
     """``values`` one ``audio-reward serve: name = value`` line each (nested ones by their dotted name), sorted,
-    as the client's commands print theirs with ``-v``."""
+    as the client's commands print theirs with ``-v``; with ``sources``, each line ends with where its value
+    came from (``(flag --port)``, ``(env AUDIO_REWARD_SERVER_PORT)``, ``(config serve.toml)``, ``(default)``)."""
     import json
 
     if not values and empty is not None:
         print(f"audio-reward serve: {empty}", flush=True)
     for name, value in _flat("", values):
         shown = value if isinstance(value, str) else json.dumps(value)
-        print(f"audio-reward serve: {prefix}{name} = {shown}", flush=True)
+        source = "" if sources is None else f"  ({_source_of(name, sources)})"
+        print(f"audio-reward serve: {prefix}{name} = {shown}{source}", flush=True)
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -184,7 +196,9 @@ def serve(args: argparse.Namespace) -> int:
 
     from .app import build_app
     from .devices import pick_device
+    from .flags import server_overrides
     from .http.server import ForegroundServer, uvicorn_config
+    from .settings import setting_sources
 
     if args.ray:
         from .ray_serve import deploy_from_args
@@ -193,9 +207,12 @@ def serve(args: argparse.Namespace) -> int:
     # auto resolved before the engine is built, so that the start-up line says what it picked and why (a Ray
     # Serve replica resolves it on its own machine, in engine_from_settings)
     device = pick_device(settings.engine, settings.device)
-    settings = settings.model_copy(update={"device": device.device})
+    given_device, settings = settings.device, settings.model_copy(update={"device": device.device})
     if args.verbose:
-        _print_lines("", settings.describe())
+        sources = setting_sources(server_overrides(args), args.config)
+        if device.device != given_device:
+            sources["device"] = f"{sources.get('device', 'default')}: {given_device}, resolved"
+        _print_lines("", settings.describe(), sources=sources)
     try:
         app = build_app(settings)
     except (ImportError, ValueError) as exc:

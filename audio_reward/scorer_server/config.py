@@ -35,8 +35,8 @@ ENV_PREFIX = "AUDIO_REWARD_SERVER_"
 
 _LIMITS = Limits()  # the protocol package owns the request-size defaults
 
-# Settings a preset fixes, by the preset's attribute name.
-_PRESET_FIELDS = ("engine", "model", "normalizer", "language", "beam_size")
+PRESET_FIELDS = ("engine", "model", "normalizer", "language", "beam_size")
+"""Settings a preset fixes, by the preset's attribute name."""
 
 
 def parse_engine_options(pairs: Any) -> dict[str, str]:
@@ -214,7 +214,7 @@ class ServerConfig(BaseModel):
         if isinstance(data, dict) and data.get("preset"):
             preset = get_preset(str(data["preset"]))
             data = dict(data)
-            for name in _PRESET_FIELDS:
+            for name in PRESET_FIELDS:
                 if data.get(name) is None:
                     data[name] = getattr(preset, name)
             if data.get("model") == preset.model:  # the engine may need the checkpoint in another format

@@ -13,6 +13,8 @@ never shows in shell history or ``ps`` (``--api-key-file`` or
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from audio_reward.settings_flags import Flag, add_flags, flags_for, values_from_args
@@ -31,6 +33,10 @@ def server_flags() -> list[Flag]:
 
 
 def add_server_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    parser.add_argument("--config", type=Path, default=None, metavar="FILE",
+                        help="settings file, TOML (.toml) or YAML (.yaml, .yml): the flags' names as keys "
+                             "(max-batch-size = 32, [reward] exp-k = 2.5); flags and AUDIO_REWARD_SERVER_* "
+                             "variables win over it, and it over the defaults")
     add_flags(parser, server_flags())
     parser.add_argument("--engine-option", action="append", default=None, metavar="KEY=VALUE",
                         help="engine-specific option, repeatable (e.g. max_num_seqs=128 for vllm); see docs/server.md")
@@ -56,11 +62,13 @@ class InvalidSettingsError(ValueError):
     """
 
 
-def describe_invalid(exc: Exception) -> str:
+def describe_invalid(exc: Exception, sources: Mapping[str, str] | None = None) -> str:
     """Why settings do not validate, in one line naming each setting by its flag and the value given.
 
     pydantic's own text spans several lines with its type codes and a documentation link for each error;
     a user wants the flag to change and why (``--max-audio-seconds -1.0: input should be greater than 0``).
+    A value that came from the config file (``sources``, :func:`~.settings.setting_sources`) is named there
+    instead (``max_audio_seconds = -1.0 in serve.toml: ...``).
     """
     errors = getattr(exc, "errors", None)
     if not callable(errors):
@@ -76,7 +84,10 @@ def describe_invalid(exc: Exception) -> str:
             continue
         given = error.get("input")
         value = f" {given}" if isinstance(given, (str, int, float)) and not isinstance(given, bool) else ""
-        parts.append(f"{option}{value}: {reason[:1].lower()}{reason[1:]}")
+        source = (sources or {}).get(".".join(loc), "")
+        where = (f"{'.'.join(loc)} ={value} in {source.removeprefix('config ')}" if source.startswith("config ")
+                 else f"{option}{value}")
+        parts.append(f"{where}: {reason[:1].lower()}{reason[1:]}")
     return "; ".join(parts)
 
 
@@ -88,11 +99,15 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
     from pydantic import ValidationError
 
     from .logs import configure_logging
-    from .settings import ServerSettings
+    from .settings import ServerSettings, setting_sources
 
+    given, config_file = server_overrides(args), getattr(args, "config", None)
     try:
-        settings = ServerSettings(**server_overrides(args))
-    except (ValidationError, ValueError) as exc:
+        settings = ServerSettings.load(given, config_file)
+    except ValidationError as exc:
+        reasons = describe_invalid(exc, setting_sources(given, config_file))
+        raise InvalidSettingsError(f"invalid settings: {reasons}") from exc
+    except ValueError as exc:  # the config file itself (ConfigFileError), an unknown preset
         raise InvalidSettingsError(f"invalid settings: {describe_invalid(exc)}") from exc
     configure_logging(settings.log_level, json_lines=settings.log_json, access_log=settings.access_log_on)
     return settings

@@ -235,11 +235,13 @@ def inprocess_server(
 
 
 def parse_serve_args(argv: list[str]) -> ServerSettings:
-    """The settings ``audio-reward serve ARGV`` would run with (flags over the environment), without serving."""
+    """The settings ``audio-reward serve ARGV`` would run with (flags over the environment over ``--config``),
+    without serving."""
     from audio_reward.scorer_server import cli
     from audio_reward.scorer_server.flags import server_overrides
     from audio_reward.scorer_server.settings import ServerSettings
 
     parser = argparse.ArgumentParser()
     cli.register(parser.add_subparsers())
-    return ServerSettings(**server_overrides(parser.parse_args(["serve", *argv])))
+    args = parser.parse_args(["serve", *argv])
+    return ServerSettings.load(server_overrides(args), args.config)

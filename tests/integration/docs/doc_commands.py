@@ -132,6 +132,10 @@ ENTRIES: dict[str, Entry] = {
         "client", files=("speech.wav",), scorer=True
     ),
     'docs/server.md: echo "$SCORER_KEY" > /run/secrets/scorer-key': Skip("Whisper large-v3 on CUDA, a GPU box"),
+    "docs/server.md: audio-reward serve --config serve.toml -v            # each setting with its source: config "
+    "serve.toml, flag, env, default": Covered(
+        "tests/integration/server/test_config_file.py::test_serve_runs_with_the_file_under_variables_and_flags",
+        "tests/unit/server/test_config_file.py::test_the_docs_examples_load_and_say_the_same"),
     "docs/server.md: python -m bench.server_throughput --model tiny.en --concurrency 1 8 32": Skip(
         "a benchmark that takes CPU minutes on purpose (speed figures live in bench/, not in tests)"
     ),

@@ -103,7 +103,8 @@ def test_verbose_start_up_prints_the_options_set_from_the_environment() -> None:
         assert httpx.get(f"{server.url}/v1/info").json()["engine"]["options"] == {"batched": False}
         log = server.log_path.read_text()
     assert "audio-reward serve: engine option batched = false\n" in log
-    assert "audio-reward serve: engine_options.batched = false\n" in log  # the settings lines show what was given
+    # the settings lines show what was given, and where from
+    assert "audio-reward serve: engine_options.batched = false  (env AUDIO_REWARD_SERVER_ENGINE_OPTIONS)\n" in log
 
 
 def test_the_documented_batched_command_serves_with_the_option() -> None:

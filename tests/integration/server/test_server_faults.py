@@ -213,8 +213,9 @@ def test_cli_server_is_unready_before_load_then_ready_and_stops_on_sigterm() -> 
         # SIGTERM is a clean stop: exit 0; SIGKILL (-9) would mean it hung.
         assert stop_process(server.proc) == 0
         out = server.log_path.read_text()
-    # -v: one "name = value" line per setting, nested ones by their dotted name, then a line once ready.
-    assert "audio-reward serve: model = tiny.en\n" in out and "audio-reward serve: reward.formula = 1-cer\n" in out
+    # -v: one "name = value  (source)" line per setting, nested ones by their dotted name, then a line once ready.
+    assert "audio-reward serve: model = tiny.en  (flag --model)\n" in out
+    assert "audio-reward serve: reward.formula = 1-cer  (default)\n" in out
     assert re.search(r"^audio-reward serve: ready on http://\S+ after \d+ s$", out, re.MULTILINE), out
 
 
