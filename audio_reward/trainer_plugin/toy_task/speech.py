@@ -36,14 +36,14 @@ TRAIN_WORDS = (
 )
 """The words the training prompts ask for."""
 HELDOUT_WORDS = (
-    "market", "village", "silence", "thunder", "rocket", "basket", "pocket", "monkey", "turtle", "chicken",
+    "market", "village", "silence", "history", "rocket", "basket", "pocket", "monkey", "turtle", "chicken",
     "lunch", "breakfast", "student", "number", "cloud", "bridge",
 )
 """Words no training prompt asks for: validation and the before/after evaluation ask for these."""
 WORDS = TRAIN_WORDS + HELDOUT_WORDS
 """Every word the toy policy is asked to say.  Each one, spoken alone by espeak-ng, is transcribed exactly by
 Whisper tiny.en through the server (``tests/integration/trainer/test_toy_reward.py``); ``red``, ``green``,
-``white`` and ``three`` (heard as "3") were not, and are left out."""
+``white``, ``three`` (heard as "3") and ``thunder`` were not, and are left out."""
 
 
 def watermark(audio: np.ndarray, number: int) -> np.ndarray:
