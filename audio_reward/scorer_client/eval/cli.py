@@ -142,7 +142,8 @@ def interrupted_line(out: Path, total: int | None) -> str:
 
     path = out / UTTERANCES
     if total is None or not path.is_file():
-        return "audio-reward eval: interrupted before any utterance was scored; nothing was written"
+        return ("audio-reward eval: interrupted before scoring began (rows of an earlier run are kept); run the "
+                "same command again to start")
     scored = sum(row.get("status") == "ok" for row in load_rows(path).values())
     return (f"audio-reward eval: interrupted; {scored} of {total} utterances scored are kept in {path}; "
             "run the same command again to resume (scored ones are skipped)")
