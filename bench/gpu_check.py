@@ -66,6 +66,8 @@ class Profile:
     burst: int
     min_s: float = 3.0
     max_s: float = 15.0
+    cpu_threads: int = 0
+    """torch's intra-op threads for the engine, in-process and in the server (0: torch's default)."""
 
 
 PROFILES = {
@@ -73,8 +75,10 @@ PROFILES = {
                    burst=512),
     # A CPU decodes a token in tens of milliseconds even for a tiny model (generate's own overhead), so CI's clips
     # are 1-2.5 s (16-20 tokens each): the same steps in about a minute.
+    # One torch thread: on a shared 2-core machine (CI) two threads of a tiny model spin-wait on each other while
+    # other processes hold a core, and a batch took 20 times as long (10.5 s against 0.53 s here).
     "cpu": Profile("tiny", "cpu", limit_clips=8, batches=(4, 8), requests={1: 2, 32: 16, 128: 24}, burst=24,
-                   min_s=1.0, max_s=2.5),
+                   min_s=1.0, max_s=2.5, cpu_threads=1),
 }
 
 
@@ -157,7 +161,8 @@ def measure_limit(model: str, clips: list[tuple[np.ndarray, str]], profile: Prof
     limit_numpy_threads(ServerConfig.model_fields["numpy_threads"].default)
     items = [TranscriptionInput(c, "en") for c, _ in clips]
     total = audio_seconds(clips)
-    config = EngineConfig(model=model, device=profile.device, max_batch_size=max(profile.batches))
+    config = EngineConfig(model=model, device=profile.device, max_batch_size=max(profile.batches),
+                          cpu_threads=profile.cpu_threads)
     engine: Any = create_engine("transformers", config)
     engine.load()
     by_batch: dict[str, float] = {}
@@ -165,14 +170,17 @@ def measure_limit(model: str, clips: list[tuple[np.ndarray, str]], profile: Prof
     try:
         engine.warmup()
         for batch in profile.batches:
-            budget.require(30 if profile.device == "cuda" else 5, f"limit at batch {batch}")
-            engine.transcribe_batch_sync(items[:batch])  # new shapes: the first call of a size pays for them
-            t0 = time.perf_counter()
-            found: list[int] = []
-            for start in range(0, len(items), batch):
-                found += [r.num_tokens or 0 for r in engine.transcribe_batch_sync(items[start : start + batch])]
-            by_batch[str(batch)] = round(total / (time.perf_counter() - t0), 2)
-            tokens = found
+            # Two passes, the faster counts: a pass meets shapes the first time (each clip length, each decode
+            # step at this batch size), and their one-time cost (kernel choice, oneDNN primitives) is no limit.
+            for _ in range(2):
+                budget.require(30 if profile.device == "cuda" else 5, f"limit at batch {batch}")
+                t0 = time.perf_counter()
+                found: list[int] = []
+                for start in range(0, len(items), batch):
+                    found += [r.num_tokens or 0 for r in engine.transcribe_batch_sync(items[start : start + batch])]
+                speed = round(total / (time.perf_counter() - t0), 2)
+                by_batch[str(batch)] = max(speed, by_batch.get(str(batch), 0.0))
+                tokens = found
     except TimeoutError as exc:
         if not by_batch:
             raise
@@ -272,7 +280,8 @@ def scorer_server(model: str, profile: Profile, batch: int, out: Path, ready_tim
     handle = None
     try:
         with running_server(python=sys.executable, ready_timeout_s=ready_timeout_s, engine="transformers",
-                            model=model, device=profile.device, max_batch_size=batch, language="en") as handle:
+                            model=model, device=profile.device, max_batch_size=batch, language="en",
+                            cpu_threads=profile.cpu_threads) as handle:
             yield handle.url
     finally:
         if handle is not None and handle.log_path.exists():
@@ -391,6 +400,31 @@ def summarize(whisper: dict[str, Any], qwen: dict[str, Any], profile: Profile, w
     return summary
 
 
+def wheels_smoke(assets: Path, out: Path) -> dict[str, Any]:
+    """The wheelhouse on a Python that has no torch (the device's version, in CI): the real server and client stack.
+
+    The instant engine (``tests.testkit.instant_engine``) stands in for the model behind ``audio-reward serve``;
+    the async client at 32 in flight and the plugin's burst must score every clip (each says its own number,
+    so every reward is 1).  What the wheels lack at import or at serving time fails here.
+    """
+    from tests.testkit.instant_engine import clip, prompt_of
+    from tests.testkit.server import running_server
+
+    clips = [(clip(i, seconds=1.0), prompt_of(i)) for i in range(64)]
+    handle = None
+    try:
+        # The model is a local folder the instant engine ignores: the default, the packaged tiny.en, does not travel.
+        with running_server(python=sys.executable, instant=True, max_wait_ms=5, model=str(assets)) as handle:
+            run = asyncio.run(concurrency_run(handle.url, clips, 32))
+            burst = asyncio.run(burst_run(handle.url, clips))
+    finally:
+        if handle is not None and handle.log_path.exists():
+            shutil.copyfile(handle.log_path, out / "server-instant.log")
+    return {"device": f"cpu ({platform.machine()})", "mode": "wheels", "python": platform.python_version(),
+            "requests": run["requests"], "non_200": run["non_200"], "burst_clips": burst["burst_clips"],
+            "burst_failed": burst["burst_failed"]}
+
+
 def write_results(summary: dict[str, Any], out: Path) -> tuple[str, str]:
     """``gpu_check.txt`` (the table) and ``gpu_check.json`` (one line) in ``out``; returns both texts."""
     text = table(summary)
@@ -402,18 +436,25 @@ def write_results(summary: dict[str, Any], out: Path) -> tuple[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mode", choices=sorted(PROFILES), default="gpu")
+    parser.add_argument("--mode", choices=[*sorted(PROFILES), "wheels"], default="gpu",
+                        help="gpu, cpu (tiny shapes), or wheels (the server stack without torch, instant engine)")
     parser.add_argument("--assets", type=Path, required=True, help="speech.npz and whisper-tokenizer/ (prepared)")
     parser.add_argument("--out", type=Path, required=True, help="gpu_check.json, gpu_check.txt and server logs")
     parser.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "audio-reward-gpu-check",
                         help="random checkpoints (large-v3 is 3 GB)")
     parser.add_argument("--budget-s", type=float, default=420.0, help="seconds the measurements may take in all")
     args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.mode == "wheels":
+        smoke = wheels_smoke(args.assets, args.out)
+        line = json.dumps(smoke, separators=(",", ":"))
+        (args.out / "gpu_check.json").write_text(line + "\n", encoding="utf-8")
+        print(line, flush=True)
+        return 0 if smoke["burst_failed"] == 0 and smoke["non_200"] == 0 else 1
     profile = PROFILES[args.mode]
     started = time.monotonic()
     quiet_transformers()
     budget = Budget(args.budget_s)
-    args.out.mkdir(parents=True, exist_ok=True)
     args.work.mkdir(parents=True, exist_ok=True)
     whisper = guarded("whisper", lambda: measure_arch("whisper", profile, args.assets, args.work, args.out, budget))
     # Whisper's figures are on disk before Qwen3-ASR starts: if the device's time runs out, they come back anyway.

@@ -8,6 +8,7 @@
 #   bash scripts/gpu_check.sh --prepare [--python-version X.Y]...   # here, with the index: .gpu-check/
 #   bash scripts/gpu_check.sh [--out DIR]                           # the device, from the carried tree
 #   bash scripts/gpu_check.sh --cpu [--out DIR]                     # tiny shapes on a CPU (CI)
+#   bash scripts/gpu_check.sh --wheels [--out DIR]                  # no torch: the server stack, instant engine
 #
 # --prepare (in the dev environment, .venv) writes .gpu-check/: wheels/cpXY/ with what the server and
 #   client need beyond the device's packages (scripts/gpu_wheelhouse.py says what and why), for
@@ -18,7 +19,8 @@
 #   (default python3: on the device, the one with torch), and the check runs there. Results:
 #   $OUT/gpu_check.json (one line) and $OUT/gpu_check.txt (a table); stdout ends with the JSON line.
 #   $OUT, where set, is the folder whose files come back from the lent machine; --out DIR overrides it;
-#   default .gpu-check/out.
+#   default .gpu-check/out. --wheels installs the same way on a Python without torch (CI: the device's 3.12)
+#   and serves the instant engine: every wheel the server and client import at start or while serving.
 # Time: BUDGET_S (default 450 s) is the whole run, install included, under the device's 8 minutes.
 # Variables: PYTHON (the interpreter to build on), GPU_CHECK_DIR (default .gpu-check; --dir), BUDGET_S,
 #   GPU_CHECK_VENV (the overlay venv) and GPU_CHECK_WORK (the random checkpoints: 4 GB on the GPU), both under $TMPDIR.
@@ -33,6 +35,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --prepare) MODE=prepare ;;
     --cpu) MODE=cpu ;;
+    --wheels) MODE=wheels ;;
     --python-version) PREPARE_ARGS+=(--python-version "$2"); shift ;;
     --out) OUT_DIR=$2; shift ;;
     --dir) DIR=$2; shift ;;

@@ -7,7 +7,7 @@ Subcommands (each prints what it did; ``--help`` for the flags):
 
 ``prepare --dir DIR [--python-version 3.12 ...]`` (here, in the dev environment, with the index): the
 requirements of the base install and the ``server`` extra, less :data:`EXCLUDED`, resolved with pip's
-resolver for CPython X.Y on manylinux x86-64 (wheels only, nothing built), less what the device has;
+resolver for CPython X.Y on manylinux x86-64 (wheels only, nothing built), less the device's own packages;
 downloaded into ``DIR/wheels/cpXY/`` with ``needs.txt`` (what ``install`` asks for) and
 ``manifest.json`` (each wheel and why, each dropped package and why).  ``--python-version`` is
 repeatable: CI passes its own Python's version to test the same selection here.  Then the speech
@@ -18,9 +18,10 @@ assets and the Whisper tokenizer (``bench.engine_throughput prepare``) into ``DI
 ``pip install --no-index`` of ``needs.txt`` from the wheelhouse of this Python.  Prints the venv's
 interpreter on its last line.  A wheel the selection left out fails here, naming it.
 
-``base-venv VENV`` (CI): a fresh venv holding only the device's package set as it can be had on this
-machine (torch 2.13.0 from the CPU wheel on disk in place of the device's 2.11 CUDA build), with the
-packages the device lacks removed where a dependency brought them (typer brings pydantic).
+``base-venv VENV [--python PY] [--no-torch]`` (CI): a fresh venv holding only the device's package set as
+it can be had on this machine (torch 2.13.0 from the CPU wheel on disk in place of the device's 2.11 CUDA
+build; with ``--no-torch`` none, for Python 3.12, which that wheel is not for), with the packages the
+device lacks removed where a dependency brought them (typer brings pydantic).
 """
 
 from __future__ import annotations
@@ -139,26 +140,18 @@ def resolve(requirements: list[str], python_version: str) -> list[Dist]:
             for item in data["install"]]
 
 
-def select(needed: list[Dist], device: list[Dist]) -> tuple[list[Dist], dict[str, str]]:
+def select(needed: list[Dist]) -> tuple[list[Dist], dict[str, str]]:
     """The wheels to carry, and each dropped project with why.
 
-    Dropped: the device's own packages (:data:`DEVICE_PACKAGES`) and the binary wheels of what they bring
-    (aiohttp's multidict, transformers' PyYAML): those stay the device's, built for its numpy and CPython.
-    Carried: everything else the server needs, and the pure-Python wheels of what the device has only as
-    a dependency (anyio, idna, typing-extensions): the device's version of such a one may be older than
-    the server's requirement, and a wheel of a few hundred kB is cheaper than a failed lease.  pip
-    installs one of those only where the device's version does not satisfy.
+    Dropped: the device's own packages (:data:`DEVICE_PACKAGES`: numpy, aiohttp...), which must stay the
+    device's.  Carried: everything else the server and client need, including what the device has only as
+    a dependency of its packages (anyio, PyYAML, multidict): its version of such a one is not known and may
+    be older than the server's requirement, and a wheel of a few hundred kB is cheaper than a failed lease.
+    pip installs one of those only where the device's own does not satisfy the requirement.
     """
     own = {requirement_name(r) for r in DEVICE_PACKAGES}
-    brought = {d.name for d in device} - own - {canonical(n) for n in DEVICE_ABSENT}
-    carried, dropped = [], {}
-    for dist in needed:
-        if dist.name in own:
-            dropped[dist.name] = "the device's own package"
-        elif dist.name in brought and not dist.pure:
-            dropped[dist.name] = "a binary dependency the device's packages bring"
-        else:
-            carried.append(dist)
+    carried = [d for d in needed if d.name not in own]
+    dropped = {d.name: "the device's own package" for d in needed if d.name in own}
     return carried, dropped
 
 
@@ -180,12 +173,7 @@ def folder_bytes(path: Path) -> int:
 def prepare_wheels(folder: Path, python_version: str) -> Path:
     """Resolve, select and download the wheelhouse of one Python version; returns its folder."""
     needs = needed_requirements(ROOT / "pyproject.toml")
-    needed = resolve(needs, python_version)
-    # torch and accelerate (which only adds torch and psutil) are left out of the device's resolution: torch
-    # 2.11's CUDA wheels name nvidia packages that do not resolve for an arbitrary platform, and neither brings
-    # anything the server needs.
-    device = resolve([r for r in DEVICE_PACKAGES if requirement_name(r) != "accelerate"], python_version)
-    carried, dropped = select(needed, device)
+    carried, dropped = select(resolve(needs, python_version))
     dest = folder / "wheels" / ("cp" + python_version.replace(".", ""))
     download(carried, dest, python_version)
     (dest / "needs.txt").write_text(
@@ -283,7 +271,7 @@ def local_torch_wheel(tag: str) -> Path | None:
     return None
 
 
-def base_venv(venv: Path, python: str) -> int:
+def base_venv(venv: Path, python: str, with_torch: bool = True) -> int:
     if venv.exists():
         shutil.rmtree(venv)
     subprocess.run([python, "-m", "venv", str(venv)], check=True)
@@ -294,11 +282,14 @@ def base_venv(venv: Path, python: str) -> int:
     subprocess.run([*pip, "install", "--quiet", "uv"], check=True)
     tag = subprocess.run([interpreter, "-c", "import sys; print(f'cp{sys.version_info[0]}{sys.version_info[1]}')"],
                          check=True, capture_output=True, text=True).stdout.strip()
-    torch_wheel = local_torch_wheel(tag)
-    if torch_wheel is None:  # not on this disk: pip finds it where its configuration says, or fails saying so
+    packages = list(DEVICE_PACKAGES)
+    torch_wheel = local_torch_wheel(tag) if with_torch else None
+    if not with_torch:  # accelerate requires torch: without torch, without it
+        packages = [r for r in packages if requirement_name(r) != "accelerate"]
+    elif torch_wheel is None:  # not on this disk: pip finds it where its configuration says, or fails saying so
         subprocess.run([*pip, "install", "--quiet", "--no-compile", CI_TORCH], check=True)
     subprocess.run([str(venv / "bin" / "uv"), "pip", "install", "--quiet", "--python", interpreter,
-                    *([str(torch_wheel)] if torch_wheel else []), *DEVICE_PACKAGES], check=True)
+                    *([str(torch_wheel)] if torch_wheel else []), *packages], check=True)
     subprocess.run([*pip, "uninstall", "--quiet", "--yes", "uv"], check=True)
     present = subprocess.run([*pip, "list", "--format", "json"], check=True, capture_output=True, text=True).stdout
     names = {canonical(p["name"]) for p in json.loads(present)} - {"pip", "setuptools"}
@@ -323,12 +314,14 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("base-venv", help="CI: a fresh venv with only the device's package set")
     b.add_argument("venv", type=Path)
     b.add_argument("--python", default=sys.executable, help="the interpreter the venv is made from")
+    b.add_argument("--no-torch", dest="with_torch", action="store_false",
+                   help="leave torch (and accelerate) out: for a Python this disk has no torch wheel for (3.12)")
     args = parser.parse_args(argv)
     if args.cmd == "prepare":
         return prepare(args.dir, args.python_versions or ["3.12"])
     if args.cmd == "install":
         return install(args.dir, args.venv)
-    return base_venv(args.venv, args.python)
+    return base_venv(args.venv, args.python, args.with_torch)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@
 #   LOWEST_VENV the client and server extras at the lowest versions pyproject.toml allows, rebuilt each run
 #               (default .venv-lowest)
 #   GPU_CHECK_BASE_VENV the lent GPU machine's package set, the base of the GPU check's CPU mode, rebuilt each run
-#               (default .venv-gpu-check-base)
+#               (default .venv-gpu-check-base; the same for Python 3.12 without torch in .venv-gpu-check-base-3.12)
 # SKIP_INSTALL=1 skips the install steps. VERL_OMNI_SRC=<verl-omni checkout> adds the recipe contract tests
 # and the border tests with verl-omni's own client and reference scorer (tests/integration/client/test_verl_omni_border.py).
 set -euo pipefail
@@ -126,15 +126,29 @@ fi
 # The GPU check (scripts/gpu_check.sh, docs/scaling.md) cannot rot: its wheelhouse for this Python, then its CPU
 # mode against a fresh venv holding only the lent GPU machine's package set (torch from the CPU wheel on disk in place
 # of the device's CUDA build; the packages the device lacks removed), the wheels installed with no index. A wheel the
-# selection misses or an import the device cannot satisfy fails here, not on the GPU. Rebuilt each run: about 3 minutes.
+# selection misses or an import the device cannot satisfy fails here, not on the GPU. Then the device's own
+# wheelhouse (CPython 3.12) on a Python 3.12 where this machine has one: installed the same way over the device's
+# packages less torch (this disk has no torch for 3.12), the real server and client on the instant engine.
+# Rebuilt each run: 2 to 2.5 minutes here with empty package caches.
 log "tests: the GPU check's command (scripts/gpu_check.sh --prepare, then --cpu) on the device's package set"
 GPU_CHECK_TMP=$(mktemp -d)
 gpu_check_start=$SECONDS
+PY312=""
+for candidate in python3.12 "$(pyenv root 2>/dev/null || echo /nonexistent)"/versions/3.12*/bin/python3.12; do
+  if "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' >/dev/null 2>&1; then PY312=$candidate; break; fi
+done
 "$VENV/bin/python" scripts/gpu_wheelhouse.py base-venv "$GPU_CHECK_BASE_VENV" --python "$PY"
-PYTHON="$VENV/bin/python" bash scripts/gpu_check.sh --prepare --dir "$GPU_CHECK_TMP" \
+PYTHON="$VENV/bin/python" bash scripts/gpu_check.sh --prepare --dir "$GPU_CHECK_TMP" --python-version 3.12 \
   --python-version "$("$GPU_CHECK_BASE_VENV/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
 PYTHON="$GPU_CHECK_BASE_VENV/bin/python" GPU_CHECK_VENV="$GPU_CHECK_TMP/venv" GPU_CHECK_WORK="$GPU_CHECK_TMP/work" \
   bash scripts/gpu_check.sh --cpu --dir "$GPU_CHECK_TMP" --out "$GPU_CHECK_TMP/out"
+if [ -n "$PY312" ]; then
+  "$VENV/bin/python" scripts/gpu_wheelhouse.py base-venv "$GPU_CHECK_BASE_VENV-3.12" --python "$PY312" --no-torch
+  PYTHON="$GPU_CHECK_BASE_VENV-3.12/bin/python" GPU_CHECK_VENV="$GPU_CHECK_TMP/venv-3.12" \
+    bash scripts/gpu_check.sh --wheels --dir "$GPU_CHECK_TMP" --out "$GPU_CHECK_TMP/out-3.12"
+else
+  echo "no Python 3.12 on this machine: the device's own wheelhouse (CPython 3.12) was built, not installed"
+fi
 rm -rf "$GPU_CHECK_TMP"
 echo "GPU check (CPU mode, device package set): $((SECONDS - gpu_check_start)) s"
 

@@ -108,6 +108,17 @@ ENTRIES: dict[str, Entry] = {
         "the vLLM extra is for GPU machines"
     ),
     "docs/scaling.md: python -m bench.engine_throughput prepare --assets bench/.gpu-assets": Skip("a GPU benchmark"),
+    # scripts/test.sh runs the block's steps: --prepare for 3.12 and this Python (in a folder of its own), then --cpu
+    # over a venv of the GPU machine's package set (the block's last line runs it over .venv); the tests name the
+    # rules they hold to.
+    "docs/scaling.md: bash scripts/gpu_check.sh --prepare     # .gpu-check/: wheels for CPython 3.12 and speech;"
+    " prints its size": Covered(
+        "scripts/test.sh", "tests/unit/test_gpu_check.py", "tests/integration/cli/test_gpu_check.py"
+    ),
+    "docs/scaling.md: bash scripts/gpu_check.sh": Skip(
+        "the lent GPU machine's command (CUDA, Whisper large-v3 shapes, no network); the same script's CPU mode, "
+        "every step on tiny shapes, runs in scripts/test.sh"
+    ),
     "docs/scaling.md: bash scripts/envs/vllm_cpu.sh .venv-vllm": Skip(
         "a benchmark (minutes of CPU; speed figures live in bench/, not in tests); scripts/test.sh builds the same "
         "environment and runs the vLLM tier in it"
