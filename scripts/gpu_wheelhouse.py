@@ -250,6 +250,9 @@ def install(folder: Path, venv: Path) -> int:
         # machine is bare each time and given back after, so nothing outlives the check.
         print(f"no overlay venv ({exc}); installing into {sys.executable}", file=sys.stderr)
         interpreter = Path(sys.executable)
+    has_pip = subprocess.run([str(interpreter), "-c", "import pip"], capture_output=True, check=False).returncode == 0
+    if not has_pip:  # a venv made by uv has no pip: the standard library's bundled one, offline
+        subprocess.run([str(interpreter), "-m", "ensurepip", "--default-pip"], check=True, capture_output=True)
     cmd = [str(interpreter), "-m", "pip", "install", "--quiet", "--no-index", "--no-cache-dir",
            "--disable-pip-version-check", "--find-links", str(wheels), "-r", str(wheels / "needs.txt")]
     # pip's configuration on this machine (find-links to a folder of wheels, extra index folders, a constraints

@@ -36,16 +36,16 @@ def pure_wheel(folder: Path, name: str, requires: tuple[str, ...] = ()) -> Path:
     return path
 
 
-def wheelhouse(tmp: Path, needs: str) -> Path:
+def wheelhouse(tmp: Path, needs: str, requires: tuple[str, ...] = ("numpy",)) -> Path:
     wheels = tmp / "check" / "wheels" / TAG
     wheels.mkdir(parents=True)
-    pure_wheel(wheels, "gpucheckdemo", requires=("numpy",))
+    pure_wheel(wheels, "gpucheckdemo", requires=requires)
     (wheels / "needs.txt").write_text(needs)
     return tmp / "check"
 
 
-def install(folder: Path, venv: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_wheelhouse.py"), "install", "--dir",
+def install(folder: Path, venv: Path, python: str = sys.executable) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([python, str(ROOT / "scripts" / "gpu_wheelhouse.py"), "install", "--dir",
                            str(folder), "--venv", str(venv)], capture_output=True, text=True, timeout=300, check=False)
 
 
@@ -89,3 +89,12 @@ def test_the_overlay_runs_the_interpreter_s_own_pth_files(tmp_path: Path) -> Non
     Path(site, "extra.pth").write_text(f"{extra}\n")
     overlay = wh.overlay_venv(tmp_path / "overlay", str(base / "bin" / "python"))
     subprocess.run([str(overlay), "-c", "import from_pth"], check=True)
+
+
+def test_an_interpreter_without_pip_gets_the_bundled_one(tmp_path: Path) -> None:
+    """A venv made by uv has no pip: the overlay takes the standard library's, offline."""
+    base = tmp_path / "base"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(base)], check=True)
+    done = install(wheelhouse(tmp_path, "gpucheckdemo\n", requires=()), tmp_path / "venv", str(base / "bin" / "python"))
+    assert done.returncode == 0, done.stderr
+    subprocess.run([done.stdout.strip().splitlines()[-1], "-c", "import gpucheckdemo"], check=True)
