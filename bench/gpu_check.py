@@ -37,7 +37,7 @@ import shutil
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -288,34 +288,58 @@ def scorer_server(model: str, profile: Profile, batch: int, out: Path, ready_tim
             shutil.copyfile(handle.log_path, out / f"server-{Path(model).name}.log")
 
 
-def measure_server(model: str, pool: list[tuple[np.ndarray, str]], burst: list[tuple[np.ndarray, str]],
-                   limit: dict[str, Any], profile: Profile, out: Path, budget: Budget) -> dict[str, Any]:
-    """The server at each concurrency, then the burst, against the limit."""
-    rate = limit["limit_audio_s_per_s"]
-    result: dict[str, Any] = {"server_audio_s_per_s": {}, "server_vs_limit": {}, "server_runs": {}}
-    budget.require(90 if profile.device == "cuda" else 20, "server start")
-    with scorer_server(model, profile, limit["limit_batch"], out, min(600.0, budget.left())) as url:
-        asyncio.run(concurrency_run(url, pool[: limit["limit_batch"]], limit["limit_batch"]))  # warm-up: full batches
-        for c in CONCURRENCIES:
-            clips = pool[: profile.requests[c]]
-            # Twice the limit's time for these clips (one at a time costs more: the c=1 floor), plus start-up.
-            need = max(2 * audio_seconds(clips) / rate, 40.0 if profile.device == "cuda" else 5.0)
-            budget.require(need, f"server at concurrency {c}")
-            run = asyncio.run(concurrency_run(url, clips, c))
-            result["server_audio_s_per_s"][str(c)] = run["audio_s_per_s"]
-            result["server_vs_limit"][str(c)] = round(run["audio_s_per_s"] / rate, 3)
-            result["server_runs"][str(c)] = run
-        expected = audio_seconds(burst) / rate
-        budget.require(2 * expected + 10, "burst")
-        result.update(asyncio.run(burst_run(url, burst)))
-    result["ratio_c128"] = result["server_vs_limit"].get("128")
+def bounded(coro: Coroutine[Any, Any, dict[str, Any]], budget: Budget, what: str) -> dict[str, Any]:
+    """Run ``coro`` to its end or to the budget's (less a margin to stop the server and write the results)."""
+    seconds = max(budget.left() - 30.0, 5.0)
+
+    async def run() -> dict[str, Any]:
+        try:
+            return await asyncio.wait_for(coro, seconds)
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"{what} stopped: not done within the budget's {seconds:.0f} s") from None
+
+    return asyncio.run(run())
+
+
+def server_phases(url: str, pool: list[tuple[np.ndarray, str]], burst: list[tuple[np.ndarray, str]], rate: float,
+                  profile: Profile, budget: Budget, result: dict[str, Any]) -> None:
+    """Each concurrency, then the burst, into ``result`` as they finish (a phase cut short keeps the ones before)."""
+    for c in CONCURRENCIES:
+        clips = pool[: profile.requests[c]]
+        # Twice the limit's time for these clips (one at a time costs more: the c=1 floor), plus start-up.
+        budget.require(max(2 * audio_seconds(clips) / rate, 40.0 if profile.device == "cuda" else 5.0),
+                       f"server at concurrency {c}")
+        run = bounded(concurrency_run(url, clips, c), budget, f"server at concurrency {c}")
+        result["server_audio_s_per_s"][str(c)] = run["audio_s_per_s"]
+        result["server_vs_limit"][str(c)] = round(run["audio_s_per_s"] / rate, 3)
+        result["server_runs"][str(c)] = run
+    result["ratio_c128"] = result["server_vs_limit"]["128"]
+    expected = audio_seconds(burst) / rate
+    budget.require(2 * expected + 10, "burst")
+    result.update(bounded(burst_run(url, burst), budget, "burst"))
     result["burst_limit_s"] = round(expected, 3)
     result["burst_vs_limit"] = round(result["burst_s"] / expected, 3)
+
+
+def measure_server(model: str, pool: list[tuple[np.ndarray, str]], burst: list[tuple[np.ndarray, str]],
+                   limit: dict[str, Any], profile: Profile, out: Path, budget: Budget) -> dict[str, Any]:
+    """The server at each concurrency, then the burst, against the limit; what failed or did not fit is ``error``."""
+    rate = limit["limit_audio_s_per_s"]
+    result: dict[str, Any] = {"server_audio_s_per_s": {}, "server_vs_limit": {}, "server_runs": {}}
+    try:
+        budget.require(90 if profile.device == "cuda" else 20, "server start")
+        with scorer_server(model, profile, limit["limit_batch"], out, min(600.0, budget.left())) as url:
+            warm = pool[: limit["limit_batch"]]  # full batches, so the timed runs meet no new batch shape first
+            bounded(concurrency_run(url, warm, limit["limit_batch"]), budget, "server warm-up")
+            server_phases(url, pool, burst, rate, profile, budget, result)
+    except Exception as exc:  # noqa: BLE001 - the limit and the phases done stay in the results, the error beside them
+        print(f"  {type(exc).__name__}: {exc}", flush=True)
+        result["error"] = f"{type(exc).__name__}: {exc}"[:500]
     return result
 
 
 def measure_arch(arch: str, profile: Profile, assets: Path, work: Path, out: Path, budget: Budget) -> dict[str, Any]:
-    """Everything for one model shape; a phase that fails or does not fit is named in ``errors``."""
+    """Everything for one model shape; a phase that fails or does not fit is named in ``error``."""
     speech = load_speech(assets, len(SENTENCES))
     pool = make_clips(speech, max(profile.limit_clips, *profile.requests.values()), profile, seed=1)
     burst = make_clips(speech, profile.burst, profile, seed=2)
