@@ -22,6 +22,8 @@ OUT="${1:?usage: DEVICE=cpu|cuda bash scripts/toy_loop.sh OUT [HYDRA_OVERRIDES..
 DEVICE="${DEVICE:-cpu}"
 shift
 VENV="${VENV:-$REPO/.venv-verl}"
+# absolute: the scorer starts from the repository's folder, not from where the command was typed
+[[ -d "$VENV" ]] && VENV="$(cd "$VENV" && pwd)"
 PY="$VENV/bin/python"
 if ! "$PY" -c 'import verl, vllm, audio_reward.scorer_server.app' >/dev/null 2>&1; then
     echo "toy_loop.sh: $VENV is not a trainer environment with verl, vllm and the scorer; on a CPU build it" \
@@ -39,6 +41,7 @@ case "$SCORER" in
     *) echo "toy_loop.sh: SCORER must be instant or tiny.en, got '$SCORER'" >&2; exit 2 ;;
 esac
 
+THINKER="${THINKER:-0}"
 SCORER_PID=""
 # The scorer this script started goes with it, however the script ends (Ctrl-C included): SIGTERM, then SIGKILL
 # if it has not drained within 10 s.
@@ -49,7 +52,8 @@ cleanup() {
     kill -9 "$SCORER_PID" 2>/dev/null || true
 }
 trap cleanup EXIT
-if [[ -z "${SCORER_URL:-}" ]]; then
+# the thinker loop's multiple-choice reward needs no scorer
+if [[ -z "${SCORER_URL:-}" && "$THINKER" != 1 ]]; then
     PORT="$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
     (cd "$REPO" && exec "$PY" "${SERVE[@]}" --host 127.0.0.1 --port "$PORT") >"$OUT/scorer.log" 2>&1 &
     SCORER_PID=$!
@@ -61,11 +65,17 @@ if [[ -z "${SCORER_URL:-}" ]]; then
         sleep 1
     done
 fi
-curl -fsS "$SCORER_URL/readyz" >/dev/null || { echo "toy_loop.sh: no scorer ready at $SCORER_URL" >&2; exit 1; }
+# a scoring URL (.../score, .../v1/score, a trailing /) is the scorer at its base, as the client reads it
+BASE="${SCORER_URL:-}"; BASE="${BASE%/}"; BASE="${BASE%/batch}"; BASE="${BASE%/score}"; BASE="${BASE%/v1}"
+if [[ -n "$BASE" ]] && ! curl -fsS "$BASE/readyz" >/dev/null; then
+    echo "toy_loop.sh: no scorer ready at $SCORER_URL" >&2
+    exit 1
+fi
 
 LOOP=audio_reward.trainer_plugin.toy_task.train
-[[ "${THINKER:-0}" == 1 ]] && LOOP=audio_reward.trainer_plugin.toy_task.thinker
-ARGS=(--device "$DEVICE" --scorer-url "$SCORER_URL" --speech "$SPEECH")
+[[ "$THINKER" == 1 ]] && LOOP=audio_reward.trainer_plugin.toy_task.thinker
+ARGS=(--device "$DEVICE" --speech "$SPEECH")
+[[ -n "${SCORER_URL:-}" ]] && ARGS+=(--scorer-url "$SCORER_URL")
 # unset: each loop's own default
 [[ -n "${STEPS:-}" ]] && ARGS+=(--steps "$STEPS")
 [[ -n "${FAILURE_POLICY:-}" ]] && ARGS+=(--failure-policy "$FAILURE_POLICY")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import urlsplit
@@ -121,6 +121,16 @@ def url_in_environment() -> bool:
     return any(value for name, value in os.environ.items() if name.upper() in URL_ENVS)
 
 
+def trainer_waits(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` with ``wait_while_busy`` on unless given or set by its variable: the trainer plugin's client
+    has nothing to do but wait for its rewards while the scorer answers "not now" (429 with Retry-After, as its
+    early refusal does under the trainer's own load)."""
+    variable = f"{ENV_PREFIX}WAIT_WHILE_BUSY"
+    if any(name.upper() == variable for name in os.environ):
+        return dict(values)
+    return {"wait_while_busy": True, **values}
+
+
 def split_commas(value: Any) -> Any:
     """``"http://a, http://b"`` -> ``("http://a", "http://b")`` (how lists are written in variables); others pass."""
     if isinstance(value, str):
@@ -158,9 +168,9 @@ class ClientSettings(BaseSettings):
     backoff_max: float = Field(30.0, gt=0, allow_inf_nan=False, description="Backoff cap (seconds).")
     retry_after_max: float = Field(60.0, gt=0, allow_inf_nan=False, description="Longest Retry-After honoured.")
     wait_while_busy: bool = Field(
-        False, description="An attempt a live scorer answered with 'not now' (429, 503, 504: full, loading, out "
-                           "of time) or with some items scored spends no retry: the client waits as long as the "
-                           "scorer answers, bounded by the deadline alone.  The trainer plugin turns it on.")
+        False, description="An attempt the scorer answered with 'not now' (its 429 queue_full or overloaded, its "
+                           "503 not_ready) or with some items scored spends no retry: the client waits as long as "
+                           "the scorer answers so, bounded by the deadline alone.  The trainer plugin turns it on.")
     pool_limit: int = Field(64, ge=1, description="Connections per client (and requests in flight).")
     concurrency: int = Field(4, ge=1, description="Batch requests in flight (score_many).")
     chunk_size: int = Field(16, ge=1, description="Items per batch request (score_many).")

@@ -317,8 +317,9 @@ class Attempts:
         self.endpoints = endpoints
         self.url_index = url_index
         self.made = 0
-        self.spent = 0
-        """Attempts that spent a retry (all of them, unless ``wait_while_busy`` spares the busy ones)."""
+        self.free = 0
+        """Failed attempts that spent no retry (``wait_while_busy``: a live scorer said "not now"); 0 without it,
+        so the retries are the attempts made, as they always were."""
 
     @property
     def endpoint(self) -> ScorerEndpoint:
@@ -342,11 +343,11 @@ class Attempts:
         ``ClientSettings.wait_while_busy``).  The next attempt goes to the next URL, so a dead replica is left
         at once.
         """
-        self.spent += spend
+        self.free += not spend
         if self.spent > self.settings.max_retries:
             return False
         delay = next_delay(
-            max(self.spent - 1, 0), base=self.settings.backoff, cap=self.settings.backoff_max,
+            self.made - 1, base=self.settings.backoff, cap=self.settings.backoff_max,
             retry_after=retry_after, retry_after_max=self.settings.retry_after_max,
         )
         remaining = self.remaining()
@@ -355,6 +356,11 @@ class Attempts:
         self.url_index += 1
         await asyncio.sleep(delay)
         return True
+
+    @property
+    def spent(self) -> int:
+        """Attempts that counted against ``max_retries``."""
+        return self.made - self.free
 
     def give_up(self, cause: BaseException | None, request_id: str | None) -> ScorerUnavailableError:
         elapsed = time.monotonic() - self.start
@@ -370,15 +376,17 @@ class Attempts:
         )
 
 
-BUSY_CODES = frozenset({"queue_full", "overloaded", "not_ready", "shutting_down", "timeout"})
-"""Error codes of a scorer that is alive and asks to be asked again: full, loading, draining or out of time."""
-BUSY_STATUSES = frozenset({429, 503, 504})
+BUSY_CODES = frozenset({"queue_full", "overloaded", "not_ready"})
+"""The scorer's own error codes for "alive, come back later": its queue is full, it refused work it could not
+finish in time (early refusal), or it is still loading.  A timeout (504) with nothing finished, a server
+shutting down, or a proxy's bare 503 are not among them: those spend retries, or a hung engine would hold a
+trainer for ever."""
 
 
 def busy(outcome: Retry) -> bool:
-    """Whether a live scorer answered ``outcome`` with "not now" (a capacity or time answer), not a fault."""
+    """Whether the scorer itself answered ``outcome`` with "not now" (:data:`BUSY_CODES`), not a fault."""
     cause = outcome.cause
-    return isinstance(cause, TransientServerError) and (cause.code in BUSY_CODES or cause.status in BUSY_STATUSES)
+    return isinstance(cause, TransientServerError) and cause.code in BUSY_CODES
 
 
 Attempt = Callable[[Attempts, list[PreparedItem]], Awaitable[list[Outcome[T]]]]

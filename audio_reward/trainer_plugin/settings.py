@@ -24,7 +24,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from ..environment import URL_ENV, masked
 from ..protocol import RewardOptions
 from ..protocol.errors import validation_reasons
-from ..scorer_client.settings import ClientSettings, split_commas, url_in_environment
+from ..scorer_client.settings import ClientSettings, split_commas, trainer_waits, url_in_environment
 
 CONFIG_BLOCK = "audio_reward"
 """Key of the plugin's block under ``reward`` in the verl config."""
@@ -124,9 +124,7 @@ class PluginSettings(BaseSettings):
             given[name] = data.pop(name)
         # An empty value in the block (server_url: "" from an unset shell variable) leaves the field to the environment.
         given = {k: v for k, v in given.items() if not _unset(v)}
-        # A trainer has nothing to do but wait for its rewards: a scorer that answers "busy" (429 with
-        # Retry-After, as its early refusal does under the trainer's own load) is waited for, not given up on.
-        given.setdefault("wait_while_busy", True)
+        given = trainer_waits(given)
         if "urls" not in given and not url_in_environment():
             raise ValueError(NO_URL)
         data["client"] = ClientSettings(**given)

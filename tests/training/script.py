@@ -39,9 +39,10 @@ def ctrl_c(proc: subprocess.Popen[bytes]) -> None:
     os.killpg(proc.pid, signal.SIGINT)
 
 
-def stop_if_running(proc: subprocess.Popen[bytes]) -> None:
+def stop_if_running(proc: subprocess.Popen[bytes], out: Path) -> None:
     """Stop a run the test no longer waits for (a failure, pytest's timeout) as Ctrl-C does, so that the
-    trainer stops its own processes; SIGKILL to the command's group if that takes over a minute."""
+    trainer stops its own processes; if that takes over a minute, SIGKILL to the command's group and to every
+    process carrying the run's marker (the trainer runs in a session of its own)."""
     if proc.poll() is not None:
         return
     ctrl_c(proc)
@@ -50,6 +51,10 @@ def stop_if_running(proc: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        run_id = out / "run_id"
+        if run_id.is_file():
+            for pid in marked(run_id.read_text().strip()):
+                os.kill(pid, signal.SIGKILL)
 
 
 def finished(proc: subprocess.Popen[bytes], out: Path, timeout_s: float = RUN_TIMEOUT_S) -> dict[str, Any]:
@@ -59,7 +64,7 @@ def finished(proc: subprocess.Popen[bytes], out: Path, timeout_s: float = RUN_TI
     except subprocess.TimeoutExpired:
         pytest.fail(f"the run did not end within {timeout_s:.0f} s:\n{tail(out / CONSOLE)}\n{tail(out / 'train.log')}")
     finally:
-        stop_if_running(proc)
+        stop_if_running(proc, out)
     path = out / "train_summary.json"
     if not path.is_file():
         pytest.fail(f"no summary (exit {proc.returncode}):\n{tail(out / CONSOLE)}\n{tail(out / 'train.log')}")
@@ -88,7 +93,7 @@ def wait_until(proc: subprocess.Popen[bytes], out: Path, done: Callable[[], bool
                 pytest.fail(f"no {what} within {timeout_s:.0f} s:\n{tail(out / 'train.log')}")
             time.sleep(0.5)
     except BaseException:
-        stop_if_running(proc)
+        stop_if_running(proc, out)
         raise
 
 
@@ -114,15 +119,26 @@ def metrics(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
 
 
-def processes_with(needle: bytes) -> list[str]:
-    """Command lines of the processes whose environment or command line holds ``needle`` (Linux ``/proc``)."""
-    found = []
+def _processes(match: Callable[[list[bytes], bytes], bool]) -> dict[int, str]:
+    """Processes (but this one) whose environment entries and command line ``match``: pid -> command line."""
+    found = {}
     for entry in Path("/proc").glob("[0-9]*"):
         try:
             environ = (entry / "environ").read_bytes().split(b"\0")
             cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if int(entry.name) != os.getpid() and (needle in environ or needle in cmdline):
-            found.append(cmdline.replace(b"\0", b" ").decode(errors="replace"))
+        if int(entry.name) != os.getpid() and match(environ, cmdline):
+            found[int(entry.name)] = cmdline.replace(b"\0", b" ").decode(errors="replace")
     return found
+
+
+def marked(run_id: str) -> list[int]:
+    """The processes carrying a run's marker (``AUDIO_REWARD_TOY_RUN``, which the trainer and Ray inherit)."""
+    needle = f"AUDIO_REWARD_TOY_RUN={run_id}".encode()
+    return list(_processes(lambda environ, _: needle in environ))
+
+
+def processes_with(text: str) -> list[str]:
+    """Command lines of the processes whose command line holds ``text``."""
+    return list(_processes(lambda _, cmdline: text.encode() in cmdline).values())

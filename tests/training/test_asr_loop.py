@@ -37,7 +37,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]
 def test_the_scorer_was_whisper_on_espeak_speech(run: tuple[Path, dict[str, Any]]) -> None:
     out, summary = run
     scorer = json.loads((out / "eval" / "base" / "eval" / "scorer.json").read_text())
-    assert scorer["engine"] == "faster-whisper" and scorer["model"] == "tiny.en", scorer
+    assert scorer["engine"]["name"] == "faster-whisper" and scorer["engine"]["model_id"] == "tiny.en", scorer
     assert summary["settings"]["speech"] == "espeak"
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ from .script import (
     console_steps,
     ctrl_c,
     finished,
+    marked,
     metrics,
     processes_with,
     tail,
@@ -139,13 +141,16 @@ def test_a_reward_failure_stops_the_run_under_raise(tmp_path: Path) -> None:
 def test_ctrl_c_stops_every_process_of_the_run_and_keeps_a_partial_summary(tmp_path: Path) -> None:
     proc = train_cpu(tmp_path, STEPS="30")  # the script starts its own scorer
     wait_for_step(proc, tmp_path, 1)
-    run_id = (tmp_path / "run_id").read_text().strip().encode()
-    assert processes_with(b"AUDIO_REWARD_TOY_RUN=" + run_id), "the run's processes do not carry its marker"
+    run_id = (tmp_path / "run_id").read_text().strip()
+    assert len(marked(run_id)) > 5, "the trainer's and Ray's processes do not carry the run's marker"
+    port = re.search(r"at http://127\.0\.0\.1:(\d+)", (tmp_path / "console.log").read_text()).group(1)
+    scorer = f"--port {port}"
+    assert processes_with(scorer), "the script's scorer is not running"
     ctrl_c(proc)
     summary = finished(proc, tmp_path, timeout_s=90)
     assert proc.returncode == 130 and summary["interrupted"] and summary["returncode"] == 130
     assert 1 <= summary["steps"] < 30 and summary["export"] is None
-    left = processes_with(b"AUDIO_REWARD_TOY_RUN=" + run_id) + processes_with(str(tmp_path).encode())
+    left = [*map(str, marked(run_id)), *processes_with(str(tmp_path)), *processes_with(scorer)]
     assert not left, left  # Ray's agents, vLLM, the trainer, the scorer: all gone
     console = (tmp_path / "console.log").read_text(errors="replace")
     assert "interrupted" in console and "Traceback" not in console, console[-3000:]

@@ -11,6 +11,7 @@ figures are the ones a user's evaluation gives.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -53,7 +54,10 @@ def synthesize(model_dir: str | Path, out_dir: str | Path, kind: str, words: Seq
 
 
 def _cli(*args: str) -> None:
-    subprocess.run([sys.executable, "-m", "audio_reward.cli", *args], check=True, stdout=subprocess.DEVNULL)
+    # the evaluation is the trainer's too: it waits while the scorer says "not now" (ClientSettings)
+    env = {"AUDIO_REWARD_CLIENT_WAIT_WHILE_BUSY": "true", **os.environ}
+    subprocess.run([sys.executable, "-m", "audio_reward.cli", *args], check=True, stdout=subprocess.DEVNULL,
+                   env=env)
 
 
 def before_after(base_dir: str | Path, trained_dir: str | Path, out_dir: str | Path, scorer_url: str,

@@ -111,6 +111,7 @@ def pretrain(out: Path = BASE_WEIGHTS, steps: int = 800, seed: int = 0, batch: i
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Write the base weights (``--out``, by default the committed file); 0 when done."""
     parser = argparse.ArgumentParser(prog="python -m audio_reward.trainer_plugin.toy_task.pretrain",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=BASE_WEIGHTS)

@@ -22,7 +22,7 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from ..reward_curve import read_curve
@@ -98,9 +98,16 @@ def stop(proc: subprocess.Popen[bytes], run_id: str) -> None:
 
     A second Ctrl-C while it waits is ignored: it would leave the processes it is stopping behind.
     """
+    with interrupts_ignored():
+        _stop(proc, run_id)
+
+
+@contextlib.contextmanager
+def interrupts_ignored() -> Iterator[None]:
+    """Ctrl-C does nothing inside: for the steps that clean up after one."""
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        _stop(proc, run_id)
+        yield
     finally:
         signal.signal(signal.SIGINT, previous)
 

@@ -25,6 +25,8 @@ import argparse
 import json
 import logging
 import os
+import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -197,12 +199,14 @@ def launch(settings: LoopSettings, paths: RunPaths, overrides: Sequence[str], en
     run_id = uuid.uuid4().hex
     (settings.out / RUN_ID).write_text(run_id + "\n", encoding="utf-8")
     logger.info("trainer log: %s (verl's main_ppo; start-up takes a minute or two)", paths.log)
-    proc = supervise.start(command, env, paths.log, run_id)
+    proc = None
     try:
+        proc = supervise.start(command, env, paths.log, run_id)
         return supervise.follow(proc, paths.metrics, settings.steps)
     except KeyboardInterrupt:
         logger.warning("interrupted: stopping the trainer and the processes it started")
-        supervise.stop(proc, run_id)
+        if proc is not None:
+            supervise.stop(proc, run_id)
         raise
     finally:
         supervise.sweep(run_id)
@@ -297,6 +301,9 @@ def finish(settings: LoopSettings, paths: RunPaths, returncode: int, started: fl
             summary.update(task.report(results) if task.report else {})
     except KeyboardInterrupt:
         summary.update(returncode=INTERRUPTED, interrupted=True)
+    except (OSError, ValueError, subprocess.CalledProcessError) as exc:
+        # the trainer's work is done and kept; what failed after it is said, and the run is not a success
+        summary.update(returncode=1, stopped_by=f"after training: {type(exc).__name__}: {exc}")
     summary["wall_s"] = round(time.monotonic() - started, 1)
     (settings.out / "train_summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     return summary
@@ -331,7 +338,9 @@ def run(settings: LoopSettings, task: LoopTask = SPEECH_TASK) -> dict[str, Any]:
     try:
         returncode = task.run_trainer(settings, paths)
     except KeyboardInterrupt:
-        returncode = INTERRUPTED
+        # the summary of what ran is written whatever the user presses now
+        with supervise.interrupts_ignored():
+            return finish(settings, paths, INTERRUPTED, started, task)
     return finish(settings, paths, returncode, started, task)
 
 
@@ -367,6 +376,7 @@ def read_settings(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -
 
 
 def parse_args(argv: Sequence[str] | None = None) -> LoopSettings:
+    """The TTS loop's settings from its command line (``--help`` lists them)."""
     parser = loop_parser("python -m audio_reward.trainer_plugin.toy_task.train", __doc__.split("\n\n")[0],
                          LoopSettings(Path("."), ""))
     return read_settings(parser, argv)
@@ -405,7 +415,13 @@ def main(argv: Sequence[str] | None = None, *, parse: Callable[[Sequence[str] | 
         logger.error("interrupted before the trainer started; nothing to summarize")
         return INTERRUPTED
     _outcome_lines(summary, settings.out)
-    return int(summary["returncode"])
+    return exit_status(int(summary["returncode"]))
+
+
+def exit_status(returncode: int) -> int:
+    """The trainer's exit status as a shell reports it: a process killed by signal N (a negative return code
+    from ``subprocess``, e.g. the kernel's out-of-memory kill) exits 128 + N."""
+    return 128 + signal.Signals(-returncode).value if returncode < 0 else returncode
 
 
 if __name__ == "__main__":

@@ -63,9 +63,21 @@ async def test_the_deadline_still_bounds_the_wait(fault_server: FaultServer, ton
     assert fault_server.received and max(fault_server.received.values()) > 3
 
 
-def test_the_trainer_plugin_waits_while_busy_unless_told_not_to() -> None:
+def test_the_trainer_plugin_waits_while_busy_unless_told_not_to(monkeypatch: pytest.MonkeyPatch) -> None:
     assert PluginSettings(server_url="http://127.0.0.1:9").client.wait_while_busy
     assert not PluginSettings(server_url="http://127.0.0.1:9", wait_while_busy=False).client.wait_while_busy
+    monkeypatch.setenv("AUDIO_REWARD_CLIENT_WAIT_WHILE_BUSY", "false")  # the client's own variable decides
+    assert not PluginSettings(server_url="http://127.0.0.1:9").client.wait_while_busy
+
+
+async def test_a_scorer_that_times_out_every_time_still_spends_retries(fault_server: FaultServer,
+                                                                      tone: np.ndarray) -> None:
+    """A hung engine answers 504 with nothing finished, for ever: that is no "not now", it spends retries."""
+    fault_server.policy = lambda seen: Status(504, code="timeout")
+    async with AsyncScorerClient(fault_server.url, max_retries=2, wait_while_busy=True, **FAST) as client:
+        with pytest.raises(ScorerUnavailableError) as info:
+            await client.score(tone, 16000, "hello", request_id="hung")
+    assert info.value.attempts == 3 and fault_server.received["hung"] == 3
 
 
 async def test_a_trainer_burst_past_the_scorers_limits_is_all_scored() -> None:
