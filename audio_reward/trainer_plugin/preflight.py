@@ -71,6 +71,7 @@ from .recipes.overrides import (
     TTS_OVERRIDES,
     VAL_FILES,
 )
+from .scorer_speed import lookup
 from .settings import (
     CONFIG_BLOCK,
     MASKING_ESTIMATORS,
@@ -122,23 +123,14 @@ class Check:
         return "FAIL" if not self.ok else "WARN" if self.warning else "ok"
 
 
-def _get(config: Any, dotted: str, default: Any = None) -> Any:
-    node = config
-    for part in dotted.split("."):
-        if node is None or not hasattr(node, "get"):
-            return default
-        node = node.get(part)
-    return default if node is None else node
-
-
 def uses_audio_manager(config: Any) -> bool:
-    name = str(_get(config, MANAGER_NAME, ""))
-    module = _module_of(_get(config, MANAGER_PATH)) or ""
+    name = str(lookup(config, MANAGER_NAME, ""))
+    module = _module_of(lookup(config, MANAGER_PATH)) or ""
     return name in AUDIO_MANAGERS or module.startswith(AUDIO_MANAGER_MODULE)
 
 
 def _scorer_fn(config: Any) -> str | None:
-    fn_module = _module_of(_get(config, REWARD_FN_PATH))
+    fn_module = _module_of(lookup(config, REWARD_FN_PATH))
     return fn_module if fn_module in (AUDIO_REWARD_FN, VERL_OMNI_HTTP_FN) else None
 
 
@@ -155,7 +147,7 @@ def scorer_urls(config: Any) -> list[str]:
             raise ValueError(f"reward.{CONFIG_BLOCK}: {one_line(exc)}") from None
     fn = _scorer_fn(config)
     key = "reward.custom_reward_function.reward_kwargs.server_url"
-    url = str(_get(config, key, "") or "")
+    url = str(lookup(config, key, "") or "")
     if not (fn and url):
         return []
     if fn != VERL_OMNI_HTTP_FN:
@@ -268,7 +260,7 @@ def colocation_problem(url: str, device: str, config: Any, gpus: int | None = No
     if not device.startswith("cuda") or not _is_this_machine(url):
         return None
     gpus = machine_gpus() if gpus is None else gpus
-    wanted = int(_get(config, "trainer.n_gpus_per_node", 0) or 0)
+    wanted = int(lookup(config, "trainer.n_gpus_per_node", 0) or 0)
     if gpus is None or wanted < gpus:
         return None
     return (f"{url}: the scorer runs on this machine's GPU ({device}) and trainer.n_gpus_per_node={wanted} takes "
@@ -277,8 +269,8 @@ def colocation_problem(url: str, device: str, config: Any, gpus: int | None = No
 
 
 def check_group_size(config: Any) -> list[Check]:
-    estimator = str(_get(config, ADV_ESTIMATOR, ""))
-    n = int(_get(config, GROUP_SIZE, 1))
+    estimator = str(lookup(config, ADV_ESTIMATOR, ""))
+    n = int(lookup(config, GROUP_SIZE, 1))
     if estimator in DIFFUSION_ESTIMATORS:
         return [Check("group size", False, f"{ADV_ESTIMATOR}={estimator} is verl-omni's estimator for diffusion "
                                            "rollouts (denoising steps, no token log-probabilities); the TTS talker "
@@ -309,26 +301,26 @@ def _manager_wiring(config: Any, fn_module: str | None, estimator: str) -> list[
 def _function_wiring(config: Any, fn_module: str | None) -> list[Check]:
     """Any other manager: our settings block unused, and the reward function's own keywords."""
     checks = []
-    url = str(_get(config, "reward.custom_reward_function.reward_kwargs.server_url", "") or "")
+    url = str(lookup(config, "reward.custom_reward_function.reward_kwargs.server_url", "") or "")
     if block_of(config):
         checks.append(Check("reward", False, f"reward.{CONFIG_BLOCK} is set but the reward manager is "
-                                             f"{_get(config, MANAGER_NAME)!r}, not audio_score"))
+                                             f"{lookup(config, MANAGER_NAME)!r}, not audio_score"))
     if _scorer_fn(config) and not url:
         checks.append(Check("reward", False, f"{fn_module}.compute_score needs "
                                              "+reward.custom_reward_function.reward_kwargs.server_url"))
     if fn_module == VERL_OMNI_HTTP_FN and url and not url.rstrip("/").endswith("/score"):
         checks.append(Check("reward", False, f"verl-omni's audio_http_scorer_client posts to the URL as given: "
                                              f"point it at the scorer's /score path ({url.rstrip('/')}/score)"))
-    if fn_module == MCQ_REWARD_FN and _get(config, REWARD_FN_NAME) != MCQ_FUNCTION:
+    if fn_module == MCQ_REWARD_FN and lookup(config, REWARD_FN_NAME) != MCQ_FUNCTION:
         checks.append(Check("reward", False, f"the multiple-choice reward function is named {MCQ_FUNCTION}"))
-    return checks or [Check("reward", True, f"manager {_get(config, MANAGER_NAME)}, "
+    return checks or [Check("reward", True, f"manager {lookup(config, MANAGER_NAME)}, "
                                             f"function {fn_module or 'verl default'}")]
 
 
 def check_reward_wiring(config: Any) -> list[Check]:
-    fn_module = _module_of(_get(config, REWARD_FN_PATH))
+    fn_module = _module_of(lookup(config, REWARD_FN_PATH))
     if uses_audio_manager(config):
-        return _manager_wiring(config, fn_module, str(_get(config, ADV_ESTIMATOR, "")))
+        return _manager_wiring(config, fn_module, str(lookup(config, ADV_ESTIMATOR, "")))
     return _function_wiring(config, fn_module)
 
 
@@ -370,23 +362,23 @@ def _speaker_problem(path: str, model_path: Any = None) -> str | None:
 def _tts_rollout_problems(config: Any) -> list[str]:
     """``qwen3_tts_rl``: real weights, unsharded, full pipeline, a speaker that fits the talker, the Auto layout."""
     problems = []
-    if str(_get(config, LOAD_FORMAT, "")) == "dummy":
+    if str(lookup(config, LOAD_FORMAT, "")) == "dummy":
         problems.append(f"{LOAD_FORMAT}=dummy: verl-omni syncs trained weights to stage 0 only, so the frozen "
                         "code2wav stage would decode with random weights and every reward would score noise; use "
                         f"load_format={TTS_LOAD_FORMAT}")
-    tp = int(_get(config, ROLLOUT_TP, 1))
+    tp = int(lookup(config, ROLLOUT_TP, 1))
     if tp > TTS_ROLLOUT_TP:
         problems.append(f"{ROLLOUT_TP}={tp}: pipeline {TTS_PIPELINE} runs its talker and code2wav stages "
                         f"unsharded; set it to {TTS_ROLLOUT_TP}")
-    mode = str(_get(config, PIPELINE_MODE, TTS_PIPELINE_MODE))
+    mode = str(lookup(config, PIPELINE_MODE, TTS_PIPELINE_MODE))
     if mode != TTS_PIPELINE_MODE:
         problems.append(f"pipeline {TTS_PIPELINE} supports only pipeline_mode={TTS_PIPELINE_MODE}, got {mode}")
-    speaker = _get(config, SPEAKER_EMBEDDING)
-    problem = _speaker_problem(str(speaker), _get(config, MODEL_PATH)) if speaker else (
+    speaker = lookup(config, SPEAKER_EMBEDDING)
+    problem = _speaker_problem(str(speaker), lookup(config, MODEL_PATH)) if speaker else (
         f"{TTS_PIPELINE} needs +{SPEAKER_EMBEDDING} (the fixed voice of every rollout)")
     if problem:
         problems.append(problem)
-    language = str(_get(config, TTS_LANGUAGE, ""))
+    language = str(lookup(config, TTS_LANGUAGE, ""))
     if language.lower() != "auto":
         problems.append(f"{TTS_LANGUAGE}={language or '(unset)'}: verl-omni's {TTS_PIPELINE} trains only the "
                         "Auto prompt layout")
@@ -395,13 +387,13 @@ def _tts_rollout_problems(config: Any) -> list[str]:
 
 def _thinker_rollout_problems(config: Any) -> list[str]:
     """``qwen3_omni_moe``: LoRA on the thinker's own modules only."""
-    if int(_get(config, LORA_RANK, 0)) <= 0:
+    if int(lookup(config, LORA_RANK, 0)) <= 0:
         return []
     problems = []
-    missing = [m for m in THINKER_FROZEN if m not in str(_get(config, LORA_EXCLUDE, "") or "")]
+    missing = [m for m in THINKER_FROZEN if m not in str(lookup(config, LORA_EXCLUDE, "") or "")]
     if missing:
         problems.append(f"{LORA_EXCLUDE} must keep LoRA off {', '.join(missing)} (the thinker alone is trained)")
-    if str(_get(config, LORA_TARGETS, "all-linear")) == "all-linear":
+    if str(lookup(config, LORA_TARGETS, "all-linear")) == "all-linear":
         problems.append(f"{LORA_TARGETS}=all-linear also matches the talker and encoders: list the thinker's "
                         "modules")
     return problems
@@ -410,22 +402,23 @@ def _thinker_rollout_problems(config: Any) -> list[str]:
 def check_rollout(config: Any, environ: Mapping[str, str] | None = None) -> list[Check]:
     """verl-omni's vLLM-Omni rollout: settings without which the reward scores noise or nothing."""
     environ = os.environ if environ is None else environ
-    if str(_get(config, ROLLOUT_NAME, "")) != OMNI_ROLLOUT:
+    if str(lookup(config, ROLLOUT_NAME, "")) != OMNI_ROLLOUT:
         return []
     problems = []
     if OMNI_MODULE not in [m.strip() for m in environ.get("VERL_USE_EXTERNAL_MODULES", "").split(",")]:
         problems.append(f"export VERL_USE_EXTERNAL_MODULES={OMNI_MODULE}: verl-omni has no verl.plugins entry "
                         "point, so Ray workers would never register its agent loops and model adapters")
-    pipeline = str(_get(config, PIPELINE_NAME, ""))
+    pipeline = str(lookup(config, PIPELINE_NAME, ""))
     summary = None
     if pipeline == TTS_PIPELINE:
         problems += _tts_rollout_problems(config)
-        summary = (f"{TTS_PIPELINE}: load_format={_get(config, LOAD_FORMAT, '')}, TP {_get(config, ROLLOUT_TP, 1)}, "
-                   f"speaker {_get(config, SPEAKER_EMBEDDING)}")
+        summary = (f"{TTS_PIPELINE}: load_format={lookup(config, LOAD_FORMAT, '')}, "
+                   f"TP {lookup(config, ROLLOUT_TP, 1)}, "
+                   f"speaker {lookup(config, SPEAKER_EMBEDDING)}")
     elif pipeline == THINKER_PIPELINE:
         problems += _thinker_rollout_problems(config)
-        summary = (f"{THINKER_PIPELINE}: LoRA rank {int(_get(config, LORA_RANK, 0))} on "
-                   f"{list(_get(config, LORA_TARGETS, 'all-linear'))}")
+        summary = (f"{THINKER_PIPELINE}: LoRA rank {int(lookup(config, LORA_RANK, 0))} on "
+                   f"{list(lookup(config, LORA_TARGETS, 'all-linear'))}")
     if problems:
         return [Check("rollout", False, p) for p in problems]
     return [Check("rollout", True, summary)] if summary else []
@@ -433,11 +426,11 @@ def check_rollout(config: Any, environ: Mapping[str, str] | None = None) -> list
 
 def check_fail_closed(config: Any) -> list[Check]:
     """verl's v1 trainer trains on when a reward raises; the fail-closed sampler stops it."""
-    mode = str(_get(config, "trainer.v1.trainer_mode", "sync"))
-    if not bool(_get(config, "trainer.use_v1", False)) and mode != "omni_sync":
+    mode = str(lookup(config, "trainer.v1.trainer_mode", "sync"))
+    if not bool(lookup(config, "trainer.use_v1", False)) and mode != "omni_sync":
         return []
-    path = _module_of(_get(config, SAMPLER_PATH))
-    name = str(_get(config, SAMPLER_NAME, "") or "")
+    path = _module_of(lookup(config, SAMPLER_PATH))
+    name = str(lookup(config, SAMPLER_NAME, "") or "")
     if path != FAIL_CLOSED_MODULE:
         return [Check("fail-closed", False, "verl's v1 trainer marks a group whose reward raised as failed and "
                                             f"trains on without it: set {SAMPLER_PATH}="
@@ -453,7 +446,7 @@ def check_fail_closed(config: Any) -> list[Check]:
         fail_closed.refuse_unsupported(base, fail_closed.ground_problems(base))
     except fail_closed.UnsupportedVerlError as exc:
         return [Check("fail-closed", False, str(exc))]
-    limit = _get(config, MAX_FAILED_GROUPS, 0)
+    limit = lookup(config, MAX_FAILED_GROUPS, 0)
     return [Check("fail-closed", True, f"{name}: the run stops after {int(limit) + 1} failed group(s)")]
 
 
@@ -468,21 +461,21 @@ def _verl_agent_loops() -> frozenset[str]:
 
 def check_omni_install(config: Any) -> list[Check]:
     """verl-omni's tree registers what the config names: else the run fails once Ray and FSDP are up."""
-    if str(_get(config, ROLLOUT_NAME, "")) != OMNI_ROLLOUT:
+    if str(lookup(config, ROLLOUT_NAME, "")) != OMNI_ROLLOUT:
         return []
     package = package_dir()
     if package is None:
         return [Check("verl-omni", False, "verl-omni is not installed here and VERL_OMNI_SRC names no checkout: "
                                           "see docs/training.md section 1")]
     found = read_registrations(package)
-    pipeline = str(_get(config, PIPELINE_NAME, "") or "") or None
-    loop = str(_get(config, AGENT_LOOP, "") or "") or None
+    pipeline = str(lookup(config, PIPELINE_NAME, "") or "") or None
+    loop = str(lookup(config, AGENT_LOOP, "") or "") or None
     missing = missing_registrations(found, rollout=OMNI_ROLLOUT, pipeline=pipeline,
                                     agent_loop=None if loop in _verl_agent_loops() else loop)
     hint = TTS_INSTALL if pipeline == TTS_PIPELINE else "install a verl-omni that registers them"
     checks = [Check("verl-omni", False, f"{found.describe()} registers no {', '.join(missing)}: {hint}")] \
         if missing else []
-    if (_module_of(_get(config, MANAGER_PATH)) or "").startswith(OMNI_MANAGER_PACKAGE):
+    if (_module_of(lookup(config, MANAGER_PATH)) or "").startswith(OMNI_MANAGER_PACKAGE):
         problem = audio_manager_problem(package)
         if problem:
             checks.append(Check("verl-omni", False, f"way (b): {problem}: {TTS_INSTALL}"))
@@ -492,27 +485,27 @@ def check_omni_install(config: Any) -> list[Check]:
 
 def check_rollout_correction(config: Any) -> list[Check]:
     """verl reweights by rollout log-probabilities; without them its rollout correction silently does nothing."""
-    correction = _get(config, ROLLOUT_CORRECTION)
-    if not correction or not (_get(correction, "rollout_is") or _get(correction, "rollout_rs")):
+    correction = lookup(config, ROLLOUT_CORRECTION)
+    if not correction or not (lookup(correction, "rollout_is") or lookup(correction, "rollout_rs")):
         return []
-    if not bool(_get(config, CALCULATE_LOG_PROBS, False)):
+    if not bool(lookup(config, CALCULATE_LOG_PROBS, False)):
         return [Check("rollout correction", False, f"{ROLLOUT_CORRECTION}.rollout_is/rollout_rs is set but "
                                                    f"{CALCULATE_LOG_PROBS} is false: verl skips the correction "
                                                    "when the rollout returns no log-probabilities; set it true")]
-    return [Check("rollout correction", True, f"rollout_is={_get(correction, 'rollout_is')}, threshold "
-                                              f"{_get(correction, 'rollout_is_threshold')}, "
-                                              f"rollout_rs={_get(correction, 'rollout_rs')}")]
+    return [Check("rollout correction", True, f"rollout_is={lookup(correction, 'rollout_is')}, threshold "
+                                              f"{lookup(correction, 'rollout_is_threshold')}, "
+                                              f"rollout_rs={lookup(correction, 'rollout_rs')}")]
 
 
 def required_columns(config: Any) -> dict[str, str]:
     """Column → why it is needed, for the config's reward and data settings."""
-    cols = {str(_get(config, "data.prompt_key", "prompt")): "data.prompt_key", "data_source": "reward routing"}
-    fn_module = _module_of(_get(config, REWARD_FN_PATH))
+    cols = {str(lookup(config, "data.prompt_key", "prompt")): "data.prompt_key", "data_source": "reward routing"}
+    fn_module = _module_of(lookup(config, REWARD_FN_PATH))
     if uses_audio_manager(config) or fn_module in (AUDIO_REWARD_FN, MCQ_REWARD_FN):
         cols["reward_model"] = "target text / answer (reward_model.ground_truth)"
     if fn_module == MCQ_REWARD_FN:
         cols["extra_info"] = "the options (extra_info.options)"
-        cols[str(_get(config, "data.audio_key", "audios"))] = "audio clips for the <audio> placeholders"
+        cols[str(lookup(config, "data.audio_key", "audios"))] = "audio clips for the <audio> placeholders"
     return cols
 
 
@@ -522,7 +515,7 @@ def check_data(config: Any) -> list[Check]:
     checks = []
     needed = required_columns(config)
     for key in (TRAIN_FILES, VAL_FILES):
-        files = _get(config, key)
+        files = lookup(config, key)
         if isinstance(files, str) and not files.strip():  # a recipe variable left unset
             checks.append(Check("data", False, f"{key} is empty"))
             continue
@@ -574,8 +567,8 @@ def _row_problem(row: dict[str, Any] | None, config: Any) -> str | None:
         return "no rows"
     if "reward_model" in row and not (row["reward_model"] or {}).get("ground_truth"):
         return "first row has no reward_model.ground_truth"
-    audio_key = str(_get(config, "data.audio_key", "audios"))
-    prompt = json.dumps(row.get(str(_get(config, "data.prompt_key", "prompt"))), ensure_ascii=False)
+    audio_key = str(lookup(config, "data.audio_key", "audios"))
+    prompt = json.dumps(row.get(str(lookup(config, "data.prompt_key", "prompt"))), ensure_ascii=False)
     if "<audio>" in prompt and not row.get(audio_key):
         return f"the prompt has an <audio> placeholder but column {audio_key!r} is empty"
     return None
@@ -585,7 +578,7 @@ def check_model(config: Any) -> list[Check]:
     """``actor_rollout_ref.model.path``: one failed check per problem of the folder."""
     from .model_folder import training_model_problems
 
-    path = _get(config, MODEL_PATH)
+    path = lookup(config, MODEL_PATH)
     if not path:
         return [Check("model", False, f"{MODEL_PATH} is not set")]
     problems = training_model_problems(str(path))

@@ -35,7 +35,9 @@ _PROBE_TEXT = "The quick brown fox jumps over the lazy dog."
 _PROBE_GAP_S = 0.25
 
 
-def _get(config: Any, dotted: str, default: Any = None) -> Any:
+def lookup(config: Any, dotted: str, default: Any = None) -> Any:
+    """``config``'s value at the dotted key (a verl/OmegaConf tree or plain mappings); ``default`` where a key
+    on the way is missing or the value is None."""
     node = config
     for part in dotted.split("."):
         if node is None or not hasattr(node, "get"):
@@ -70,12 +72,12 @@ class StepLoad:
 def step_load(config: Any) -> StepLoad | None:
     """The step's scoring load from verl's ``data.train_batch_size``, ``rollout.n`` and, for Qwen3-TTS,
     ``data.max_response_length``; None for a config without a training batch."""
-    prompts = _get(config, "data.train_batch_size")
+    prompts = lookup(config, "data.train_batch_size")
     if prompts is None:
         return None
-    group = int(_get(config, "actor_rollout_ref.rollout.n", 1))
-    frames = _get(config, "data.max_response_length")
-    seconds = int(frames) / TTS_CODEC_HZ if frames and str(_get(config, PIPELINE_KEY, "")) == TTS_PIPELINE else None
+    group = int(lookup(config, "actor_rollout_ref.rollout.n", 1))
+    frames = lookup(config, "data.max_response_length")
+    seconds = int(frames) / TTS_CODEC_HZ if frames and str(lookup(config, PIPELINE_KEY, "")) == TTS_PIPELINE else None
     return StepLoad(int(prompts), group, seconds)
 
 
@@ -85,7 +87,7 @@ def trainer_on_gpu(config: Any, environ: Mapping[str, str] | None = None) -> boo
     environ = os.environ if environ is None else environ
     if environ.get("VERL_PLATFORM", "").lower() == "cpu":
         return False
-    return not str(_get(config, "trainer.device", "cuda")).startswith("cpu")
+    return not str(lookup(config, "trainer.device", "cuda")).startswith("cpu")
 
 
 def measured_rate(info: Mapping[str, Any]) -> tuple[float, int] | None:
