@@ -125,11 +125,11 @@ def _processes(match: Callable[[list[bytes], bytes], bool]) -> dict[int, str]:
     for entry in Path("/proc").glob("[0-9]*"):
         try:
             environ = (entry / "environ").read_bytes().split(b"\0")
-            cmdline = (entry / "cmdline").read_bytes()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
         if int(entry.name) != os.getpid() and match(environ, cmdline):
-            found[int(entry.name)] = cmdline.replace(b"\0", b" ").decode(errors="replace")
+            found[int(entry.name)] = cmdline.decode(errors="replace")
     return found
 
 

@@ -33,6 +33,7 @@ from .script import (
     marked,
     metrics,
     processes_with,
+    stop_if_running,
     tail,
     train_cpu,
     wait_for_log,
@@ -140,12 +141,16 @@ def test_a_reward_failure_stops_the_run_under_raise(tmp_path: Path) -> None:
 
 def test_ctrl_c_stops_every_process_of_the_run_and_keeps_a_partial_summary(tmp_path: Path) -> None:
     proc = train_cpu(tmp_path, STEPS="30")  # the script starts its own scorer
-    wait_for_step(proc, tmp_path, 1)
-    run_id = (tmp_path / "run_id").read_text().strip()
-    assert len(marked(run_id)) > 5, "the trainer's and Ray's processes do not carry the run's marker"
-    port = re.search(r"at http://127\.0\.0\.1:(\d+)", (tmp_path / "console.log").read_text()).group(1)
-    scorer = f"--port {port}"
-    assert processes_with(scorer), "the script's scorer is not running"
+    try:
+        wait_for_step(proc, tmp_path, 1)
+        run_id = (tmp_path / "run_id").read_text().strip()
+        assert len(marked(run_id)) > 5, "the trainer's and Ray's processes do not carry the run's marker"
+        port = re.search(r"at http://127\.0\.0\.1:(\d+)", (tmp_path / "console.log").read_text()).group(1)
+        scorer = f"--port {port}"
+        assert processes_with(scorer), "the script's scorer is not running"
+    except BaseException:
+        stop_if_running(proc, tmp_path)
+        raise
     ctrl_c(proc)
     summary = finished(proc, tmp_path, timeout_s=90)
     assert proc.returncode == 130 and summary["interrupted"] and summary["returncode"] == 130
