@@ -206,6 +206,9 @@ def _lora_scale(ckpt: ActorCheckpoint) -> float:
 
 def export_checkpoint(checkpoint: str | Path, out: Path, base: Path | None = None) -> ExportReport:
     """Write the checkpoint's weights as a model folder at ``out``; spliced into ``base`` when given."""
+    # torch and safetensors before the folder: where they are missing, that is what the user must hear
+    import safetensors.torch  # noqa: F401
+
     from .model_folder import write_safetensors
 
     ckpt = find_actor_checkpoint(checkpoint)
