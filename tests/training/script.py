@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from audio_reward.trainer_plugin.toy_task import supervise
 from tests.testkit.server import REPO_ROOT
 
 RUN_TIMEOUT_S = 1200.0
@@ -53,8 +54,7 @@ def stop_if_running(proc: subprocess.Popen[bytes], out: Path) -> None:
         proc.wait()
         run_id = out / "run_id"
         if run_id.is_file():
-            for pid in marked(run_id.read_text().strip()):
-                os.kill(pid, signal.SIGKILL)
+            supervise.sweep(run_id.read_text().strip())
 
 
 def finished(proc: subprocess.Popen[bytes], out: Path, timeout_s: float = RUN_TIMEOUT_S) -> dict[str, Any]:
@@ -119,26 +119,14 @@ def metrics(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
 
 
-def _processes(match: Callable[[list[bytes], bytes], bool]) -> dict[int, str]:
-    """Processes (but this one) whose environment entries and command line ``match``: pid -> command line."""
-    found = {}
+def processes_with(text: str) -> list[str]:
+    """Command lines of the processes (but this one) whose command line holds ``text``."""
+    found = []
     for entry in Path("/proc").glob("[0-9]*"):
         try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
-        if int(entry.name) != os.getpid() and match(environ, cmdline):
-            found[int(entry.name)] = cmdline.decode(errors="replace")
+        if int(entry.name) != os.getpid() and text.encode() in cmdline:
+            found.append(cmdline.decode(errors="replace"))
     return found
-
-
-def marked(run_id: str) -> list[int]:
-    """The processes carrying a run's marker (``AUDIO_REWARD_TOY_RUN``, which the trainer and Ray inherit)."""
-    needle = f"AUDIO_REWARD_TOY_RUN={run_id}".encode()
-    return list(_processes(lambda environ, _: needle in environ))
-
-
-def processes_with(text: str) -> list[str]:
-    """Command lines of the processes whose command line holds ``text``."""
-    return list(_processes(lambda _, cmdline: text.encode() in cmdline).values())

@@ -24,13 +24,13 @@ from typing import Any
 
 import pytest
 
+from audio_reward.trainer_plugin.toy_task.supervise import marked
 from tests.testkit.server import free_port, running_server
 
 from .script import (
     console_steps,
     ctrl_c,
     finished,
-    marked,
     metrics,
     processes_with,
     stop_if_running,

@@ -75,7 +75,7 @@ def step_line(record: Mapping[str, object], steps: int) -> str:
     return "  ".join(parts)
 
 
-def _marked(run_id: str) -> list[int]:
+def marked(run_id: str) -> list[int]:
     """Processes whose environment carries the run's marker (Linux ``/proc``; none found elsewhere)."""
     needle = f"{MARKER}={run_id}".encode()
     found = []
@@ -127,7 +127,7 @@ def _stop(proc: subprocess.Popen[bytes], run_id: str) -> None:
 
 def sweep(run_id: str) -> int:
     """SIGKILL what is left of the run (Ray's agents outlive their driver); how many processes there were."""
-    left = _marked(run_id)
+    left = marked(run_id)
     for pid in left:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
