@@ -118,6 +118,8 @@ log "tests: seed-tts-eval parity with the benchmark's jiwer 3"
   tests/unit/scoring/test_seedtts_parity.py tests/unit/scoring/test_rate_parity.py "$@"
 
 if [ -x "$TTS_VENV/bin/python" ]; then
+  # qwen-tts there imports the real torchaudio (the wheel without its compiled library, scripts/envs/tts.sh), and
+  # test_tts_speaker.py runs docs/training.md's tts-speaker line as typed with the environment's audio-reward
   log "tests: tiny Qwen3-TTS policy, speaker tool, checkpoint export and evaluation, scored by the server"
   "$TTS_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/integration/trainer/test_tiny_qwen3_tts.py \
       tests/integration/trainer/test_tts_speaker.py tests/integration/trainer/test_eval_checkpoints.py \

@@ -124,6 +124,12 @@ def _run(args: argparse.Namespace) -> int:
         print(f"error: {exc.name} is not installed here; run tts-speaker in the TTS environment "
               "(scripts/envs/tts.sh)", file=sys.stderr)
         return 1
+    except OSError as exc:
+        # a torchaudio whose compiled library was built for another torch fails at qwen-tts's import like this
+        hint = (" (scripts/envs/tts.sh installs torchaudio without its compiled library, which cannot load into "
+                "that environment's torch)") if "torchaudio" in str(exc) else ""
+        print(f"error: {exc}{hint}", file=sys.stderr)
+        return 1
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

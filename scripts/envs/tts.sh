@@ -4,13 +4,18 @@
 #
 # Usage: scripts/envs/tts.sh [VENV_DIR]   (default: this checkout's .venv-tts)
 #
-# qwen-tts imports torchaudio at module level, which has no wheel for torch
-# 2.13; only its 25 Hz tokenizer path (torchaudio.compliance.kaldi.fbank) uses
-# it, so code run here must put a stand-in torchaudio package on sys.path (the
-# tiny Qwen3-TTS test does so itself when torchaudio cannot load):
+# qwen-tts imports torchaudio at module level (its 25 Hz tokenizer, torchaudio.compliance.kaldi.fbank),
+# and torchaudio's newest wheel, 2.11.1, is built for torch 2.11: its compiled libraries cannot load
+# into torch 2.13 ("Could not load this library: .../_torchaudio.so"), and torchaudio loads them at
+# import where they are present. Since 2.9 torchaudio is Python over torch but for those optional ops
+# (forced alignment, the CTC prefix decoder), which nothing here calls; without the library files it
+# imports as it does where it is deployed without them (_extension._load_lib: no file, ops off). So the
+# wheel goes in and its lib/*.so come out; qwen-tts, `audio-reward tts-speaker` and the tests then run
+# on the real torchaudio (kaldi.fbank is plain torch). The alternative pair, torch 2.9.1 with
+# torchaudio 2.9, is a CUDA build of about 7 GB on x86_64.
 #
 #   AUDIO_REWARD_TEST_SERVER_PYTHON=.venv/bin/python \
-#       "$VENV/bin/python" -m pytest -q tests/integration/trainer/test_tiny_qwen3_tts.py
+#       "$VENV/bin/python" -m pytest -q tests/integration/trainer/test_tts_speaker.py
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 VENV="${1:-$REPO/.venv-tts}"
@@ -21,7 +26,10 @@ if [[ ! -x "$VENV/bin/python" ]]; then
 fi
 "$VENV/bin/pip" install --upgrade pip
 "$VENV/bin/pip" install "torch==2.13.0"
-"$VENV/bin/pip" install "torch==2.13.0" "transformers==4.57.3" "qwen-tts"
+"$VENV/bin/pip" install "torch==2.13.0" "transformers==4.57.3" "torchaudio==2.11.1" "qwen-tts"
+SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+rm -f "$SITE"/torchaudio/lib/*.so
+"$VENV/bin/python" -W ignore -c "import torchaudio.compliance.kaldi, qwen_tts"
 # The eval extra (matplotlib, tqdm), pyarrow and jsonschema: the checkpoint evaluation runs here and
 # writes eval_results.json from parquet data (tests/integration/trainer/test_eval_checkpoints.py).
 "$VENV/bin/pip" install "torch==2.13.0" "transformers==4.57.3" -e "$REPO[eval]" pyarrow "jsonschema>=4.20" \

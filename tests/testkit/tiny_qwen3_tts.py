@@ -22,15 +22,12 @@ teacher-forced forward pass, as a GRPO actor does on codec-0.
 from __future__ import annotations
 
 import importlib
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
-
-STUBS = Path(__file__).resolve().parent / "stubs"
 
 CODEBOOK_SIZE = 64
 """Entries per codebook; codec ids at and above it are the talker's control tokens."""
@@ -53,13 +50,7 @@ TEXT_SPECIAL = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "assistant", "<tt
 
 
 def import_qwen_tts() -> Any:
-    """Import qwen_tts; where torchaudio cannot load, put the import-only stand-in first on sys.path."""
-    try:
-        importlib.import_module("torchaudio.compliance.kaldi")
-    except (ImportError, OSError):
-        for name in [m for m in sys.modules if m == "torchaudio" or m.startswith("torchaudio.")]:
-            del sys.modules[name]
-        sys.path.insert(0, str(STUBS))
+    """Import qwen_tts as the TTS environment has it: its torchaudio is the real one (scripts/envs/tts.sh)."""
     return importlib.import_module("qwen_tts")
 
 

@@ -203,7 +203,8 @@ ENTRIES: dict[str, Entry] = {
     ),
     "docs/training.md: audio-reward tts-speaker voice.wav --out voice.json --model"
     " /models/Qwen3-TTS-12Hz-0.6B-Base": Covered(
-        "tests/integration/trainer/test_tts_speaker.py::test_writes_the_file_verl_omni_reads"
+        "tests/integration/trainer/test_tts_speaker.py::test_documented_command_runs_as_typed_in_this_environment",
+        "tests/integration/trainer/test_tts_speaker.py::test_writes_the_file_verl_omni_reads",
     ),
     "docs/training.md: SCORER_URL=http://scorer:8000/score MODEL_PATH=... TRAIN_FILE=... VAL_FILE=... "
     "SPK_EMBED_PATH=voice.json \\": Skip("verl-omni's own example launch: GPU training"),

@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +33,9 @@ tiny.import_qwen_tts()
 from audio_reward.cli import main as cli_main
 from audio_reward.trainer_plugin.tts_speaker import read_speaker_embedding
 from tests.testkit.speech import espeak_speech
+
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "training.md"
+DOC_MODEL = "/models/Qwen3-TTS-12Hz-0.6B-Base"
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +78,26 @@ def test_writes_the_file_verl_omni_reads(base_model: Path, reference: Path, tmp_
     other_out = tmp_path / "other.json"
     assert cli_main(["tts-speaker", str(other), "--out", str(other_out), "--model", str(base_model)]) == 0
     assert not np.allclose(read_speaker_embedding(other_out), read_speaker_embedding(out))
+
+
+def test_documented_command_runs_as_typed_in_this_environment(base_model: Path, reference: Path,
+                                                              tmp_path: Path) -> None:
+    """docs/training.md's line, run by this environment's ``audio-reward`` with the real torchaudio: no stand-in."""
+    (line,) = [ln.strip() for ln in DOCS.read_text(encoding="utf-8").splitlines()
+               if ln.strip().startswith("audio-reward tts-speaker ")]
+    words = [str(base_model) if w == DOC_MODEL else w for w in shlex.split(line)]
+    assert words[:3] == ["audio-reward", "tts-speaker", "voice.wav"] and str(base_model) in words
+    (tmp_path / "voice.wav").write_bytes(reference.read_bytes())
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MODEL_PATH")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    done = subprocess.run(words, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert f"wrote a {tiny.SPEAKER_DIM}-value speaker embedding of voice.wav to voice.json" in done.stdout
+    assert len(read_speaker_embedding(tmp_path / "voice.json")) == tiny.SPEAKER_DIM
+    import torchaudio
+
+    assert not torchaudio._extension._IS_TORCHAUDIO_EXT_AVAILABLE  # the wheel's Python, its library removed
+    assert "site-packages" in str(Path(torchaudio.__file__))
 
 
 def test_refuses_a_model_without_speaker_encoder_and_bad_input(tmp_path: Path, reference: Path,
