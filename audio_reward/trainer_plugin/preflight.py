@@ -4,7 +4,7 @@
 - GRPO-style estimators have a group size ``actor_rollout_ref.rollout.n >= 2``,
 - reward manager, reward function and failure policy agree,
 - verl-omni's rollout is set up to produce what the reward reads (Qwen3-TTS: real weights,
-  TP 1, a readable speaker embedding; Qwen3-Omni thinker: LoRA kept off the speech stack and encoders),
+  TP 1, a readable speaker embedding; Qwen3-Omni thinker: LoRA, where on, kept off the speech stack and encoders),
 - a reward failure stops verl's v1 trainer (the fail-closed sampler is selected),
 - the installed verl-omni registers the rollout, agent loop and pipeline the recipe names, and its
   ``AudioRewardManager`` reads the sample rate where the rollout puts it (:mod:`.omni_source`),
@@ -417,8 +417,9 @@ def check_rollout(config: Any, environ: Mapping[str, str] | None = None) -> list
                    f"speaker {lookup(config, SPEAKER_EMBEDDING)}")
     elif pipeline == THINKER_PIPELINE:
         problems += _thinker_rollout_problems(config)
-        summary = (f"{THINKER_PIPELINE}: LoRA rank {int(lookup(config, LORA_RANK, 0))} on "
-                   f"{list(lookup(config, LORA_TARGETS, 'all-linear'))}")
+        rank = int(lookup(config, LORA_RANK, 0))
+        summary = (f"{THINKER_PIPELINE}: LoRA rank {rank} on {list(lookup(config, LORA_TARGETS, 'all-linear'))}"
+                   if rank > 0 else f"{THINKER_PIPELINE}: the full backbone (lora_rank 0)")
     if problems:
         return [Check("rollout", False, p) for p in problems]
     return [Check("rollout", True, summary)] if summary else []

@@ -26,6 +26,8 @@ from pathlib import Path
 from types import MappingProxyType
 
 from .overrides import (
+    BACKBONES,
+    LORA,
     TEST_FREQ,
     THINKER_OVERRIDES,
     TTS_OVERRIDES,
@@ -57,6 +59,8 @@ class Variable:
     default: str | None = None
     path: bool = False
     """The value names a file or folder that must exist."""
+    choices: tuple[str, ...] = ()
+    """The values it may take, where it is a choice."""
 
 
 @dataclass(frozen=True)
@@ -123,13 +127,15 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType({
     ),
     "omni_thinker_grpo": Recipe(
         "omni_thinker_grpo",
-        "GRPO with LoRA on the Qwen3-Omni thinker for audio multiple-choice QA",
+        "GRPO on the Qwen3-Omni thinker (LoRA or the full backbone) for audio multiple-choice QA",
         (
             Variable("MODEL_PATH", "local Qwen3-Omni-30B-A3B-Instruct folder", path=True),
             Variable("TRAIN_FILE", "train parquet (prepare_data.py)", path=True),
             Variable("VAL_FILE", "validation parquet", path=True),
             Variable("NUM_GPUS", "GPUs on the node", default="8"),
             Variable("ROLLOUT_TP", "vLLM-Omni tensor parallel size", default="2"),
+            Variable("BACKBONE", "what trains: lora (rank 32 on the attention projections) or full (every weight "
+                     "of the thinker, lr 1e-6)", default=LORA, choices=BACKBONES),
             Variable("TIS_THRESHOLD", "truncated importance sampling through verl's rollout correction, weights "
                      "clamped at this value (2.0 is verl's default); empty: off", default=""),
             *_COMMON_TAIL,
@@ -164,6 +170,8 @@ def resolve(name: str, environ: Mapping[str, str] | None = None, *, strict: bool
             problems.append(f"set {var.name} ({var.help})")
         elif var.path and value and not Path(value).expanduser().exists():
             problems.append(f"{var.name}={value} does not exist ({var.help})")
+        elif var.choices and value not in var.choices:
+            problems.append(f"{var.name}={value}: one of {', '.join(var.choices)} ({var.help})")
         elif "\n" in value:
             problems.append(f"{var.name} must be one line")
         values[var.name] = value

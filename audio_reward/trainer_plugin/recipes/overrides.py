@@ -72,8 +72,16 @@ THINKER_LORA_TARGETS = "['q_proj','k_proj','v_proj','o_proj']"
 THINKER_MAX_PROMPT = 4096
 THINKER_PROMPT_HEADROOM = 64
 """``rollout.prompt_length`` is ``data.max_prompt_length`` plus this, as in verl-omni's AVQA example (4160)."""
-THINKER_MAX_RESPONSE = 2048
-"""``data.max_response_length``: the answer tokens a rollout may write; the thinker evaluation's cap too."""
+THINKER_MAX_RESPONSE = 12288
+"""``data.max_response_length``: the answer tokens a rollout may write; the thinker evaluation's cap too.
+
+verl-omni's AVQA example's value: the prompt asks for ``<think>`` reasoning, and an answer cut off inside
+it scores 0. A prompt and a whole answer (4160 + 12288) fit one ``ppo_max_token_len_per_gpu`` of 20480."""
+LORA = "lora"
+"""``BACKBONE``'s default: anything but ``full`` trains the LoRA adapters."""
+FULL = "full"
+BACKBONES = (LORA, FULL)
+"""The thinker recipe's ``BACKBONE``: LoRA on the attention projections, or every weight of the thinker."""
 
 
 @dataclass(frozen=True)
@@ -86,11 +94,21 @@ class Override:
     add: Literal["", "+", "++"] = ""
     """Hydra's prefix: ``+`` adds a key the config lacks, ``++`` adds it or replaces it."""
     when: str = ""
-    """A recipe variable; when set, the override is given only if that variable is not empty."""
+    """A recipe variable: the override is given only if it is not empty; ``NAME=value`` / ``NAME!=value``: only if
+    it is / is not ``value`` (unset reads as empty)."""
+
+    def applies(self, values: Mapping[str, str]) -> bool:
+        """Whether the row is given: no ``when``, a variable ``when`` names is set, ``NAME=v`` or ``NAME!=v`` holds."""
+        name, equals, wanted = self.when.partition("=")
+        if not equals:
+            return not name or bool(values.get(name))
+        if name.endswith("!"):
+            return values.get(name[:-1], "") != wanted
+        return values.get(name, "") == wanted
 
     def render(self, values: Mapping[str, str]) -> str | None:
-        """``[+]key=value`` with the variables filled in; None when ``when`` is empty in ``values``."""
-        if self.when and not values.get(self.when):
+        """``[+]key=value`` with the variables filled in; None when the row does not apply (:meth:`applies`)."""
+        if not self.applies(values):
             return None
         return f"{self.add}{self.key}={Template(self.value).substitute(values)}"
 
@@ -258,6 +276,8 @@ TTS_OVERRIDES = OverrideTable((
     ov("trainer.total_training_steps", "${TOTAL_TRAINING_STEPS}"),
     ov(TEST_FREQ, "${TEST_FREQ}"),
     ov("trainer.save_freq", "${SAVE_FREQ}"),
+    ov("trainer.max_actor_ckpt_to_keep", "5", "a checkpoint every 20 of 500 steps holds fp32 weights and AdamW "
+       "state (about 10 GB for the 0.6B talker): the 5 newest are kept, the rest deleted as the run saves"),
     ov("trainer.resume_mode", "${RESUME_MODE}"),
     ov("trainer.default_local_dir", "${OUTPUT_DIR}/checkpoints"),
     ov("trainer.validation_data_dir", "${OUTPUT_DIR}/validation"),
@@ -286,16 +306,21 @@ THINKER_OVERRIDES = OverrideTable((
     ov(MODEL_PATH, "${MODEL_PATH}"),
     ov("actor_rollout_ref.model.enable_gradient_checkpointing", "true"),
     ov("actor_rollout_ref.model.use_remove_padding", "true"),
-    ov(LORA_RANK, "32"),
-    ov("actor_rollout_ref.model.lora_alpha", "64"),
-    ov("actor_rollout_ref.model.lora_dtype", "float32"),
-    ov("actor_rollout_ref.model.lora.merge", "true"),
+    ov(LORA_RANK, "32", when=f"BACKBONE!={FULL}"),
+    ov(LORA_RANK, "0", "verl trains every weight where lora_rank is 0, as verl-omni's full-parameter AVQA example "
+       "(run_qwen3_omni_thinker_gspo_npu_avqa_v1.sh) does", when=f"BACKBONE={FULL}"),
+    ov("actor_rollout_ref.model.lora_alpha", "64", when=f"BACKBONE!={FULL}"),
+    ov("actor_rollout_ref.model.lora_dtype", "float32", when=f"BACKBONE!={FULL}"),
+    ov("actor_rollout_ref.model.lora.merge", "true", when=f"BACKBONE!={FULL}"),
     ov(LORA_EXCLUDE, THINKER_LORA_EXCLUDE),
-    ov(LORA_TARGETS, THINKER_LORA_TARGETS),
+    ov(LORA_TARGETS, THINKER_LORA_TARGETS, when=f"BACKBONE!={FULL}"),
     ov("actor_rollout_ref.actor.freeze_vision_tower", "true"),
     ov("actor_rollout_ref.actor.strategy", "fsdp2"),
-    ov("actor_rollout_ref.actor.optim.lr", "3e-6"),
-    ov("actor_rollout_ref.actor.optim.weight_decay", "0.01"),
+    ov("actor_rollout_ref.actor.optim.lr", "3e-6", when=f"BACKBONE!={FULL}"),
+    ov("actor_rollout_ref.actor.optim.weight_decay", "0.01", when=f"BACKBONE!={FULL}"),
+    ov("actor_rollout_ref.actor.optim.lr", "1e-6", "verl-omni's full-parameter AVQA example's rate: every weight "
+       "moves, not a rank-32 update", when=f"BACKBONE={FULL}"),
+    ov("actor_rollout_ref.actor.optim.weight_decay", "0.1", when=f"BACKBONE={FULL}"),
     ov("actor_rollout_ref.actor.optim.clip_grad", "1.0"),
     ov("actor_rollout_ref.actor.ppo_mini_batch_size", "16"),
     ov("actor_rollout_ref.actor.use_dynamic_bsz", "true"),
@@ -330,8 +355,8 @@ THINKER_OVERRIDES = OverrideTable((
        "clamped at TIS_THRESHOLD, so tokens the vLLM rollout sampled off the trained policy count less",
        when="TIS_THRESHOLD"),
     ov(f"{ROLLOUT_CORRECTION}.rollout_is_threshold", "${TIS_THRESHOLD}", when="TIS_THRESHOLD"),
-    ov(CALCULATE_LOG_PROBS, "true", "the correction reweights by the rollout's own log-probabilities",
-       when="TIS_THRESHOLD"),
+    ov(CALCULATE_LOG_PROBS, "true", "the rollout's own log-probabilities, for every run: verl logs the train/rollout "
+       "mismatch (training/rollout_probs_diff_*) only with them, and the TIS correction reweights by them"),
     ov("actor_rollout_ref.rollout.val_kwargs.n", "1"),
     ov("actor_rollout_ref.rollout.val_kwargs.do_sample", "false"),
     ov("actor_rollout_ref.rollout.val_kwargs.temperature", "0"),
@@ -358,11 +383,14 @@ THINKER_OVERRIDES = OverrideTable((
     ov("trainer.experiment_name", "qwen3_omni_30b_a3b_avqa"),
     ov("trainer.n_gpus_per_node", "${NUM_GPUS}"),
     ov("trainer.nnodes", "1"),
-    ov("trainer.total_epochs", "3"),
+    ov("trainer.total_epochs", "1", "one pass over the training set, as the published thinker run (seed 003) made"),
     ov(TEST_FREQ, "20"),
     ov("trainer.save_freq", "50"),
+    ov("trainer.max_actor_ckpt_to_keep", "2", "each checkpoint carries the 30B thinker (and, training the full "
+       "backbone, its optimizer state): the newest two are kept, enough to resume and to compare"),
     ov("trainer.log_val_generations", "8"),
     ov("trainer.default_local_dir", "${OUTPUT_DIR}/checkpoints"),
     ov("trainer.validation_data_dir", "${OUTPUT_DIR}/validation"),
 ))
-"""``omni_thinker_grpo``: GRPO with LoRA on the Qwen3-Omni thinker, rewarded by the multiple-choice function."""
+"""``omni_thinker_grpo``: GRPO on the Qwen3-Omni thinker (LoRA or its full backbone), rewarded by the multiple-choice
+function."""

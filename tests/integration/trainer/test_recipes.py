@@ -170,6 +170,24 @@ def test_thinker_dry_run_composes_against_verl_omni(paths: dict[str, str]) -> No
 
 
 @needs_verl_omni
+def test_thinker_full_backbone_composes_against_verl_omni(paths: dict[str, str]) -> None:
+    pytest.importorskip("verl")
+    from audio_reward.trainer_plugin.preflight import check_rollout_correction
+
+    env = {k: paths[k] for k in ("MODEL_PATH", "TRAIN_FILE", "VAL_FILE")}
+    _, lora = split_listing(dry_run("omni_thinker_grpo", env).stdout)
+    _, full = split_listing(dry_run("omni_thinker_grpo", {**env, "BACKBONE": "full"}).stdout)
+    for cfg in (compose_omni(lora), compose_omni(full)):  # the mismatch metric is logged in both, without TIS
+        assert cfg.actor_rollout_ref.rollout.calculate_log_probs is True and check_rollout_correction(cfg) == []
+        assert cfg.trainer.total_epochs == 1 and cfg.trainer.max_actor_ckpt_to_keep == 2
+        assert cfg.data.max_response_length == 12288
+    cfg = compose_omni(full)
+    assert cfg.actor_rollout_ref.model.lora_rank == 0 and cfg.actor_rollout_ref.actor.optim.lr == 1e-6
+    fsdp = cfg.actor_rollout_ref.actor.fsdp_config
+    assert fsdp.param_offload and fsdp.optimizer_offload
+
+
+@needs_verl_omni
 def test_thinker_tis_switch_composes_and_preflight_reads_it(paths: dict[str, str]) -> None:
     pytest.importorskip("verl")
     from audio_reward.trainer_plugin.preflight import check_rollout_correction

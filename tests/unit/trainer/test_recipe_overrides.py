@@ -15,7 +15,7 @@ import pytest
 
 from audio_reward.trainer_plugin import preflight
 from audio_reward.trainer_plugin.preflight import check_rollout
-from audio_reward.trainer_plugin.recipes.launch import EXTERNAL_MODULES, plan, recipe
+from audio_reward.trainer_plugin.recipes.launch import EXTERNAL_MODULES, LaunchError, plan, recipe
 from audio_reward.trainer_plugin.recipes.overrides import LORA_EXCLUDE, THINKER_OVERRIDES, TTS_OVERRIDES, ov
 
 GOLDEN = Path(__file__).parent / "data" / "recipe_overrides.json"
@@ -29,6 +29,7 @@ CASES: dict[str, tuple[str, dict[str, str]]] = {
     "thinker_defaults": ("omni_thinker_grpo", {}),
     "thinker_all_set": ("omni_thinker_grpo", {"NUM_GPUS": "16", "ROLLOUT_TP": "4", "OUTPUT_DIR": "out/t",
                                               "MAX_FAILED_GROUPS": "1", "TIS_THRESHOLD": "2.0"}),
+    "thinker_full": ("omni_thinker_grpo", {"BACKBONE": "full"}),
 }
 PATHS = ("MODEL_PATH", "TRAIN_FILE", "VAL_FILE", "SPK_EMBED_PATH")
 
@@ -88,3 +89,33 @@ def test_a_row_with_when_is_rendered_only_when_its_variable_is_set() -> None:
     assert ov("++data.x", 1).add == "++" and ov("++data.x", 1).key == "data.x"
     with pytest.raises(KeyError):
         TTS_OVERRIDES.value("data.no_such_key")
+
+
+def test_a_row_with_when_name_equals_value_is_rendered_only_for_that_value() -> None:
+    row = ov("actor_rollout_ref.model.lora_rank", "0", when="BACKBONE=full")
+    assert row.render({"BACKBONE": "full"}) == "actor_rollout_ref.model.lora_rank=0"
+    assert row.render({"BACKBONE": "lora"}) is None and row.render({}) is None
+    other = ov("actor_rollout_ref.model.lora_rank", "32", when="BACKBONE!=full")
+    assert other.render({"BACKBONE": "full"}) is None
+    assert other.render({"BACKBONE": "lora"}) == other.render({}) == "actor_rollout_ref.model.lora_rank=32"
+
+
+def test_the_thinker_backbone_is_a_choice_of_lora_or_full(tmp_path: Path) -> None:
+    lora = _config(rendered("omni_thinker_grpo", {}, tmp_path)[2:])
+    full = _config(rendered("omni_thinker_grpo", {"BACKBONE": "full"}, tmp_path)[2:])
+    model, actor = "actor_rollout_ref.model", "actor_rollout_ref.actor.optim"
+    assert (lora["actor_rollout_ref"]["model"]["lora_rank"], full["actor_rollout_ref"]["model"]["lora_rank"]) == (
+        "32", "0")
+    assert "target_modules" not in full["actor_rollout_ref"]["model"], model  # no LoRA to place
+    assert (lora["actor_rollout_ref"]["actor"]["optim"]["lr"], full["actor_rollout_ref"]["actor"]["optim"]["lr"]) == (
+        "3e-6", "1e-6"), actor
+    for config in (lora, full):  # both regimes: the mismatch metric, seed 003's single epoch, a thinking answer's room
+        assert config["actor_rollout_ref"]["rollout"]["calculate_log_probs"] == "true"
+        assert config["trainer"]["total_epochs"] == "1" and config["trainer"]["max_actor_ckpt_to_keep"] == "2"
+        assert config["data"]["max_response_length"] == "12288"
+    environ = {"VERL_USE_EXTERNAL_MODULES": ",".join(EXTERNAL_MODULES)}
+    (ok,) = check_rollout(full, environ)
+    assert ok.ok and ok.message == "qwen3_omni_moe: the full backbone (lora_rank 0)"
+    with pytest.raises(LaunchError, match="BACKBONE=Full: one of lora, full"):
+        plan("omni_thinker_grpo", environ={"MODEL_PATH": str(tmp_path), "TRAIN_FILE": str(tmp_path),
+                                           "VAL_FILE": str(tmp_path), "BACKBONE": "Full"})
