@@ -276,8 +276,8 @@ TTS_OVERRIDES = OverrideTable((
     ov("trainer.total_training_steps", "${TOTAL_TRAINING_STEPS}"),
     ov(TEST_FREQ, "${TEST_FREQ}"),
     ov("trainer.save_freq", "${SAVE_FREQ}"),
-    ov("trainer.max_actor_ckpt_to_keep", "5", "a checkpoint every 20 of 500 steps holds fp32 weights and AdamW "
-       "state (about 10 GB for the 0.6B talker): the 5 newest are kept, the rest deleted as the run saves"),
+    ov("trainer.max_actor_ckpt_to_keep", "5", "a checkpoint every 20 of 500 steps holds fp32 weights and AdamW's "
+       "two moments (about 7 GB for the 0.6B talker): the 5 newest are kept, older ones deleted as the run saves"),
     ov("trainer.resume_mode", "${RESUME_MODE}"),
     ov("trainer.default_local_dir", "${OUTPUT_DIR}/checkpoints"),
     ov("trainer.validation_data_dir", "${OUTPUT_DIR}/validation"),

@@ -230,6 +230,11 @@ ENTRIES: dict[str, Entry] = {
         "tests/integration/client/test_eval_compare.py::test_compare_writes_deltas_equal_to_the_rows",
         "tests/integration/client/test_eval_compare.py::test_compare_refuses_runs_not_scored_alike",
     ),
+    "docs/training.md: BACKBONE=full MODEL_PATH=... TRAIN_FILE=... VAL_FILE=... bash "
+    "audio_reward/trainer_plugin/recipes/omni_thinker_grpo/run.sh": Covered(
+        "tests/integration/trainer/test_recipes.py::test_thinker_full_backbone_composes_against_verl_omni",
+        "tests/unit/trainer/test_recipe_overrides.py::test_the_thinker_backbone_is_a_choice_of_lora_or_full",
+    ),
     "docs/training.md: TIS_THRESHOLD=2.0 MODEL_PATH=... TRAIN_FILE=... VAL_FILE=... bash "
     "audio_reward/trainer_plugin/recipes/omni_thinker_grpo/run.sh": Covered(
         "tests/integration/trainer/test_recipes.py::test_thinker_tis_switch_composes_and_preflight_reads_it"
