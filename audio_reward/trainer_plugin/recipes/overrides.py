@@ -133,7 +133,8 @@ class OverrideTable:
         return [word for row in self.rows if (word := row.render(values)) is not None]
 
     def value(self, key: str) -> str:
-        """The value the table gives ``key`` (a template where it reads a variable); KeyError if it sets none."""
+        """The value the table's last row for ``key`` gives it (a template where it reads a variable; a row with
+        ``when`` counts whatever the variables); KeyError if it sets none."""
         for row in reversed(self.rows):
             if row.key == key:
                 return row.value
