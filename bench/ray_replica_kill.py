@@ -178,6 +178,7 @@ class KillReport:
     retried: int
     attempts_max: int
     failed_attempt_statuses: dict[str, int]
+    failed_attempt_example: str | None
     killed_pid: int
     killed_at_s: float
     replica_process_back_s: float | None
@@ -294,7 +295,9 @@ def _report(load: _Load, exchanges: list[Exchange], *, rate: float, t0: float, k
         requests=load.sent, scored=len(scored), failed=load.sent - len(scored),
         scored_twice=sum(1 for n in oks.values() if n > 1), wrong_answers=wrong,
         retried=sum(1 for n in attempts.values() if n > 1), attempts_max=max(attempts.values(), default=0),
-        failed_attempt_statuses=dict(statuses), killed_pid=victim, killed_at_s=round(killed - t0, 2),
+        failed_attempt_statuses=dict(statuses),
+        failed_attempt_example=next((e.error for e in exchanges if e.status != 200), None),
+        killed_pid=victim, killed_at_s=round(killed - t0, 2),
         replica_process_back_s=None if process_back is None else round(process_back - killed, 2),
         replacement_serving_s=None if serving is None else round(serving - killed, 2),
         throughput_before=round(_rate(done, t0 + 1.0, killed), 2),  # the first second is the client warming up
