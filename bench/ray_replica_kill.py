@@ -8,9 +8,9 @@ so requests are in flight on both replicas when one dies) and sends a steady loa
 ``--rate`` requests a second through the project's :class:`AsyncScorerClient`
 with its retries.  Once a quarter of ``--min-requests`` are answered, one
 replica's worker process (found in the process list by Ray's title,
-``ray::ServeReplica:audio-reward:scorer``) gets SIGKILL.  The load goes on
-until at least ``--min-requests`` were sent and the replacement replica has
-answered for ``--after-s`` seconds.
+``ray::ServeReplica:audio-reward:scorer``, among the server's descendants)
+gets SIGKILL.  The load goes on until at least ``--min-requests`` were sent
+and the replacement replica has answered for ``--after-s`` seconds.
 
 Every HTTP exchange is recorded under the client (a wrapping transport): its
 request id, status and the replica that answered (``X-Scorer-Replica``), so the
@@ -128,8 +128,27 @@ def _request_id(body: bytes | None) -> str | None:
 # --------------------------------------------------------------------------- the replicas, from outside
 
 
-def replica_pids() -> list[int]:
-    """The PIDs of this machine's scorer replica processes, by the title Ray gives them."""
+def _parent(pid: int) -> int:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    return int(stat.rsplit(")", 1)[1].split()[1])  # the field after the state; the name may hold spaces
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        pid = _parent(pid)
+    return False
+
+
+def replica_pids(server_pid: int) -> list[int]:
+    """The PIDs of the scorer replica processes under ``server_pid`` (its Ray), by the title Ray gives them.
+
+    Ray's processes started by the server are its descendants, so other deployments on the machine are left alone.
+    """
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -138,7 +157,7 @@ def replica_pids() -> list[int]:
             cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if REPLICA_TITLE.encode() in cmdline:
+        if REPLICA_TITLE.encode() in cmdline and _descends_from(int(entry.name), server_pid):
             pids.append(int(entry.name))
     return sorted(pids)
 
@@ -239,9 +258,9 @@ def _rate(times: list[float], lo: float, hi: float | None) -> float:
     return sum(lo <= t < hi for t in times) / (hi - lo)
 
 
-def measure(url: str, *, rate: float = 20.0, min_requests: int = 240, after_s: float = 5.0,
+def measure(url: str, server_pid: int, *, rate: float = 20.0, min_requests: int = 240, after_s: float = 5.0,
             max_s: float = 150.0) -> KillReport:
-    """Run the load against a running two-replica deployment at ``url``, kill one replica, report."""
+    """Run the load against the two-replica deployment at ``url`` (started by ``server_pid``), kill one, report."""
     transport, load, keep_going = RecordingTransport(), _Load(), threading.Event()
     prober = Prober(url)
     threading.Thread(target=prober.run, name="replica-prober", daemon=True).start()
@@ -255,7 +274,7 @@ def measure(url: str, *, rate: float = 20.0, min_requests: int = 240, after_s: f
     try:
         while len(load.finished) < min_requests // 4 and time.monotonic() - t0 < max_s:
             time.sleep(0.01)
-        pids = replica_pids()
+        pids = replica_pids(server_pid)
         if len(pids) != 2:
             raise RuntimeError(f"expected two scorer replica processes, found {pids}")
         victim = pids[0]
@@ -263,7 +282,7 @@ def measure(url: str, *, rate: float = 20.0, min_requests: int = 240, after_s: f
         killed = time.monotonic()
         process_back = serving = None
         while time.monotonic() - t0 < max_s:
-            if process_back is None and len([p for p in replica_pids() if p != victim]) == 2:
+            if process_back is None and len([p for p in replica_pids(server_pid) if p != victim]) == 2:
                 process_back = time.monotonic()
             new = [t for r, t in prober.first_seen.items() if r not in before and t > killed]
             serving = min(new) if new else None
@@ -326,7 +345,7 @@ def run(*, rate: float = 20.0, min_requests: int = 240, delay_ms: float = 150.0,
             proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             wait_ready(url, ready_timeout_s, proc=proc, log_path=log_path)
-            report = measure(url, rate=rate, min_requests=min_requests, after_s=after_s)
+            report = measure(url, proc.pid, rate=rate, min_requests=min_requests, after_s=after_s)
         finally:
             stop_process(proc, grace_s=60)
         return report, log_path.read_text(errors="replace")
