@@ -65,11 +65,26 @@ def shipped(settings: ServerConfig) -> dict[str, Any]:
     return settings.model_dump(exclude={"api_key_file"}, exclude_unset=True)
 
 
+def engine_entry(settings: ServerConfig) -> str | None:
+    """The driver's registry entry (``module:factory``) for the settings' engine, shipped with them.
+
+    A replica process imports the registry afresh, so an engine registered on the
+    driver only (a plugin, a test engine) would be unknown there without it.
+    """
+    from .engines import registry
+
+    return registry.ENGINES.get(settings.engine)
+
+
 class ScorerReplica:
     """One scorer app with its own engine; Ray Serve runs one per GPU."""
 
-    def __init__(self, settings: dict[str, Any]) -> None:
+    def __init__(self, settings: dict[str, Any], engine_factory: str | None = None) -> None:
         self.settings = ServerConfig.model_validate(settings)  # the driver's values; no environment read here
+        if engine_factory is not None:
+            from .engines import registry
+
+            registry.ENGINES.setdefault(self.settings.engine, engine_factory)
         self.replica_id = _replica_id()
         self.engine: ASREngine | None = None
 
@@ -124,8 +139,9 @@ def _replica_class() -> type:
     from ray import serve
 
     class Replica(ScorerReplica):
-        async def __init__(self, settings: dict[str, Any]) -> None:  # type: ignore[misc]
-            ScorerReplica.__init__(self, settings)
+        async def __init__(self, settings: dict[str, Any],  # type: ignore[misc]
+                           engine_factory: str | None = None) -> None:
+            ScorerReplica.__init__(self, settings, engine_factory)
             self.engine = await self._load()
 
     Replica.__name__ = Replica.__qualname__ = "ScorerReplica"
@@ -139,7 +155,7 @@ def build_application(settings: ServerConfig, scale: ScaleOutConfig) -> Any:
     # serve.deployment's overloads describe its decorator form; called with a class it returns a Deployment.
     deployment = serve.deployment(_replica_class(), name="scorer").options(  # type: ignore[attr-defined]
         **scale.deployment_options())
-    return deployment.bind(shipped(settings))
+    return deployment.bind(shipped(settings), engine_entry(settings))
 
 
 def proxy_options(settings: ServerConfig) -> dict[str, Any]:

@@ -5,7 +5,7 @@ rollout over HTTP against a real scorer on loopback, here the instant engine (th
 
 - ``SCORER_URL=... FAILURE_POLICY=mask LOOP_ARGS=...``, with the scorer stopped after step 2 and started again
   once a sample has failed and been masked: the run goes on, learns, and is exported and evaluated on the
-  held-out prompts;
+  held-out prompts; a step whose every sample was masked has no token to train on (no loss, no gradient);
 - ``FAILURE_POLICY=raise`` with the scorer stopped for good: the fail-closed sampler stops the run;
 - Ctrl-C: the run stops, with no process of it left and a partial summary that says so;
 - a Hydra override verl does not know: the console names it.
@@ -14,6 +14,7 @@ rollout over HTTP against a real scorer on loopback, here the instant engine (th
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -74,6 +75,26 @@ def test_the_loop_trains_through_an_outage_with_the_failed_samples_masked(masked
     rewards = summary["reward_mean"]
     assert len(rewards) == STEPS and all(0.0 <= r <= 1.0 for r in rewards if r is not None)
     assert None not in rewards[:2] and rewards[-1] is not None  # scored before the outage and after it
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def test_no_sample_without_a_reward_is_trained_on(masked_run: tuple[Path, dict]) -> None:
+    out, _ = masked_run
+    steps = [m["data"] for m in metrics(out) if "actor/pg_loss" in m["data"]]
+    # verl's mean of a step's scores is NaN (logged as null) when any sample of the step failed and was masked
+    outage = [s for s in steps if not _finite(s["critic/score/mean"])]
+    assert outage, "no step had a masked sample"
+    for step in outage:
+        # verl's advantage statistics cover the tokens left in response_mask after the advantage step, read back
+        # from the trainer's queue: none left (every sample failed) means nothing to train on, so no loss and no
+        # gradient; otherwise the scored samples' advantages, finite
+        if _finite(step["critic/advantages/max"]):
+            assert _finite(step["critic/advantages/min"]) and _finite(step["actor/pg_loss"]), step
+        else:
+            assert step["actor/pg_loss"] == 0.0 and step["actor/grad_norm"] == 0.0, step
 
 
 def test_the_console_has_a_line_per_step(masked_run: tuple[Path, dict]) -> None:
