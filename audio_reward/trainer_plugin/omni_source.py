@@ -27,7 +27,7 @@ from pathlib import Path
 TTS_COMMIT = "1eb5a488a1d6fcf0c4b7a708f1ea5ee00cbfb2fd"
 """The verl-omni commit whose tree registers the ``qwen3_tts_rl`` pipeline and the ``omni_single_turn_agent``
 loop the TTS recipe runs (github.com/verl-project/verl-omni main, after the Qwen3-TTS GRPO pull request #428).
-Older main commits (a1139baf) lack both; the pull request's side-branch head ea07c618 carries them too."""
+Main before the merge (a1139baf) lacks both; the side-branch commit ea07c618, pinned before, carries them too."""
 TTS_INSTALL = (f"install verl-omni at {TTS_COMMIT[:8]} or a later main commit (git fetch origin main && git checkout "
                f"{TTS_COMMIT[:8]} in the checkout, then docs/training.md section 1)")
 PIPELINE_BASE = "OmniRolloutPipelineBase"
