@@ -56,9 +56,9 @@ def core_algos() -> Any:
 def replay_buffers() -> tuple[Any, Any]:
     """verl v1's ``ReplayBuffer`` (trainer mode ``sync``) and ``ReplayBufferAsync`` (every other mode).
 
-    verl before its async buffer (verl-omni's pin 8a694930, 0.9.0.dev0) has one ``ReplayBuffer`` for every
-    trainer mode, which samples failed groups as they are (its ``replay_buffer.py`` lines 142-150, 220-223):
-    there it stands for both.
+    verl before its async buffer (verl-omni's pin 8a694930 before the Qwen3-TTS merge, 0.9.0.dev0) has one
+    ``ReplayBuffer`` for every trainer mode, which samples failed groups as they are (its ``replay_buffer.py``
+    lines 142-150, 220-223): there it stands for both.
     """
     module = "verl.trainer.ppo.v1.replay_buffer"
     sync = _import(module, "ReplayBuffer")

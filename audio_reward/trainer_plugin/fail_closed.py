@@ -27,8 +27,10 @@ the ``sampler_kwargs`` it keeps.  They are private, so at start-up (and in
 ``audio-reward preflight``) :func:`ground_problems` checks each of them, and
 the sampler refuses to start with :class:`UnsupportedVerlError` where one
 differs, instead of letting a failed group train on unnoticed.  Checked to
-hold: verl 0.9.0.dev at 8a694930 (verl-omni main's pin), 0.9.1 (PyPI) and
-0.10.0.dev at 1dda039b (verl-project/verl, August 2026).
+hold: verl 0.9.0.dev at 8a694930 (verl-omni main's pin before the Qwen3-TTS
+merge), 0.9.1 (PyPI) and 0.10.0.dev at 1dda039b (verl-project/verl, August
+2026); verl-omni's current pin fefb0802 is checked by this same check when it
+starts there (docs/training.md section 7).
 
 Select them with::
 

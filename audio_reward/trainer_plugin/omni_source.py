@@ -9,8 +9,9 @@ anywhere else.  The recipes need three registrations by name: the rollout
 the package's syntax trees, resolving a name argument through the module's
 string constants, as ``_PIPELINE_ID = "qwen3_tts_rl"`` is written.
 
-verl-omni's main branch does not carry the Qwen3-TTS pipeline: it comes with
-the Qwen3-TTS GRPO pull request, at :data:`TTS_COMMIT`.
+verl-omni's main branch carries the Qwen3-TTS pipeline since the Qwen3-TTS GRPO
+pull request (#428) merged; :data:`TTS_COMMIT` is the main commit the TTS recipe
+is composed against.
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-TTS_COMMIT = "ea07c6181a95c94d584872ffc87b54de01f08b0e"
+TTS_COMMIT = "1eb5a488a1d6fcf0c4b7a708f1ea5ee00cbfb2fd"
 """The verl-omni commit whose tree registers the ``qwen3_tts_rl`` pipeline and the ``omni_single_turn_agent``
-loop the TTS recipe runs (github.com/verl-project/verl-omni, from the Qwen3-TTS GRPO pull request)."""
-TTS_INSTALL = (f"install verl-omni at {TTS_COMMIT[:8]} (git fetch origin {TTS_COMMIT} && git checkout "
+loop the TTS recipe runs (github.com/verl-project/verl-omni main, after the Qwen3-TTS GRPO pull request #428).
+Main before the merge (a1139baf) lacks both; the side-branch commit ea07c618, pinned before, carries them too."""
+TTS_INSTALL = (f"install verl-omni at {TTS_COMMIT[:8]} or a later main commit (git fetch origin main && git checkout "
                f"{TTS_COMMIT[:8]} in the checkout, then docs/training.md section 1)")
 PIPELINE_BASE = "OmniRolloutPipelineBase"
 ROLLOUT_REGISTRY = "RolloutReplicaRegistry"

@@ -150,8 +150,10 @@ FAIL_CLOSED = (
     ov("+trainer.v1.sampler.sampler_kwargs.failure_log", "${OUTPUT_DIR}/reward_failures.jsonl"),
 )
 
-# Values follow verl-omni's Qwen3-TTS GRPO example (examples/grpo_trainer/qwen3_tts/run_qwen3_tts_grpo.sh):
-# real rollout weights on both stages, TP 1, eager attention, fp32 parameters with bf16 compute.
+# Values follow verl-omni's Qwen3-TTS GRPO example (examples/grpo_trainer/qwen3_tts/run_qwen3_tts_grpo.sh, main
+# after #428, omni_source.TTS_COMMIT) line for line: real rollout weights on both stages, TP 1, eager attention,
+# fp32 parameters with bf16 compute. Where they differ it is the reward (our manager, not its HTTP client), the
+# file logger, and tts_language as a variable that pre-flight holds to Auto.
 TTS_OVERRIDES = OverrideTable((
     ov(TRAIN_FILES, "${TRAIN_FILE}"),
     ov(VAL_FILES, "${VAL_FILE}"),
@@ -280,6 +282,8 @@ TTS_OVERRIDES = OverrideTable((
     ov("trainer.max_actor_ckpt_to_keep", "5", "a checkpoint every 20 of 500 steps holds fp32 weights and AdamW's "
        "two moments (about 7 GB for the 0.6B talker): the 5 newest are kept, older ones deleted as the run saves"),
     ov("trainer.resume_mode", "${RESUME_MODE}"),
+    ov("trainer.max_actor_ckpt_to_keep", "26", "verl-omni's value: 500 steps saved every 20 keep every checkpoint; "
+       "lower it to bound the disk (each holds fp32 weights and AdamW state)"),
     ov("trainer.default_local_dir", "${OUTPUT_DIR}/checkpoints"),
     ov("trainer.validation_data_dir", "${OUTPUT_DIR}/validation"),
     ov("trainer.rollout_data_dir", "${OUTPUT_DIR}/rollout"),

@@ -5,8 +5,8 @@ The composition contract runs when ``VERL_OMNI_SRC`` names a verl-omni
 checkout (CI has none: verl-omni is not on PyPI and pins its own verl), with
 verl's config tree from the installed verl, as ``omni_trainer.yaml``'s
 ``hydra.searchpath`` asks. The TTS pre-flight tests need a checkout that
-registers the Qwen3-TTS pipeline (commit ea07c618, docs/training.md section 1):
-on verl-omni main the pre-flight refuses the TTS recipe, as it should
+registers the Qwen3-TTS pipeline (main 1eb5a488 or later, docs/training.md section 1):
+on verl-omni main before that merge (a1139baf) the pre-flight refuses the TTS recipe, as it should
 (tests/unit/trainer/test_omni_source.py).
 """
 
