@@ -280,10 +280,9 @@ TTS_OVERRIDES = OverrideTable((
     ov(TEST_FREQ, "${TEST_FREQ}"),
     ov("trainer.save_freq", "${SAVE_FREQ}"),
     ov("trainer.max_actor_ckpt_to_keep", "5", "a checkpoint every 20 of 500 steps holds fp32 weights and AdamW's "
-       "two moments (about 7 GB for the 0.6B talker): the 5 newest are kept, older ones deleted as the run saves"),
+       "two moments (about 7 GB for the 0.6B talker): the 5 newest are kept, older ones deleted as the run saves "
+       "(verl-omni's example keeps all 26)"),
     ov("trainer.resume_mode", "${RESUME_MODE}"),
-    ov("trainer.max_actor_ckpt_to_keep", "26", "verl-omni's value: 500 steps saved every 20 keep every checkpoint; "
-       "lower it to bound the disk (each holds fp32 weights and AdamW state)"),
     ov("trainer.default_local_dir", "${OUTPUT_DIR}/checkpoints"),
     ov("trainer.validation_data_dir", "${OUTPUT_DIR}/validation"),
     ov("trainer.rollout_data_dir", "${OUTPUT_DIR}/rollout"),
