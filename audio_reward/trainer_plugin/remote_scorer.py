@@ -2,9 +2,9 @@
 
 :class:`AudioRewardScorer` is the verl-independent core of
 :class:`~audio_reward.trainer_plugin.reward_manager.AudioScoreRewardManager`:
-it turns an :class:`AudioSample` into verl's ``{"reward_score", "reward_extra_info"}``
-with the same ``reward_extra_info`` keys for every sample (verl takes the key
-set from the first sample).
+it turns an :class:`AudioSample` into a :class:`Reward` whose ``extra_info``
+has the same keys for every sample (verl takes the key set from the first
+sample).
 """
 
 from __future__ import annotations
@@ -16,12 +16,15 @@ import json
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..scorer_client import AsyncScorerClient, ScoreItem, ScorerError, ScoreResult
-from .coalescer import Coalescer
+from ..futures import Batcher
+from ..scorer_client.async_client import AsyncScorerClient
+from ..scorer_client.errors import ScorerError
+from ..scorer_client.wire import ScoreItem, ScoreResult
 from .samples import AudioSample
 from .settings import FailurePolicy, PluginSettings
 
@@ -29,6 +32,22 @@ logger = logging.getLogger(__name__)
 
 FAILED_REWARD = float("nan")
 """Reward of a masked sample: not a number, so no estimator can mistake it for a measured 0."""
+
+
+@dataclass(frozen=True)
+class Reward:
+    """One sample's reward: what verl reads, and the scorer's whole answer beside it."""
+
+    score: float
+    extra_info: dict[str, float]
+    """The configured diagnostics (NaN where the server reported none) and ``score_failed``: the same keys for
+    every sample."""
+    diagnostics: Mapping[str, Any] = field(default_factory=dict)
+    """Every field of the scorer's answer (empty for a masked sample), for the validation logs."""
+
+    def for_verl(self) -> dict[str, Any]:
+        """The answer of verl's ``RewardManagerBase.run_single``: the two keys its reward loop reads."""
+        return {"reward_score": self.score, "reward_extra_info": self.extra_info}
 
 
 class ScoringFailedError(RuntimeError):
@@ -67,7 +86,7 @@ class AudioRewardScorer:
         self.settings = settings
         self._owns_client = client is None
         self.client = client if client is not None else AsyncScorerClient(settings=settings.client)
-        self._coalescer: Coalescer[ScoreItem, ScoreResult] = Coalescer(
+        self._coalescer: Batcher[ScoreItem, ScoreResult] = Batcher(
             self._score_batch, window_s=settings.coalesce_window_ms / 1000.0, max_batch=settings.max_batch
         )
         self._recent_batches: collections.deque[int] = collections.deque(maxlen=self.RECENT_BATCHES)
@@ -87,26 +106,26 @@ class AudioRewardScorer:
         if self._owns_client:
             await self.client.aclose()
 
-    def _extra_info(self, diagnostics: dict[str, Any] | None, failed: bool) -> dict[str, float]:
+    def _extra_info(self, diagnostics: Mapping[str, Any], failed: bool) -> dict[str, float]:
         out: dict[str, float] = {}
         for key in self.settings.diagnostics:
-            value = None if diagnostics is None else diagnostics.get(key)
+            value = diagnostics.get(key)
             # Numeric only, so verl can average every key; a missing value is NaN, never 0.
             out[key] = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
         out["score_failed"] = float(failed)
         return out
 
-    def failed(self, label: str, text: str, cause: BaseException, uid: str | None = None) -> dict[str, Any]:
+    def failed(self, label: str, text: str, cause: BaseException, uid: str | None = None) -> Reward:
         """Apply the failure policy: raise :class:`ScoringFailedError`, or return a masked result."""
         message = failure_message(label, text, cause)
         if self.settings.failure_policy is FailurePolicy.RAISE:
             record_failure(self.settings.failure_log, label, uid, message)
             raise ScoringFailedError(message) from cause
         logger.warning("%s; masked (score_failed=1)", message)
-        return {"reward_score": FAILED_REWARD, "reward_extra_info": self._extra_info(None, failed=True)}
+        return Reward(FAILED_REWARD, self._extra_info({}, failed=True))
 
-    async def score(self, sample: AudioSample) -> dict[str, Any]:
-        """``{"reward_score": float, "reward_extra_info": {...}}`` for one sample.
+    async def score(self, sample: AudioSample) -> Reward:
+        """The :class:`Reward` of one sample; a failure goes through :meth:`failed`.
 
         A sample whose row names a reference recording (``speaker_reference_path``) is scored against that
         voice: the recording is registered once per scorer and its id sent.  DNSMOS is asked for when the
@@ -131,8 +150,4 @@ class AudioRewardScorer:
             result = await self._coalescer.submit(item)
         except (ScorerError, asyncio.TimeoutError, OSError) as exc:
             return self.failed(sample.sample_id, sample.text, exc, sample.uid)
-        return {
-            "reward_score": float(result.score),
-            "reward_extra_info": self._extra_info(dict(result.diagnostics), failed=False),
-            "diagnostics": dict(result.diagnostics),
-        }
+        return Reward(float(result.score), self._extra_info(result.diagnostics, failed=False), dict(result.diagnostics))

@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from ..scorer_client import compute_score as _client_compute_score
+from ..scorer_client.compute import compute_score as _client_compute_score
 
 VERL_KEYWORDS = frozenset({"reward_router_address", "reward_model_tokenizer", "model_name"})
 """Keywords verl's reward managers (and verl-omni's ``AudioRewardManager``) pass when a reward model is

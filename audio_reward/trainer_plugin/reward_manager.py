@@ -26,14 +26,7 @@ from typing import Any
 from ..scorer_client.client_cache import ClientCache
 from ._verl import reward_manager_base
 from .remote_scorer import AudioRewardScorer, record_failure
-from .samples import (
-    MissingFieldError,
-    SampleError,
-    audio_sample_from_item,
-    group_uid,
-    sample_label,
-    target_text,
-)
+from .samples import MissingFieldError, SampleError, audio_sample_from_item, group_uid, sample_label, target_text
 from .settings import MASKING_ESTIMATORS, FailurePolicy, PluginSettings
 from .validation_log import ValidationLogger
 
@@ -119,13 +112,9 @@ class AudioScoreRewardMixin:
         item = data[0]
         scorer = await self.scorer()
         try:
-            sample = audio_sample_from_item(
-                item,
-                audio_key=self.settings.audio_key,
-                sample_rate_key=self.settings.sample_rate_key,
-                text_key=self.settings.text_key,
-                default_language=self.settings.language,
-            )
+            sample = audio_sample_from_item(item, audio_key=self.settings.audio_key,
+                                            sample_rate_key=self.settings.sample_rate_key,
+                                            text_key=self.settings.text_key)
         except MissingFieldError as exc:
             # A configuration error: never masked, always recorded for the fail-closed sampler.
             record_failure(self.settings.failure_log, sample_label(item), group_uid(item), str(exc))
@@ -133,9 +122,8 @@ class AudioScoreRewardMixin:
         except SampleError as exc:
             text = target_text(item.non_tensor_batch, dict(item.non_tensor_batch.get("extra_info") or {}),
                                self.settings.text_key)
-            return scorer.failed(sample_label(item), text, exc, group_uid(item))
-        result = await scorer.score(sample)
-        diagnostics = result.pop("diagnostics", {})
+            return scorer.failed(sample_label(item), text, exc, group_uid(item)).for_verl()
+        reward = await scorer.score(sample)
         if self.validation is not None and self._is_validation(data, sample.metadata):
             target = sample.metadata.get("target_audio")  # the row's recording of the text, if any
             await asyncio.to_thread(
@@ -144,12 +132,12 @@ class AudioScoreRewardMixin:
                 waveform=sample.waveform,
                 sample_rate=sample.sample_rate,
                 text=sample.text,
-                score=result["reward_score"],
-                diagnostics={**diagnostics, **result["reward_extra_info"]},
+                score=reward.score,
+                diagnostics={**reward.diagnostics, **reward.extra_info},
                 step=_step(data),
                 target_audio=str(target) if target else None,
             )
-        return result
+        return reward.for_verl()
 
     def _is_validation(self, data: Any, metadata: dict[str, Any]) -> bool:
         if bool(data.meta_info.get("validate")):
