@@ -131,9 +131,14 @@ class _FailClosedMixin:
         refuse_unsupported(base, ground_problems(base))
         super().__init__(*args, **kwargs)
         present = {FAILURES: isinstance(getattr(self, FAILURES, None), Mapping), KWARGS: hasattr(self, KWARGS)}
-        missing = [f"{base.__name__}.__init__ sets no {attr}" for attr, ok in present.items() if not ok]
-        refuse_unsupported(base, missing)
-        self._init_fail_closed(self.sampler_kwargs)
+        refuse_unsupported(base, [f"{base.__name__}.__init__ sets no {attr}" for attr, ok in present.items() if not ok])
+        kwargs = dict(self.sampler_kwargs or {})
+        self.max_failed_groups = int(kwargs.get("max_failed_groups", 0))
+        if self.max_failed_groups < 0:
+            raise ValueError(f"max_failed_groups must be >= 0, got {self.max_failed_groups}")
+        self.failure_log = kwargs.get("failure_log")
+        self.failed_groups: dict[str, str] = {}
+        """uid -> partition of every failed group seen so far (evicted ones included)."""
 
     @classmethod
     def verl_base(cls) -> type:
@@ -144,15 +149,6 @@ class _FailClosedMixin:
     def _sync_metadata_from_transfer_queue(self) -> None:
         super()._sync_metadata_from_transfer_queue()  # type: ignore[misc]
         self._check_failures()
-
-    def _init_fail_closed(self, sampler_kwargs: Any) -> None:
-        kwargs = dict(sampler_kwargs or {})
-        self.max_failed_groups = int(kwargs.get("max_failed_groups", 0))
-        if self.max_failed_groups < 0:
-            raise ValueError(f"max_failed_groups must be >= 0, got {self.max_failed_groups}")
-        self.failure_log = kwargs.get("failure_log")
-        self.failed_groups: dict[str, str] = {}
-        """uid -> partition of every failed group seen so far (evicted ones included)."""
 
     def _check_failures(self) -> None:
         for partition_id, uids in self.failure_keys.items():

@@ -54,11 +54,6 @@ class ScoringFailedError(RuntimeError):
     """Scoring a sample failed under the ``raise`` policy; the message names the sample."""
 
 
-def failure_message(label: str, text: str, cause: BaseException) -> str:
-    short = text if len(text) <= 60 else text[:57] + "..."
-    return f"scoring sample {label} (target text {short!r}) failed: {type(cause).__name__}: {cause}"
-
-
 def record_failure(path: str | None, label: str, uid: str | None, message: str) -> None:
     """Append one failure to the JSONL ``failure_log`` (several reward workers may write at once)."""
     if not path:
@@ -117,7 +112,8 @@ class AudioRewardScorer:
 
     def failed(self, label: str, text: str, cause: BaseException, uid: str | None = None) -> Reward:
         """Apply the failure policy: raise :class:`ScoringFailedError`, or return a masked result."""
-        message = failure_message(label, text, cause)
+        short = text if len(text) <= 60 else text[:57] + "..."
+        message = f"scoring sample {label} (target text {short!r}) failed: {type(cause).__name__}: {cause}"
         if self.settings.failure_policy is FailurePolicy.RAISE:
             record_failure(self.settings.failure_log, label, uid, message)
             raise ScoringFailedError(message) from cause
@@ -134,20 +130,11 @@ class AudioRewardScorer:
         try:
             speaker = (await self.client.register_speaker_file(sample.speaker_reference)
                        if sample.speaker_reference else None)
-        except (ScorerError, asyncio.TimeoutError, OSError) as exc:
-            return self.failed(sample.sample_id, sample.text, exc, sample.uid)
-        item = ScoreItem(
-            waveform=sample.waveform,
-            sample_rate=sample.sample_rate,
-            text=sample.text,
-            language=sample.language or self.settings.language,
-            metadata=sample.metadata,
-            reward=self.settings.reward,
-            speaker_reference_id=speaker,
-            measure_quality=self._logs_quality,
-        )
-        try:
-            result = await self._coalescer.submit(item)
+            result = await self._coalescer.submit(ScoreItem(
+                waveform=sample.waveform, sample_rate=sample.sample_rate, text=sample.text,
+                language=sample.language or self.settings.language, metadata=sample.metadata,
+                reward=self.settings.reward, speaker_reference_id=speaker, measure_quality=self._logs_quality,
+            ))
         except (ScorerError, asyncio.TimeoutError, OSError) as exc:
             return self.failed(sample.sample_id, sample.text, exc, sample.uid)
         return Reward(float(result.score), self._extra_info(result.diagnostics, failed=False), dict(result.diagnostics))

@@ -74,14 +74,6 @@ async def compute_score(
                       f"{verl_keywords['reward_router_address']}) and verl passes its router to compute_score, "
                       "which scores with the audio-reward scorer only: the reward model serves no request of this "
                       "reward", RuntimeWarning, stacklevel=2)
-    return await _client_compute_score(
-        solution_audio=solution_audio,
-        ground_truth=ground_truth,
-        extra_info=extra_info,
-        data_source=data_source,
-        server_url=server_url,
-        timeout=timeout,
-        max_retries=max_retries,
-        retry_backoff=retry_backoff,
-        api_key=api_key,
-    )
+    return await _client_compute_score(solution_audio, ground_truth, extra_info, data_source, server_url=server_url,
+                                       timeout=timeout, max_retries=max_retries, retry_backoff=retry_backoff,
+                                       api_key=api_key)

@@ -85,12 +85,8 @@ class AudioScoreRewardMixin:
             )
         self._clients = ClientCache(max_clients=1)
         self._scorer: AudioRewardScorer | None = None
-        self.validation = (
-            ValidationLogger(self.settings.validation_dir, self.settings.validation_max_wavs,
-                             self.settings.reference_audio)
-            if self.settings.validation_dir
-            else None
-        )
+        self.validation = ValidationLogger(self.settings.validation_dir, self.settings.validation_max_wavs,
+                                           self.settings.reference_audio) if self.settings.validation_dir else None
         self._warned_no_split = False
         logger.info("AudioScoreRewardManager settings: %s", self.settings.describe())
 
@@ -109,32 +105,26 @@ class AudioScoreRewardMixin:
     async def run_single(self, data: Any) -> dict[str, Any]:
         if len(data) != 1:
             raise ValueError(f"{type(self).__name__}.run_single scores one sample, got a batch of {len(data)}")
-        item = data[0]
+        item, settings = data[0], self.settings
         scorer = await self.scorer()
         try:
-            sample = audio_sample_from_item(item, audio_key=self.settings.audio_key,
-                                            sample_rate_key=self.settings.sample_rate_key,
-                                            text_key=self.settings.text_key)
+            sample = audio_sample_from_item(item, audio_key=settings.audio_key,
+                                            sample_rate_key=settings.sample_rate_key, text_key=settings.text_key)
         except MissingFieldError as exc:
             # A configuration error: never masked, always recorded for the fail-closed sampler.
-            record_failure(self.settings.failure_log, sample_label(item), group_uid(item), str(exc))
+            record_failure(settings.failure_log, sample_label(item), group_uid(item), str(exc))
             raise
         except SampleError as exc:
             text = target_text(item.non_tensor_batch, dict(item.non_tensor_batch.get("extra_info") or {}),
-                               self.settings.text_key)
+                               settings.text_key)
             return scorer.failed(sample_label(item), text, exc, group_uid(item)).for_verl()
         reward = await scorer.score(sample)
         if self.validation is not None and self._is_validation(data, sample.metadata):
             target = sample.metadata.get("target_audio")  # the row's recording of the text, if any
             await asyncio.to_thread(
-                self.validation.log_sample,
-                str(sample.metadata.get("index", sample.metadata.get("id", sample.text))),
-                waveform=sample.waveform,
-                sample_rate=sample.sample_rate,
-                text=sample.text,
-                score=reward.score,
-                diagnostics={**reward.diagnostics, **reward.extra_info},
-                step=_step(data),
+                self.validation.log_sample, str(sample.metadata.get("index", sample.metadata.get("id", sample.text))),
+                waveform=sample.waveform, sample_rate=sample.sample_rate, text=sample.text, score=reward.score,
+                diagnostics={**reward.diagnostics, **reward.extra_info}, step=_step(data),
                 target_audio=str(target) if target else None,
             )
         return reward.for_verl()

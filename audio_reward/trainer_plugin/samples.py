@@ -50,15 +50,9 @@ class AudioSample:
     speaker_reference: str | None = None
     """The row's reference recording of the voice (``extra_info["speaker_reference_path"]``), when it names one."""
 
-    @property
-    def duration_s(self) -> float:
-        return self.waveform.shape[0] / self.sample_rate
-
 
 def _unwrap(value: Any) -> Any:
-    if isinstance(value, np.ndarray) and value.shape == ():
-        return value.item()
-    return value
+    return value.item() if isinstance(value, np.ndarray) and value.shape == () else value
 
 
 def _as_mapping(value: Any, name: str) -> dict[str, Any]:
@@ -95,15 +89,9 @@ def as_sample_rate(value: Any) -> int:
 def target_text(non_tensor: Mapping[str, Any], extra_info: Mapping[str, Any], text_key: str | None = None) -> str:
     """The text the speech should say: ``reward_model.ground_truth``, else ``extra_info[text_key or 'text']``."""
     reward_model = _as_mapping(non_tensor.get("reward_model"), "reward_model")
-    for source, key in (
-        (extra_info, text_key),
-        (reward_model, "ground_truth"),
-        (extra_info, "ground_truth"),
-        (extra_info, "text"),
-    ):
-        if key is None:
-            continue
-        value = _unwrap(source.get(key))
+    for source, key in ((extra_info, text_key), (reward_model, "ground_truth"), (extra_info, "ground_truth"),
+                        (extra_info, "text")):
+        value = _unwrap(source.get(key)) if key is not None else None
         if isinstance(value, str) and value.strip():
             return value
     raise MissingFieldError("no target text: expected reward_model.ground_truth or extra_info['text']")
