@@ -102,13 +102,10 @@ class AudioRewardScorer:
             await self.client.aclose()
 
     def _extra_info(self, diagnostics: Mapping[str, Any], failed: bool) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for key in self.settings.diagnostics:
-            value = diagnostics.get(key)
-            # Numeric only, so verl can average every key; a missing value is NaN, never 0.
-            out[key] = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
-        out["score_failed"] = float(failed)
-        return out
+        # Numeric only, so verl can average every key; a missing value is NaN, never 0.
+        out = {key: float(value) if isinstance(value := diagnostics.get(key), (int, float))
+               and not isinstance(value, bool) else math.nan for key in self.settings.diagnostics}
+        return {**out, "score_failed": float(failed)}
 
     def failed(self, label: str, text: str, cause: BaseException, uid: str | None = None) -> Reward:
         """Apply the failure policy: raise :class:`ScoringFailedError`, or return a masked result."""

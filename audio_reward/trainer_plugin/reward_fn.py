@@ -39,10 +39,8 @@ def check_keywords(extra: Mapping[str, Any]) -> None:
     unknown = sorted(set(extra) - VERL_KEYWORDS)
     if not unknown:
         return
-    hints = []
-    for name in unknown:
-        close = difflib.get_close_matches(name, SETTINGS, n=1)
-        hints.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
+    close = {name: difflib.get_close_matches(name, SETTINGS, n=1) for name in unknown}
+    hints = [f"{name!r} (did you mean {close[name][0]!r}?)" if close[name] else repr(name) for name in unknown]
     raise TypeError(f"compute_score() got unexpected keyword argument(s) {', '.join(hints)}; "
                     f"it takes {', '.join(SETTINGS)}")
 

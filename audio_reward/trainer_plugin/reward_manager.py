@@ -43,11 +43,9 @@ def _adv_estimator(config: Any) -> str | None:
 
 
 def _step(data: Any) -> int | None:
-    for source in (data.meta_info, data.non_tensor_batch):
-        value = source.get("global_steps")
+    for value in (data.meta_info.get("global_steps"), data.non_tensor_batch.get("global_steps")):
         if value is not None:
-            value = value[0] if hasattr(value, "__len__") and not isinstance(value, str) else value
-            return int(value)
+            return int(value[0] if hasattr(value, "__len__") and not isinstance(value, str) else value)
     return None
 
 
@@ -66,15 +64,8 @@ class AudioScoreRewardMixin:
     when that loop shuts down or by :meth:`aclose`.
     """
 
-    def __init__(
-        self,
-        config: Any,
-        tokenizer: Any,
-        compute_score: Any = None,
-        reward_router_address: str | None = None,
-        reward_model_tokenizer: Any = None,
-        **_: Any,
-    ) -> None:
+    # verl also passes reward_router_address and reward_model_tokenizer, for a reward model this manager never asks.
+    def __init__(self, config: Any, tokenizer: Any, compute_score: Any = None, **_: Any) -> None:
         super().__init__(config, tokenizer, compute_score)  # type: ignore[call-arg]  # verl's RewardManagerBase
         self.settings = PluginSettings.from_config(config)
         estimator = _adv_estimator(config)

@@ -115,16 +115,10 @@ def _read(extra_info: Mapping[str, Any], audio: Any, rate: Any, text: str, omit:
           sample_id: str = "", uid: str | None = None) -> AudioSample:
     language = _unwrap(extra_info.get("language"))
     reference = _unwrap(extra_info.get(SPEAKER_REFERENCE_KEY))
-    return AudioSample(
-        waveform=as_waveform(audio),
-        sample_rate=as_sample_rate(rate),
-        text=text,
-        language=language if isinstance(language, str) and language else None,
-        metadata=sanitize_metadata({k: v for k, v in extra_info.items() if k not in omit}),
-        sample_id=sample_id,
-        uid=uid,
-        speaker_reference=str(reference) if reference else None,
-    )
+    return AudioSample(as_waveform(audio), as_sample_rate(rate), text,
+                       language if isinstance(language, str) and language else None,
+                       sanitize_metadata({k: v for k, v in extra_info.items() if k not in omit}),
+                       sample_id, uid, str(reference) if reference else None)
 
 
 def audio_sample_from_item(
@@ -158,7 +152,8 @@ def audio_sample_from_row(solution_audio: Any, ground_truth: str | None,
         solution_audio = tuple(info[key] for key in AUDIO_KEYS)
     if not isinstance(solution_audio, (tuple, list)) or len(solution_audio) != 2:
         raise SampleError("compute_score expects solution_audio=(waveform, sample_rate)")
-    return _read(info, *solution_audio, "" if ground_truth is None else str(ground_truth))
+    waveform, rate = solution_audio
+    return _read(info, waveform, rate, "" if ground_truth is None else str(ground_truth))
 
 
 def group_uid(item: Any) -> str | None:
@@ -170,10 +165,7 @@ def group_uid(item: Any) -> str | None:
 def sample_label(item: Any) -> str:
     """A name for error messages: ``extra_info.index`` (or ``id``) and the GRPO group ``uid``."""
     non_tensor = item.non_tensor_batch
-    try:
-        extra_info = _as_mapping(non_tensor.get("extra_info"), "extra_info")
-    except SampleError:
-        extra_info = {}
+    extra_info = info if isinstance(info := _unwrap(non_tensor.get("extra_info")), Mapping) else {}
     index = _unwrap(extra_info.get("index", extra_info.get("id", "")))
     uid = _unwrap(non_tensor.get("uid", ""))
     parts = [f"index={index}" if index not in ("", None) else "", f"uid={uid}" if uid not in ("", None) else ""]

@@ -122,13 +122,9 @@ class PluginSettings(BaseSettings):
             return data
         data = dict(data)
         given = dict(data.pop("client", None) or {})
-        if URL_KEY in data:
-            given["urls"] = data.pop(URL_KEY)
-        for name in _CLIENT_KEYS & set(data):
-            given[name] = data.pop(name)
+        given.update({"urls" if k == URL_KEY else k: data.pop(k) for k in (_CLIENT_KEYS | {URL_KEY}) & set(data)})
         # An empty value in the block (server_url: "" from an unset shell variable) leaves the field to the environment.
-        given = {k: v for k, v in given.items() if not _unset(v)}
-        given = trainer_waits(given)
+        given = trainer_waits({k: v for k, v in given.items() if not _unset(v)})
         if "urls" not in given and not url_in_environment():
             raise ValueError(NO_URL)
         data["client"] = ClientSettings(**given)
@@ -166,9 +162,7 @@ class PluginSettings(BaseSettings):
         check can still check the rest of the block.
         """
         block = block_of(config)
-        known = (set(cls.model_fields) - {"client"}) | _CLIENT_KEYS | {URL_KEY}
-        unknown = set(block) - known
-        if unknown:
+        if unknown := set(block) - (set(cls.model_fields) - {"client"}) - _CLIENT_KEYS - {URL_KEY}:
             raise ValueError(f"unknown keys in reward.{CONFIG_BLOCK}: {sorted(unknown)}")
         values = {k: v for k, v in block.items() if v is not None}
         if stand_in_url is not None and _unset(values.get(URL_KEY)) and not url_in_environment():
