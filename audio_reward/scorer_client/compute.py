@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,11 +9,7 @@ from pydantic import ValidationError
 
 from ..protocol.errors import validation_reasons
 from .client_cache import ClientCache
-from .errors import InvalidInputError
 from .settings import ClientSettings, url_error
-from .wire import sanitize_metadata
-
-logger = logging.getLogger(__name__)
 
 CLIENT_CACHE = ClientCache()
 """The clients and settings :func:`compute_score` reuses: per event loop and settings, bounded, closed when the
@@ -44,9 +39,6 @@ def _build_settings(server_url: str, timeout: float, max_retries: int, retry_bac
         raise ValueError("compute_score: " + "; ".join(reasons)) from None
 
 
-SPEAKER_REFERENCE_KEY = "speaker_reference_path"
-"""The ``extra_info`` key of a row's reference recording (a WAV or FLAC path)."""
-
 async def compute_score(
     solution_audio: tuple[Any, int] | None = None,
     ground_truth: str | None = None,
@@ -74,6 +66,8 @@ async def compute_score(
     recording (a WAV or FLAC file): it is read and registered once per client
     (:meth:`AsyncScorerClient.register_speaker`) and its id sent, so the answer
     holds ``speaker_similarity`` (and the speaker term, if the reward weighs it).
+    The row is read by the trainer plugin's one rollout reader,
+    :func:`audio_reward.trainer_plugin.samples.audio_sample_from_row`.
 
     One client (one connection pool) is kept per event loop and setting, so
     thousands of calls share connections.  ``api_key`` defaults to
@@ -82,23 +76,17 @@ async def compute_score(
     bounds the numbers: a bad one raises ValueError naming it).  Failures raise
     :class:`~audio_reward.scorer_client.errors.ScorerError` subclasses.
     """
+    # verl-omni's row is the trainer plugin's to read (its one rollout reader); imported here, so the SDK's own
+    # modules know nothing of rollouts and importing the SDK does not load the plugin.
+    from ..trainer_plugin.samples import audio_sample_from_row
+
     # verl calls this once per sample: the settings are built (environment read, every validator) once per
     # arguments and AUDIO_REWARD_* environment, and the client once per loop and settings.
     args = (server_url, timeout, max_retries, retry_backoff, api_key)
     settings = CLIENT_CACHE.settings(args, lambda: _build_settings(*args))
-    info = dict(extra_info or {})
-    if solution_audio is None and "audio" in info and "audio_sample_rate" in info:
-        solution_audio = (info["audio"], info["audio_sample_rate"])
-    if not isinstance(solution_audio, (tuple, list)) or len(solution_audio) != 2:
-        raise InvalidInputError("compute_score expects solution_audio=(waveform, sample_rate)")
-    waveform, sample_rate = solution_audio
-    language = info.get("language") if isinstance(info.get("language"), str) else None
-    metadata = sanitize_metadata({k: v for k, v in info.items() if k not in ("audio", "audio_sample_rate")})
+    sample = audio_sample_from_row(solution_audio, ground_truth, extra_info)
     client = await CLIENT_CACHE.client(settings)
-    reference = info.get(SPEAKER_REFERENCE_KEY)
-    speaker = await client.register_speaker_file(str(reference)) if reference else None
-    result = await client.score(
-        waveform, sample_rate, "" if ground_truth is None else str(ground_truth),
-        language=language, metadata=metadata, speaker_reference_id=speaker,
-    )
+    speaker = await client.register_speaker_file(sample.speaker_reference) if sample.speaker_reference else None
+    result = await client.score(sample.waveform, sample.sample_rate, sample.text, language=sample.language,
+                                metadata=sample.metadata, speaker_reference_id=speaker)
     return result.to_dict()

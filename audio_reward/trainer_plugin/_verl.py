@@ -46,11 +46,7 @@ def register_reward_manager(name: str) -> Any:
 
 
 def core_algos() -> Any:
-    try:
-        import verl.trainer.ppo.core_algos as mod
-    except ImportError as exc:
-        raise VerlUnavailableError(f"cannot import verl.trainer.ppo.core_algos ({exc}); needs {REQUIREMENT}") from exc
-    return mod
+    return _import("verl.trainer.ppo", "core_algos")
 
 
 def replay_buffers() -> tuple[Any, Any]:

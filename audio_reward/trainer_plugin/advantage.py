@@ -60,7 +60,5 @@ def compute_grpo_masked_advantage(
 def register() -> None:
     """Add ``grpo_masked`` to verl's advantage-estimator registry (idempotent)."""
     algos = core_algos()
-    registry = getattr(algos, "ADV_ESTIMATOR_REGISTRY", None)
-    if registry is not None and ESTIMATOR_NAME in registry:
-        return
-    algos.register_adv_est(ESTIMATOR_NAME)(compute_grpo_masked_advantage)
+    if ESTIMATOR_NAME not in getattr(algos, "ADV_ESTIMATOR_REGISTRY", {}):
+        algos.register_adv_est(ESTIMATOR_NAME)(compute_grpo_masked_advantage)

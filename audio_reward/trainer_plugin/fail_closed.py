@@ -133,22 +133,8 @@ class _FailClosedMixin:
         refuse_unsupported(base, ground_problems(base))
         super().__init__(*args, **kwargs)
         present = {FAILURES: isinstance(getattr(self, FAILURES, None), Mapping), KWARGS: hasattr(self, KWARGS)}
-        missing = [f"{base.__name__}.__init__ sets no {attr}" for attr, ok in present.items() if not ok]
-        refuse_unsupported(base, missing)
-        self._init_fail_closed(self.sampler_kwargs)
-
-    @classmethod
-    def verl_base(cls) -> type:
-        """The verl class this mixin overrides: the next one after the mixin in the MRO."""
-        mro = cls.__mro__
-        return mro[mro.index(_FailClosedMixin) + 1]
-
-    def _sync_metadata_from_transfer_queue(self) -> None:
-        super()._sync_metadata_from_transfer_queue()  # type: ignore[misc]
-        self._check_failures()
-
-    def _init_fail_closed(self, sampler_kwargs: Any) -> None:
-        kwargs = dict(sampler_kwargs or {})
+        refuse_unsupported(base, [f"{base.__name__}.__init__ sets no {attr}" for attr, ok in present.items() if not ok])
+        kwargs = dict(self.sampler_kwargs or {})
         self.max_failed_groups = int(kwargs.get("max_failed_groups", 0))
         if self.max_failed_groups < 0:
             raise ValueError(f"max_failed_groups must be >= 0, got {self.max_failed_groups}")
@@ -156,25 +142,29 @@ class _FailClosedMixin:
         self.failed_groups: dict[str, str] = {}
         """uid -> partition of every failed group seen so far (evicted ones included)."""
 
-    def _check_failures(self) -> None:
+    @classmethod
+    def verl_base(cls) -> type:
+        """The verl class this mixin overrides: the next one after the mixin in the MRO."""
+        return cls.__mro__[cls.__mro__.index(_FailClosedMixin) + 1]
+
+    def _sync_metadata_from_transfer_queue(self) -> None:
+        super()._sync_metadata_from_transfer_queue()  # type: ignore[misc]
         for partition_id, uids in self.failure_keys.items():
             for uid in uids:
                 self.failed_groups.setdefault(uid, partition_id)
-        if len(self.failed_groups) <= self.max_failed_groups:
-            if self.failed_groups:
-                logger.warning("%d failed group(s) so far, tolerated up to %d", len(self.failed_groups),
-                               self.max_failed_groups)
-            return
-        raise RewardFailureError(self._message())
+        if len(self.failed_groups) > self.max_failed_groups:
+            raise RewardFailureError(self._message())
+        if self.failed_groups:
+            logger.warning("%d failed group(s) so far, tolerated up to %d", len(self.failed_groups),
+                           self.max_failed_groups)
 
     def _message(self) -> str:
-        records = read_failures(self.failure_log)
+        latest = {str(r.get("uid")): r.get("message", "") for r in read_failures(self.failure_log)}
         lines = [(f"{len(self.failed_groups)} GRPO group(s) failed (max_failed_groups={self.max_failed_groups}); "
                   "the run stops instead of training without them:")]
         for uid, partition in sorted(self.failed_groups.items()):
-            causes = [r.get("message", "") for r in records if str(r.get("uid")) == uid]
-            cause = causes[-1] if causes else ("no reward failure recorded: see the AgentLoopWorker log line "
-                                               f"'Error in _run_prompt for uid={uid}'")
+            cause = latest.get(uid, "no reward failure recorded: see the AgentLoopWorker log line "
+                                    f"'Error in _run_prompt for uid={uid}'")
             lines.append(f"  [{partition}] uid={uid}: {cause}")
         return "\n".join(lines)
 

@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from ..scorer_client import compute_score as _client_compute_score
+from ..scorer_client.compute import compute_score as _client_compute_score
 
 VERL_KEYWORDS = frozenset({"reward_router_address", "reward_model_tokenizer", "model_name"})
 """Keywords verl's reward managers (and verl-omni's ``AudioRewardManager``) pass when a reward model is
@@ -39,10 +39,8 @@ def check_keywords(extra: Mapping[str, Any]) -> None:
     unknown = sorted(set(extra) - VERL_KEYWORDS)
     if not unknown:
         return
-    hints = []
-    for name in unknown:
-        close = difflib.get_close_matches(name, SETTINGS, n=1)
-        hints.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
+    close = {name: difflib.get_close_matches(name, SETTINGS, n=1) for name in unknown}
+    hints = [f"{name!r} (did you mean {close[name][0]!r}?)" if close[name] else repr(name) for name in unknown]
     raise TypeError(f"compute_score() got unexpected keyword argument(s) {', '.join(hints)}; "
                     f"it takes {', '.join(SETTINGS)}")
 
@@ -74,14 +72,6 @@ async def compute_score(
                       f"{verl_keywords['reward_router_address']}) and verl passes its router to compute_score, "
                       "which scores with the audio-reward scorer only: the reward model serves no request of this "
                       "reward", RuntimeWarning, stacklevel=2)
-    return await _client_compute_score(
-        solution_audio=solution_audio,
-        ground_truth=ground_truth,
-        extra_info=extra_info,
-        data_source=data_source,
-        server_url=server_url,
-        timeout=timeout,
-        max_retries=max_retries,
-        retry_backoff=retry_backoff,
-        api_key=api_key,
-    )
+    return await _client_compute_score(solution_audio, ground_truth, extra_info, data_source, server_url=server_url,
+                                       timeout=timeout, max_retries=max_retries, retry_backoff=retry_backoff,
+                                       api_key=api_key)

@@ -26,14 +26,7 @@ from typing import Any
 from ..scorer_client.client_cache import ClientCache
 from ._verl import reward_manager_base
 from .remote_scorer import AudioRewardScorer, record_failure
-from .samples import (
-    MissingFieldError,
-    SampleError,
-    audio_sample_from_item,
-    group_uid,
-    sample_label,
-    target_text,
-)
+from .samples import MissingFieldError, SampleError, audio_sample_from_item, group_uid, sample_label, target_text
 from .settings import MASKING_ESTIMATORS, FailurePolicy, PluginSettings
 from .validation_log import ValidationLogger
 
@@ -50,11 +43,9 @@ def _adv_estimator(config: Any) -> str | None:
 
 
 def _step(data: Any) -> int | None:
-    for source in (data.meta_info, data.non_tensor_batch):
-        value = source.get("global_steps")
+    for value in (data.meta_info.get("global_steps"), data.non_tensor_batch.get("global_steps")):
         if value is not None:
-            value = value[0] if hasattr(value, "__len__") and not isinstance(value, str) else value
-            return int(value)
+            return int(value[0] if hasattr(value, "__len__") and not isinstance(value, str) else value)
     return None
 
 
@@ -73,15 +64,8 @@ class AudioScoreRewardMixin:
     when that loop shuts down or by :meth:`aclose`.
     """
 
-    def __init__(
-        self,
-        config: Any,
-        tokenizer: Any,
-        compute_score: Any = None,
-        reward_router_address: str | None = None,
-        reward_model_tokenizer: Any = None,
-        **_: Any,
-    ) -> None:
+    # verl also passes reward_router_address and reward_model_tokenizer, for a reward model this manager never asks.
+    def __init__(self, config: Any, tokenizer: Any, compute_score: Any = None, **_: Any) -> None:
         super().__init__(config, tokenizer, compute_score)  # type: ignore[call-arg]  # verl's RewardManagerBase
         self.settings = PluginSettings.from_config(config)
         estimator = _adv_estimator(config)
@@ -92,12 +76,8 @@ class AudioScoreRewardMixin:
             )
         self._clients = ClientCache(max_clients=1)
         self._scorer: AudioRewardScorer | None = None
-        self.validation = (
-            ValidationLogger(self.settings.validation_dir, self.settings.validation_max_wavs,
-                             self.settings.reference_audio)
-            if self.settings.validation_dir
-            else None
-        )
+        self.validation = ValidationLogger(self.settings.validation_dir, self.settings.validation_max_wavs,
+                                           self.settings.reference_audio) if self.settings.validation_dir else None
         self._warned_no_split = False
         logger.info("AudioScoreRewardManager settings: %s", self.settings.describe())
 
@@ -116,40 +96,29 @@ class AudioScoreRewardMixin:
     async def run_single(self, data: Any) -> dict[str, Any]:
         if len(data) != 1:
             raise ValueError(f"{type(self).__name__}.run_single scores one sample, got a batch of {len(data)}")
-        item = data[0]
+        item, settings = data[0], self.settings
         scorer = await self.scorer()
         try:
-            sample = audio_sample_from_item(
-                item,
-                audio_key=self.settings.audio_key,
-                sample_rate_key=self.settings.sample_rate_key,
-                text_key=self.settings.text_key,
-                default_language=self.settings.language,
-            )
+            sample = audio_sample_from_item(item, audio_key=settings.audio_key,
+                                            sample_rate_key=settings.sample_rate_key, text_key=settings.text_key)
         except MissingFieldError as exc:
             # A configuration error: never masked, always recorded for the fail-closed sampler.
-            record_failure(self.settings.failure_log, sample_label(item), group_uid(item), str(exc))
+            record_failure(settings.failure_log, sample_label(item), group_uid(item), str(exc))
             raise
         except SampleError as exc:
             text = target_text(item.non_tensor_batch, dict(item.non_tensor_batch.get("extra_info") or {}),
-                               self.settings.text_key)
-            return scorer.failed(sample_label(item), text, exc, group_uid(item))
-        result = await scorer.score(sample)
-        diagnostics = result.pop("diagnostics", {})
+                               settings.text_key)
+            return scorer.failed(sample_label(item), text, exc, group_uid(item)).for_verl()
+        reward = await scorer.score(sample)
         if self.validation is not None and self._is_validation(data, sample.metadata):
             target = sample.metadata.get("target_audio")  # the row's recording of the text, if any
             await asyncio.to_thread(
-                self.validation.log_sample,
-                str(sample.metadata.get("index", sample.metadata.get("id", sample.text))),
-                waveform=sample.waveform,
-                sample_rate=sample.sample_rate,
-                text=sample.text,
-                score=result["reward_score"],
-                diagnostics={**diagnostics, **result["reward_extra_info"]},
-                step=_step(data),
+                self.validation.log_sample, str(sample.metadata.get("index", sample.metadata.get("id", sample.text))),
+                waveform=sample.waveform, sample_rate=sample.sample_rate, text=sample.text, score=reward.score,
+                diagnostics={**reward.diagnostics, **reward.extra_info}, step=_step(data),
                 target_audio=str(target) if target else None,
             )
-        return result
+        return reward.for_verl()
 
     def _is_validation(self, data: Any, metadata: dict[str, Any]) -> bool:
         if bool(data.meta_info.get("validate")):

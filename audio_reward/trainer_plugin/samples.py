@@ -1,10 +1,13 @@
-"""What the reward needs from one rollout: waveform, sample rate, target text.
+"""The one reader of a rollout's fields: what the reward needs from a rollout, as an :class:`AudioSample`.
 
 Rollouts carry audio in different places depending on the stack: verl-omni's
 TTS agent loop puts ``audio`` / ``audio_sample_rate`` in the agent loop's extra
 fields (which land in ``non_tensor_batch``), other loops in the tensor batch,
 ``tool_extra_fields`` or ``extra_info``.  :func:`audio_sample_from_item` looks
-in all of them, in that order, and validates what it finds.
+in all of them, in that order; :func:`audio_sample_from_row` reads the
+arguments of verl-omni's ``compute_score``.  Both read the row's
+``extra_info`` (language, speaker reference, metadata) the same way and
+validate what they find.
 """
 
 from __future__ import annotations
@@ -15,13 +18,16 @@ from typing import Any
 
 import numpy as np
 
-from ..scorer_client import sanitize_metadata
-from ..scorer_client.compute import SPEAKER_REFERENCE_KEY
 from ..scorer_client.errors import InvalidInputError
-from ..scorer_client.wire import check_sample_rate, check_waveform
+from ..scorer_client.wire import check_sample_rate, check_waveform, sanitize_metadata
+
+SPEAKER_REFERENCE_KEY = "speaker_reference_path"
+"""The ``extra_info`` key of a row's reference recording (a WAV or FLAC path)."""
+AUDIO_KEYS = ("audio", "audio_sample_rate")
+"""Where verl-omni's TTS rollout leaves the waveform and its rate (never sent as metadata)."""
 
 
-class SampleError(ValueError):
+class SampleError(InvalidInputError):
     """A rollout's audio cannot be scored (empty, non-finite, not mono): a per-sample failure."""
 
 
@@ -44,15 +50,9 @@ class AudioSample:
     speaker_reference: str | None = None
     """The row's reference recording of the voice (``extra_info["speaker_reference_path"]``), when it names one."""
 
-    @property
-    def duration_s(self) -> float:
-        return self.waveform.shape[0] / self.sample_rate
-
 
 def _unwrap(value: Any) -> Any:
-    if isinstance(value, np.ndarray) and value.shape == ():
-        return value.item()
-    return value
+    return value.item() if isinstance(value, np.ndarray) and value.shape == () else value
 
 
 def _as_mapping(value: Any, name: str) -> dict[str, Any]:
@@ -89,15 +89,9 @@ def as_sample_rate(value: Any) -> int:
 def target_text(non_tensor: Mapping[str, Any], extra_info: Mapping[str, Any], text_key: str | None = None) -> str:
     """The text the speech should say: ``reward_model.ground_truth``, else ``extra_info[text_key or 'text']``."""
     reward_model = _as_mapping(non_tensor.get("reward_model"), "reward_model")
-    for source, key in (
-        (extra_info, text_key),
-        (reward_model, "ground_truth"),
-        (extra_info, "ground_truth"),
-        (extra_info, "text"),
-    ):
-        if key is None:
-            continue
-        value = _unwrap(source.get(key))
+    for source, key in ((extra_info, text_key), (reward_model, "ground_truth"), (extra_info, "ground_truth"),
+                        (extra_info, "text")):
+        value = _unwrap(source.get(key)) if key is not None else None
         if isinstance(value, str) and value.strip():
             return value
     raise MissingFieldError("no target text: expected reward_model.ground_truth or extra_info['text']")
@@ -117,13 +111,18 @@ def find_field(item: Any, extra_info: Mapping[str, Any], key: str) -> Any:
     return extra_info.get(key)
 
 
+def _read(extra_info: Mapping[str, Any], audio: Any, rate: Any, text: str, omit: tuple[str, ...] = AUDIO_KEYS,
+          sample_id: str = "", uid: str | None = None) -> AudioSample:
+    language = _unwrap(extra_info.get("language"))
+    reference = _unwrap(extra_info.get(SPEAKER_REFERENCE_KEY))
+    return AudioSample(as_waveform(audio), as_sample_rate(rate), text,
+                       language if isinstance(language, str) and language else None,
+                       sanitize_metadata({k: v for k, v in extra_info.items() if k not in omit}),
+                       sample_id, uid, str(reference) if reference else None)
+
+
 def audio_sample_from_item(
-    item: Any,
-    *,
-    audio_key: str = "audio",
-    sample_rate_key: str = "audio_sample_rate",
-    text_key: str | None = None,
-    default_language: str | None = None,
+    item: Any, *, audio_key: str = "audio", sample_rate_key: str = "audio_sample_rate", text_key: str | None = None,
 ) -> AudioSample:
     """Build an :class:`AudioSample` from one ``DataProtoItem``; :class:`SampleError` names what is missing."""
     non_tensor = item.non_tensor_batch
@@ -137,17 +136,24 @@ def audio_sample_from_item(
     rate = find_field(item, extra_info, sample_rate_key)
     if rate is None:
         raise MissingFieldError(f"no sample rate: expected {sample_rate_key!r} beside the audio")
-    language = _unwrap(extra_info.get("language")) or default_language
-    return AudioSample(
-        waveform=as_waveform(audio),
-        sample_rate=as_sample_rate(rate),
-        text=target_text(non_tensor, extra_info, text_key),
-        language=str(language) if language else None,
-        metadata=sanitize_metadata({k: v for k, v in extra_info.items() if k not in (audio_key, sample_rate_key)}),
-        sample_id=sample_label(item),
-        uid=group_uid(item),
-        speaker_reference=str(reference) if (reference := _unwrap(extra_info.get(SPEAKER_REFERENCE_KEY))) else None,
-    )
+    return _read(extra_info, audio, rate, target_text(non_tensor, extra_info, text_key),
+                 (audio_key, sample_rate_key), sample_label(item), group_uid(item))
+
+
+def audio_sample_from_row(solution_audio: Any, ground_truth: str | None,
+                          extra_info: Mapping[str, Any] | None) -> AudioSample:
+    """Build an :class:`AudioSample` from verl-omni's ``compute_score`` arguments.
+
+    ``solution_audio`` is ``(waveform, sample_rate)``; when it is ``None``, ``extra_info["audio"]`` and
+    ``extra_info["audio_sample_rate"]`` are used, where verl-omni's TTS rollout leaves them.
+    """
+    info = _as_mapping(extra_info, "extra_info")
+    if solution_audio is None and all(key in info for key in AUDIO_KEYS):
+        solution_audio = tuple(info[key] for key in AUDIO_KEYS)
+    if not isinstance(solution_audio, (tuple, list)) or len(solution_audio) != 2:
+        raise SampleError("compute_score expects solution_audio=(waveform, sample_rate)")
+    waveform, rate = solution_audio
+    return _read(info, waveform, rate, "" if ground_truth is None else str(ground_truth))
 
 
 def group_uid(item: Any) -> str | None:
@@ -159,10 +165,7 @@ def group_uid(item: Any) -> str | None:
 def sample_label(item: Any) -> str:
     """A name for error messages: ``extra_info.index`` (or ``id``) and the GRPO group ``uid``."""
     non_tensor = item.non_tensor_batch
-    try:
-        extra_info = _as_mapping(non_tensor.get("extra_info"), "extra_info")
-    except SampleError:
-        extra_info = {}
+    extra_info = info if isinstance(info := _unwrap(non_tensor.get("extra_info")), Mapping) else {}
     index = _unwrap(extra_info.get("index", extra_info.get("id", "")))
     uid = _unwrap(non_tensor.get("uid", ""))
     parts = [f"index={index}" if index not in ("", None) else "", f"uid={uid}" if uid not in ("", None) else ""]

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Annotated, Any
 
-from pydantic import Field, ValidationError, field_serializer, field_validator, model_validator
+from pydantic import BeforeValidator, Field, ValidationError, field_serializer, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from ..environment import URL_ENV, masked
@@ -35,6 +35,10 @@ _CLIENT_KEYS = frozenset(ClientSettings.model_fields) - {"urls"}
 """Client fields a block may set by their own name (its URLs go under ``server_url``)."""
 NO_URL = f"no scorer URL: set reward.{CONFIG_BLOCK}.{URL_KEY} (or {URL_ENV})"
 """The one line a config that names no scorer URL fails with (settings and pre-flight check alike)."""
+
+
+Names = Annotated[tuple[str, ...], NoDecode, BeforeValidator(split_commas)]
+"""A list of names: a sequence, or one comma-separated string (as an environment variable gives it)."""
 
 
 def _unset(value: Any) -> bool:
@@ -91,14 +95,14 @@ class PluginSettings(BaseSettings):
     sample_rate_key: str = Field("audio_sample_rate", description="Where the rollout leaves the sample rate.")
     text_key: str | None = Field(None, description="extra_info key of the target text when ground_truth is not it.")
     language: str | None = Field(None, description="Language sent when the row names none.")
-    diagnostics: Annotated[tuple[str, ...], NoDecode] = Field(
+    diagnostics: Names = Field(
         ("cer", "wer", "duration_s", "duration_ratio"),
         description="Numeric diagnostics copied into reward_extra_info (env: comma separated).")
     reward: RewardOptions | None = Field(
         None, description="Per-request reward options (docs/protocol.md); unset ones take the server's policy.")
     validation_dir: str | None = Field(None, description="Where validation audio and reports go.")
     validation_max_wavs: int = Field(4, ge=0, description="Validation WAVs kept per step.")
-    validation_splits: Annotated[tuple[str, ...], NoDecode] = Field(
+    validation_splits: Names = Field(
         ("val", "validation", "test"), description="Splits logged as validation (env: comma separated).")
     reference_audio: str | None = Field(
         None, description="The speaker prompt recording, copied into every validation step folder as reference.wav.")
@@ -118,13 +122,9 @@ class PluginSettings(BaseSettings):
             return data
         data = dict(data)
         given = dict(data.pop("client", None) or {})
-        if URL_KEY in data:
-            given["urls"] = data.pop(URL_KEY)
-        for name in _CLIENT_KEYS & set(data):
-            given[name] = data.pop(name)
+        given.update({"urls" if k == URL_KEY else k: data.pop(k) for k in (_CLIENT_KEYS | {URL_KEY}) & set(data)})
         # An empty value in the block (server_url: "" from an unset shell variable) leaves the field to the environment.
-        given = {k: v for k, v in given.items() if not _unset(v)}
-        given = trainer_waits(given)
+        given = trainer_waits({k: v for k, v in given.items() if not _unset(v)})
         if "urls" not in given and not url_in_environment():
             raise ValueError(NO_URL)
         data["client"] = ClientSettings(**given)
@@ -140,11 +140,6 @@ class PluginSettings(BaseSettings):
     def _reward_as_sent(self, value: RewardOptions | None) -> dict[str, Any] | None:
         # Only the options set, as they go on the wire.
         return None if value is None else value.model_dump(mode="json", exclude_none=True)
-
-    @field_validator("diagnostics", "validation_splits", mode="before")
-    @classmethod
-    def _split_lists(cls, value: Any) -> Any:
-        return split_commas(value)
 
     @field_validator("diagnostics")
     @classmethod
@@ -167,9 +162,7 @@ class PluginSettings(BaseSettings):
         check can still check the rest of the block.
         """
         block = block_of(config)
-        known = (set(cls.model_fields) - {"client"}) | _CLIENT_KEYS | {URL_KEY}
-        unknown = set(block) - known
-        if unknown:
+        if unknown := set(block) - (set(cls.model_fields) - {"client"}) - _CLIENT_KEYS - {URL_KEY}:
             raise ValueError(f"unknown keys in reward.{CONFIG_BLOCK}: {sorted(unknown)}")
         values = {k: v for k, v in block.items() if v is not None}
         if stand_in_url is not None and _unset(values.get(URL_KEY)) and not url_in_environment():
@@ -181,17 +174,13 @@ class PluginSettings(BaseSettings):
 
     def describe(self) -> dict[str, Any]:
         """Plain values for the start-up log line, the API key masked."""
-        out = self.model_dump(mode="json", exclude={"client"})
         client = self.client.model_dump(mode="json")
         client["api_key"] = masked(client.get("api_key"))
-        out["client"] = client
-        return out
+        return {**self.model_dump(mode="json", exclude={"client"}), "client": client}
 
 
 def block_of(config: Any) -> dict[str, Any]:
     """The plain ``reward.audio_reward`` mapping of a verl config (empty when absent)."""
-    if config is None:
-        return {}
     reward = config.get("reward") if hasattr(config, "get") else None
     block = reward.get(CONFIG_BLOCK) if reward is not None and hasattr(reward, "get") else None
     return _to_plain(block) or {}

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from audio_reward.trainer_plugin.coalescer import Coalescer
+from audio_reward.futures import Batcher
 from audio_reward.trainer_plugin.remote_scorer import AudioRewardScorer, ScoringFailedError
 from audio_reward.trainer_plugin.samples import AudioSample
 from audio_reward.trainer_plugin.settings import PluginSettings
@@ -33,7 +33,7 @@ async def test_coalescer_batches_concurrent_calls_and_routes_errors() -> None:
         seen.append(list(items))
         return [ValueError(f"bad {i}") if i < 0 else i * 10 for i in items]
 
-    co: Coalescer[int, int] = Coalescer(batch_fn, window_s=0.01, max_batch=4)
+    co: Batcher[int, int] = Batcher(batch_fn, window_s=0.01, max_batch=4)
     results = await asyncio.gather(*(co.submit(i) for i in (1, 2, -3, 4, 5)), return_exceptions=True)
     assert results[:2] == [10, 20] and results[3:] == [40, 50]
     assert isinstance(results[2], ValueError) and str(results[2]) == "bad -3"
@@ -49,13 +49,13 @@ async def test_concurrent_samples_go_out_as_one_batch_with_stable_keys(scorer_ur
     finally:
         await scorer.aclose()
     assert scorer.batches == [4]
-    keys = {tuple(r["reward_extra_info"]) for r in results}
+    keys = {tuple(r.extra_info) for r in results}
     assert keys == {("cer", "wer", "duration_s", "duration_ratio", "score_failed")}
     for r in results[:3]:
-        assert r["reward_extra_info"]["cer"] < 0.1 and r["reward_score"] > 0.85
-        assert r["reward_extra_info"]["score_failed"] == 0.0
-    assert results[3]["reward_score"] < min(r["reward_score"] for r in results[:3]) - 0.3
-    assert results[3]["reward_extra_info"]["cer"] > 0.3
+        assert r.extra_info["cer"] < 0.1 and r.score > 0.85
+        assert r.extra_info["score_failed"] == 0.0
+    assert results[3].score < min(r.score for r in results[:3]) - 0.3
+    assert results[3].extra_info["cer"] > 0.3
 
 
 async def test_raise_policy_names_the_sample(dead_url: str) -> None:
@@ -73,8 +73,8 @@ async def test_mask_policy_marks_the_sample_failed_never_zero(dead_url: str) -> 
         result = await scorer.score(AudioSample(np.zeros(16000, np.float32), 16000, TEXTS[0], sample_id="index=7"))
     finally:
         await scorer.aclose()
-    assert math.isnan(result["reward_score"])
-    info = result["reward_extra_info"]
+    assert math.isnan(result.score)
+    info = result.extra_info
     assert info["score_failed"] == 1.0 and all(math.isnan(info[k]) for k in ("cer", "wer"))
 
 
@@ -143,11 +143,11 @@ async def test_a_rows_reference_recording_enters_the_reward(signals_url: str, tm
             AudioSample(own, own_rate, TEXTS[0], speaker_reference=str(tmp_path / "absent.wav")))
     finally:
         await scorer.aclose()
-    assert own_r["reward_extra_info"]["speaker_similarity"] > other_r["reward_extra_info"]["speaker_similarity"] + 0.15
+    assert own_r.extra_info["speaker_similarity"] > other_r.extra_info["speaker_similarity"] + 0.15
     for r in (own_r, other_r):
-        info = r["reward_extra_info"]
-        assert r["reward_score"] == pytest.approx(0.5 * r["diagnostics"]["reward_asr"] + 0.5 * info["reward_speaker"])
-    assert math.isnan(missing["reward_score"]) and missing["reward_extra_info"]["score_failed"] == 1.0
+        info = r.extra_info
+        assert r.score == pytest.approx(0.5 * r.diagnostics["reward_asr"] + 0.5 * info["reward_speaker"])
+    assert math.isnan(missing.score) and missing.extra_info["score_failed"] == 1.0
 
 
 async def test_logging_a_dnsmos_field_asks_the_scorer_for_it(signals_url: str) -> None:
@@ -160,6 +160,6 @@ async def test_logging_a_dnsmos_field_asks_the_scorer_for_it(signals_url: str) -
     finally:
         await logged.aclose()
         await plain.aclose()
-    assert 1.0 <= with_quality["reward_extra_info"]["dnsmos_ovrl"] <= 5.0
-    assert "dnsmos_ovrl" not in without["diagnostics"]  # not logged, not measured
-    assert with_quality["reward_score"] == without["reward_score"]  # measured, not weighed
+    assert 1.0 <= with_quality.extra_info["dnsmos_ovrl"] <= 5.0
+    assert "dnsmos_ovrl" not in without.diagnostics  # not logged, not measured
+    assert with_quality.score == without.score  # measured, not weighed

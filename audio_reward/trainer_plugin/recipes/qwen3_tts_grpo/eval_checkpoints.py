@@ -51,7 +51,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ....scorer_client.compute import SPEAKER_REFERENCE_KEY
 from ....settings_flags import one_line
 from ...model_folder import (
     FolderKind,
@@ -60,6 +59,7 @@ from ...model_folder import (
     inspect_folder,
     speaker_width,
 )
+from ...samples import SPEAKER_REFERENCE_KEY
 from ...tts_speaker import read_speaker_embedding
 from .._parquet import normalize_text
 from ..overrides import TTS_MAX_FRAMES, TTS_SAMPLING

@@ -38,7 +38,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from ....scorer_client.compute import SPEAKER_REFERENCE_KEY
+from ...samples import SPEAKER_REFERENCE_KEY
 from .._parquet import check_unique_ids, prepare, read_records, split_for_training
 
 DATA_SOURCE = "tts_cer"
