@@ -4,6 +4,7 @@ Depends on pydantic, numpy, orjson and pybase64 only, so trainers, servers
 and tools in any environment can import it.
 """
 
+from .audio import read_audio
 from .codecs import (
     AudioDecodeError,
     as_float32_mono,
@@ -17,6 +18,7 @@ from .codecs import (
 )
 from .errors import Issue, ProtocolError
 from .models import (
+    DEFAULT_LIMITS,
     MESSAGES,
     BatchItem,
     BatchScoreRequest,
@@ -24,22 +26,22 @@ from .models import (
     ErrorDetail,
     ErrorResponse,
     InfoResponse,
+    Limits,
     ScoreRequest,
     ScoreResponse,
     SpeakerRequest,
     SpeakerResponse,
+    is_finite_scalar,
 )
 from .reward import RewardOptions, RewardPolicy
 from .validation import (
-    DEFAULT_LIMITS,
     DecodedAudio,
     DecodedScoreRequest,
-    Limits,
     decode_batch_request,
     decode_score_request,
     decode_speaker_request,
     detect_kind,
-    is_finite_scalar,
+    issues_from_pydantic,
     parse_json,
     validate_message,
 )
@@ -81,6 +83,8 @@ __all__ = [
     "encode_file",
     "encode_pcm16",
     "is_finite_scalar",
+    "issues_from_pydantic",
     "parse_json",
+    "read_audio",
     "validate_message",
 ]
