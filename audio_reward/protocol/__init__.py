@@ -4,12 +4,11 @@ Depends on pydantic, numpy, orjson and pybase64 only, so trainers, servers
 and tools in any environment can import it.
 """
 
-from .audio import read_audio
+from .audio import decode_file, read_audio
 from .codecs import (
     AudioDecodeError,
     as_float32_mono,
     decode_f32,
-    decode_file,
     decode_pcm16,
     describe_bytes,
     encode_f32,

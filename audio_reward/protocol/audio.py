@@ -1,4 +1,4 @@
-"""The one audio reader: a file (a path or its bytes) or raw samples to mono float32 and a sample rate.
+"""The one audio reader: an audio file (a path or its bytes) or raw samples to mono float32 and a rate.
 
 libsndfile reads WAV, FLAC, MP3, OGG and AIFF; a :class:`FileDecoder` (FFmpeg through PyAV, where it is
 installed) reads what libsndfile does not, such as M4A and WebM.  Sizes are bounded from the header before
@@ -13,24 +13,21 @@ import importlib.util
 import io
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from .codecs import (
-    FILE_FORMATS,
-    AudioDecodeError,
-    FileHeader,
-    check_file_size,
-    decode_file_bytes,
-    frombuffer_f32,
-    frombuffer_pcm16,
-    max_frames_for,
-    read_file_header,
-)
+from .codecs import AudioDecodeError, b64decode, describe_bytes, frombuffer_f32, frombuffer_pcm16
 from .errors import Issue
 
+FILE_FORMATS = "WAV, FLAC, MP3, OGG (Vorbis, Opus), AIFF or another format libsndfile reads"
+"""What ``audio_file_base64`` takes with the base install (libsndfile); docs/protocol.md lists the same."""
 FFMPEG_FORMATS = "WAV, FLAC, MP3, OGG, M4A, WebM or another format FFmpeg decodes"
 """Every file format libsndfile and FFmpeg read together."""
+
+# libsndfile's SF_COUNT_MAX: what it reports for a FLAC whose STREAMINFO says
+# total_samples = 0 (unknown length, written by streaming encoders).
+_UNKNOWN_FRAMES = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -77,21 +74,21 @@ def _too_long(field: str, seconds: float, limit: float) -> AudioDecodeError:
         "audio_too_long", f"{field} holds {seconds:.1f} s of audio; the limit is {limit:g} s (max_audio_seconds)")
 
 
-def _decode_stream(container: object, av: object, rate: int, field: str,
+def _decode_stream(container: Any, av: Any, rate: int, field: str,
                    max_seconds: float | None) -> list[np.ndarray] | None:
     """The first audio stream's samples, mixed down to mono at ``rate``; None when FFmpeg fails at once."""
-    resampler = av.AudioResampler(format="flt", layout="mono", rate=rate)  # type: ignore[attr-defined]
+    resampler = av.AudioResampler(format="flt", layout="mono", rate=rate)
     chunks: list[np.ndarray] = []
     samples = 0
     try:
-        for frame in container.decode(audio=0):  # type: ignore[attr-defined]
+        for frame in container.decode(audio=0):
             for out in resampler.resample(frame):
                 chunks.append(out.to_ndarray().reshape(-1))
                 samples += chunks[-1].shape[0]
             if max_seconds is not None and samples > max_seconds * rate:  # no duration must not decode an hour
                 raise _too_long(field, samples / rate, max_seconds)
         chunks += [out.to_ndarray().reshape(-1) for out in resampler.resample(None)]
-    except av.error.FFmpegError:  # type: ignore[attr-defined]
+    except av.error.FFmpegError:
         if not chunks:
             return None
     return chunks
@@ -104,7 +101,10 @@ class EncodedAudio:
     field: str
     raw: bytes
     rate: int
-    header: FileHeader | None = None
+    channels: int = 1
+    frames: int | None = None
+    """A file's declared frames per channel; None when it does not say (streamed FLAC)."""
+    file: bool = False
     samples: np.ndarray | None = None
     """Already decoded (by a :class:`FileDecoder`, bounded as it decoded)."""
 
@@ -113,8 +113,8 @@ class EncodedAudio:
         """Bytes of the decoded float32 samples (every channel); None for a file that declares no length."""
         if self.samples is not None:
             return int(self.samples.nbytes)
-        if self.header is not None:
-            return self.header.decoded_bytes
+        if self.file:
+            return None if self.frames is None else self.frames * self.channels * 4
         return len(self.raw) * (1 if self.field == "waveform_f32_base64" else 2)
 
     def decode(self, max_seconds: float | None = None, max_bytes: int | None = None,
@@ -123,22 +123,98 @@ class EncodedAudio:
         is lower (then ``batch_too_large``: the budget is what a batch's other items left)."""
         if self.samples is not None:
             return self.samples
-        if self.header is None:
+        if not self.file:
             if self.field == "waveform_pcm16_base64":
                 return frombuffer_pcm16(self.raw, field=self.field)
             return frombuffer_f32(self.raw, field=self.field)
-        max_frames, limit_name = max_frames_for(self.header, max_seconds, max_bytes)
-        if budget is not None and self.header.frames is None:
-            budget_frames = budget // (self.header.channels * 4)
-            if max_frames is None or budget_frames < max_frames:
-                max_frames, limit_name = budget_frames, "max_batch_audio_bytes"
+        caps = []
+        if max_seconds is not None and self.rate > 0:
+            caps.append((int(max_seconds * self.rate), "max_audio_seconds"))
+        if max_bytes is not None:
+            caps.append((max_bytes // (self.channels * 4), "max_audio_bytes"))
+        max_frames, limit_name = min(caps) if caps else (None, "the limit")
+        budget_frames = None if budget is None or self.frames is not None else budget // (self.channels * 4)
+        if budget_frames is not None and (max_frames is None or budget_frames < max_frames):
+            max_frames, limit_name = budget_frames, "max_batch_audio_bytes"
         try:
-            return decode_file_bytes(self.raw, self.header, field=self.field, max_frames=max_frames,
-                                     limit_name=limit_name)
+            return self._decode_file(max_frames, limit_name)
         except AudioDecodeError as exc:
             if exc.code == "audio_too_long" and limit_name == "max_batch_audio_bytes":
                 exc.code = "batch_too_large"
             raise
+
+    def _decode_file(self, max_frames: int | None, limit_name: str) -> np.ndarray:
+        import soundfile as sf
+
+        try:
+            with sf.SoundFile(io.BytesIO(self.raw)) as f:
+                if self.frames is not None:
+                    return _mono(f.read(self.frames, dtype="float32", always_2d=True))
+                return self._read_unknown_length(f, max_frames, limit_name)
+        except AudioDecodeError:
+            raise
+        except Exception:  # noqa: BLE001 - soundfile raises LibsndfileError, RuntimeError, TypeError…
+            # soundfile's own message names the BytesIO object, not the problem: describe the bytes instead.
+            raise AudioDecodeError("invalid_audio_file", f"{self.field} cannot be decoded: "
+                                   f"{describe_bytes(self.raw)}; send {FILE_FORMATS}") from None
+
+    def _read_unknown_length(self, f: Any, max_frames: int | None, limit_name: str) -> np.ndarray:
+        import soundfile as sf
+
+        block = max(1024, self.rate)  # one second per read
+        cap = max_frames if max_frames is not None else 2**31
+        out = np.empty(cap + 1, dtype=np.float32)  # pages are touched only as samples arrive
+        buf = np.empty((block, self.channels), dtype=np.float32)
+        total = 0
+        while total <= cap:
+            want = min(block, cap + 1 - total)
+            # soundfile seeks after every read; with no declared length the seek after the last,
+            # short read fails although the samples were read.  FLAC decodes integer PCM, never
+            # NaN, so a NaN-filled buffer shows how many frames that read delivered.
+            buf[:want] = np.nan
+            try:
+                got = f.read(want, dtype="float32", always_2d=True, out=buf[:want]).shape[0]
+                last = got < want
+            except sf.LibsndfileError:
+                finite = np.isfinite(buf[:want, 0])
+                got = want if finite.all() else int(np.argmin(finite))
+                last = True
+            out[total:total + got] = _mono(buf[:got])
+            total += got
+            if last:
+                break
+        if total > cap:
+            seconds = cap / self.rate if self.rate else 0.0
+            raise AudioDecodeError(
+                "audio_too_long",
+                f"{self.field} has no declared length and holds more than {cap} frames ({seconds:.1f} s) of audio; "
+                f"decoding stopped at the limit ({limit_name})",
+            )
+        return out[:total]
+
+
+def _mono(data: np.ndarray) -> np.ndarray:
+    mono = data[:, 0] if data.shape[1] == 1 else data.mean(axis=1, dtype=np.float32)
+    return np.ascontiguousarray(mono, dtype=np.float32)
+
+
+def _read_header(raw: bytes, field: str, formats: str) -> EncodedAudio:
+    """What an audio file libsndfile reads declares (rate, channels, frames), read before any sample."""
+    import soundfile as sf
+
+    if not raw:
+        raise AudioDecodeError("empty_audio", f"{field} is empty")
+    try:
+        with sf.SoundFile(io.BytesIO(raw)) as f:
+            rate, channels, frames = int(f.samplerate), int(f.channels), int(f.frames)
+    except Exception:  # noqa: BLE001 - soundfile raises LibsndfileError, RuntimeError, TypeError…
+        # soundfile's own message names the BytesIO object, not the problem: describe the bytes instead.
+        raise AudioDecodeError(
+            "invalid_audio_file", f"{field} is not an audio file: {describe_bytes(raw)}; send {formats}"
+        ) from None
+    if channels < 1:
+        raise AudioDecodeError("invalid_audio_file", f"{field} declares {channels} channels")
+    return EncodedAudio(field, raw, rate, channels, None if frames >= _UNKNOWN_FRAMES else frames, file=True)
 
 
 def open_file(raw: bytes, *, field: str, max_seconds: float | None = None, max_bytes: int | None = None,
@@ -147,7 +223,7 @@ def open_file(raw: bytes, *, field: str, max_seconds: float | None = None, max_b
     """A whole audio file: libsndfile's header, its rate within ``rates`` and its declared size within the
     limits; a file libsndfile does not read goes to ``decoder`` (bounded as it decodes)."""
     try:
-        header = read_file_header(raw, field=field, formats=decoder.formats if decoder else FILE_FORMATS)
+        audio = _read_header(raw, field, decoder.formats if decoder else FILE_FORMATS)
     except AudioDecodeError as exc:
         decoded = decoder.decode(raw, field, max_seconds) if decoder and exc.code == "invalid_audio_file" else None
         if decoded is None:
@@ -156,12 +232,20 @@ def open_file(raw: bytes, *, field: str, max_seconds: float | None = None, max_b
         if max_bytes is not None and samples.nbytes > max_bytes:
             raise AudioDecodeError("audio_too_large", f"{field} decodes to {samples.nbytes} bytes of float32 "
                                    f"samples; the limit is {max_bytes} bytes (max_audio_bytes)") from None
-        return EncodedAudio(field, raw, rate, samples=samples)
-    if rates is not None and not rates[0] <= header.sample_rate <= rates[1]:
+        return EncodedAudio(field, raw, rate, samples=samples, file=True)
+    if rates is not None and not rates[0] <= audio.rate <= rates[1]:
         raise AudioDecodeError("invalid_sample_rate",
-                               f"{whose} sample rate {header.sample_rate} Hz is outside {rates[0]}–{rates[1]} Hz")
-    check_file_size(header, field=field, max_seconds=max_seconds, max_bytes=max_bytes)
-    return EncodedAudio(field, raw, header.sample_rate, header)
+                               f"{whose} sample rate {audio.rate} Hz is outside {rates[0]}–{rates[1]} Hz")
+    if audio.frames is not None and max_seconds is not None and audio.rate > 0 \
+            and audio.frames / audio.rate > max_seconds:
+        raise AudioDecodeError("audio_too_long", f"{field} holds {audio.frames / audio.rate:.1f} s of audio; "
+                               f"the limit is {max_seconds:g} s (max_audio_seconds)")
+    size = audio.decoded_bytes
+    if max_bytes is not None and size is not None and size > max_bytes:
+        raise AudioDecodeError("audio_too_large", f"{field} declares {audio.frames} frames x {audio.channels} "
+                               f"channels, {size} bytes once decoded to float32; the limit is {max_bytes} bytes "
+                               "(max_audio_bytes)")
+    return audio
 
 
 def sample_issues(waveform: np.ndarray, field: str, path: str = "$") -> list[Issue]:
@@ -191,3 +275,17 @@ def read_audio(source: bytes | str | Path, *, field: str | None = None, max_seco
     if issues:
         raise AudioDecodeError(issues[0].code, issues[0].message)
     return waveform, audio.rate
+
+
+def decode_file(
+    text: str, *, field: str = "audio_file_base64", max_seconds: float | None = None, max_bytes: int | None = None
+) -> tuple[np.ndarray, int]:
+    """Decode a base64 audio file (WAV, FLAC, MP3, OGG...) to (mono float32 samples, sample rate).
+
+    Multi-channel files are averaged to mono.  ``max_seconds`` and ``max_bytes``
+    (decoded float32 bytes, all channels) are checked against the header before
+    any sample is decoded; a file that declares no length is decoded as a
+    stream and stops at the limit.
+    """
+    audio = open_file(b64decode(text, field=field), field=field, max_seconds=max_seconds, max_bytes=max_bytes)
+    return audio.decode(max_seconds, max_bytes), audio.rate

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from . import codecs
 from .audio import EncodedAudio, FileDecoder, open_file, sample_issues
 from .errors import Issue, ProtocolError, Refusal
-from .models import (  # noqa: F401 - is_finite_scalar and DEFAULT_LIMITS stay importable from here
+from .models import (
     DEFAULT_LIMITS,
     MAX_SAMPLE_RATE,
     MESSAGES,
@@ -32,7 +32,6 @@ from .models import (  # noqa: F401 - is_finite_scalar and DEFAULT_LIMITS stay i
     SpeakerRequest,
     _AudioFields,
     check_version,
-    is_finite_scalar,
 )
 from .reward import RewardOptions
 
@@ -222,7 +221,8 @@ class _Checked:
 
 def _check_request(obj: Any, limits: Limits, path: str, batch_version: str | None,
                    decoder: FileDecoder | None) -> _Checked:
-    req = _validated(BatchItem if batch_version is not None else ScoreRequest, obj, path, limits=limits)
+    req: ScoreRequest | BatchItem = (_validated(BatchItem, obj, path, limits=limits) if batch_version is not None
+                                     else _validated(ScoreRequest, obj, path, limits=limits))
     return _Checked(req, _open(req, limits, path, decoder), path, req.protocol_version or batch_version or "1")
 
 
@@ -288,12 +288,13 @@ def decode_batch_request(
     checked: list[_Checked | ProtocolError] = []
     for i, item in enumerate(envelope.items):
         try:
-            checked.append(_check_request(item, limits, f"$.items[{i}]", version, decoder))
+            entry = _check_request(item, limits, f"$.items[{i}]", version, decoder)
         except ProtocolError as exc:
             checked.append(exc)
             continue
-        if checked[-1].audio.samples is not None:  # decoded already (a file only the decoder reads): count it now
-            budget.spend(checked[-1].audio.decoded_bytes or 0,
+        checked.append(entry)
+        if entry.audio.samples is not None:  # decoded already (a file only the decoder reads): count it now
+            budget.spend(entry.audio.decoded_bytes or 0,
                          "the batch's items decode to more than {limit} bytes of float32 audio together "
                          "(max_batch_audio_bytes): send fewer or shorter items per batch")
     ok = [c for c in checked if isinstance(c, _Checked)]
@@ -313,7 +314,7 @@ def _finish_item(entry: _Checked, limits: Limits, budget: _BatchBudget) -> Decod
     except ProtocolError as exc:
         return exc
     if unknown_length:
-        budget.spend(decoded.waveform.nbytes * (entry.audio.header.channels if entry.audio.header else 1))
+        budget.spend(decoded.waveform.nbytes * entry.audio.channels)
     if decoded.speaker_reference is not None:
         # Inline references share the batch's budget: a batch of tiny FLAC files must not decode to gigabytes.
         budget.spend(decoded.speaker_reference.waveform.nbytes,
