@@ -38,6 +38,7 @@ from .reward import RewardOptions
 MessageKind = Literal["score_request", "score_response", "error", "batch_request", "batch_response",
                       "speaker_request", "speaker_response", "info_response"]
 
+
 @dataclass(frozen=True)
 class DecodedAudio:
     """A validated recording decoded to mono float32 at its own rate."""
