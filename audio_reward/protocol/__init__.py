@@ -4,11 +4,11 @@ Depends on pydantic, numpy, orjson and pybase64 only, so trainers, servers
 and tools in any environment can import it.
 """
 
+from .audio import decode_file, read_audio
 from .codecs import (
     AudioDecodeError,
     as_float32_mono,
     decode_f32,
-    decode_file,
     decode_pcm16,
     describe_bytes,
     encode_f32,
@@ -17,6 +17,7 @@ from .codecs import (
 )
 from .errors import Issue, ProtocolError
 from .models import (
+    DEFAULT_LIMITS,
     MESSAGES,
     BatchItem,
     BatchScoreRequest,
@@ -24,22 +25,22 @@ from .models import (
     ErrorDetail,
     ErrorResponse,
     InfoResponse,
+    Limits,
     ScoreRequest,
     ScoreResponse,
     SpeakerRequest,
     SpeakerResponse,
+    is_finite_scalar,
 )
 from .reward import RewardOptions, RewardPolicy
 from .validation import (
-    DEFAULT_LIMITS,
     DecodedAudio,
     DecodedScoreRequest,
-    Limits,
     decode_batch_request,
     decode_score_request,
     decode_speaker_request,
     detect_kind,
-    is_finite_scalar,
+    issues_from_pydantic,
     parse_json,
     validate_message,
 )
@@ -81,6 +82,8 @@ __all__ = [
     "encode_file",
     "encode_pcm16",
     "is_finite_scalar",
+    "issues_from_pydantic",
     "parse_json",
+    "read_audio",
     "validate_message",
 ]

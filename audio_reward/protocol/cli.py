@@ -39,7 +39,8 @@ def _schema(args: argparse.Namespace) -> int:
 
 def _validate(args: argparse.Namespace) -> int:
     from .errors import ProtocolError
-    from .validation import Limits, parse_json, validate_message
+    from .models import Limits
+    from .validation import parse_json, validate_message
 
     try:
         raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()

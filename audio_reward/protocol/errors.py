@@ -51,6 +51,16 @@ class ProtocolError(Exception):
         return str(self)
 
 
+class Refusal(ValueError):
+    """A protocol rule a model's validator enforces: pydantic carries it, with its wire ``code`` and the
+    ``field`` it names (none: the object itself), to :func:`~audio_reward.protocol.issues_from_pydantic`."""
+
+    def __init__(self, code: str, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.field = field
+
+
 def validation_reasons(exc: ValidationError) -> list[str]:
     """One line per problem in a pydantic error: a validator's own message as it is, else ``field: message``."""
     return [_reason(error) for error in exc.errors(include_url=False)]

@@ -1,14 +1,17 @@
-"""Pydantic models of protocol v1: the wire messages, nothing else.
+"""Pydantic models of protocol v1: the wire messages and every rule of their fields.
 
 The request accepts verl-omni's audio scorer v1 fields unchanged and adds
-optional extensions.  Semantic audio checks (base64, lengths, finiteness,
-limits) live in :mod:`audio_reward.protocol.validation`.
+optional extensions.  A request validates itself: its version, the receiver's
+size limits (passed as validation context, ``model_validate(obj,
+context={"limits": limits})``), the choice of one audio encoding and the
+sample-rate rules.  Decoding the audio is :mod:`audio_reward.protocol.validation`'s.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Annotated, Any
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar
 
 from pydantic import (
     BaseModel,
@@ -19,23 +22,28 @@ from pydantic import (
     StrictBool,
     StrictInt,
     StrictStr,
+    ValidationInfo,
     WithJsonSchema,
-    create_model,
     field_validator,
     model_validator,
 )
 
+from .errors import Refusal
 from .reward import RewardOptions, RewardPolicy
+from .version import SUPPORTED_VERSIONS, is_supported
 
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 
 
+def is_finite_scalar(value: Any) -> bool:
+    """True for str, bool, int, None and finite floats: what a flat response may hold."""
+    return value is None or isinstance(value, (str, bool, int)) or (isinstance(value, float) and math.isfinite(value))
+
+
 def _finite_scalar(value: Any) -> Any:
-    if value is None or isinstance(value, (str, bool, int)):
+    if is_finite_scalar(value):
         return value
     if isinstance(value, float):
-        if math.isfinite(value):
-            return value
         raise ValueError(f"must be a finite number, got {value}")
     raise ValueError(f"must be a JSON scalar (string, number, bool or null), got {type(value).__name__}")
 
@@ -52,11 +60,74 @@ SpeakerReferenceId = Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")]
 
 MIN_SAMPLE_RATE = 1_000
 MAX_SAMPLE_RATE = 192_000
+AUDIO_FIELDS = ("waveform_f32_base64", "waveform_pcm16_base64", "audio_file_base64")
 
 
-class _ScoreFields(BaseModel):
+@dataclass(frozen=True)
+class Limits:
+    """Bounds a receiver enforces on top of the schema; each field is a server setting of the same name."""
+
+    max_audio_seconds: float = 60.0
+    max_batch_items: int = 256
+    max_prompt_chars: int = 10_000
+    max_metadata_keys: int = 128
+    max_metadata_key_chars: int = 256
+    max_metadata_value_chars: int = 10_000
+    max_audio_bytes: int = 64 * 2**20
+    """Decoded float32 bytes (every channel) of one item."""
+    max_batch_audio_bytes: int = 256 * 2**20
+    """Decoded float32 bytes of every item of one batch together."""
+
+
+DEFAULT_LIMITS = Limits()
+
+
+def context_limits(info: ValidationInfo) -> Limits | None:
+    """The receiver's limits in the validation context; None (a sender's model) checks no size."""
+    return info.context.get("limits") if isinstance(info.context, dict) else None
+
+
+def check_version(data: dict[str, Any], *, required: bool) -> None:
+    """Refuse a missing (where ``required``) or unsupported ``protocol_version``."""
+    version = data.get("protocol_version")
+    if version is None and not required:
+        return
+    if "protocol_version" not in data:
+        raise Refusal("missing_field", "required field 'protocol_version' is missing; send "
+                      f"\"protocol_version\": \"{SUPPORTED_VERSIONS[-1]}\"", "protocol_version")
+    if not is_supported(version):
+        raise Refusal("unsupported_protocol_version",
+                      f"protocol_version {version!r} is not supported; supported: {', '.join(SUPPORTED_VERSIONS)}",
+                      "protocol_version")
+
+
+class _Envelope(BaseModel):
+    """A request object: checked to be an object with a supported version before its fields."""
+
     model_config = ConfigDict(extra="forbid")
 
+    not_object: ClassVar[str] = "a score request must be a JSON object, got {}"
+    version_required: ClassVar[bool] = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _object_of_this_version(cls, data: Any, info: ValidationInfo) -> Any:
+        if isinstance(data, BaseModel):  # a model built already (a sender's batch of items)
+            return data
+        if not isinstance(data, dict):
+            raise Refusal("invalid_request", cls.not_object.format(type(data).__name__))
+        check_version(data, required=cls.version_required)
+        limits = context_limits(info)
+        if limits is not None:
+            cls._check_sizes(data, limits)
+        return data
+
+    @classmethod
+    def _check_sizes(cls, data: dict[str, Any], limits: Limits) -> None:
+        """The receiver's size limits on the raw object, before any field is validated."""
+
+
+class _AudioFields(_Envelope):
     # Declared first, so a body dumped from a model starts with it (subclasses narrow it in place).
     protocol_version: StrictStr | None = None
     waveform_f32_base64: StrictStr | None = Field(
@@ -75,6 +146,67 @@ class _ScoreFields(BaseModel):
     sample_rate: Annotated[StrictInt, Field(ge=MIN_SAMPLE_RATE, le=MAX_SAMPLE_RATE)] | None = Field(
         None, description="Hz; required for raw sample encodings."
     )
+
+    @property
+    def audio_field(self) -> str:
+        """The one audio encoding the request uses (validation guarantees there is one)."""
+        return next(name for name in AUDIO_FIELDS if getattr(self, name) is not None)
+
+    @model_validator(mode="after")
+    def _one_audio_encoding(self, info: ValidationInfo) -> Any:
+        present = [name for name in AUDIO_FIELDS if getattr(self, name) is not None]
+        if len(present) != 1:
+            raise Refusal("invalid_audio_encoding",
+                          f"exactly one audio encoding is allowed, found {len(present)}: {', '.join(present)}"
+                          if present else f"the audio is missing: send one of {', '.join(AUDIO_FIELDS)}")
+        name = present[0]
+        if name == "audio_file_base64":
+            if self.sample_rate is not None:
+                raise Refusal("invalid_sample_rate",
+                              "sample_rate must be omitted with audio_file_base64 (the file header gives it)",
+                              "sample_rate")
+            return self
+        if self.sample_rate is None:
+            raise Refusal("missing_field", f"sample_rate is required with {name}", "sample_rate")
+        limits = context_limits(info)
+        if limits is not None:
+            _check_samples_size(name, getattr(self, name), self.sample_rate, limits)
+        return self
+
+
+def _check_samples_size(name: str, text: str, rate: int, limits: Limits) -> None:
+    """Refuse an oversized raw-samples payload from its base64 length, before decoding it."""
+    approx_samples = len(text) * 3 // 4 // (4 if name == "waveform_f32_base64" else 2)
+    if approx_samples / rate > limits.max_audio_seconds + 1:
+        raise Refusal("audio_too_long", f"{name} holds about {approx_samples / rate:.1f} s of audio; the limit is "
+                      f"{limits.max_audio_seconds:g} s (max_audio_seconds)", name)
+    if approx_samples * 4 > limits.max_audio_bytes + 4:
+        raise Refusal("audio_too_large", f"{name} decodes to about {approx_samples * 4} bytes of float32 samples; "
+                      f"the limit is {limits.max_audio_bytes} bytes (max_audio_bytes)", name)
+
+
+def _check_text_limits(data: dict[str, Any], limits: Limits) -> None:
+    """Prompt and metadata sizes, checked on the raw JSON before any other work."""
+    prompt = data.get("prompt")
+    if isinstance(prompt, str) and len(prompt) > limits.max_prompt_chars:
+        raise Refusal("prompt_too_long", f"prompt holds {len(prompt)} characters; the limit is "
+                      f"{limits.max_prompt_chars} (max_prompt_chars)", "prompt")
+    metadata = data.get("metadata")
+    if not isinstance(metadata, dict):
+        return
+    if len(metadata) > limits.max_metadata_keys:
+        raise Refusal("metadata_too_large", f"metadata holds {len(metadata)} keys; the limit is "
+                      f"{limits.max_metadata_keys} (max_metadata_keys)", "metadata")
+    for key, value in metadata.items():
+        if len(key) > limits.max_metadata_key_chars:
+            raise Refusal("metadata_too_large", f"a metadata key holds {len(key)} characters; the limit is "
+                          f"{limits.max_metadata_key_chars} (max_metadata_key_chars)", "metadata")
+        if isinstance(value, str) and len(value) > limits.max_metadata_value_chars:
+            raise Refusal("metadata_too_large", f"metadata[{key[:40]!r}] holds {len(value)} characters; the limit "
+                          f"is {limits.max_metadata_value_chars} (max_metadata_value_chars)", "metadata")
+
+
+class _ScoreFields(_AudioFields):
     prompt: StrictStr = Field(..., description="The target text the speech should say.")
     metadata: dict[str, Scalar] = Field(
         default_factory=dict, description="Trainer extra_info: finite JSON scalars only."
@@ -102,6 +234,10 @@ class _ScoreFields(BaseModel):
                           "weigh it (quality_weight > 0 asks by itself); needs a server with a quality model."
     )
 
+    @classmethod
+    def _check_sizes(cls, data: dict[str, Any], limits: Limits) -> None:
+        _check_text_limits(data, limits)
+
     @field_validator("prompt")
     @classmethod
     def _prompt_is_unicode_text(cls, value: str) -> str:
@@ -124,14 +260,34 @@ class ScoreRequest(_ScoreFields):
 class BatchItem(_ScoreFields):
     """A score request inside a batch; its version defaults to the batch's."""
 
+    version_required: ClassVar[bool] = False
 
-class BatchScoreRequest(BaseModel):
+
+class BatchScoreRequest(_Envelope):
     """Several candidates in one call: ``POST /v1/score/batch``."""
 
-    model_config = ConfigDict(extra="forbid")
+    not_object: ClassVar[str] = "a batch request must be a JSON object"
 
     protocol_version: StrictStr
     items: list[BatchItem] = Field(..., min_length=1)
+
+    @field_validator("items", mode="wrap")
+    @classmethod
+    def _items_apart(cls, value: Any, handler: Any, info: ValidationInfo) -> Any:
+        # A receiver decodes each item on its own, so that one bad item fails alone: here it takes them unread.
+        if isinstance(info.context, dict) and info.context.get("items_apart"):
+            if not isinstance(value, list) or not value:
+                raise ValueError("items must be a non-empty array")
+            return value
+        return handler(value)
+
+    @model_validator(mode="after")
+    def _items_within_limit(self, info: ValidationInfo) -> BatchScoreRequest:
+        limits = context_limits(info)
+        if limits is not None and len(self.items) > limits.max_batch_items:
+            raise Refusal("batch_too_large", f"items holds {len(self.items)} requests; the limit is "
+                          f"{limits.max_batch_items} (max_batch_items)", "items")
+        return self
 
 
 Number = Annotated[float, Strict(), Field(allow_inf_nan=False)]
@@ -253,30 +409,12 @@ class BatchScoreResponse(BaseModel):
     results: list[ScoreResponse | ErrorResponse]
 
 
-SPEAKER_AUDIO_FIELDS = ("waveform_f32_base64", "waveform_pcm16_base64", "audio_file_base64", "num_samples",
-                        "sample_rate")
+class SpeakerRequest(_AudioFields):
+    """A reference recording to register: ``POST /v1/speakers``."""
 
-if TYPE_CHECKING:
-    # What type checkers see: the runtime model below (the score request's audio fields, declared once there).
-    class SpeakerRequest(BaseModel):
-        """A reference recording to register: ``POST /v1/speakers``."""
+    not_object: ClassVar[str] = "a speaker registration must be a JSON object"
 
-        protocol_version: StrictStr
-        waveform_f32_base64: StrictStr | None = None
-        waveform_pcm16_base64: StrictStr | None = None
-        audio_file_base64: StrictStr | None = None
-        num_samples: StrictInt | None = None
-        sample_rate: StrictInt | None = None
-else:
-    SpeakerRequest = create_model(
-        "SpeakerRequest",
-        __config__=ConfigDict(extra="forbid"),
-        __doc__="A reference recording to register: ``POST /v1/speakers``.",
-        __module__=__name__,
-        protocol_version=(StrictStr, Field(..., description='Major version, "1".')),
-        **{name: (_ScoreFields.model_fields[name].annotation, _ScoreFields.model_fields[name])
-           for name in SPEAKER_AUDIO_FIELDS},
-    )
+    protocol_version: StrictStr = Field(..., description='Major version, "1".')
 
 
 class SpeakerResponse(BaseModel):

@@ -3,8 +3,8 @@
 :class:`RewardPolicy` is how an error rate becomes a reward (the formulas are
 applied by :mod:`audio_reward.scoring.rewards`).  The server's settings hold
 one as the default of every request; a request's ``reward`` object,
-:class:`RewardOptions`, is the same fields all optional, built from the
-policy's own field declarations, so a bound is written in one place.
+:class:`RewardOptions`, is the same fields all optional; each field's type and
+bounds is one alias both declare, so a bound is written in one place.
 ``error_clip`` is the server's alone: requests cannot raise it.
 
 The policy lives in the protocol package, which needs only the base install,
@@ -14,7 +14,7 @@ so the client and the trainer import it without the scorer's dependencies.
 from __future__ import annotations
 
 import typing
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 import annotated_types
 from pydantic import (
@@ -22,7 +22,6 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
-    create_model,
     field_validator,
     model_validator,
 )
@@ -43,6 +42,14 @@ SERVER_ONLY_FIELDS = frozenset({"error_clip"})
 """Policy fields a request cannot set."""
 
 
+_ExpK = Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)]
+_Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+_Share = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+_Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+_NgramN = Annotated[int, Field(ge=1, le=16)]
+_Similarity = Annotated[float, Field(ge=-1, le=1, allow_inf_nan=False)]
+
+
 class RewardPolicy(BaseModel):
     """How an error rate becomes a reward; the server's defaults, overridable per request."""
 
@@ -50,31 +57,25 @@ class RewardPolicy(BaseModel):
 
     formula: Formula = Field(default="1-cer", description=_FORMULA_HELP)
     metric: Metric = Field(default="cer", description=_METRIC_HELP)
-    exp_k: float = Field(default=2.5, gt=0, le=100, allow_inf_nan=False,
-                         description="k of the exp formula, exp(-k·err).")
-    error_clip: float = Field(default=1.0, gt=0, allow_inf_nan=False,
-                              description="Error rates are clipped to this before the formula.")
-    empty_transcript_penalty: float = Field(default=0.0, ge=0, le=1, allow_inf_nan=False,
-                                            description="Subtracted when the transcript is empty.")
-    duration_ratio_min: float = Field(default=0.5, gt=0, allow_inf_nan=False,
-                                      description="Below this duration ratio the duration penalty applies.")
-    duration_ratio_max: float = Field(default=2.0, gt=0, allow_inf_nan=False,
-                                      description="Above this duration ratio the duration penalty applies.")
-    duration_penalty: float = Field(default=0.0, ge=0, le=1, allow_inf_nan=False,
-                                    description="Subtracted outside the duration-ratio range.")
-    min_duration_s: float = Field(default=0.5, ge=0, allow_inf_nan=False,
-                                  description="Audio shorter than this gets the short-audio penalty.")
-    short_audio_penalty: float = Field(default=0.0, ge=0, le=1, allow_inf_nan=False,
-                                       description="Subtracted for audio below min_duration_s.")
-    repeat_ngram_n: int = Field(default=4, ge=1, le=16, description="n of the repeated n-gram check.")
-    repeat_penalty: float = Field(default=0.0, ge=0, le=1, allow_inf_nan=False,
-                                  description="Scaled by the share of repeated n-grams.")
-    speaker_weight: float = Field(default=0.0, ge=0, le=1, allow_inf_nan=False,
-                                  description="Share of the score taken by speaker similarity (needs a reference).")
-    quality_weight: float = Field(default=0.0, ge=0, le=1, allow_inf_nan=False,
-                                  description="Share of the score taken by DNSMOS overall quality, MOS 1-5 as 0-1.")
-    speaker_floor: float = Field(default=-1.0, ge=-1, le=1, allow_inf_nan=False,
-                                 description="Speaker similarity below this zeroes the score; -1 is off.")
+    exp_k: _ExpK = Field(default=2.5, description="k of the exp formula, exp(-k·err).")
+    error_clip: _Positive = Field(default=1.0, description="Error rates are clipped to this before the formula.")
+    empty_transcript_penalty: _Share = Field(default=0.0, description="Subtracted when the transcript is empty.")
+    duration_ratio_min: _Positive = Field(default=0.5, description="Below this duration ratio the duration "
+                                                                   "penalty applies.")
+    duration_ratio_max: _Positive = Field(default=2.0, description="Above this duration ratio the duration "
+                                                                   "penalty applies.")
+    duration_penalty: _Share = Field(default=0.0, description="Subtracted outside the duration-ratio range.")
+    min_duration_s: _Seconds = Field(default=0.5, description="Audio shorter than this gets the short-audio "
+                                                              "penalty.")
+    short_audio_penalty: _Share = Field(default=0.0, description="Subtracted for audio below min_duration_s.")
+    repeat_ngram_n: _NgramN = Field(default=4, description="n of the repeated n-gram check.")
+    repeat_penalty: _Share = Field(default=0.0, description="Scaled by the share of repeated n-grams.")
+    speaker_weight: _Share = Field(default=0.0, description="Share of the score taken by speaker similarity "
+                                                            "(needs a reference).")
+    quality_weight: _Share = Field(default=0.0, description="Share of the score taken by DNSMOS overall quality, "
+                                                            "MOS 1-5 as 0-1.")
+    speaker_floor: _Similarity = Field(default=-1.0, description="Speaker similarity below this zeroes the score; "
+                                                                 "-1 is off.")
 
     @field_validator("repeat_ngram_n", mode="before")
     @classmethod
@@ -156,45 +157,23 @@ def _problem(error: ErrorDetails) -> str:
     return f"{name} must be {_expected(name)}, got {value!r}"
 
 
-def _optional(name: str, info: FieldInfo) -> tuple[Any, Any]:
-    """The request's form of a policy field: same type and bounds, unset by default."""
-    kind: Any = info.annotation
-    for item in info.metadata:  # Annotated[Annotated[T, a], b] is Annotated[T, a, b]
-        kind = Annotated[kind, item]
-    description = info.description if name in ("formula", "metric") else None  # the wire documents these two
-    return kind | None, Field(None, description=description)
+class RewardOptions(BaseModel):
+    """Per-request reward shaping; every unset field takes the server's default."""
 
+    # RewardPolicy's fields, all optional, with the same type aliases (bounds), less the server-only ones.
+    model_config = ConfigDict(extra="forbid")
 
-if TYPE_CHECKING:
-    # What type checkers see: the runtime model below, field by field (bounds aside);
-    # tests/unit/protocol/test_reward_options_typing.py keeps the two the same.
-    class RewardOptions(BaseModel):
-        """Per-request reward shaping; every unset field takes the server's default."""
-
-        formula: Formula | None = None
-        metric: Metric | None = None
-        exp_k: float | None = None
-        empty_transcript_penalty: float | None = None
-        duration_ratio_min: float | None = None
-        duration_ratio_max: float | None = None
-        duration_penalty: float | None = None
-        min_duration_s: float | None = None
-        short_audio_penalty: float | None = None
-        repeat_ngram_n: int | None = None
-        repeat_penalty: float | None = None
-        speaker_weight: float | None = None
-        quality_weight: float | None = None
-        speaker_floor: float | None = None
-else:
-    RewardOptions = create_model(
-        "RewardOptions",
-        __config__=ConfigDict(extra="forbid"),
-        __doc__="Per-request reward shaping; every unset field takes the server's default.",
-        __module__=__name__,
-        **{name: _optional(name, info) for name, info in RewardPolicy.model_fields.items()
-           if name not in SERVER_ONLY_FIELDS},
-    )
-"""Per-request reward shaping: :class:`RewardPolicy`'s fields, all optional, without the server-only ones.
-
-Built from the policy's own declarations (type and bounds), so the two never disagree;
-type checkers see the same fields, all optional, from the declaration above."""
+    formula: Formula | None = Field(None, description=_FORMULA_HELP)
+    metric: Metric | None = Field(None, description=_METRIC_HELP)
+    exp_k: _ExpK | None = None
+    empty_transcript_penalty: _Share | None = None
+    duration_ratio_min: _Positive | None = None
+    duration_ratio_max: _Positive | None = None
+    duration_penalty: _Share | None = None
+    min_duration_s: _Seconds | None = None
+    short_audio_penalty: _Share | None = None
+    repeat_ngram_n: _NgramN | None = None
+    repeat_penalty: _Share | None = None
+    speaker_weight: _Share | None = None
+    quality_weight: _Share | None = None
+    speaker_floor: _Similarity | None = None

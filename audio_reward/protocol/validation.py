@@ -1,59 +1,42 @@
-"""Validation and decoding of protocol messages.
+"""Decoding of protocol messages: the request models validate themselves, the audio is decoded here.
 
-``decode_score_request`` is what a server calls: it checks the version, the
-shape (pydantic) and the audio (base64, lengths, finiteness, limits) and
-returns a :class:`DecodedScoreRequest` holding a float32 waveform, or raises
-:class:`ProtocolError` naming every field at fault.
+``decode_score_request`` is what a server calls: the :class:`ScoreRequest`
+model checks the version, the fields and the server's limits (passed as
+validation context); then the audio is decoded (base64, lengths, finiteness)
+into a :class:`DecodedScoreRequest` holding a float32 waveform.  Every failure
+is a :class:`ProtocolError` naming each field at fault.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import codecs
-from .errors import Issue, ProtocolError
+from .audio import EncodedAudio, FileDecoder, open_file, sample_issues
+from .errors import Issue, ProtocolError, Refusal
 from .models import (
+    DEFAULT_LIMITS,
     MAX_SAMPLE_RATE,
     MESSAGES,
     MIN_SAMPLE_RATE,
     BatchItem,
     BatchScoreRequest,
+    Limits,
     ScoreRequest,
     SpeakerRequest,
+    _AudioFields,
+    check_version,
 )
 from .reward import RewardOptions
-from .version import SUPPORTED_VERSIONS, is_supported
 
 MessageKind = Literal["score_request", "score_response", "error", "batch_request", "batch_response",
                       "speaker_request", "speaker_response", "info_response"]
-
-AUDIO_FIELDS = ("waveform_f32_base64", "waveform_pcm16_base64", "audio_file_base64")
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Bounds a receiver enforces on top of the schema; each field is a server setting of the same name."""
-
-    max_audio_seconds: float = 60.0
-    max_batch_items: int = 256
-    max_prompt_chars: int = 10_000
-    max_metadata_keys: int = 128
-    max_metadata_key_chars: int = 256
-    max_metadata_value_chars: int = 10_000
-    max_audio_bytes: int = 64 * 2**20
-    """Decoded float32 bytes (every channel) of one item."""
-    max_batch_audio_bytes: int = 256 * 2**20
-    """Decoded float32 bytes of every item of one batch together."""
-
-
-DEFAULT_LIMITS = Limits()
 
 
 @dataclass(frozen=True)
@@ -147,12 +130,20 @@ _HINT_BY_FIELD = {
 
 
 def issues_from_pydantic(exc: ValidationError, prefix: str = "$") -> list[Issue]:
-    """Map pydantic errors to protocol issues with stable codes and JSON paths."""
+    """Map pydantic errors to protocol issues with stable codes and JSON paths.
+
+    A protocol rule of the models (:class:`~audio_reward.protocol.errors.Refusal`) keeps its own code,
+    message and field; pydantic's own errors get the code of the field at fault.
+    """
     issues = []
     for err in exc.errors(include_url=False):
         loc = tuple(err.get("loc", ()))
         top = next((p for p in loc if isinstance(p, str) and p in _CODE_BY_FIELD), None)
-        if err["type"] == "extra_forbidden":
+        refusal = (err.get("ctx") or {}).get("error")
+        if isinstance(refusal, Refusal):
+            code, msg = refusal.code, str(refusal)
+            loc += (refusal.field,) if refusal.field else ()
+        elif err["type"] == "extra_forbidden":
             code, msg = "unknown_field", f"unknown field {loc[-1]!r}"
         elif loc == ("items",):  # every error of the batch's items (missing, wrong type, empty) reads the same
             code, msg = "invalid_request", "items must be a non-empty array of score requests"
@@ -167,228 +158,53 @@ def issues_from_pydantic(exc: ValidationError, prefix: str = "$") -> list[Issue]
     return issues
 
 
-def _check_version(obj: dict[str, Any], path: str, *, required: bool = True) -> None:
-    version = obj.get("protocol_version")
-    if version is None and not required:
-        return
-    if "protocol_version" not in obj:
-        raise ProtocolError.single(
-            "missing_field",
-            f"required field 'protocol_version' is missing; send \"protocol_version\": \"{SUPPORTED_VERSIONS[-1]}\"",
-            f"{path}.protocol_version",
-        )
-    if not is_supported(version):
-        raise ProtocolError.single(
-            "unsupported_protocol_version",
-            f"protocol_version {version!r} is not supported; supported: {', '.join(SUPPORTED_VERSIONS)}",
-            f"{path}.protocol_version",
-        )
+Request = TypeVar("Request", bound=BaseModel)
 
 
-@dataclass
-class _Audio:
-    """An item's audio after its cheap checks: raw bytes, rate, and the decoded size when known."""
-
-    name: str
-    raw: bytes
-    rate: int
-    header: codecs.FileHeader | None = None
-    samples: np.ndarray | None = None
-    """Already decoded (by a :class:`~.codecs.FileDecoder`, bounded as it decoded)."""
-
-    @property
-    def decoded_bytes(self) -> int | None:
-        if self.samples is not None:
-            return int(self.samples.nbytes)
-        if self.header is not None:
-            return self.header.decoded_bytes
-        return len(self.raw) * (1 if self.name == "waveform_f32_base64" else 2)
-
-
-def _check_text_limits(obj: dict[str, Any], limits: Limits, path: str) -> None:
-    """Prompt and metadata sizes, checked on the raw JSON before any other work."""
-    prompt = obj.get("prompt")
-    if isinstance(prompt, str) and len(prompt) > limits.max_prompt_chars:
-        raise ProtocolError.single(
-            "prompt_too_long",
-            f"prompt holds {len(prompt)} characters; the limit is {limits.max_prompt_chars} (max_prompt_chars)",
-            f"{path}.prompt",
-        )
-    metadata = obj.get("metadata")
-    if not isinstance(metadata, dict):
-        return
-    if len(metadata) > limits.max_metadata_keys:
-        raise ProtocolError.single(
-            "metadata_too_large",
-            f"metadata holds {len(metadata)} keys; the limit is {limits.max_metadata_keys} (max_metadata_keys)",
-            f"{path}.metadata",
-        )
-    for key, value in metadata.items():
-        if len(key) > limits.max_metadata_key_chars:
-            raise ProtocolError.single(
-                "metadata_too_large",
-                f"a metadata key holds {len(key)} characters; the limit is {limits.max_metadata_key_chars} "
-                "(max_metadata_key_chars)",
-                f"{path}.metadata",
-            )
-        if isinstance(value, str) and len(value) > limits.max_metadata_value_chars:
-            raise ProtocolError.single(
-                "metadata_too_large",
-                f"metadata[{key[:40]!r}] holds {len(value)} characters; the limit is "
-                f"{limits.max_metadata_value_chars} (max_metadata_value_chars)",
-                f"{path}.metadata",
-            )
-
-
-def _read_other_file(raw: bytes, name: str, fpath: str, limits: Limits, decoder: codecs.FileDecoder) -> _Audio | None:
-    """A file libsndfile does not read, decoded by ``decoder`` within the limits; None when it is no audio."""
-    decoded = decoder.decode(raw, name, limits.max_audio_seconds, limits.max_audio_bytes)
-    if decoded is None:
-        return None
-    samples, rate = decoded
-    if samples.nbytes > limits.max_audio_bytes:
-        raise ProtocolError.single(
-            "audio_too_large",
-            f"{name} decodes to {samples.nbytes} bytes of float32 samples; the limit is {limits.max_audio_bytes} "
-            "bytes (max_audio_bytes)", fpath)
-    return _Audio(name, raw, rate, samples=samples)
-
-
-def _audio_field(req: ScoreRequest | BatchItem | SpeakerRequest, path: str) -> str:
-    """The one audio encoding the request uses."""
-    present = [name for name in AUDIO_FIELDS if getattr(req, name) is not None]
-    if len(present) == 1:
-        return present[0]
-    if present:
-        message = f"exactly one audio encoding is allowed, found {len(present)}: {', '.join(present)}"
-    else:
-        message = f"the audio is missing: send one of {', '.join(AUDIO_FIELDS)}"
-    raise ProtocolError.single("invalid_audio_encoding", message, path)
-
-
-def _read_file(req: ScoreRequest | BatchItem | SpeakerRequest, text: str, limits: Limits, path: str,
-               decoder: codecs.FileDecoder | None) -> _Audio:
-    """``audio_file_base64``: the rate and the size from the file's header (another format through ``decoder``)."""
-    name, fpath = "audio_file_base64", f"{path}.audio_file_base64"
-    if req.sample_rate is not None:
-        raise ProtocolError.single("invalid_sample_rate",
-                                   "sample_rate must be omitted with audio_file_base64 (the file header gives it)",
-                                   f"{path}.sample_rate")
-    raw = codecs.b64decode(text, field=name)
+def _validated(model: type[Request], obj: Any, path: str = "$", **context: Any) -> Request:
+    """``obj`` validated by ``model`` with the receiver's context; :class:`ProtocolError` naming every issue."""
     try:
-        header = _file_header(raw, name, limits, fpath, "the file's",
-                              decoder.formats if decoder is not None else codecs.FILE_FORMATS)
-    except codecs.AudioDecodeError as exc:
-        other = None
-        if decoder is not None and exc.code == "invalid_audio_file":
-            other = _read_other_file(raw, name, fpath, limits, decoder)
-        if other is None:
-            raise
-        return other
-    return _Audio(name, raw, header.sample_rate, header)
+        return model.model_validate(obj, context=context)
+    except ValidationError as exc:
+        raise ProtocolError(issues_from_pydantic(exc, path)) from None
 
 
-def _file_header(raw: bytes, name: str, limits: Limits, fpath: str, whose: str,
-                 formats: str = codecs.FILE_FORMATS) -> codecs.FileHeader:
-    """A file's header, once its rate is in range and the size it declares is within the limits."""
-    header = codecs.read_file_header(raw, field=name, formats=formats)
-    if not MIN_SAMPLE_RATE <= header.sample_rate <= MAX_SAMPLE_RATE:
-        raise ProtocolError.single(
-            "invalid_sample_rate",
-            f"{whose} sample rate {header.sample_rate} Hz is outside {MIN_SAMPLE_RATE}–{MAX_SAMPLE_RATE} Hz",
-            fpath,
-        )
-    codecs.check_file_size(header, field=name, max_seconds=limits.max_audio_seconds, max_bytes=limits.max_audio_bytes)
-    return header
-
-
-def _read_samples(req: ScoreRequest | BatchItem | SpeakerRequest, name: str, text: str, limits: Limits,
-                  path: str) -> _Audio:
-    """A raw-samples encoding: ``sample_rate`` required, and the size bounded from the base64 length."""
-    if req.sample_rate is None:
-        raise ProtocolError.single("missing_field", f"sample_rate is required with {name}", f"{path}.sample_rate")
-    rate, fpath = req.sample_rate, f"{path}.{name}"
-    # Reject an oversized payload from its base64 length, before decoding it.
-    width = 4 if name == "waveform_f32_base64" else 2
-    approx_samples = len(text) * 3 // 4 // width
-    if approx_samples / rate > limits.max_audio_seconds + 1:
-        raise ProtocolError.single(
-            "audio_too_long",
-            f"{name} holds about {approx_samples / rate:.1f} s of audio; the limit is "
-            f"{limits.max_audio_seconds:g} s (max_audio_seconds)",
-            fpath,
-        )
-    if approx_samples * 4 > limits.max_audio_bytes + 4:
-        raise ProtocolError.single(
-            "audio_too_large",
-            f"{name} decodes to about {approx_samples * 4} bytes of float32 samples; the limit is "
-            f"{limits.max_audio_bytes} bytes (max_audio_bytes)",
-            fpath,
-        )
-    return _Audio(name, codecs.b64decode(text, field=name), rate)
-
-
-def _read_audio(req: ScoreRequest | BatchItem | SpeakerRequest, limits: Limits, path: str,
-                decoder: codecs.FileDecoder | None = None) -> _Audio:
-    """Base64-decode the audio field and check its size from lengths and headers, decoding no sample."""
-    name = _audio_field(req, path)
-    text = getattr(req, name) or ""
+def _open(req: _AudioFields, limits: Limits, path: str, decoder: FileDecoder | None) -> EncodedAudio:
+    """The request's audio bytes, its rate and its size from lengths and headers, decoding no sample
+    (a file only ``decoder`` reads is decoded, bounded as it decodes)."""
+    name = req.audio_field
     try:
-        if name == "audio_file_base64":
-            return _read_file(req, text, limits, path, decoder)
-        return _read_samples(req, name, text, limits, path)
+        raw = codecs.b64decode(getattr(req, name), field=name)
+        if name != "audio_file_base64":
+            return EncodedAudio(name, raw, req.sample_rate or 0)
+        return open_file(raw, field=name, max_seconds=limits.max_audio_seconds, max_bytes=limits.max_audio_bytes,
+                         decoder=decoder, rates=(MIN_SAMPLE_RATE, MAX_SAMPLE_RATE))
     except codecs.AudioDecodeError as exc:
         raise ProtocolError.single(exc.code, str(exc), f"{path}.{name}") from None
 
 
-def _decode_samples(audio: _Audio, limits: Limits, path: str, budget: int | None) -> np.ndarray:
-    """The item's mono float32 samples; an unknown-length file stops at its limit or at ``budget``."""
-    if audio.samples is not None:
-        return audio.samples
-    limit_name = ""
-    try:
-        if audio.name == "waveform_f32_base64":
-            return codecs.frombuffer_f32(audio.raw, field=audio.name)
-        if audio.name == "waveform_pcm16_base64":
-            return codecs.frombuffer_pcm16(audio.raw, field=audio.name)
-        assert audio.header is not None
-        max_frames, limit_name = codecs.max_frames_for(audio.header, limits.max_audio_seconds, limits.max_audio_bytes)
-        if budget is not None and audio.header.frames is None:
-            budget_frames = budget // (audio.header.channels * 4)
-            if max_frames is None or budget_frames < max_frames:
-                max_frames, limit_name = budget_frames, "max_batch_audio_bytes"
-        return codecs.decode_file_bytes(audio.raw, audio.header, field=audio.name, max_frames=max_frames,
-                                        limit_name=limit_name)
-    except codecs.AudioDecodeError as exc:
-        if exc.code == "audio_too_long" and limit_name == "max_batch_audio_bytes":
-            raise ProtocolError.single(
-                "batch_too_large",
-                f"{audio.name} has no declared length and the batch's decoded audio passed its budget of "
-                f"{limits.max_batch_audio_bytes} bytes (max_batch_audio_bytes)",
-                f"{path}.{audio.name}",
-            ) from None
-        raise ProtocolError.single(exc.code, str(exc), f"{path}.{audio.name}") from None
-
-
-def _samples(req: ScoreRequest | BatchItem | SpeakerRequest, audio: _Audio, limits: Limits, path: str,
+def _samples(req: _AudioFields, audio: EncodedAudio, limits: Limits, path: str,
              budget: int | None = None) -> np.ndarray:
-    """The audio's samples, decoded and checked against ``num_samples``, emptiness, finiteness and the limit."""
-    waveform = _decode_samples(audio, limits, path, budget)
-    name, n = audio.name, int(waveform.shape[0])
+    """The audio's samples, decoded and checked against ``num_samples``, emptiness, finiteness and the limit;
+    a file of unknown length stops at its limit or at ``budget`` (what the batch's other items left)."""
+    name, fpath = audio.field, f"{path}.{audio.field}"
+    try:
+        waveform = audio.decode(limits.max_audio_seconds, limits.max_audio_bytes, budget)
+    except codecs.AudioDecodeError as exc:
+        if exc.code == "batch_too_large":
+            raise ProtocolError.single(
+                exc.code, f"{name} has no declared length and the batch's decoded audio passed its budget of "
+                f"{limits.max_batch_audio_bytes} bytes (max_batch_audio_bytes)", fpath) from None
+        raise ProtocolError.single(exc.code, str(exc), fpath) from None
+    n = int(waveform.shape[0])
     issues = []
     if req.num_samples is not None and req.num_samples != n:
         issues.append(Issue("num_samples_mismatch",
                             f"num_samples is {req.num_samples} but {name} holds {n} samples", f"{path}.num_samples"))
-    if n == 0:
-        issues.append(Issue("empty_audio", f"{name} holds no samples", f"{path}.{name}"))
-    elif not np.isfinite(waveform).all():
-        bad = int(np.count_nonzero(~np.isfinite(waveform)))
-        issues.append(Issue("non_finite_audio", f"{name} holds {bad} NaN or infinite samples", f"{path}.{name}"))
+    issues += sample_issues(waveform, name, fpath)
     if n / audio.rate > limits.max_audio_seconds:
-        issues.append(Issue("audio_too_long",
-                            f"{name} holds {n / audio.rate:.2f} s of audio; the limit is "
-                            f"{limits.max_audio_seconds:g} s (max_audio_seconds)",
-                            f"{path}.{name}"))
+        issues.append(Issue("audio_too_long", f"{name} holds {n / audio.rate:.2f} s of audio; the limit is "
+                            f"{limits.max_audio_seconds:g} s (max_audio_seconds)", fpath))
     if issues:
         raise ProtocolError(issues)
     return waveform
@@ -399,32 +215,22 @@ class _Checked:
     """A request that passed every check that needs no decoded sample."""
 
     req: ScoreRequest | BatchItem
-    audio: _Audio
+    audio: EncodedAudio
     path: str
     version: str
 
 
 def _check_request(obj: Any, limits: Limits, path: str, batch_version: str | None,
-                   decoder: codecs.FileDecoder | None = None) -> _Checked:
-    if not isinstance(obj, dict):
-        raise ProtocolError.single(
-            "invalid_request", f"a score request must be a JSON object, got {type(obj).__name__}", path
-        )
-    _check_version(obj, path, required=batch_version is None)
-    _check_text_limits(obj, limits, path)
-    model = BatchItem if batch_version is not None else ScoreRequest
-    try:
-        req = model.model_validate(obj)
-    except ValidationError as exc:
-        raise ProtocolError(issues_from_pydantic(exc, path)) from None
-    audio = _read_audio(req, limits, path, decoder)
-    return _Checked(req, audio, path, req.protocol_version or batch_version or "1")
+                   decoder: FileDecoder | None) -> _Checked:
+    req: ScoreRequest | BatchItem = (_validated(BatchItem, obj, path, limits=limits) if batch_version is not None
+                                     else _validated(ScoreRequest, obj, path, limits=limits))
+    return _Checked(req, _open(req, limits, path, decoder), path, req.protocol_version or batch_version or "1")
 
 
 def _finish(checked: _Checked, limits: Limits, budget: int | None = None) -> DecodedScoreRequest:
     req, audio, path = checked.req, checked.audio, checked.path
     decoded = {"waveform": _samples(req, audio, limits, path, budget), "sample_rate": audio.rate,
-               "protocol_version": checked.version, "encoding": audio.name,
+               "protocol_version": checked.version, "encoding": audio.field,
                "speaker_reference": _speaker_reference(req, limits, path), "measure_quality": bool(req.measure_quality)}
     return DecodedScoreRequest.model_validate({**dict(req), **decoded})
 
@@ -435,7 +241,7 @@ def decode_score_request(
     *,
     path: str = "$",
     batch_version: str | None = None,
-    decoder: codecs.FileDecoder | None = None,
+    decoder: FileDecoder | None = None,
 ) -> DecodedScoreRequest:
     """Validate one score request (a parsed JSON object) and decode its audio.
 
@@ -447,8 +253,22 @@ def decode_score_request(
     return _finish(_check_request(obj, limits, path, batch_version, decoder), limits)
 
 
+@dataclass
+class _BatchBudget:
+    """The decoded audio bytes a batch has left (``max_batch_audio_bytes``), spent item by item."""
+
+    limit: int
+    left: int
+
+    def spend(self, nbytes: int, message: str = "") -> None:
+        """Take ``nbytes``; with a ``message``, refuse the whole batch once the budget is overspent."""
+        self.left -= nbytes
+        if message and self.left < 0:
+            raise ProtocolError.single("batch_too_large", message.format(limit=self.limit), "$.items")
+
+
 def decode_batch_request(
-    obj: Any, limits: Limits = DEFAULT_LIMITS, *, decoder: codecs.FileDecoder | None = None
+    obj: Any, limits: Limits = DEFAULT_LIMITS, *, decoder: FileDecoder | None = None
 ) -> tuple[str, list[DecodedScoreRequest | ProtocolError]]:
     """Validate a batch envelope; each item decodes on its own.
 
@@ -458,101 +278,51 @@ def decode_batch_request(
     that item's :class:`ProtocolError` in the returned list, in request order.
     Items of unknown length share what is left of the budget, in order.
     """
-    version, items = _check_envelope(obj, limits)
-    checked = _check_items(items, limits, version, decoder)
-    declared = sum(c.audio.decoded_bytes or 0 for c in checked if isinstance(c, _Checked))
-    if declared > limits.max_batch_audio_bytes:
-        raise ProtocolError.single(
-            "batch_too_large",
-            f"the batch's items decode to {declared} bytes of float32 audio together; the limit is "
-            f"{limits.max_batch_audio_bytes} bytes (max_batch_audio_bytes): send fewer or shorter items per batch",
-            "$.items",
-        )
-    return version, _finish_items(checked, limits, limits.max_batch_audio_bytes - declared)
-
-
-class _BatchEnvelope(BaseModel):
-    """A batch request's own fields, as :class:`BatchScoreRequest` declares them, its items left unread: each
-    item is checked and decoded on its own (:func:`_check_items`), so one bad item fails alone."""
-
-    model_config = BatchScoreRequest.model_config
-
-    protocol_version: StrictStr
-    items: list[Any] = Field(..., min_length=1)
-
-
-def _check_envelope(obj: Any, limits: Limits) -> tuple[str, list[Any]]:
-    """The batch's version and items; an unknown field, or no items, refuses the whole batch."""
-    if not isinstance(obj, dict):
-        raise ProtocolError.single("invalid_request", "a batch request must be a JSON object", "$")
-    _check_version(obj, "$")
     try:
-        envelope = _BatchEnvelope.model_validate(obj)
-    except ValidationError as exc:
-        issues = issues_from_pydantic(exc)
+        envelope = _validated(BatchScoreRequest, obj, limits=limits, items_apart=True)
+    except ProtocolError as exc:
         # Unknown fields say the body is something else (one score request sent here): they are named alone.
-        unknown = sorted((i for i in issues if i.code == "unknown_field"), key=lambda i: i.path)
-        raise ProtocolError(unknown or issues) from None
-    if len(envelope.items) > limits.max_batch_items:
-        raise ProtocolError.single(
-            "batch_too_large",
-            f"items holds {len(envelope.items)} requests; the limit is {limits.max_batch_items} (max_batch_items)",
-            "$.items",
-        )
-    return envelope.protocol_version, envelope.items
-
-
-def _check_items(items: list[Any], limits: Limits, version: str,
-                 decoder: codecs.FileDecoder | None) -> list[_Checked | ProtocolError]:
-    """Every item through the checks that decode no sample; files only the decoder reads count as they decode."""
+        unknown = sorted((i for i in exc.issues if i.code == "unknown_field"), key=lambda i: i.path)
+        raise ProtocolError(unknown or exc.issues) from None
+    version, budget = envelope.protocol_version, _BatchBudget(limits.max_batch_audio_bytes,
+                                                              limits.max_batch_audio_bytes)
     checked: list[_Checked | ProtocolError] = []
-    predecoded = 0
-    for i, item in enumerate(items):
+    for i, item in enumerate(envelope.items):
         try:
-            item_checked = _check_request(item, limits, f"$.items[{i}]", version, decoder)
+            entry = _check_request(item, limits, f"$.items[{i}]", version, decoder)
         except ProtocolError as exc:
             checked.append(exc)
             continue
-        checked.append(item_checked)
-        if item_checked.audio.samples is not None:  # decoded already (a file only the decoder reads): count it now
-            predecoded += item_checked.audio.samples.nbytes
-            if predecoded > limits.max_batch_audio_bytes:
-                raise ProtocolError.single(
-                    "batch_too_large",
-                    f"the batch's items decode to more than {limits.max_batch_audio_bytes} bytes of float32 audio "
-                    "together (max_batch_audio_bytes): send fewer or shorter items per batch", "$.items")
-    return checked
+        checked.append(entry)
+        if entry.audio.samples is not None:  # decoded already (a file only the decoder reads): count it now
+            budget.spend(entry.audio.decoded_bytes or 0,
+                         "the batch's items decode to more than {limit} bytes of float32 audio together "
+                         "(max_batch_audio_bytes): send fewer or shorter items per batch")
+    ok = [c for c in checked if isinstance(c, _Checked)]
+    declared = sum(c.audio.decoded_bytes or 0 for c in ok)
+    budget.spend(sum(c.audio.decoded_bytes or 0 for c in ok if c.audio.samples is None),
+                 f"the batch's items decode to {declared} bytes of float32 audio together; the limit is "
+                 "{limit} bytes (max_batch_audio_bytes): send fewer or shorter items per batch")
+    return version, [entry if isinstance(entry, ProtocolError) else _finish_item(entry, limits, budget)
+                     for entry in checked]
 
 
-def _finish_items(checked: list[_Checked | ProtocolError], limits: Limits,
-                  left: int) -> list[DecodedScoreRequest | ProtocolError]:
-    """Decode each checked item; those of unknown length, and inline references, share ``left`` bytes in order."""
-    out: list[DecodedScoreRequest | ProtocolError] = []
-    for entry in checked:
-        if isinstance(entry, ProtocolError):
-            out.append(entry)
-            continue
-        unknown_length = entry.audio.decoded_bytes is None
-        try:
-            decoded = _finish(entry, limits, budget=left if unknown_length else None)
-        except ProtocolError as exc:
-            out.append(exc)
-            continue
-        if unknown_length:
-            left -= decoded.waveform.nbytes * (entry.audio.header.channels if entry.audio.header else 1)
-        if decoded.speaker_reference is not None:
-            # Inline references share the batch's budget: a batch of tiny FLAC files must not decode to gigabytes.
-            left -= decoded.speaker_reference.waveform.nbytes
-            if left < 0:
-                raise ProtocolError.single(
-                    "batch_too_large",
-                    f"the batch's audio and inline speaker references decode to more than "
-                    f"{limits.max_batch_audio_bytes} bytes together (max_batch_audio_bytes): register the "
-                    "references with POST /v1/speakers and send speaker_reference_id",
-                    "$.items",
-                )
-        out.append(decoded)
-    return out
+def _finish_item(entry: _Checked, limits: Limits, budget: _BatchBudget) -> DecodedScoreRequest | ProtocolError:
+    """Decode one checked item; those of unknown length, and inline references, share the budget in order."""
+    unknown_length = entry.audio.decoded_bytes is None
+    try:
+        decoded = _finish(entry, limits, budget=budget.left if unknown_length else None)
+    except ProtocolError as exc:
+        return exc
+    if unknown_length:
+        budget.spend(decoded.waveform.nbytes * entry.audio.channels)
+    if decoded.speaker_reference is not None:
+        # Inline references share the batch's budget: a batch of tiny FLAC files must not decode to gigabytes.
+        budget.spend(decoded.speaker_reference.waveform.nbytes,
+                     "the batch's audio and inline speaker references decode to more than {limit} bytes together "
+                     "(max_batch_audio_bytes): register the references with POST /v1/speakers and send "
+                     "speaker_reference_id")
+    return decoded
 
 
 def detect_kind(obj: Any) -> MessageKind:
@@ -586,20 +356,17 @@ def validate_message(
         elif kind in requests:
             (decode_score_request if kind == "score_request" else decode_speaker_request)(obj, limits)
         elif kind == "batch_response" and isinstance(obj, dict):
-            _check_version(obj, "$", required=False)
+            check_version(obj, required=False)
     except ProtocolError as exc:
         issues = exc.issues
+    except Refusal as exc:
+        issues = [Issue(exc.code, str(exc), f"$.{exc.field}")]
     if kind not in requests:  # a response: its version (above) and every schema issue besides
         try:
             MESSAGES[kind].model_validate(obj)
         except ValidationError as exc:
             issues += issues_from_pydantic(exc)
     return kind, issues
-
-
-def is_finite_scalar(value: Any) -> bool:
-    """True for str, bool, int, None and finite floats: what a flat response may hold."""
-    return value is None or isinstance(value, (str, bool, int)) or (isinstance(value, float) and math.isfinite(value))
 
 
 REFERENCE_FIELD = "speaker_reference_audio_base64"
@@ -617,16 +384,16 @@ def _speaker_reference(req: ScoreRequest | BatchItem, limits: Limits, path: str)
             f"send either speaker_reference_id or {REFERENCE_FIELD}, not both", fpath,
         )
     try:
-        raw = codecs.b64decode(text, field=REFERENCE_FIELD)
-        header = _file_header(raw, REFERENCE_FIELD, limits, fpath, "the reference's")
+        audio = open_file(codecs.b64decode(text, field=REFERENCE_FIELD), field=REFERENCE_FIELD,
+                          max_seconds=limits.max_audio_seconds, max_bytes=limits.max_audio_bytes,
+                          rates=(MIN_SAMPLE_RATE, MAX_SAMPLE_RATE), whose="the reference's")
+        waveform = audio.decode(limits.max_audio_seconds, limits.max_audio_bytes)
     except codecs.AudioDecodeError as exc:
         raise ProtocolError.single(exc.code, str(exc), fpath) from None
-    waveform = _decode_samples(_Audio(REFERENCE_FIELD, raw, header.sample_rate, header), limits, path, None)
-    if waveform.shape[0] == 0:
-        raise ProtocolError.single("empty_audio", f"{REFERENCE_FIELD} holds no samples", fpath)
-    if not np.isfinite(waveform).all():
-        raise ProtocolError.single("non_finite_audio", f"{REFERENCE_FIELD} holds NaN or infinite samples", fpath)
-    return DecodedAudio(waveform, header.sample_rate, REFERENCE_FIELD)
+    issues = sample_issues(waveform, REFERENCE_FIELD, fpath)
+    if issues:
+        raise ProtocolError(issues)
+    return DecodedAudio(waveform, audio.rate, REFERENCE_FIELD)
 
 
 def decode_speaker_request(obj: Any, limits: Limits = DEFAULT_LIMITS) -> DecodedAudio:
@@ -634,12 +401,6 @@ def decode_speaker_request(obj: Any, limits: Limits = DEFAULT_LIMITS) -> Decoded
 
     The recording takes the same encodings, checks and limits as a score request's audio.
     """
-    if not isinstance(obj, dict):
-        raise ProtocolError.single("invalid_request", "a speaker registration must be a JSON object", "$")
-    _check_version(obj, "$")
-    try:
-        req = SpeakerRequest.model_validate(obj)
-    except ValidationError as exc:
-        raise ProtocolError(issues_from_pydantic(exc)) from None
-    audio = _read_audio(req, limits, "$")
-    return DecodedAudio(_samples(req, audio, limits, "$"), audio.rate, audio.name)
+    req = _validated(SpeakerRequest, obj, limits=limits)
+    audio = _open(req, limits, "$", None)
+    return DecodedAudio(_samples(req, audio, limits, "$"), audio.rate, audio.field)

@@ -61,19 +61,16 @@ def write_speaker_embedding(path: str | Path, vector: Sequence[float]) -> Path:
 
 
 def load_reference(path: str | Path) -> Any:
-    """The recording as mono float32 at 24 kHz (channels averaged, resampled with soxr)."""
+    """The recording as mono float32 at 24 kHz (channels averaged, resampled with soxr); ValueError for an
+    empty recording or one holding NaN or infinity."""
     import numpy as np
-    import soundfile as sf
     import soxr
 
-    data, rate = sf.read(str(path), dtype="float32", always_2d=True)
-    if data.shape[0] == 0:
-        raise ValueError(f"{path} holds no audio")
-    mono = data.mean(axis=1)
+    from ..protocol.audio import read_audio
+
+    mono, rate = read_audio(path)
     if rate != SPEAKER_RATE:
         mono = soxr.resample(mono, rate, SPEAKER_RATE)
-    if not np.isfinite(mono).all():
-        raise ValueError(f"{path} contains NaN or infinity")
     return np.ascontiguousarray(mono, dtype=np.float32)
 
 

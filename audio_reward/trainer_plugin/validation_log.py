@@ -43,6 +43,8 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
+from ..protocol.audio import read_audio
+
 
 def _read_lines(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
@@ -167,9 +169,9 @@ class ValidationLogger:
 
 
 def _copy_audio(source: Path, dest: Path) -> None:
-    """Copy a WAV as is; any other format soundfile reads is written as 16-bit WAV."""
+    """Copy a WAV as is; any other format the protocol's reader reads is written as 16-bit mono WAV."""
     if source.suffix.lower() == ".wav":
         shutil.copyfile(source, dest)
         return
-    data, rate = sf.read(source, dtype="float32")
+    data, rate = read_audio(source)
     sf.write(dest, data, rate, subtype="PCM_16")

@@ -16,14 +16,7 @@ from typing import Any
 import numpy as np
 from starlette.concurrency import run_in_threadpool
 
-from audio_reward.protocol import describe_bytes
-from audio_reward.protocol.codecs import (
-    AudioDecodeError,
-    check_file_size,
-    decode_file_bytes,
-    max_frames_for,
-    read_file_header,
-)
+from audio_reward.protocol import AudioDecodeError, read_audio
 
 from ..engines.base import ENGINE_SAMPLE_RATE
 from ..errors import BadRequestError, NotFoundError
@@ -35,7 +28,7 @@ from ..openai_protocol import (
     TranscriptionResponse,
     TranscriptionVerboseResponse,
 )
-from .audio_files import READABLE_FORMATS, decode_ffmpeg, resample_16k
+from .audio_files import FFMPEG_FILES, resample_16k
 from .engine_client import EngineClient
 from .prometheus import ServerMetrics
 
@@ -51,46 +44,15 @@ class TranscriptionResult:
     duration_s: float
 
 
-def _decode_soundfile(raw: bytes, name: str, max_seconds: float, max_bytes: int) -> np.ndarray | None:
-    """16 kHz mono float32 via libsndfile, or None when it does not know the format (AudioDecodeError for one
-    it knows that is over the limits or broken).
-
-    The same bounded decoding as ``/v1/score``'s files: the header is checked
-    against the limits before any sample is decoded, and a file that declares
-    no length (streamed FLAC) stops at the limit.
-    """
-    try:
-        header = read_file_header(raw, field=name)
-    except AudioDecodeError:
-        return None  # not a libsndfile format: FFmpeg may know it
-    if header.sample_rate <= 0:
-        return None
-    check_file_size(header, field=name, max_seconds=max_seconds, max_bytes=max_bytes)
-    max_frames, limit_name = max_frames_for(header, max_seconds, max_bytes)
-    data = decode_file_bytes(raw, header, field=name, max_frames=max_frames, limit_name=limit_name)
-    return resample_16k(data, header.sample_rate)
-
-
 def decode_upload(raw: bytes, filename: str | None, max_seconds: float, max_bytes: int) -> np.ndarray:
-    """An uploaded audio file as 16 kHz mono float32; 400 naming the file's format when it is not audio."""
+    """An uploaded audio file as 16 kHz mono float32 (the protocol's reader, bounded as ``/v1/score``'s files
+    are); 400 naming the file's format when it is not audio."""
     name = f"file {filename!r}" if filename else "the file"
-    if not raw:
-        raise BadRequestError("empty_audio", f"{name} is empty", path="file")
     try:
-        audio = _decode_soundfile(raw, name, max_seconds, max_bytes)
-        if audio is None:
-            audio = decode_ffmpeg(raw, name, max_seconds)
+        audio, rate = read_audio(raw, field=name, max_seconds=max_seconds, max_bytes=max_bytes, decoder=FFMPEG_FILES)
     except AudioDecodeError as exc:
         raise BadRequestError(exc.code, str(exc), path="file") from None
-    if audio is None:
-        raise BadRequestError(
-            "invalid_audio_file", f"{name} is not audio: {describe_bytes(raw)}; send {READABLE_FORMATS}", path="file"
-        )
-    if audio.shape[0] == 0:
-        raise BadRequestError("empty_audio", f"{name} holds no audio samples", path="file")
-    if not np.isfinite(audio).all():
-        raise BadRequestError("non_finite_audio", f"{name} holds NaN or infinite samples", path="file")
-    return audio
+    return resample_16k(audio, rate)
 
 
 @dataclass(eq=False)
