@@ -58,38 +58,24 @@ class PreparedRequest:
 
 @dataclass(eq=False)
 class _Utterance:
-    """One utterance through :meth:`ScoringPipeline._score_items`: its request, its transcript, its signals, its answer.
-
-    A new signal is one more field of :class:`~.signals.SignalItem`, not one more list to keep in step.
-    """
+    """One utterance once transcribed: its request, its signals, its transcript or error, then its answer."""
 
     request: PreparedRequest
     signals: SignalItem | None
-    """What the signal service measures for it (None: it asks for no signal)."""
-    engine: EngineOutcome | None = None
-    """Its transcript or the transcription's error, once the engine client answered."""
+    """What the signal service measured for it (None: it asks for no signal)."""
+    engine: EngineOutcome
     result: ScoreResponse | None = None
-
-    @classmethod
-    def of(cls, item: PreparedRequest) -> _Utterance:
-        """``item`` before anything is known of it."""
-        return cls(item, SignalItem(item.engine.audio, item.signals) if item.signals is not None else None)
 
     @property
     def error(self) -> ServerError | None:
         """Why it gets no score: the transcription's error first, then the signals'."""
-        if self.engine is not None and isinstance(self.engine.value, ServerError):
+        if isinstance(self.engine.value, ServerError):
             return self.engine.value
         return self.signals.error if self.signals is not None else None
 
     @property
-    def joined(self) -> bool:
-        """Whether its transcript or error is another request's, with the same id and content."""
-        return self.engine is not None and self.engine.joined
-
-    @property
     def outcome(self) -> ScoreResponse | ServerError:
-        """Its answer: the scored result, or its error."""
+        """Its answer: its error, or the scored result."""
         if (error := self.error) is not None:
             return error
         assert self.result is not None
@@ -164,11 +150,11 @@ class ScoringPipeline:
     # -- scoring --------------------------------------------------------------------------
     def _result(self, utterance: _Utterance) -> ScoreResponse:
         """The answer to one utterance: its transcript scored, the reward shared with its measured signals."""
-        item, signals, outcome = utterance.request, utterance.signals, utterance.engine
-        assert outcome is not None and isinstance(outcome.value, Transcription)  # only transcribed ones are scored
+        item, signals, transcription = utterance.request, utterance.signals, utterance.engine.value
+        assert isinstance(transcription, Transcription)  # only transcribed utterances are scored
         result = score_transcript(
             item.reference,
-            outcome.value.text,
+            transcription.text,
             normalizer=self.normalizer,
             policy=item.policy,
             duration_s=item.request.duration_s,
@@ -178,8 +164,9 @@ class ScoringPipeline:
         )
         # The rules follow the request's language (a garbled transcript must not switch them), but the
         # answer says which language the audio was decoded in: the model's detection when none was asked for.
+        engine = utterance.engine.engine
         return result.response(
-            detected_language=outcome.value.language, model=outcome.engine.model_id, engine=outcome.engine.engine,
+            detected_language=transcription.language, model=engine.model_id, engine=engine.engine,
             protocol_version=PROTOCOL_VERSION, request_id=item.engine.request_id,
             **(signals.fields() if signals is not None else {}),
         )
@@ -206,27 +193,25 @@ class ScoringPipeline:
         not transcribed again: it takes that request's transcript.  A failure
         of the whole call (queue full, not ready, timeout) is raised.
         """
-        utterances = [_Utterance.of(item) for item in items]
         # The signals are measured beside the transcription (None: no utterance asks for any).
-        measured = [u.signals for u in utterances if u.signals is not None]
+        signals = [SignalItem(item.engine.audio, item.signals) if item.signals is not None else None for item in items]
         measuring = None
         if self.signals is not None:
-            measuring = self.signals.start_measuring(measured, self.request_timeout_s)
+            measuring = self.signals.start_measuring([s for s in signals if s is not None], self.request_timeout_s)
         try:
-            outcomes = await self.engine_client.transcribe_many([u.request.engine for u in utterances])
+            outcomes = await self.engine_client.transcribe_many([item.engine for item in items])
         except BaseException:
             if measuring is not None:
                 measuring.cancel()
             raise
-        for utterance, outcome in zip(utterances, outcomes, strict=True):
-            utterance.engine = outcome
         if measuring is not None:
             await measuring
+        utterances = [_Utterance(*parts) for parts in zip(items, signals, outcomes, strict=True)]
         scorable = [u for u in utterances if u.error is None]
         if scorable:
             await self.offload.run(lambda: self._score(scorable))
         for utterance in utterances:
-            self._count(utterance.outcome, joined=utterance.joined)
+            self._count(utterance.outcome, joined=utterance.engine.joined)
         return [utterance.outcome for utterance in utterances]
 
     async def score(self, body: bytes, request_id: str) -> ScoreResponse:
