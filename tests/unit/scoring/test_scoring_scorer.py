@@ -14,6 +14,7 @@ from audio_reward.scoring import (
     ScoringError,
     estimate_speech_duration,
     get_normalizer,
+    normalize_reference,
     score_transcript,
 )
 from audio_reward.scoring.normalizers import is_cjk_ideograph, is_mostly_cjk
@@ -203,3 +204,26 @@ def test_any_text_gives_a_finite_score_in_unit_interval(
     assert all(math.isfinite(v) for v in diag.values() if isinstance(v, float))
     if result.normalized_reference == result.normalized_transcript:
         assert diag["cer"] == diag["wer"] == 0.0
+
+
+@pytest.mark.parametrize(("reference", "transcript", "language", "duration_s", "reference_duration_s"), CASES)
+def test_a_reference_normalized_once_scores_as_its_text_does(
+    reference: str, transcript: str, language: str | None, duration_s: float, reference_duration_s: float | None
+) -> None:
+    normalizer, policy = get_normalizer("basic"), RewardPolicy(repeat_penalty=0.5)
+    prepared = normalize_reference(reference, normalizer=normalizer, language=language, field="prompt")
+    args = {"normalizer": normalizer, "policy": policy, "duration_s": duration_s,
+            "reference_duration_s": reference_duration_s}
+    assert score_transcript(prepared, transcript, **args) == score_transcript(
+        reference, transcript, language=language, **args)
+
+
+def test_the_answer_carries_the_server_fields_and_the_detected_language_only_without_rules() -> None:
+    result = score_transcript("guten Morgen", "guten morgen", normalizer=get_normalizer("basic"), policy=RewardPolicy(),
+                              language=None, duration_s=1.0, reference_duration_s=None)
+    answer = result.response(detected_language="de", model="tiny", request_id="r1")
+    assert (answer.language, answer.model, answer.request_id, answer.reward_asr) == ("de", "tiny", "r1", None)
+    assert "reward_asr" not in answer.model_dump(exclude_none=True)
+    ruled = score_transcript("good morning", "good morning", normalizer=get_normalizer("basic"), policy=RewardPolicy(),
+                             language="en", duration_s=1.0, reference_duration_s=None)
+    assert ruled.response(detected_language="de").language == "en"
