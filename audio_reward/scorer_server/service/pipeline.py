@@ -6,7 +6,7 @@ through :class:`~.offload.Offload`, one hop for the requests an engine batch
 answers together): CPU work that grows with the prompt and would otherwise
 stall the event loop, and with it ``/healthz`` and every other request.
 Transcription goes through the engine client (:mod:`.engine_client`: the
-scheduler, the timeout, retried requests joining their first copy), and the
+language, the scheduler, the timeout, retried requests joining their first copy), and the
 speaker and quality signals through the signal service (:mod:`.signals`),
 side by side.
 """
