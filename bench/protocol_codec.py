@@ -29,7 +29,7 @@ import orjson
 
 from audio_reward.protocol import PROTOCOL_VERSION, RewardPolicy, ScoreResponse, decode_score_request, parse_json
 from audio_reward.scorer_client.wire import ScoreItem, prepare
-from audio_reward.scorer_server.http.responses import wire_json
+from audio_reward.scorer_server.http.responses import score_json
 from audio_reward.scoring import get_normalizer, score_transcript
 
 
@@ -59,8 +59,8 @@ def answer_fields() -> dict[str, Any]:
     text = "The quick brown fox jumps over the lazy dog."
     scored = score_transcript(text, "the quick brown fox jumped over a lazy dog", normalizer=get_normalizer("basic"),
                               policy=RewardPolicy(), language="en", duration_s=3.1, reference_duration_s=None)
-    return {**scored.diagnostics(), "model": "tiny.en", "engine": "faster-whisper",
-            "protocol_version": PROTOCOL_VERSION, "request_id": "0f" * 16}
+    return scored.response(model="tiny.en", engine="faster-whisper", protocol_version=PROTOCOL_VERSION,
+                           request_id="0f" * 16).model_dump(exclude_none=True)
 
 
 def interleaved(pair: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
@@ -96,10 +96,10 @@ def main() -> None:
     print(f"ratio plain/ours: {med['plain'] / med['ours']:.2f}x  (>1 means ours is faster)")
 
     fields = answer_fields()
-    assert wire_json(ScoreResponse.model_validate(fields, extra="forbid")) == orjson.dumps(fields)
+    assert score_json(ScoreResponse.model_validate(fields)) == orjson.dumps(fields)
     batch = 1000  # one answer takes microseconds: time a thousand per turn
     encode = interleaved({
-        "model": lambda: [wire_json(ScoreResponse.model_validate(fields, extra="forbid")) for _ in range(batch)],
+        "model": lambda: [score_json(ScoreResponse.model_validate(fields)) for _ in range(batch)],
         "dict": lambda: [orjson.dumps(dict(fields)) for _ in range(batch)],
     }, max(20, args.repeats // 4))
     us = {k: v / batch * 1e6 for k, v in encode.items()}

@@ -114,7 +114,7 @@ def locked_app(model_name: str, threads: int, device: str):  # type: ignore[no-u
             text = "".join(s.text for s in segments).strip()
         result = score_transcript(payload["prompt"], text, normalizer=normalizer, policy=policy, language="en",
                                   duration_s=len(audio) / payload["sample_rate"], reference_duration_s=None)
-        return result.diagnostics()
+        return result.response().model_dump(exclude_none=True)
 
     return app
 

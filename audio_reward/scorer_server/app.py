@@ -187,7 +187,8 @@ def build_app(settings: ServerConfig, engine: ASREngine | None = None, *, engine
         signals=signals,
         metrics=server_metrics,
         pipeline=ScoringPipeline(engine_client=engine_client, normalizer=normalizer, policy=settings.reward,
-                                 metrics=server_metrics, limits=settings.limits, signals=signals),
+                                 metrics=server_metrics, limits=settings.limits,
+                                 request_timeout_s=settings.request_timeout_s, signals=signals),
         transcriptions=TranscriptionService(
             engine_client=engine_client, metrics=server_metrics, model=settings.model,
             served_model_name=settings.served_model_name, max_audio_seconds=settings.max_audio_seconds,

@@ -150,5 +150,11 @@ def error_body(code: str, message: str, *, retryable: bool, request_id: str | No
     return ErrorResponse(error=detail).model_dump(exclude_none=True)
 
 
+def error_response(exc: ServerError, request_id: str | None = None) -> ErrorResponse:
+    """``exc`` as the protocol's error answer (a field left None is not sent)."""
+    return ErrorResponse(error=ErrorDetail(code=exc.code, message=exc.message, retryable=exc.retryable,
+                                           request_id=request_id, path=exc.path))
+
+
 def server_error_body(exc: ServerError, request_id: str | None = None) -> dict[str, Any]:
-    return error_body(exc.code, exc.message, retryable=exc.retryable, request_id=request_id, path=exc.path)
+    return error_response(exc, request_id).model_dump(exclude_none=True)

@@ -16,16 +16,16 @@ from .rewards import (
     repeated_ngram_fraction,
     shape_reward,
 )
-from .scorer import Diagnostics, TextComparison, TranscriptScore, compare_texts, normalize_reference, score_transcript
+from .scorer import Reference, TextComparison, TranscriptScore, compare_texts, normalize_reference, score_transcript
 
 __all__ = [
     "DEFAULT_NORMALIZER",
     "NORMALIZERS",
     "ComposedReward",
-    "Diagnostics",
     "EmptyReferenceError",
     "ErrorRates",
     "Normalizer",
+    "Reference",
     "RewardBreakdown",
     "RewardPolicy",
     "ScoringError",

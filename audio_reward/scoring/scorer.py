@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from audio_reward.protocol.models import ScoreResponse
 
 from .duration import estimate_speech_duration
 from .errors import EmptyReferenceError
@@ -11,10 +14,8 @@ from .normalizers import Normalizer, is_chinese, language_code
 from .rewards import ComposedReward, RewardBreakdown, RewardPolicy, compose_reward, require_finite, shape_reward
 
 __all__ = [
-    "Diagnostics", "TextComparison", "TranscriptScore", "compare_texts", "normalize_reference", "score_transcript",
+    "Reference", "TextComparison", "TranscriptScore", "compare_texts", "normalize_reference", "score_transcript",
 ]
-
-Diagnostics = dict[str, str | int | float | bool | None]
 
 
 @dataclass(frozen=True)
@@ -41,74 +42,62 @@ class TranscriptScore:
         """The reward, the number the trainer gets: shared with the signals when they were measured."""
         return self.composed.score if self.composed is not None else self.reward.score
 
-    def diagnostics(self) -> Diagnostics:
-        """Flat, finite values with the same keys and types for every result that measured the same signals.
+    def response(self, *, detected_language: str | None = None, **server: Any) -> ScoreResponse:
+        """This score as the protocol's answer, every field typed by :class:`ScoreResponse`.
 
-        verl takes the extra-info keys of a batch from its first sample, so no key
-        is ever optional; an unknown language is reported as ``""``.  The terms the
-        signals added (``reward_asr``, ``reward_speaker``, ...) appear only when
-        they were measured, so a request that asks for none gets the keys it always got.
+        The same fields for every result that measured the same signals (verl takes the extra-info keys of
+        a batch from its first sample): a field left None is not sent, so the terms the signals added
+        (``reward_asr``, ``reward_speaker``, ...) appear only when they were measured.  ``language`` is the
+        rules' language, else ``detected_language`` (the ASR model's detection), else ``""``.  ``server``
+        sets what only the server knows: ``model``, ``engine``, ``request_id``, the measured signals.
         """
-        r = self.reward
-        return {
-            "score": self.score,
-            "cer": self.rates.cer,
-            "wer": self.rates.wer,
-            "error_rate": r.error_rate,
-            "error_clipped": r.error_clipped,
-            "ref_chars": self.rates.ref_chars,
-            "ref_words": self.rates.ref_words,
-            "char_edits": self.rates.char_edits,
-            "word_edits": self.rates.word_edits,
-            "transcript": self.transcript,
-            "normalized_transcript": self.normalized_transcript,
-            "normalized_reference": self.normalized_reference,
-            "normalizer": self.normalizer,
-            "language": self.language or "",
-            "char_level": self.char_level,
-            "duration_s": self.duration_s,
-            "expected_duration_s": self.expected_duration_s,
-            "expected_duration_source": self.expected_duration_source,
-            "duration_ratio": r.duration_ratio,
-            "duration_checked": r.duration_checked,
-            "reward_formula": self.policy.formula,
-            "reward_metric": self.policy.metric,
-            "reward_base": r.base,
-            "penalty_empty": r.penalty_empty,
-            "penalty_duration": r.penalty_duration,
-            "penalty_short_audio": r.penalty_short_audio,
-            "penalty_repeat": r.penalty_repeat,
-            "repeated_ngram_fraction": r.repeated_ngram_fraction,
-            "empty_transcript": r.empty_transcript,
-            **self._signal_terms(),
-        }
+        r, rates, policy, c = self.reward, self.rates, self.policy, self.composed
+        speaker = c.speaker_term if c is not None else None
+        quality = c.quality_term if c is not None else None
+        return ScoreResponse(
+            score=self.score, cer=rates.cer, wer=rates.wer, error_rate=r.error_rate, error_clipped=r.error_clipped,
+            ref_chars=rates.ref_chars, ref_words=rates.ref_words, char_edits=rates.char_edits,
+            word_edits=rates.word_edits, transcript=self.transcript,
+            normalized_transcript=self.normalized_transcript, normalized_reference=self.normalized_reference,
+            normalizer=self.normalizer, language=self.language or language_code(detected_language) or "",
+            char_level=self.char_level, duration_s=self.duration_s, expected_duration_s=self.expected_duration_s,
+            expected_duration_source=self.expected_duration_source, duration_ratio=r.duration_ratio,
+            duration_checked=r.duration_checked, reward_formula=policy.formula, reward_metric=policy.metric,
+            reward_base=r.base, penalty_empty=r.penalty_empty, penalty_duration=r.penalty_duration,
+            penalty_short_audio=r.penalty_short_audio, penalty_repeat=r.penalty_repeat,
+            repeated_ngram_fraction=r.repeated_ngram_fraction, empty_transcript=r.empty_transcript,
+            reward_asr=c.asr if c is not None else None, reward_speaker=speaker,
+            speaker_weight=None if speaker is None else policy.speaker_weight,
+            speaker_floor_applied=None if speaker is None or c is None else c.speaker_floor_applied,
+            reward_quality=quality, quality_weight=None if quality is None else policy.quality_weight,
+            **server,
+        )
 
-    def _signal_terms(self) -> Diagnostics:
-        """The terms the measured signals added to the score, and their weights (nothing without signals)."""
-        composed, policy = self.composed, self.policy
-        if composed is None:
-            return {}
-        out: Diagnostics = {"reward_asr": composed.asr}
-        if composed.speaker_term is not None:
-            out.update(reward_speaker=composed.speaker_term, speaker_weight=policy.speaker_weight,
-                       speaker_floor_applied=composed.speaker_floor_applied)
-        if composed.quality_term is not None:
-            out.update(reward_quality=composed.quality_term, quality_weight=policy.quality_weight)
-        return out
+
+@dataclass(frozen=True)
+class Reference:
+    """A target text normalized once, under the rules its language chose: what every score against it reads."""
+
+    text: str
+    normalized: str
+    language: str | None
+    """The language code that chose the rules (None: the text itself chose)."""
+    char_level: bool
+    """Whether the Chinese (character-level) rules apply."""
 
 
 def normalize_reference(
     reference: str, *, normalizer: Normalizer, language: str | None, field: str = "reference"
-) -> tuple[str, bool]:
-    """The normalized reference and whether the Chinese (character-level) rules apply.
+) -> Reference:
+    """``reference`` normalized, with the rules that apply to it.
 
     ``language`` (code or Whisper name, or None) decides the rules; with None the
     reference itself decides whether Chinese rules apply.  Raises
+    :class:`~.errors.EmptyReferenceError` when the reference is empty or only
+    whitespace, or normalizes to nothing (Seed-TTS-eval's scorer raises on such a
+    reference; no error rate is defined against nothing), and
     :class:`~.errors.UnsupportedLanguageError` for a language the normalizer has
-    no rules for, and :class:`~.errors.EmptyReferenceError` when the reference is
-    empty or normalizes to nothing (Seed-TTS-eval's scorer raises on such a
-    reference; no error rate is defined against nothing).  ``field`` is the
-    caller's name for the reference, used in the message.
+    no rules for.  ``field`` is the caller's name for the reference, used in the message.
     """
     if not reference.strip():
         raise EmptyReferenceError(f"{field} is empty: there is no target text to score against", field=field)
@@ -122,7 +111,7 @@ def normalize_reference(
             "(only punctuation or symbols): there is nothing to score against",
             field=field,
         )
-    return normalized, char_level
+    return Reference(reference, normalized, code, char_level)
 
 
 def _excerpt(text: str, limit: int = 40) -> str:
@@ -140,27 +129,28 @@ class TextComparison:
     rates: ErrorRates
 
 
-def compare_texts(reference: str, hypothesis: str, *, normalizer: Normalizer, language: str | None) -> TextComparison:
+def compare_texts(reference: str | Reference, hypothesis: str, *, normalizer: Normalizer,
+                  language: str | None = None) -> TextComparison:
     """Normalize ``reference`` and ``hypothesis`` (the ASR output) and measure CER/WER.
 
-    The reference decides the rules as in :func:`normalize_reference` (whose
-    errors it raises); the hypothesis is normalized as a hypothesis (Seed-TTS-eval
-    converts only it to simplified Chinese).
+    A text reference is normalized as in :func:`normalize_reference` under ``language`` (whose errors it
+    raises); a :class:`Reference` was normalized already and brings its own rules.  The hypothesis is
+    normalized as a hypothesis (Seed-TTS-eval converts only it to simplified Chinese).
     """
-    code = language_code(language)
-    normalized_reference, char_level = normalize_reference(reference, normalizer=normalizer, language=code)
-    normalized_hypothesis = normalizer.normalize(hypothesis, code, chinese=char_level, side="hypothesis")
-    rates = error_rates(normalized_reference, normalized_hypothesis, char_level_language=char_level)
-    return TextComparison(normalized_reference, normalized_hypothesis, code, char_level, rates)
+    ref = reference if isinstance(reference, Reference) else normalize_reference(
+        reference, normalizer=normalizer, language=language)
+    hyp = normalizer.normalize(hypothesis, ref.language, chinese=ref.char_level, side="hypothesis")
+    rates = error_rates(ref.normalized, hyp, char_level_language=ref.char_level)
+    return TextComparison(ref.normalized, hyp, ref.language, ref.char_level, rates)
 
 
 def score_transcript(
-    reference: str,
+    reference: str | Reference,
     transcript: str,
     *,
     normalizer: Normalizer,
     policy: RewardPolicy,
-    language: str | None,
+    language: str | None = None,
     duration_s: float,
     reference_duration_s: float | None,
     speaker_similarity: float | None = None,
@@ -168,12 +158,13 @@ def score_transcript(
 ) -> TranscriptScore:
     """Score ``transcript`` (the ASR output) against ``reference`` (the target text).
 
-    ``language`` (code or Whisper name, or None) decides the rules for both texts;
-    with None, the reference alone decides whether Chinese rules apply, so a
-    garbled transcript cannot switch them.  ``duration_s`` is the audio length;
-    ``reference_duration_s``, when given and positive, is the expected length,
-    otherwise it is estimated from the reference text.  Raises the errors of
-    :func:`normalize_reference`.
+    ``language`` (code or Whisper name, or None) decides the rules for both texts
+    of a text reference; with None, the reference alone decides whether Chinese
+    rules apply, so a garbled transcript cannot switch them.  A :class:`Reference`
+    (the server normalizes the prompt once, when it accepts the request) brings its
+    own rules.  ``duration_s`` is the audio length; ``reference_duration_s``, when
+    given and positive, is the expected length, otherwise it is estimated from the
+    reference text.  Raises the errors of :func:`normalize_reference`.
 
     ``speaker_similarity`` (the cosine of the speech's and the reference's speaker
     embeddings) and ``quality_mos`` (DNSMOS overall, 1..5) are the signals measured
@@ -185,12 +176,11 @@ def score_transcript(
     require_finite("reference_duration_s", reference_duration_s, nonnegative=True)
 
     compared = compare_texts(reference, transcript, normalizer=normalizer, language=language)
-
+    text = reference.text if isinstance(reference, Reference) else reference
     if reference_duration_s:
         expected, source = reference_duration_s, "reference"
     else:
-        expected, source = estimate_speech_duration(reference), "estimate"
-
+        expected, source = estimate_speech_duration(text), "estimate"
     reward = shape_reward(
         policy,
         compared.rates.cer if policy.metric == "cer" else compared.rates.wer,

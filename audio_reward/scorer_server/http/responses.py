@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from audio_reward.protocol import ErrorResponse
+from audio_reward.protocol import BatchScoreResponse, ErrorResponse, ScoreResponse
 
 
 def wire_json(content: Any) -> bytes:
@@ -23,6 +23,11 @@ def wire_json(content: Any) -> bytes:
     return orjson.dumps(content)
 
 
+def score_json(answer: ScoreResponse | BatchScoreResponse) -> bytes:
+    """A score answer as JSON bytes: its fields in their declared order, a None one not sent (nothing measured it)."""
+    return orjson.dumps(answer.model_dump(exclude_none=True))
+
+
 class OrjsonResponse(JSONResponse):
     media_type = "application/json"
 
@@ -30,10 +35,14 @@ class OrjsonResponse(JSONResponse):
         return wire_json(content)
 
 
-async def encode_off_loop(content: Any) -> Response:
-    """A 200 JSON response encoded in a worker thread, for answers big enough to stall the event loop."""
-    body = await run_in_threadpool(wire_json, content)
-    return Response(body, media_type=OrjsonResponse.media_type)
+def score_response(answer: ScoreResponse | BatchScoreResponse, body: bytes | None = None) -> Response:
+    """A 200 score answer (``body``: already encoded)."""
+    return Response(score_json(answer) if body is None else body, media_type=OrjsonResponse.media_type)
+
+
+async def encode_off_loop(answer: BatchScoreResponse) -> Response:
+    """A 200 score answer encoded in a worker thread, for answers big enough to stall the event loop."""
+    return score_response(answer, await run_in_threadpool(score_json, answer))
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:

@@ -20,7 +20,7 @@ from .auth import require_api_key
 from .body import is_multipart_form, read_body, require_json, require_json_or_form
 from .deps import get_pipeline, get_settings
 from .middleware import request_id_of
-from .responses import OrjsonResponse, encode_off_loop, error_responses, json_body
+from .responses import OrjsonResponse, encode_off_loop, error_responses, json_body, score_response
 from .score_form import form_score_body, score_body
 
 router = APIRouter(tags=["scoring"], dependencies=[Depends(require_api_key)])
@@ -38,16 +38,16 @@ _SCORE_DOC: dict[str, Any] = {
 
 
 @router.post("/v1/score", summary="Score one utterance", **_SCORE_DOC)
-async def score_v1(request: Request, settings: Settings, pipeline: Pipeline) -> OrjsonResponse:
+async def score_v1(request: Request, settings: Settings, pipeline: Pipeline) -> Response:
     """Transcribe the speech and score it against ``prompt``; answers one flat object."""
     body = await read_body(request, settings)
     if is_multipart_form(request):
         body = await form_score_body(request, body)
-    return OrjsonResponse(await pipeline.score(body, request_id_of(request)))
+    return score_response(await pipeline.score(body, request_id_of(request)))
 
 
 @router.post("/score", summary="Score one utterance (verl-omni path)", **_SCORE_DOC)
-async def score_compat(request: Request, settings: Settings, pipeline: Pipeline) -> OrjsonResponse:
+async def score_compat(request: Request, settings: Settings, pipeline: Pipeline) -> Response:
     """Same as ``POST /v1/score``: the path verl-omni's audio scorer client posts to."""
     return await score_v1(request, settings, pipeline)
 

@@ -7,8 +7,9 @@ over one :class:`EngineClient` and never reach past it.  It owns:
 - readiness: loading and warming the engine, starting its scheduler, and why it is not ready;
 - the scheduler (:mod:`.scheduler`) and its settings;
 - the request timeout, per utterance: what finished in time is answered, the rest gets its own 504;
-- the language check (400 before anything is queued when the model does not transcribe a language);
-- single-flight dedup (:mod:`.dedup`): a retried request joins its first copy instead of running again;
+- language resolution: the request's language, else the server default, refused with a 400 before anything
+  is queued when the model does not transcribe it;
+- single-flight dedup (:mod:`.dedup`): a retried request, keyed here, joins its first copy instead of running again;
 - early refusal: 429 at admission for a request the measured throughput cannot finish within the timeout;
 - the mapping of scheduler outcomes onto the error tree: queue full → 429, closed → 503, timeout → 504,
   engine failure → 500, not ready → 503.
@@ -23,7 +24,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -40,7 +41,7 @@ from ..errors import (
     ServerError,
     ShuttingDownError,
 )
-from .dedup import Claim, Key, RecentResults
+from .dedup import Claim, Key, RecentResults, request_key
 from .prometheus import ServerMetrics
 from .scheduler import (
     BaseScheduler,
@@ -54,6 +55,7 @@ from .scheduler import (
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 
 ADMISSION_HEADROOM = 0.8
 """Share of the request timeout an admitted request's estimated wait may fill: the throughput is an average
@@ -76,6 +78,8 @@ class EngineOutcome:
     """One utterance's transcript or error, and whether it was joined from an earlier request with its key."""
 
     value: Transcription | ServerError
+    engine: EngineInfo
+    """The engine that transcribed it (the answer names its model)."""
     joined: bool = False
 
 
@@ -130,11 +134,6 @@ class EngineClient:
     def options(self) -> dict[str, Any]:
         """The engine's own options as it resolved them."""
         return dict(self._engine.options)
-
-    @property
-    def dedup_enabled(self) -> bool:
-        """Whether requests naming an id are answered once (callers then compute their key)."""
-        return self._recent.enabled
 
     @property
     def queued(self) -> int:
@@ -212,13 +211,34 @@ class EngineClient:
             await self._scheduler.close(timeout_s=timeout_s)
         await asyncio.to_thread(self._engine.close)
 
-    # -- languages -----------------------------------------------------------------------------------------------
-    def language_for(self, requested: str | None) -> str | None:
-        """The language code a request decodes with: its own, else the server default (None: detect)."""
-        return language_code(requested or self.default_language)
+    # -- languages and requests ------------------------------------------------------------------------------------
+    def language(self, requested: str | None, *, path: str = "$.language") -> str | None:
+        """The language code an utterance decodes with: ``requested``, else the server default (None: detect).
 
-    def check_language(self, language: str | None, requested: str | None, *, path: str = "$.language") -> None:
-        """400 ``unsupported_language`` when the model does not transcribe ``language`` (``requested`` as sent)."""
+        400 ``unsupported_language`` (at ``path``) when the model does not transcribe it.
+        """
+        return self._check_language(language_code(requested or self.default_language), requested, path)
+
+    def request(self, audio: np.ndarray, requested_language: str | None, request_id: str, *,
+                rules: Callable[[str | None], T], identity: tuple[object, ...] | None = None,
+                ) -> tuple[EngineRequest, T]:
+        """One 16 kHz utterance to transcribe, in the language :meth:`language` resolves, and ``rules(language)``.
+
+        ``rules`` is the caller's own reading of that language (the scoring rules normalizing the prompt): it
+        runs before the model's check, so its refusal, which names those rules, comes first.  ``identity``
+        (what else decides the answer) is given when the client named ``request_id``: a retry with the same
+        id and content is then answered once, when the server keeps recent results.
+        """
+        language = language_code(requested_language or self.default_language)
+        ruled = rules(language)
+        self._check_language(language, requested_language, "$.language")
+        key = None
+        if identity is not None and self._recent.enabled:
+            key = request_key(request_id, language, *identity, waveform=audio)
+        return EngineRequest(audio, language, request_id, key), ruled
+
+    def _check_language(self, language: str | None, requested: str | None, path: str) -> str | None:
+        """``language``, unless the model does not transcribe it: then a 400 naming ``requested`` as sent."""
         supported = self._engine.languages
         if language is not None and supported is not None and language not in supported:
             shown = ", ".join(sorted(supported)) if len(supported) <= 12 else f"{len(supported)} languages"
@@ -228,6 +248,7 @@ class EngineClient:
                 f"(it supports: {shown})",
                 path=path,
             )
+        return language
 
     # -- transcription -------------------------------------------------------------------------------------------
     def arriving(self) -> contextlib.AbstractContextManager[None]:
@@ -320,8 +341,8 @@ class EngineClient:
     def _outcome(self, lead: _Lead | None, claim: Claim | None) -> EngineOutcome:
         """What became of one utterance: its own engine call, or the one it joined."""
         if lead is not None:
-            return EngineOutcome(lead.outcome(self._timeout))
-        return EngineOutcome(_joined(cast(Claim, claim).future, self._timeout), joined=True)
+            return EngineOutcome(lead.outcome(self._timeout), self.info)
+        return EngineOutcome(_joined(cast(Claim, claim).future, self._timeout), self.info, joined=True)
 
     def _admit_leading(self, requests: Sequence[EngineRequest], claims: Sequence[Claim | None]
                        ) -> tuple[BaseScheduler, list[asyncio.Future[Transcription]]]:

@@ -6,16 +6,16 @@ through :class:`~.offload.Offload`, one hop for the requests an engine batch
 answers together): CPU work that grows with the prompt and would otherwise
 stall the event loop, and with it ``/healthz`` and every other request.
 Transcription goes through the engine client (:mod:`.engine_client`: the
-scheduler, the timeout, retried requests joining their first copy), and the
+language, the scheduler, the timeout, retried requests joining their first copy), and the
 speaker and quality signals through the signal service (:mod:`.signals`),
 side by side.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
 from starlette.concurrency import run_in_threadpool
 
 from audio_reward.protocol import (
@@ -31,18 +31,11 @@ from audio_reward.protocol import (
     decode_score_request,
     parse_json,
 )
-from audio_reward.scoring import (
-    Normalizer,
-    ScoringError,
-    language_code,
-    normalize_reference,
-    score_transcript,
-)
+from audio_reward.scoring import Normalizer, Reference, ScoringError, normalize_reference, score_transcript
 
 from ..engines.base import Transcription
-from ..errors import BadRequestError, ServerError, server_error_body
+from ..errors import BadRequestError, ServerError, error_response
 from .audio_files import FFMPEG_FILES, resample_16k
-from .dedup import Key, request_key
 from .engine_client import EngineClient, EngineOutcome, EngineRequest
 from .offload import Offload
 from .prometheus import ServerMetrics
@@ -51,64 +44,38 @@ from .signals import SignalItem, SignalJob, SignalService
 
 @dataclass(frozen=True)
 class PreparedRequest:
-    """A decoded request with its audio at 16 kHz, its language code and its reward policy resolved."""
+    """A decoded request, ready to score: what the engine transcribes, its prompt normalized, its reward policy."""
 
     request: DecodedScoreRequest
-    audio: np.ndarray
+    engine: EngineRequest
+    """Its 16 kHz audio, its language resolved, its request id and dedup key."""
+    reference: Reference
+    """The prompt, normalized once when the request was accepted."""
     policy: RewardPolicy
-    request_id: str
-    language: str | None
-    key: Key | None = None
-    """Set when the client named the request: retries with the same id and content are answered once."""
     signals: SignalJob | None = None
     """What the request asks of the speaker and quality models (None: nothing)."""
 
 
 @dataclass(eq=False)
 class _Utterance:
-    """One utterance through :meth:`ScoringPipeline._score_items`: its request, its transcript, its signals, its answer.
-
-    A new signal is one more field of :class:`~.signals.SignalItem`, not one more list to keep in step.
-    """
+    """One utterance once transcribed: its request, its signals, its transcript or error, then its answer."""
 
     request: PreparedRequest
     signals: SignalItem | None
-    """What the signal service measures for it (None: it asks for no signal)."""
-    engine: EngineOutcome | None = None
-    """Its transcript or the transcription's error, once the engine client answered."""
+    """What the signal service measured for it (None: it asks for no signal)."""
+    engine: EngineOutcome
     result: ScoreResponse | None = None
-
-    @classmethod
-    def of(cls, item: PreparedRequest) -> _Utterance:
-        """``item`` before anything is known of it."""
-        return cls(item, SignalItem(item.audio, item.signals) if item.signals is not None else None)
-
-    def engine_request(self) -> EngineRequest:
-        """What the engine client transcribes."""
-        item = self.request
-        return EngineRequest(item.audio, item.language, item.request_id, item.key)
 
     @property
     def error(self) -> ServerError | None:
         """Why it gets no score: the transcription's error first, then the signals'."""
-        if self.engine is not None and isinstance(self.engine.value, ServerError):
+        if isinstance(self.engine.value, ServerError):
             return self.engine.value
         return self.signals.error if self.signals is not None else None
 
     @property
-    def joined(self) -> bool:
-        """Whether its transcript or error is another request's, with the same id and content."""
-        return self.engine is not None and self.engine.joined
-
-    @property
-    def transcription(self) -> Transcription:
-        """Its transcript (only an utterance without an error is scored)."""
-        assert self.engine is not None and isinstance(self.engine.value, Transcription)
-        return self.engine.value
-
-    @property
     def outcome(self) -> ScoreResponse | ServerError:
-        """Its answer: the scored result, or its error."""
+        """Its answer: its error, or the scored result."""
         if (error := self.error) is not None:
             return error
         assert self.result is not None
@@ -119,9 +86,9 @@ class _Utterance:
 class ScoringPipeline:
     """Scores request bodies over the engine client, with one normalizer and reward policy; built once per app.
 
-    Every part is given: the engine client (transcripts, languages, the
-    request timeout), the normalizer, the default policy, the metrics, the
-    limits, and the signal service when the server measures speaker or quality.
+    Every part is given: the engine client (transcripts, languages, dedup), the
+    normalizer, the default policy, the metrics, the limits, the request timeout
+    (the signals' too), and the signal service when the server measures speaker or quality.
     """
 
     engine_client: EngineClient
@@ -129,6 +96,7 @@ class ScoringPipeline:
     policy: RewardPolicy
     metrics: ServerMetrics
     limits: Limits
+    request_timeout_s: float
     signals: SignalService | None = None
     offload: Offload = field(default_factory=Offload)
 
@@ -138,29 +106,23 @@ class ScoringPipeline:
             policy = self.policy.with_options(req.reward)
         except ValueError as exc:
             raise BadRequestError("invalid_reward_options", str(exc), path="$.reward") from None
-        # The prompt first: the normalizer's refusal of a language names its rules, the model's only the model.
-        language = self.engine_client.language_for(req.language)
-        self._check_prompt(req.prompt, language)
-        self.engine_client.check_language(language, req.language)  # 400 before queueing when the model lacks it
+        named = req.request_id is not None
+        engine, reference = self.engine_client.request(
+            resample_16k(req.waveform, req.sample_rate), req.language, req.request_id or request_id,
+            rules=self._reference(req.prompt),
+            identity=(req.prompt, req.sample_rate, req.reward, req.reference_duration_s) if named else None,
+        )
         signals = self.signals.job(req, policy) if self.signals is not None else None
-        audio = resample_16k(req.waveform, req.sample_rate)
-        key = None
-        if req.request_id is not None and self.engine_client.dedup_enabled:
-            key = request_key(req.request_id, req.prompt, language, req.sample_rate, req.reward,
-                              req.reference_duration_s, waveform=req.waveform)
-        return PreparedRequest(req, audio, policy, req.request_id or request_id, language, key, signals)
+        return PreparedRequest(req, engine, reference, policy, signals)
 
-    def _check_prompt(self, prompt: str, language: str | None) -> None:
-        """Refuse, before any transcription, a prompt the normalizer cannot score against."""
-        if not prompt.strip():
-            raise BadRequestError(
-                "empty_prompt", "prompt is empty or only whitespace: there is no target text to score against",
-                path="$.prompt",
-            )
-        try:
-            normalize_reference(prompt, normalizer=self.normalizer, language=language, field="prompt")
-        except ScoringError as exc:
-            raise BadRequestError(exc.code, exc.message, path=f"$.{exc.field}") from None
+    def _reference(self, prompt: str) -> Callable[[str | None], Reference]:
+        """The prompt normalized under a language's rules; 400 when there is nothing to score against."""
+        def normalize(language: str | None) -> Reference:
+            try:
+                return normalize_reference(prompt, normalizer=self.normalizer, language=language, field="prompt")
+            except ScoringError as exc:
+                raise BadRequestError(exc.code, exc.message, path=f"$.{exc.field}") from None
+        return normalize
 
     def _prepare_one(self, body: bytes, request_id: str) -> PreparedRequest:
         try:
@@ -188,34 +150,26 @@ class ScoringPipeline:
     # -- scoring --------------------------------------------------------------------------
     def _result(self, utterance: _Utterance) -> ScoreResponse:
         """The answer to one utterance: its transcript scored, the reward shared with its measured signals."""
-        item, signals = utterance.request, utterance.signals
-        req, transcription = item.request, utterance.transcription
+        item, signals, transcription = utterance.request, utterance.signals, utterance.engine.value
+        assert isinstance(transcription, Transcription)  # only transcribed utterances are scored
         result = score_transcript(
-            req.prompt,
+            item.reference,
             transcription.text,
             normalizer=self.normalizer,
             policy=item.policy,
-            language=item.language,
-            duration_s=req.duration_s,
-            reference_duration_s=req.reference_duration_s,
+            duration_s=item.request.duration_s,
+            reference_duration_s=item.request.reference_duration_s,
             speaker_similarity=signals.speaker_similarity if signals is not None else None,
             quality_mos=signals.quality_mos if signals is not None else None,
         )
-        out = result.diagnostics()
-        if signals is not None:
-            out.update(signals.fields())
-        info = self.engine_client.info
         # The rules follow the request's language (a garbled transcript must not switch them), but the
         # answer says which language the audio was decoded in: the model's detection when none was asked for.
-        out["language"] = item.language or language_code(transcription.language) or ""
-        out.update(
-            model=info.model_id,
-            engine=info.engine,
-            protocol_version=PROTOCOL_VERSION,
-            request_id=item.request_id,
+        engine = utterance.engine.engine
+        return result.response(
+            detected_language=transcription.language, model=engine.model_id, engine=engine.engine,
+            protocol_version=PROTOCOL_VERSION, request_id=item.engine.request_id,
+            **(signals.fields() if signals is not None else {}),
         )
-        # Forbidding extras here (readers ignore them): a diagnostic the model does not declare is a server bug.
-        return ScoreResponse.model_validate(out, extra="forbid")
 
     def _score(self, utterances: list[_Utterance]) -> None:
         """Score each utterance's transcript against its prompt, with its signals; runs in a worker thread."""
@@ -239,27 +193,25 @@ class ScoringPipeline:
         not transcribed again: it takes that request's transcript.  A failure
         of the whole call (queue full, not ready, timeout) is raised.
         """
-        utterances = [_Utterance.of(item) for item in items]
         # The signals are measured beside the transcription (None: no utterance asks for any).
-        measured = [u.signals for u in utterances if u.signals is not None]
+        signals = [SignalItem(item.engine.audio, item.signals) if item.signals is not None else None for item in items]
         measuring = None
         if self.signals is not None:
-            measuring = self.signals.start_measuring(measured, self.engine_client.request_timeout_s)
+            measuring = self.signals.start_measuring([s for s in signals if s is not None], self.request_timeout_s)
         try:
-            outcomes = await self.engine_client.transcribe_many([u.engine_request() for u in utterances])
+            outcomes = await self.engine_client.transcribe_many([item.engine for item in items])
         except BaseException:
             if measuring is not None:
                 measuring.cancel()
             raise
-        for utterance, outcome in zip(utterances, outcomes, strict=True):
-            utterance.engine = outcome
         if measuring is not None:
             await measuring
+        utterances = [_Utterance(*parts) for parts in zip(items, signals, outcomes, strict=True)]
         scorable = [u for u in utterances if u.error is None]
         if scorable:
             await self.offload.run(lambda: self._score(scorable))
         for utterance in utterances:
-            self._count(utterance.outcome, joined=utterance.joined)
+            self._count(utterance.outcome, joined=utterance.engine.joined)
         return [utterance.outcome for utterance in utterances]
 
     async def score(self, body: bytes, request_id: str) -> ScoreResponse:
@@ -285,9 +237,9 @@ class ScoringPipeline:
         for i, entry in enumerate(prepared):
             if isinstance(entry, ServerError):
                 self.metrics.items.labels(entry.code).inc()
-                results.append(ErrorResponse.model_validate(server_error_body(entry, f"{request_id}-{i}")))
+                results.append(error_response(entry, f"{request_id}-{i}"))
                 continue
             outcome = next(outcomes)
-            results.append(ErrorResponse.model_validate(server_error_body(outcome, entry.request_id))
+            results.append(error_response(outcome, entry.engine.request_id)
                            if isinstance(outcome, ServerError) else outcome)
         return BatchScoreResponse(protocol_version=PROTOCOL_VERSION, results=results)

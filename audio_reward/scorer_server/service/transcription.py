@@ -109,8 +109,7 @@ class TranscriptionService:
                          request_id: str) -> TranscriptionResult:
         """Check the form, decode the upload, transcribe it; raises :class:`ServerError`."""
         self._check_form(form)
-        language = self.engine_client.language_for(form.language)
-        self.engine_client.check_language(language, form.language, path="language")
+        language = self.engine_client.language(form.language, path="language")
         audio = await run_in_threadpool(decode_upload, raw, filename, self.max_audio_seconds, self.max_audio_bytes)
         transcription = await self.engine_client.transcribe(audio, language, request_id)
         self.metrics.transcriptions.labels("ok").inc()

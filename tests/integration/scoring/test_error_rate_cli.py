@@ -61,7 +61,7 @@ def test_scores_every_line_like_the_server_and_exits_0(tmp_path: Path) -> None:
             language=line.get("language"),
             duration_s=1.0,
             reference_duration_s=None,
-        ).diagnostics()
+        ).response().model_dump(exclude_none=True)
         assert (o["cer"], o["wer"]) == (server["cer"], server["wer"])
         assert o["normalized_reference"] == server["normalized_reference"]
         assert o["normalized_hypothesis"] == server["normalized_transcript"]

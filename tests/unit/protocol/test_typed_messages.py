@@ -16,7 +16,7 @@ PEER_ANSWER = {  # verl-omni's reference scorer (whisper_cer_scorer.py) answers 
 def test_every_scoring_diagnostic_is_a_declared_field_in_the_order_sent() -> None:
     result = score_transcript("The quick brown fox.", "the quick brown box", normalizer=get_normalizer("basic"),
                               policy=RewardPolicy(), language="en", duration_s=1.5, reference_duration_s=None)
-    diagnostics = result.diagnostics()
+    diagnostics = result.response().model_dump(exclude_none=True)
     answer = ScoreResponse.model_validate(diagnostics, extra="forbid")
     assert answer.model_dump(exclude_unset=True) == diagnostics
     declared = list(ScoreResponse.model_fields)

@@ -14,6 +14,7 @@ from audio_reward.scoring import (
     ScoringError,
     estimate_speech_duration,
     get_normalizer,
+    normalize_reference,
     score_transcript,
 )
 from audio_reward.scoring.normalizers import is_cjk_ideograph, is_mostly_cjk
@@ -47,9 +48,9 @@ def _all_results():
 
 def test_diagnostics_same_keys_and_types_and_finite() -> None:
     results = _all_results()
-    first = results[0].diagnostics()
+    first = results[0].response().model_dump(exclude_none=True)
     for result in results:
-        diag = result.diagnostics()
+        diag = result.response().model_dump(exclude_none=True)
         assert list(diag) == list(first)
         for key, value in diag.items():
             assert type(value) is type(first[key]), key
@@ -65,7 +66,7 @@ def test_exact_match_scores_one() -> None:
         "Hello, world!", "hello world", normalizer=get_normalizer("seed-tts-eval"), policy=RewardPolicy(),
         language="en", duration_s=1.0, reference_duration_s=None,
     )
-    d = r.diagnostics()
+    d = r.response().model_dump(exclude_none=True)
     assert (d["score"], d["cer"], d["wer"], d["empty_transcript"]) == (1.0, 0.0, 0.0, False)
     assert d["normalized_reference"] == d["normalized_transcript"] == "hello world"
     assert d["reward_formula"] == "1-cer" and d["reward_metric"] == "cer"
@@ -101,7 +102,7 @@ def test_metric_wer_and_reference_duration() -> None:
     policy = RewardPolicy(metric="wer", duration_penalty=0.5)
     r = score_transcript("one two three four", "one two tree four", normalizer=get_normalizer("basic"),
                          policy=policy, language="en", duration_s=5.0, reference_duration_s=2.0)
-    d = r.diagnostics()
+    d = r.response().model_dump(exclude_none=True)
     assert d["error_rate"] == d["wer"] == 0.25
     assert d["expected_duration_source"] == "reference" and d["duration_ratio"] == 2.5
     assert d["penalty_duration"] == 0.5
@@ -113,7 +114,7 @@ def test_looping_transcript_is_penalized() -> None:
     policy = RewardPolicy(formula="exp", repeat_penalty=0.5, duration_penalty=0.2)
     r = score_transcript("The quick brown fox.", "the " * 60, normalizer=get_normalizer("whisper-en"),
                          policy=policy, language="en", duration_s=30.0, reference_duration_s=None)
-    d = r.diagnostics()
+    d = r.response().model_dump(exclude_none=True)
     assert d["cer"] > 1.0 and d["error_clipped"] == 1.0
     assert d["repeated_ngram_fraction"] > 0.9
     assert d["penalty_duration"] == 0.2
@@ -198,8 +199,31 @@ def test_any_text_gives_a_finite_score_in_unit_interval(
         # seed-tts-eval has no rules for.
         assert exc.code == "empty_reference" or (name == "seed-tts-eval" and language not in (None, "en", "zh"))
         return
-    diag = result.diagnostics()
+    diag = result.response().model_dump(exclude_none=True)
     assert 0.0 <= diag["score"] <= 1.0
     assert all(math.isfinite(v) for v in diag.values() if isinstance(v, float))
     if result.normalized_reference == result.normalized_transcript:
         assert diag["cer"] == diag["wer"] == 0.0
+
+
+@pytest.mark.parametrize(("reference", "transcript", "language", "duration_s", "reference_duration_s"), CASES)
+def test_a_reference_normalized_once_scores_as_its_text_does(
+    reference: str, transcript: str, language: str | None, duration_s: float, reference_duration_s: float | None
+) -> None:
+    normalizer, policy = get_normalizer("basic"), RewardPolicy(repeat_penalty=0.5)
+    prepared = normalize_reference(reference, normalizer=normalizer, language=language, field="prompt")
+    args = {"normalizer": normalizer, "policy": policy, "duration_s": duration_s,
+            "reference_duration_s": reference_duration_s}
+    assert score_transcript(prepared, transcript, **args) == score_transcript(
+        reference, transcript, language=language, **args)
+
+
+def test_the_answer_carries_the_server_fields_and_the_detected_language_only_without_rules() -> None:
+    result = score_transcript("guten Morgen", "guten morgen", normalizer=get_normalizer("basic"), policy=RewardPolicy(),
+                              language=None, duration_s=1.0, reference_duration_s=None)
+    answer = result.response(detected_language="de", model="tiny", request_id="r1")
+    assert (answer.language, answer.model, answer.request_id, answer.reward_asr) == ("de", "tiny", "r1", None)
+    assert "reward_asr" not in answer.model_dump(exclude_none=True)
+    ruled = score_transcript("good morning", "good morning", normalizer=get_normalizer("basic"), policy=RewardPolicy(),
+                             language="en", duration_s=1.0, reference_duration_s=None)
+    assert ruled.response(detected_language="de").language == "en"

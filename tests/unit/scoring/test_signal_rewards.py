@@ -70,17 +70,17 @@ def test_score_transcript_composes_the_measured_signals_once_and_reports_their_t
     both = _scored(policy, speaker_similarity=0.6, quality_mos=3.4)
     expected = compose_reward(policy, plain.reward.score, speaker_similarity=0.6, quality_mos=3.4)
     assert both.composed == expected and both.score == expected.score
-    d = both.diagnostics()
+    d = both.response().model_dump(exclude_none=True)
     assert d["score"] == expected.score and d["reward_asr"] == plain.score
     assert (d["reward_speaker"], d["speaker_weight"], d["speaker_floor_applied"]) == (0.6, 0.3, False)
     assert (d["reward_quality"], d["quality_weight"]) == (pytest.approx(0.6), 0.2)
 
 
 def test_score_transcript_without_signals_keeps_its_keys_and_each_signal_adds_only_its_own() -> None:
-    plain = _scored(RewardPolicy()).diagnostics()
+    plain = _scored(RewardPolicy()).response().model_dump(exclude_none=True)
     assert plain.keys().isdisjoint({"reward_asr", "reward_speaker", "reward_quality"})
-    speaker = _scored(RewardPolicy(), speaker_similarity=0.5).diagnostics()
+    speaker = _scored(RewardPolicy(), speaker_similarity=0.5).response().model_dump(exclude_none=True)
     assert speaker.keys() - plain.keys() == {"reward_asr", "reward_speaker", "speaker_weight", "speaker_floor_applied"}
-    quality = _scored(RewardPolicy(), quality_mos=2.0).diagnostics()
+    quality = _scored(RewardPolicy(), quality_mos=2.0).response().model_dump(exclude_none=True)
     assert quality.keys() - plain.keys() == {"reward_asr", "reward_quality", "quality_weight"}
     assert speaker["score"] == quality["score"] == plain["score"]  # weights 0: the signals leave the score alone
