@@ -16,8 +16,8 @@ import logging
 import math
 import random
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -100,20 +100,17 @@ class BaseScorerClient:
         concurrency: int | None = None,
         chunk_size: int | None = None,
     ) -> None:
-        overrides = {
-            "api_key": api_key, "timeout": timeout, "connect_timeout": connect_timeout, "deadline": deadline,
-            "max_retries": max_retries, "backoff": backoff, "backoff_max": backoff_max,
-            "retry_after_max": retry_after_max, "wait_while_busy": wait_while_busy,
-            "pool_limit": pool_limit, "concurrency": concurrency, "chunk_size": chunk_size,
-        }
+        # The keyword arguments named after a setting (all but the URLs), where given.
+        given = {k: v for k, v in locals().items() if k in ClientSettings.model_fields and k != "urls"
+                 and v is not None}
         if settings is None:
             if urls is None:
                 raise ValueError("pass the scorer URL(s) or a ClientSettings")
             try:
-                settings = ClientSettings(urls, **{k: v for k, v in overrides.items() if v is not None})
+                settings = ClientSettings(urls, **given)
             except ValidationError as exc:
                 raise (url_error(exc) or exc) from None
-        elif urls is not None or any(v is not None for v in overrides.values()):
+        elif urls is not None or given:
             raise ValueError("pass either settings or URL and keyword settings, not both")
         self.settings: ClientSettings = settings
         self._closed = False
@@ -300,31 +297,30 @@ def too_long(item: PreparedItem, facts: ServerFacts, base: str) -> AudioTooLongE
 # ---------------------------------------------------------------- one call's attempts
 
 
+@dataclass
 class Call:
     """The attempts of one call (a request, a chunk, a registration): one deadline, one URL rotation."""
 
-    def __init__(self, settings: ClientSettings, endpoints: Sequence[ScorerEndpoint], url_index: int, *,
-                 batch: bool, size: int) -> None:
-        self.settings = settings
-        self.endpoints = endpoints
-        self.url_index = url_index
-        self.batch = batch
-        """Whether the items go out in batch requests (``score_many``), where the server has the endpoint."""
-        self.size = size
-        """Items per batch request: halved after an attempt in which a request timed out (:meth:`settle`)."""
-        self.start = time.monotonic()
-        self.deadline_at = None if settings.deadline is None else self.start + settings.deadline
-        self.made = 0
-        self.free = 0
-        """Failed attempts that spent no retry (``wait_while_busy``: a live scorer said "not now"); 0 without it,
-        so the retries are the attempts made."""
+    settings: ClientSettings
+    endpoints: Sequence[ScorerEndpoint]
+    url_index: int
+    batch: bool
+    """Whether the items go out in batch requests (``score_many``), where the server has the endpoint."""
+    size: int
+    """Items per batch request: halved after an attempt in which a request timed out (:meth:`settle`)."""
+    start: float = field(default_factory=time.monotonic)
+    made: int = 0
+    free: int = 0
+    """Failed attempts that spent no retry (``wait_while_busy``: a live scorer said "not now"); 0 without it,
+    so the retries are the attempts made."""
 
     @property
     def endpoint(self) -> ScorerEndpoint:
         return self.endpoints[self.url_index % len(self.endpoints)]
 
     def remaining(self) -> float | None:
-        return None if self.deadline_at is None else self.deadline_at - time.monotonic()
+        deadline = self.settings.deadline
+        return None if deadline is None else self.start + deadline - time.monotonic()
 
     def attempt_timeout(self) -> float:
         remaining = self.remaining()
@@ -395,9 +391,9 @@ class ScorerCore:
         self.endpoints = settings.endpoints
         self._rr = itertools.count(random.randrange(len(self.endpoints)))
         self._slots = asyncio.Semaphore(settings.pool_limit)
-        # Per URL: whether its server has the batch endpoint (None: not known, try it), from its /v1/info
-        # (asked once) until a 404 or 405 to a batch says otherwise.
-        self._batch_support: dict[str, bool | None] = {}
+        # The URLs whose server answered a batch with 404 or 405: it has no batch endpoint, whatever its
+        # /v1/info said.
+        self._no_batch: set[str] = set()
         self._info_probes: dict[str, asyncio.Future[ServerFacts]] = {}
         # Registered speaker references: the recording's body by its reference id (to register it again where
         # a server evicted it), and the id by the body's digest (a recording is registered once per client).
@@ -409,7 +405,8 @@ class ScorerCore:
     async def prepare(self, items: Sequence[Any]) -> list[PreparedItem | ScorerError]:
         """Each item's request body, or the error saying why it cannot be sent; large audio encodes off-loop."""
         typed = [_or_error(as_score_item, item) for item in items]
-        if _audio_bytes(typed) > _INLINE_ENCODE_BYTES:
+        audio = sum(_audio_bytes(item.waveform) for item in typed if isinstance(item, ScoreItem))
+        if audio > _INLINE_ENCODE_BYTES:
             return await asyncio.to_thread(_prepared, typed)
         return _prepared(typed)
 
@@ -452,7 +449,7 @@ class ScorerCore:
                    ) -> list[T | ScorerError]:
         """Attempts until each item has its result or final error; only the items whose outcome was a
         :class:`Retry` go out again, with the same request ids and bytes, to the next URL."""
-        call = Call(self.settings, self.endpoints, next(self._rr), batch=batch, size=len(items))
+        call = Call(self.settings, self.endpoints, next(self._rr), batch, len(items))
         done: dict[int, T | ScorerError] = {}
         pending = list(range(len(items)))
         while True:
@@ -513,7 +510,7 @@ class ScorerCore:
                 # A server without the batch endpoint (a verl-omni protocol server): one request per item.
                 logger.info("%s has no batch endpoint (HTTP %d); scoring items one by one", endpoint.url,
                             answer.status)
-                self._batch_support[endpoint.url] = False
+                self._no_batch.add(endpoint.url)
                 return None
             outcomes += batch_outcomes(answer, part)
         return outcomes
@@ -575,9 +572,7 @@ class ScorerCore:
         scorer) has none.  When the answer tells nothing (an error, no list),
         batches are tried, and a 404 or 405 to a batch turns them off.
         """
-        if endpoint.url not in self._batch_support:
-            self._batch_support.setdefault(endpoint.url, (await self._facts(endpoint)).batch)
-        return self._batch_support[endpoint.url] is not False
+        return endpoint.url not in self._no_batch and (await self._facts(endpoint)).batch is not False
 
     async def _facts(self, endpoint: ScorerEndpoint) -> ServerFacts:
         """What ``endpoint``'s ``/v1/info`` says (batches, the audio limit); asked once per URL, shared."""
@@ -613,14 +608,10 @@ class ScorerCore:
             return [next(answers) if isinstance(p, PreparedItem) else p for p in out]
 
 
-def _audio_bytes(typed: Iterable[ScoreItem | ScorerError]) -> int:
-    """About how many bytes of audio the items hold (what encoding them costs)."""
-    total = 0
-    for item in typed:
-        waveform = item.waveform if isinstance(item, ScoreItem) else None
-        nbytes = getattr(waveform, "nbytes", None)
-        total += nbytes if isinstance(nbytes, int) else 4 * len(waveform) if hasattr(waveform, "__len__") else 0
-    return total
+def _audio_bytes(waveform: Any) -> int:
+    """About how many bytes of audio ``waveform`` holds (what encoding it costs)."""
+    nbytes = getattr(waveform, "nbytes", None)
+    return nbytes if isinstance(nbytes, int) else 4 * len(waveform) if hasattr(waveform, "__len__") else 0
 
 
 def _prepared(typed: Sequence[ScoreItem | ScorerError]) -> list[PreparedItem | ScorerError]:
