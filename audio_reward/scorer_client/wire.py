@@ -305,7 +305,4 @@ def error_of_body(raw: bytes, status: int) -> ErrorInfo:
         info = error_info(orjson.loads(raw))
     except orjson.JSONDecodeError:
         info = None
-    if info is None:
-        text = raw[:300].decode("utf-8", "replace").strip() or "(empty body)"
-        return ErrorInfo(f"http_{status}", text, None)
-    return info
+    return info or ErrorInfo(f"http_{status}", raw[:300].decode("utf-8", "replace").strip() or "(empty body)", None)
