@@ -1,20 +1,23 @@
-"""The client's decisions, made once for both faces.
+"""The client's core: request building, what each answer means, and the one retry loop, for both faces.
 
 As httpx's ``BaseClient`` serves its ``Client`` and ``AsyncClient``, this module holds what
-:class:`~.async_client.AsyncScorerClient` and :class:`~.sync_client.ScorerClient` decide alike: the settings
-built from the constructor's arguments (:class:`BaseScorerClient`), the request headers, the items made ready to
-send, and what each answer means (a result, a retry or a final error).  Nothing here sends or waits: the
-async face does the I/O (:mod:`.async_client`), and the sync face runs that one on a loop it owns.  The retry
-policy lives in :mod:`.transport`.
+:class:`~.async_client.AsyncScorerClient` and :class:`~.sync_client.ScorerClient` do alike: the settings built
+from the constructor's arguments (:class:`BaseScorerClient`), and :class:`ScorerCore`, which prepares items,
+sends them through one retry loop per call and decides what each answer means: a result, a retry (the server
+busy, an evicted speaker reference registered again, a batch halved after a timeout) or a final error.  The
+faces only call it: the async face binds it to its event loop, the sync face runs that one on a loop it owns.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
+import itertools
+import logging
 import math
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -22,37 +25,51 @@ from pydantic import ValidationError
 from .. import __version__
 from .errors import (
     AudioTooLongError,
+    DeadlineExceededError,
     ProtocolViolationError,
     RequestRejectedError,
     ScorerError,
+    ScorerUnavailableError,
     TransientServerError,
 )
-from .settings import BATCH_PATH, INFO_PATH, ClientSettings, url_error
+from .settings import BATCH_PATH, INFO_PATH, ClientSettings, ScorerEndpoint, url_error
 from .transport import (
     Answer,
     AsyncTransport,
     Fatal,
     Outcome,
+    Request,
     Response,
     Retry,
     Success,
+    TransportError,
+    TransportTimeout,
     classify,
     for_request,
+    next_delay,
 )
 from .wire import (
     PreparedItem,
     ScoreItem,
     ScoreResult,
     as_score_item,
+    batch_body,
     decode_body,
     error_info,
     error_of_body,
+    new_request_id,
     prepare,
     speaker_reference_id_of,
     to_result,
 )
 
+logger = logging.getLogger(__name__)
+
 T = TypeVar("T")
+
+# Above this many bytes of audio (about 45 s at 24 kHz), encoding moves to a worker thread so the
+# event loop keeps serving; below it the thread hop costs more than the few milliseconds it saves.
+_INLINE_ENCODE_BYTES = 4 << 20
 
 # ---------------------------------------------------------------- construction
 
@@ -83,20 +100,17 @@ class BaseScorerClient:
         concurrency: int | None = None,
         chunk_size: int | None = None,
     ) -> None:
-        overrides = {
-            "api_key": api_key, "timeout": timeout, "connect_timeout": connect_timeout, "deadline": deadline,
-            "max_retries": max_retries, "backoff": backoff, "backoff_max": backoff_max,
-            "retry_after_max": retry_after_max, "wait_while_busy": wait_while_busy,
-            "pool_limit": pool_limit, "concurrency": concurrency, "chunk_size": chunk_size,
-        }
+        # The keyword arguments named after a setting (all but the URLs), where given.
+        given = {k: v for k, v in locals().items() if k in ClientSettings.model_fields and k != "urls"
+                 and v is not None}
         if settings is None:
             if urls is None:
                 raise ValueError("pass the scorer URL(s) or a ClientSettings")
             try:
-                settings = ClientSettings(urls, **{k: v for k, v in overrides.items() if v is not None})
+                settings = ClientSettings(urls, **given)
             except ValidationError as exc:
                 raise (url_error(exc) or exc) from None
-        elif urls is not None or any(v is not None for v in overrides.values()):
+        elif urls is not None or given:
             raise ValueError("pass either settings or URL and keyword settings, not both")
         self.settings: ClientSettings = settings
         self._closed = False
@@ -120,9 +134,6 @@ def request_headers(settings: ClientSettings) -> dict[str, str]:
     return headers
 
 
-# ---------------------------------------------------------------- requests
-
-
 def chunking(settings: ClientSettings, concurrency: int | None, chunk_size: int | None) -> tuple[int, int]:
     """``score_many``'s chunks in flight and items per chunk: the arguments, else the settings'."""
     concurrency = settings.concurrency if concurrency is None else concurrency
@@ -141,52 +152,22 @@ def _or_error(make: Callable[[Any], T], value: Any) -> T | ScorerError:
         return exc
 
 
-def typed_items(items: Iterable[Any]) -> list[ScoreItem | ScorerError]:
-    """Each item as a :class:`ScoreItem`, or the error saying why it is not one."""
-    return [_or_error(as_score_item, item) for item in items]
-
-
-def prepared_items(typed: Sequence[ScoreItem | ScorerError]) -> list[PreparedItem | ScorerError]:
-    """Each item checked and its body serialized once, or the error saying why it cannot be sent."""
-    return [item if isinstance(item, ScorerError) else _or_error(prepare, item) for item in typed]
-
-
-def audio_bytes(typed: Sequence[ScoreItem | ScorerError]) -> int:
-    """About how many bytes of audio the items hold (what encoding them costs)."""
-    total = 0
-    for item in typed:
-        if isinstance(item, ScorerError):
-            continue
-        nbytes = getattr(item.waveform, "nbytes", None)
-        if isinstance(nbytes, int):
-            total += nbytes
-        elif hasattr(item.waveform, "__len__"):
-            total += 4 * len(item.waveform)
-    return total
-
-
 # ---------------------------------------------------------------- answers
 
 
-def _checked(read: Callable[[], T]) -> Success[T] | Fatal:
-    """``read()`` as a success, or the protocol violation it raised as a final error."""
+def _read(outcome: Outcome[bytes], read: Callable[[bytes], T]) -> Outcome[T]:
+    """``read`` of a 200 body as a success (a protocol violation it raises: a final error); others as they are."""
+    if not isinstance(outcome, Success):
+        return outcome
     try:
-        return Success(read())
+        return Success(read(outcome.value))
     except ProtocolViolationError as exc:
         return Fatal(exc)
 
 
-def _answered(answer: Answer, request_id: str, read: Callable[[bytes], T]) -> Outcome[T]:
-    """What one answer means: ``read`` of its 200 body, a retry, or a final error."""
-    outcome = classify(answer, request_id)
-    if not isinstance(outcome, Success):
-        return outcome
-    return _checked(lambda: read(outcome.value))
-
-
 def single_outcome(answer: Answer, request_id: str) -> Outcome[ScoreResult]:
     """What one answer to ``POST /v1/score`` means: the checked result, a retry, or a final error."""
-    return _answered(answer, request_id, lambda raw: to_result(decode_body(raw, request_id), request_id))
+    return _read(classify(answer, request_id), lambda raw: to_result(decode_body(raw, request_id), request_id))
 
 
 def batch_outcomes(answer: Answer, items: Sequence[PreparedItem]) -> list[Outcome[ScoreResult]]:
@@ -199,22 +180,11 @@ def batch_outcomes(answer: Answer, items: Sequence[PreparedItem]) -> list[Outcom
     outcome = classify(answer)
     if isinstance(outcome, Success):
         return take_batch_answer(outcome.value, items)
-    return [_for_item(outcome, item.request_id) for item in items]
-
-
-def timed_out(outcome: Outcome[Any]) -> bool:
-    """Whether ``outcome`` is a retry because time ran out: no answer in time, or the server's 504 ``timeout``."""
-    cause = outcome.cause if isinstance(outcome, Retry) else None
-    return isinstance(cause, asyncio.TimeoutError) or (
-        isinstance(cause, TransientServerError) and (cause.status == 504 or cause.code == "timeout"))
-
-
-def _for_item(outcome: Retry | Fatal, request_id: str) -> Retry | Fatal:
-    """A whole-batch outcome as one item's: its error carries the item's request id."""
     if isinstance(outcome, Fatal):
-        return Fatal(for_request(outcome.error, request_id))
+        return [Fatal(for_request(outcome.error, item.request_id)) for item in items]
     cause = outcome.cause
-    return Retry(for_request(cause, request_id) if isinstance(cause, ScorerError) else cause, outcome.retry_after)
+    return [Retry(for_request(cause, item.request_id) if isinstance(cause, ScorerError) else cause,
+                  outcome.retry_after) for item in items]
 
 
 def take_batch_answer(raw: bytes, items: Sequence[PreparedItem]) -> list[Outcome[ScoreResult]]:
@@ -232,11 +202,13 @@ def take_batch_answer(raw: bytes, items: Sequence[PreparedItem]) -> list[Outcome
     except ProtocolViolationError as exc:
         return [Fatal(for_request(exc, item.request_id)) for item in items]
     outcomes: list[Outcome[ScoreResult]] = []
-    for item, result in zip(items, results, strict=False):
-        rid = item.request_id
-        info = error_info(result)
+    for item, result in zip(items, results, strict=True):
+        rid, info = item.request_id, error_info(result)
         if info is None:
-            outcomes.append(_checked(functools.partial(to_result, result, rid)))
+            try:
+                outcomes.append(Success(to_result(result, rid)))
+            except ProtocolViolationError as exc:
+                outcomes.append(Fatal(exc))
         elif info.retryable:
             outcomes.append(Retry(TransientServerError(info.message, status=None, code=info.code, request_id=rid)))
         else:
@@ -244,15 +216,30 @@ def take_batch_answer(raw: bytes, items: Sequence[PreparedItem]) -> list[Outcome
     return outcomes
 
 
-def speaker_outcome(answer: Answer, request_id: str) -> Outcome[str]:
-    """What one answer to ``POST /v1/speakers`` means: the reference id, a retry, or a final error."""
-    return _answered(answer, request_id, speaker_reference_id_of)
+def timed_out(outcome: Outcome[Any]) -> bool:
+    """Whether ``outcome`` is a retry because time ran out: no answer in time, or the server's 504 ``timeout``."""
+    cause = outcome.cause if isinstance(outcome, Retry) else None
+    return isinstance(cause, asyncio.TimeoutError) or (
+        isinstance(cause, TransientServerError) and (cause.status == 504 or cause.code == "timeout"))
 
 
 def evicted(outcome: Outcome[Any]) -> bool:
     """Whether ``outcome`` is the server's ``unknown_speaker_reference``: it no longer holds the reference."""
     return (isinstance(outcome, Fatal) and isinstance(outcome.error, RequestRejectedError)
             and outcome.error.code == "unknown_speaker_reference")
+
+
+BUSY_CODES = frozenset({"queue_full", "overloaded", "not_ready"})
+"""The scorer's own error codes for "alive, come back later": its queue is full, it refused work it could not
+finish in time (early refusal), or it is still loading.  A timeout (504) with nothing finished, a server
+shutting down, or a proxy's bare 503 are not among them: those spend retries, or a hung engine would hold a
+trainer for ever."""
+
+
+def busy(outcome: Retry) -> bool:
+    """Whether the scorer itself answered ``outcome`` with "not now" (:data:`BUSY_CODES`), not a fault."""
+    cause = outcome.cause
+    return isinstance(cause, TransientServerError) and cause.code in BUSY_CODES
 
 
 def info_of(answer: Response) -> dict[str, Any]:
@@ -264,9 +251,6 @@ def info_of(answer: Response) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise ProtocolViolationError(f"GET {INFO_PATH} must answer a JSON object")
     return obj
-
-
-# ---------------------------------------------------------------- what a server takes
 
 
 @dataclass(frozen=True)
@@ -308,3 +292,327 @@ def too_long(item: PreparedItem, facts: ServerFacts, base: str) -> AudioTooLongE
         f"the audio is {item.duration_s:.1f} s long; the scorer at {base} takes at most {limit:g} s "
         "(max_audio_seconds in its /v1/info), so it was not sent",
         duration_s=item.duration_s, limit_s=limit, request_id=item.request_id)
+
+
+# ---------------------------------------------------------------- one call's attempts
+
+
+@dataclass
+class Call:
+    """The attempts of one call (a request, a chunk, a registration): one deadline, one URL rotation."""
+
+    settings: ClientSettings
+    endpoints: Sequence[ScorerEndpoint]
+    url_index: int
+    batch: bool
+    """Whether the items go out in batch requests (``score_many``), where the server has the endpoint."""
+    size: int
+    """Items per batch request: halved after an attempt in which a request timed out (:meth:`settle`)."""
+    start: float = field(default_factory=time.monotonic)
+    made: int = 0
+    free: int = 0
+    """Failed attempts that spent no retry (``wait_while_busy``: a live scorer said "not now"); 0 without it,
+    so the retries are the attempts made."""
+
+    @property
+    def endpoint(self) -> ScorerEndpoint:
+        return self.endpoints[self.url_index % len(self.endpoints)]
+
+    def remaining(self) -> float | None:
+        deadline = self.settings.deadline
+        return None if deadline is None else self.start + deadline - time.monotonic()
+
+    def attempt_timeout(self) -> float:
+        remaining = self.remaining()
+        return self.settings.timeout if remaining is None else min(self.settings.timeout, remaining)
+
+    def settle(self, sent: int, retries: Sequence[Retry]) -> None:
+        """Learn from a failed attempt of ``sent`` items: a request that timed out halves the next ones, so
+        each can finish in time (the server keeps what finished, so only what did not goes again)."""
+        if any(timed_out(r) for r in retries):
+            self.size = max(1, min(self.size, sent) // 2)
+
+    def retry_after(self, retries: Sequence[Retry]) -> float:
+        """The wait before the next attempt: backoff with full jitter, at least the longest ``Retry-After``."""
+        asked = max((r.retry_after for r in retries if r.retry_after is not None), default=None)
+        return next_delay(self.made - 1, base=self.settings.backoff, cap=self.settings.backoff_max,
+                          retry_after=asked, retry_after_max=self.settings.retry_after_max)
+
+    def should_retry(self, answered: bool, delay: float) -> bool:
+        """Whether another attempt goes out after ``delay``: retries left and time left.
+
+        ``answered``: a live scorer answered the attempt (every fault its "not now", or some items finished);
+        with ``wait_while_busy`` such an attempt spends no retry, so only the deadline bounds the waiting.
+        """
+        self.free += self.settings.wait_while_busy and answered
+        remaining = self.remaining()
+        return self.spent <= self.settings.max_retries and (remaining is None or delay < remaining)
+
+    @property
+    def spent(self) -> int:
+        """Attempts that counted against ``max_retries``."""
+        return self.made - self.free
+
+    def give_up(self, cause: BaseException, request_id: str | None) -> ScorerUnavailableError:
+        """The final error of an item whose faults outlasted the retries or the deadline."""
+        elapsed = time.monotonic() - self.start
+        remaining = self.remaining()
+        if remaining is not None and (remaining <= 0 or self.spent <= self.settings.max_retries):
+            return DeadlineExceededError(
+                f"no answer within the {self.settings.deadline:g} s deadline after {self.made} attempt(s) "
+                f"({elapsed:.2f} s); last fault: {cause}",
+                attempts=self.made, last_cause=cause, request_id=request_id,
+            )
+        return ScorerUnavailableError(
+            f"scorer unavailable after {self.made} attempt(s) in {elapsed:.2f} s; last fault: {cause}",
+            attempts=self.made, last_cause=cause, request_id=request_id,
+        )
+
+
+Attempt = Callable[[Call, list[PreparedItem]], Awaitable[list[Outcome[T]]]]
+"""One attempt for the items still pending: an outcome per item, in order."""
+
+
+# ---------------------------------------------------------------- the core
+
+
+class ScorerCore:
+    """Prepares items, sends them through one retry loop per call, and reads what each answer means.
+
+    Holds what the client learns as it goes: per URL whether its server has the batch endpoint and how long
+    an audio it takes (its ``/v1/info``, asked once), and the speaker references registered, to register one
+    again where a server evicted it.
+    """
+
+    def __init__(self, settings: ClientSettings, transport: AsyncTransport) -> None:
+        self.settings = settings
+        self.transport = transport
+        self.headers = request_headers(settings)
+        self.endpoints = settings.endpoints
+        self._rr = itertools.count(random.randrange(len(self.endpoints)))
+        self._slots = asyncio.Semaphore(settings.pool_limit)
+        # The URLs whose server answered a batch with 404 or 405: it has no batch endpoint, whatever its
+        # /v1/info said.
+        self._no_batch: set[str] = set()
+        self._info_probes: dict[str, asyncio.Future[ServerFacts]] = {}
+        # Registered speaker references: the recording's body by its reference id (to register it again where
+        # a server evicted it), and the id by the body's digest (a recording is registered once per client).
+        self._speaker_bodies: dict[str, bytes] = {}
+        self._speaker_ids: dict[str, str] = {}
+
+    # ------------------------------------------------------------ what the faces call
+
+    async def prepare(self, items: Sequence[Any]) -> list[PreparedItem | ScorerError]:
+        """Each item's request body, or the error saying why it cannot be sent; large audio encodes off-loop."""
+        typed = [_or_error(as_score_item, item) for item in items]
+        audio = sum(_audio_bytes(item.waveform) for item in typed if isinstance(item, ScoreItem))
+        if audio > _INLINE_ENCODE_BYTES:
+            return await asyncio.to_thread(_prepared, typed)
+        return _prepared(typed)
+
+    async def score(self, items: Sequence[PreparedItem], *, batch: bool) -> list[ScoreResult | ScorerError]:
+        """Each item's result or final error, in order: one request each, or batch requests (``batch``)."""
+        return await self._run(items, self._attempt_scores, batch=batch)
+
+    async def score_many(self, items: Sequence[Any], concurrency: int, chunk_size: int,
+                         ) -> list[ScoreResult | ScorerError]:
+        """Each item's result or error, in order: chunks of ``chunk_size``, ``concurrency`` of them at a time."""
+        gate = asyncio.Semaphore(concurrency)
+        tasks = [asyncio.ensure_future(self._score_chunk(items[s : s + chunk_size], gate))
+                 for s in range(0, len(items), chunk_size)]
+        try:
+            chunks = await asyncio.gather(*tasks)
+        except BaseException:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        return [answer for chunk in chunks for answer in chunk]
+
+    async def register(self, digest: str, body: bytes) -> str | ScorerError:
+        """The reference id of a speaker recording (``body``, its sha256 ``digest``), registered once."""
+        if digest not in self._speaker_ids:
+            reference = (await self._run([PreparedItem(new_request_id(), body)], self._attempt_register))[0]
+            if isinstance(reference, ScorerError):
+                return reference
+            self._speaker_ids[digest] = reference
+            self._speaker_bodies[reference] = body
+        return self._speaker_ids[digest]
+
+    async def get(self, url: str, timeout: float) -> Response:
+        """One ``GET``, no retries; a fault of the transport raises."""
+        return await self.transport.handle_async_request(Request("GET", url, self.headers, timeout=timeout))
+
+    # ------------------------------------------------------------ the retry loop
+
+    async def _run(self, items: Sequence[PreparedItem], attempt: Attempt[T], *, batch: bool = False,
+                   ) -> list[T | ScorerError]:
+        """Attempts until each item has its result or final error; only the items whose outcome was a
+        :class:`Retry` go out again, with the same request ids and bytes, to the next URL."""
+        call = Call(self.settings, self.endpoints, next(self._rr), batch, len(items))
+        done: dict[int, T | ScorerError] = {}
+        pending = list(range(len(items)))
+        while True:
+            call.made += 1
+            outcomes = await attempt(call, [items[i] for i in pending])
+            retries: dict[int, Retry] = {}
+            for i, outcome in zip(pending, outcomes, strict=True):
+                if isinstance(outcome, Retry):
+                    retries[i] = outcome
+                else:
+                    done[i] = outcome.value if isinstance(outcome, Success) else outcome.error
+            if not retries:
+                return [done[i] for i in range(len(items))]
+            logger.debug("attempt %d failed for %d item(s): %r", call.made, len(retries),
+                         next(iter(retries.values())).cause)
+            call.settle(len(pending), list(retries.values()))
+            answered = len(retries) < len(pending) or all(busy(r) for r in retries.values())
+            delay = call.retry_after(list(retries.values()))
+            if not call.should_retry(answered, delay):
+                for i, retry in retries.items():
+                    done[i] = call.give_up(retry.cause, items[i].request_id)
+                return [done[i] for i in range(len(items))]
+            pending = list(retries)
+            call.url_index += 1  # a retry goes to the next URL, so a dead replica is left at once
+            await asyncio.sleep(delay)
+
+    async def _attempt_scores(self, call: Call, pending: list[PreparedItem]) -> list[Outcome[ScoreResult]]:
+        """One attempt for ``pending``: what the server takes goes out; what is too long for it is refused."""
+        endpoint = call.endpoint
+        facts = await self._facts(endpoint)
+        outcomes: list[Outcome[ScoreResult] | None] = [
+            None if (refused := too_long(p, facts, endpoint.base)) is None else Fatal(refused) for p in pending]
+        sendable = [p for p, o in zip(pending, outcomes, strict=True) if o is None]
+        if not sendable:
+            return [o for o in outcomes if o is not None]
+        answered = iter(await self._reregistered(call, sendable, await self._send_scores(call, sendable)))
+        return [o if o is not None else next(answered) for o in outcomes]
+
+    async def _send_scores(self, call: Call, items: list[PreparedItem]) -> list[Outcome[ScoreResult]]:
+        """Batch requests where the call batches and the server has the endpoint, else one request per item."""
+        endpoint = call.endpoint
+        if call.batch and await self._supports_batch(endpoint):
+            outcomes = await self._send_batches(call, endpoint, items)
+            if outcomes is not None:
+                return outcomes
+        answers = await asyncio.gather(*(self._post(call, endpoint.score_url, i.body, i.request_id) for i in items))
+        return [single_outcome(answer, item.request_id) for answer, item in zip(answers, items, strict=True)]
+
+    async def _send_batches(self, call: Call, endpoint: ScorerEndpoint,
+                            items: list[PreparedItem]) -> list[Outcome[ScoreResult]] | None:
+        """Batch requests of at most ``call.size`` items, one after another, so each request's time on the
+        server starts when the previous one is answered.  None when the server has no batch endpoint."""
+        outcomes: list[Outcome[ScoreResult]] = []
+        for start in range(0, len(items), call.size):
+            part = items[start : start + call.size]
+            answer = await self._post(call, endpoint.batch_url, batch_body(part), None)
+            if start == 0 and isinstance(answer, Response) and answer.status in (404, 405):
+                # A server without the batch endpoint (a verl-omni protocol server): one request per item.
+                logger.info("%s has no batch endpoint (HTTP %d); scoring items one by one", endpoint.url,
+                            answer.status)
+                self._no_batch.add(endpoint.url)
+                return None
+            outcomes += batch_outcomes(answer, part)
+        return outcomes
+
+    async def _attempt_register(self, call: Call, pending: list[PreparedItem]) -> list[Outcome[str]]:
+        return [await self._register(call, pending[0].body)]
+
+    async def _register(self, call: Call, body: bytes) -> Outcome[str]:
+        request_id = new_request_id()
+        answer = await self._post(call, f"{call.endpoint.base}/v1/speakers", body, request_id)
+        return _read(classify(answer, request_id), speaker_reference_id_of)
+
+    async def _reregistered(self, call: Call, items: Sequence[PreparedItem],
+                            outcomes: list[Outcome[ScoreResult]]) -> list[Outcome[ScoreResult]]:
+        """``outcomes`` with each ``unknown_speaker_reference`` of a reference this client registered turned
+        into a retry, once the recording is registered again on the server that answered."""
+        out: list[Outcome[ScoreResult]] = []
+        again: dict[str, Outcome[str]] = {}
+        for item, outcome in zip(items, outcomes, strict=True):
+            reference = item.speaker_reference_id
+            body = self._speaker_bodies.get(reference) if reference is not None and evicted(outcome) else None
+            if reference is None or body is None or not isinstance(outcome, Fatal):
+                out.append(outcome)
+                continue
+            if reference not in again:
+                logger.info("speaker reference %s was evicted by %s; registering it again", reference,
+                            call.endpoint.url)
+                again[reference] = await self._register(call, body)
+            registered = again[reference]
+            out.append(registered if not isinstance(registered, Success) else Retry(outcome.error))
+        return out
+
+    async def _post(self, call: Call, url: str, body: bytes, request_id: str | None) -> Answer:
+        """One POST of an attempt; transport faults and non-HTTP answers are returned, not raised."""
+        # The attempt's timeout starts once a connection slot is ours, so requests queued behind the pool
+        # limit do not time out while waiting their turn.
+        remaining = call.remaining()
+        try:
+            await asyncio.wait_for(self._slots.acquire(), None if remaining is None else max(remaining, 0.0))
+        except asyncio.TimeoutError:
+            return TransportTimeout("no connection slot came free before the deadline")
+        try:
+            headers = {**self.headers, "X-Request-ID": request_id} if request_id else self.headers
+            request = Request("POST", url, headers, body, timeout=call.attempt_timeout(),
+                              connect_timeout=self.settings.connect_timeout)
+            return await self.transport.handle_async_request(request)
+        except (TransportError, ScorerError) as exc:
+            return exc
+        finally:
+            self._slots.release()
+
+    # ------------------------------------------------------------ what a server takes
+
+    async def _supports_batch(self, endpoint: ScorerEndpoint) -> bool:
+        """Whether to send batches to ``endpoint``: its server's ``/v1/info`` is asked once.
+
+        A server that lists its endpoints says whether it has the batch one; a
+        server without ``/v1/info`` (404/405, such as verl-omni's reference
+        scorer) has none.  When the answer tells nothing (an error, no list),
+        batches are tried, and a 404 or 405 to a batch turns them off.
+        """
+        return endpoint.url not in self._no_batch and (await self._facts(endpoint)).batch is not False
+
+    async def _facts(self, endpoint: ScorerEndpoint) -> ServerFacts:
+        """What ``endpoint``'s ``/v1/info`` says (batches, the audio limit); asked once per URL, shared."""
+        if endpoint.url not in self._info_probes:
+            self._info_probes[endpoint.url] = asyncio.ensure_future(self._probe_info(endpoint))
+        return await asyncio.shield(self._info_probes[endpoint.url])
+
+    async def _probe_info(self, endpoint: ScorerEndpoint) -> ServerFacts:
+        timeout = min(self.settings.timeout, self.settings.connect_timeout)
+        try:
+            answer = await self.get(endpoint.base + INFO_PATH, timeout)
+        except (TransportError, ScorerError) as exc:  # the score request that follows meets it again
+            logger.debug("GET %s%s failed (%r); batches will be tried", endpoint.base, INFO_PATH, exc)
+            return ServerFacts()
+        if answer.status in (404, 405):
+            logger.info("%s has no %s (HTTP %d): a protocol v1 server without batches; sending one request per item",
+                        endpoint.base, INFO_PATH, answer.status)
+            return ServerFacts(batch=False)
+        return read_facts(answer.body) if answer.status == 200 else ServerFacts()
+
+    async def _score_chunk(self, items: Sequence[Any], gate: asyncio.Semaphore) -> list[ScoreResult | ScorerError]:
+        async with gate:
+            out = await self.prepare(items)
+            ready = [p for p in out if isinstance(p, PreparedItem)]
+            if not ready:
+                return [p for p in out if isinstance(p, ScorerError)]
+            try:
+                answers = iter(await self.score(ready, batch=True))
+            except Exception as exc:  # a bug must not cost the other chunks their results
+                logger.exception("unexpected error while scoring a chunk")
+                answers = iter([ScorerError(f"unexpected client error: {exc!r}", request_id=p.request_id)
+                                for p in ready])
+            return [next(answers) if isinstance(p, PreparedItem) else p for p in out]
+
+
+def _audio_bytes(waveform: Any) -> int:
+    """About how many bytes of audio ``waveform`` holds (what encoding it costs)."""
+    nbytes = getattr(waveform, "nbytes", None)
+    return nbytes if isinstance(nbytes, int) else 4 * len(waveform) if hasattr(waveform, "__len__") else 0
+
+
+def _prepared(typed: Sequence[ScoreItem | ScorerError]) -> list[PreparedItem | ScorerError]:
+    return [item if isinstance(item, ScorerError) else _or_error(prepare, item) for item in typed]

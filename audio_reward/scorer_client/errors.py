@@ -36,8 +36,10 @@ class ScorerError(Exception):
         self.request_id = request_id
 
     def _for_request(self, request_id: str | None) -> Self:
-        """A new error like this one, of the request ``request_id``: each class passes its own arguments."""
-        return type(self)(self.message, request_id=request_id)
+        """A new error like this one, every attribute kept, of the request ``request_id``."""
+        copied = type(self).__new__(type(self), *self.args)
+        copied.__dict__.update(vars(self), request_id=request_id)
+        return copied
 
 
 class InvalidInputError(ScorerError, ValueError):
@@ -57,8 +59,6 @@ class AudioTooLongError(InvalidInputError):
         self.duration_s = duration_s
         self.limit_s = limit_s
 
-    def _for_request(self, request_id: str | None) -> Self:
-        return type(self)(self.message, duration_s=self.duration_s, limit_s=self.limit_s, request_id=request_id)
 
 
 class InvalidURLError(InvalidInputError):
@@ -91,8 +91,6 @@ class RequestRejectedError(ScorerError):
         self.status = status
         self.code = code
 
-    def _for_request(self, request_id: str | None) -> Self:
-        return type(self)(self.message, status=self.status, code=self.code, request_id=request_id)
 
     def __str__(self) -> str:
         where = f"HTTP {self.status}" if self.status is not None else "item error"
@@ -125,8 +123,6 @@ class ScorerUnavailableError(ScorerError):
         self.last_cause = last_cause
         self.__cause__ = last_cause
 
-    def _for_request(self, request_id: str | None) -> Self:
-        return type(self)(self.message, attempts=self.attempts, last_cause=self.last_cause, request_id=request_id)
 
 
 class DeadlineExceededError(ScorerUnavailableError):
@@ -147,8 +143,5 @@ class TransientServerError(ScorerError):
         self.code = code
         self.retry_after = retry_after
 
-    def _for_request(self, request_id: str | None) -> Self:
-        return type(self)(self.message, status=self.status, code=self.code, retry_after=self.retry_after,
-                          request_id=request_id)
 
     __str__ = RequestRejectedError.__str__

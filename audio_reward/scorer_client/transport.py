@@ -1,4 +1,4 @@
-"""Sending requests to a scorer: the transport, what an answer means, and the one retry loop.
+"""Sending requests to a scorer: the transport, what an answer means, and how long to wait before a retry.
 
 The layers, as in httpx:
 
@@ -7,9 +7,9 @@ The layers, as in httpx:
   ``AsyncScorerClient(transport=...)`` takes any other);
 - :func:`classify` reads one answer, an HTTP response or a transport fault, as
   :class:`Success`, :class:`Retry` or :class:`Fatal`, with the reason;
-- :class:`RetryLoop` makes the attempts of one request (or one batch chunk):
-  per-attempt timeouts, URL rotation, exponential backoff with full jitter,
-  ``Retry-After`` and the overall deadline.
+- :func:`next_delay`: exponential backoff with full jitter, at least a server's ``Retry-After``.
+
+The retry loop itself, one per call, is :class:`~.core.ScorerCore`'s.
 """
 
 from __future__ import annotations
@@ -17,31 +17,24 @@ from __future__ import annotations
 import abc
 import asyncio
 import email.utils
-import itertools
-import logging
 import math
 import random
 import socket
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 import aiohttp
 
 from .errors import (
-    DeadlineExceededError,
     ProtocolViolationError,
     RequestRejectedError,
     ScorerError,
-    ScorerUnavailableError,
     TransientServerError,
     UnknownHostError,
 )
-from .settings import ClientSettings, ScorerEndpoint
-from .wire import PreparedItem, error_of_body
-
-logger = logging.getLogger(__name__)
+from .wire import error_of_body
 
 T = TypeVar("T")
 E = TypeVar("E", bound=ScorerError)
@@ -305,163 +298,3 @@ def next_delay(
         honoured = min(retry_after, retry_after_max)
         delay = max(delay, honoured * (1.0 + (rng or random).uniform(0.0, RETRY_AFTER_SPREAD)))
     return delay
-
-
-class Attempts:
-    """Attempt counting, URL rotation and waiting for one request (or one chunk)."""
-
-    def __init__(self, settings: ClientSettings, endpoints: Sequence[ScorerEndpoint], url_index: int) -> None:
-        self.settings = settings
-        self.start = time.monotonic()
-        self.deadline_at = None if settings.deadline is None else self.start + settings.deadline
-        self.endpoints = endpoints
-        self.url_index = url_index
-        self.made = 0
-        self.free = 0
-        """Failed attempts that spent no retry (``wait_while_busy``: a live scorer said "not now"); 0 without it,
-        so the retries are the attempts made, as they always were."""
-
-    @property
-    def endpoint(self) -> ScorerEndpoint:
-        return self.endpoints[self.url_index % len(self.endpoints)]
-
-    def remaining(self) -> float | None:
-        return None if self.deadline_at is None else self.deadline_at - time.monotonic()
-
-    def attempt_timeout(self) -> float:
-        remaining = self.remaining()
-        return self.settings.timeout if remaining is None else min(self.settings.timeout, remaining)
-
-    def expired(self) -> bool:
-        remaining = self.remaining()
-        return remaining is not None and remaining <= 0
-
-    async def wait_before_retry(self, retry_after: float | None, *, spend: bool = True) -> bool:
-        """Sleep before the next attempt; False when the retries or the deadline are spent.
-
-        ``spend`` False: the failed attempt costs no retry (a live scorer answered it, see
-        ``ClientSettings.wait_while_busy``).  The next attempt goes to the next URL, so a dead replica is left
-        at once.
-        """
-        self.free += not spend
-        if self.spent > self.settings.max_retries:
-            return False
-        delay = next_delay(
-            self.made - 1, base=self.settings.backoff, cap=self.settings.backoff_max,
-            retry_after=retry_after, retry_after_max=self.settings.retry_after_max,
-        )
-        remaining = self.remaining()
-        if remaining is not None and delay >= remaining:
-            return False
-        self.url_index += 1
-        await asyncio.sleep(delay)
-        return True
-
-    @property
-    def spent(self) -> int:
-        """Attempts that counted against ``max_retries``."""
-        return self.made - self.free
-
-    def give_up(self, cause: BaseException | None, request_id: str | None) -> ScorerUnavailableError:
-        elapsed = time.monotonic() - self.start
-        if self.deadline_at is not None and (self.expired() or self.spent <= self.settings.max_retries):
-            return DeadlineExceededError(
-                f"no answer within the {self.settings.deadline:g} s deadline after {self.made} attempt(s) "
-                f"({elapsed:.2f} s); last fault: {cause}",
-                attempts=self.made, last_cause=cause, request_id=request_id,
-            )
-        return ScorerUnavailableError(
-            f"scorer unavailable after {self.made} attempt(s) in {elapsed:.2f} s; last fault: {cause}",
-            attempts=self.made, last_cause=cause, request_id=request_id,
-        )
-
-
-BUSY_CODES = frozenset({"queue_full", "overloaded", "not_ready"})
-"""The scorer's own error codes for "alive, come back later": its queue is full, it refused work it could not
-finish in time (early refusal), or it is still loading.  A timeout (504) with nothing finished, a server
-shutting down, or a proxy's bare 503 are not among them: those spend retries, or a hung engine would hold a
-trainer for ever."""
-
-
-def busy(outcome: Retry) -> bool:
-    """Whether the scorer itself answered ``outcome`` with "not now" (:data:`BUSY_CODES`), not a fault."""
-    cause = outcome.cause
-    return isinstance(cause, TransientServerError) and cause.code in BUSY_CODES
-
-
-Attempt = Callable[[Attempts, list[PreparedItem]], Awaitable[list[Outcome[T]]]]
-"""One attempt for the items still pending: an outcome per item, in order."""
-
-
-class RetryLoop:
-    """The one retry loop of the client, for single requests and batch chunks alike.
-
-    :meth:`run` calls an attempt function with the items still pending
-    until each has a result or a final error; only the items whose outcome
-    was :class:`Retry` go out again, with the same request ids and bytes.
-    :meth:`send` makes one attempt's HTTP request.
-    """
-
-    def __init__(self, settings: ClientSettings, transport: AsyncTransport, headers: Mapping[str, str]) -> None:
-        self.settings = settings
-        self.transport = transport
-        self.headers = dict(headers)
-        self.endpoints = settings.endpoints
-        self._rr = itertools.count(random.randrange(len(self.endpoints)))
-        self._slots = asyncio.Semaphore(settings.pool_limit)
-
-    async def run(self, items: Sequence[PreparedItem], attempt: Attempt[T]) -> list[T | ScorerError]:
-        """Each item's result or final error, in order; transient faults are retried until the budget is spent."""
-        attempts = Attempts(self.settings, self.endpoints, next(self._rr))
-        out: dict[int, T | ScorerError] = {}
-        causes: dict[int, BaseException] = {}
-        pending = list(range(len(items)))
-        while pending:
-            outcomes = await attempt(attempts, [items[i] for i in pending])
-            still: list[int] = []
-            retries = [o for o in outcomes if isinstance(o, Retry)]
-            for i, outcome in zip(pending, outcomes, strict=True):
-                if isinstance(outcome, Success):
-                    out[i] = outcome.value
-                elif isinstance(outcome, Fatal):
-                    out[i] = outcome.error
-                else:
-                    causes[i] = outcome.cause
-                    still.append(i)
-            answered = len(retries) < len(outcomes) or all(busy(o) for o in retries)
-            pending = still
-            if not pending:
-                break
-            logger.debug("attempt %d failed for %d item(s): %r", attempts.made, len(pending), causes[pending[0]])
-            retry_after = max((o.retry_after for o in retries if o.retry_after is not None), default=None)
-            spend = not (self.settings.wait_while_busy and answered)
-            if attempts.expired() or not await attempts.wait_before_retry(retry_after, spend=spend):
-                for i in pending:
-                    out[i] = attempts.give_up(causes[i], items[i].request_id)
-                break
-        return [out[i] for i in range(len(items))]
-
-    async def send(self, attempts: Attempts, url: str, body: bytes, request_id: str | None, *,
-                   counted: bool = True) -> Answer:
-        """One attempt's POST; transport faults and non-HTTP answers are returned, not raised.
-
-        ``counted`` False: a further request of the same attempt (a chunk sent in parts), not a new attempt.
-        """
-        if counted:
-            attempts.made += 1
-        # The per-attempt timeout starts once a connection slot is ours, so requests
-        # queued behind the pool limit do not time out while waiting their turn.
-        remaining = attempts.remaining()
-        try:
-            await asyncio.wait_for(self._slots.acquire(), None if remaining is None else max(remaining, 0.0))
-        except asyncio.TimeoutError:
-            return TransportTimeout("no connection slot came free before the deadline")
-        try:
-            headers = {**self.headers, "X-Request-ID": request_id} if request_id else self.headers
-            request = Request("POST", url, headers, body, timeout=attempts.attempt_timeout(),
-                              connect_timeout=self.settings.connect_timeout)
-            return await self.transport.handle_async_request(request)
-        except (TransportError, ScorerError) as exc:
-            return exc
-        finally:
-            self._slots.release()

@@ -1,4 +1,10 @@
-"""Request bodies out, validated results in: the client's side of protocol v1."""
+"""Request bodies out, validated results in: the client's side of protocol v1.
+
+The client builds and reads the protocol's own models (:class:`~audio_reward.protocol.ScoreRequest`,
+:class:`~audio_reward.protocol.ScoreResponse`, :class:`~audio_reward.protocol.SpeakerResponse`), so each
+rule of the protocol is the model's; what is checked here is only what a model cannot see: samples given as
+arrays or tensors, and a sample rate given as a numpy or torch scalar.
+"""
 
 from __future__ import annotations
 
@@ -6,29 +12,28 @@ import hashlib
 import logging
 import math
 import os
-import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import orjson
-from pydantic import ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..protocol import (
     PROTOCOL_VERSION,
     ProtocolError,
     RewardOptions,
     ScoreRequest,
+    ScoreResponse,
     SpeakerRequest,
+    SpeakerResponse,
     as_float32_mono,
     encode_f32,
     is_finite_scalar,
     parse_json,
-    validate_message,
 )
-from ..protocol.errors import validation_reasons
 from ..protocol.models import MAX_SAMPLE_RATE, MIN_SAMPLE_RATE
 from .errors import InvalidInputError, ProtocolViolationError
 
@@ -144,20 +149,6 @@ def check_waveform(waveform: Any, name: str = "waveform") -> np.ndarray:
     return samples
 
 
-def _metadata(metadata: Mapping[str, Any] | None) -> dict[str, Scalar]:
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, Mapping):
-        raise InvalidInputError(f"metadata must be a mapping of JSON scalars, got {type(metadata).__name__}")
-    for key, value in metadata.items():
-        if not isinstance(key, str) or not is_finite_scalar(value):
-            raise InvalidInputError(
-                f"metadata[{key!r}] must be a finite JSON scalar under a string key, got {type(value).__name__} "
-                "(use sanitize_metadata to drop or convert other values)"
-            )
-    return dict(metadata)
-
-
 def sanitize_metadata(extra_info: Mapping[str, Any] | None) -> dict[str, Scalar]:
     """Reduce a trainer's ``extra_info`` to what protocol metadata may carry.
 
@@ -186,74 +177,53 @@ def sanitize_metadata(extra_info: Mapping[str, Any] | None) -> dict[str, Scalar]
     return out
 
 
-def prepare(item: ScoreItem) -> PreparedItem:
-    """Validate a candidate and serialize its request body; bad input raises :class:`InvalidInputError`."""
-    request_id = item.request_id or new_request_id()
-    if not isinstance(request_id, str) or not 1 <= len(request_id) <= 128:
-        raise InvalidInputError(f"request_id must be a string of 1 to 128 characters, got {request_id!r}")
-    try:
-        return _prepare(item, request_id)
-    except InvalidInputError as exc:
-        exc.request_id = request_id
-        raise
+def _reasons(exc: ValidationError) -> str:
+    """The problems a model found, one ``field: why`` each, naming the field even where a validator raised."""
+    return "; ".join(".".join(map(str, e["loc"] or ("body",))) + ": " + e["msg"].removeprefix("Value error, ")
+                     for e in exc.errors(include_url=False))
 
 
-def _prepare(item: ScoreItem, request_id: str) -> PreparedItem:
-    if not isinstance(item.text, str):
-        raise InvalidInputError(f"text must be a string, got {type(item.text).__name__}")
-    rate = check_sample_rate(item.sample_rate)
-    samples = check_waveform(item.waveform)
-    reference_duration_s = None
-    if item.reference_duration_s is not None:
-        ref = item.reference_duration_s
-        if isinstance(ref, bool) or not isinstance(ref, (int, float)) or not math.isfinite(ref) or ref <= 0:
-            raise InvalidInputError(f"reference_duration_s must be a positive finite number, got {ref!r}")
-        reference_duration_s = float(ref)
-    options = None
-    if item.reward is not None:
-        try:
-            options = (item.reward if isinstance(item.reward, RewardOptions)
-                       else RewardOptions.model_validate(item.reward))
-        except ValidationError as exc:
-            raise InvalidInputError(f"reward options: {exc}") from None
-    speaker = item.speaker_reference_id
-    if speaker is not None and (not isinstance(speaker, str) or not _REFERENCE_ID.fullmatch(speaker)):
-        raise InvalidInputError(
-            f"speaker_reference_id must be 64 hex digits (from register_speaker), got {speaker!r}")
+def _dumped(model: type[BaseModel], what: str, named: str | None = None, **fields: Any) -> bytes:
+    """``model``'s body for ``fields``; unset extensions stay off the wire, as in a verl-omni v1 body."""
     try:
-        request = ScoreRequest(
-            protocol_version=PROTOCOL_VERSION, waveform_f32_base64=encode_f32(samples), num_samples=int(samples.size),
-            sample_rate=rate, prompt=item.text, metadata=_metadata(item.metadata), request_id=request_id,
-            language=item.language, reference_duration_s=reference_duration_s, reward=options,
-            speaker_reference_id=speaker, measure_quality=True if item.measure_quality else None,
-        )
+        return orjson.dumps(model(**fields).model_dump(exclude_none=True))
     except ValidationError as exc:
-        raise InvalidInputError("the score request breaks protocol v1: " + "; ".join(validation_reasons(exc))) from None
-    # Unset extensions stay off the wire, as in a verl-omni v1 body.
-    body = orjson.dumps(request.model_dump(exclude_none=True))
-    return PreparedItem(request_id=request_id, body=body, duration_s=samples.size / rate, speaker_reference_id=speaker)
+        raise InvalidInputError(f"the {what} breaks protocol v1: {_reasons(exc)}",
+                                request_id=named) from None
 
 
-_REFERENCE_ID = re.compile(r"[0-9a-f]{64}")
+def prepare(item: Any) -> PreparedItem:
+    """A candidate (see :func:`as_score_item`) as its request body; bad input raises :class:`InvalidInputError`.
+
+    The samples and the rate are made wire-ready here; every other field is :class:`ScoreRequest`'s to judge.
+    """
+    item = as_score_item(item)
+    request_id = item.request_id or new_request_id()
+    named = request_id if isinstance(request_id, str) else None  # the id an error carries
+    try:
+        if not isinstance(item.text, str):  # the model would name it "prompt": the caller wrote text=
+            raise InvalidInputError(f"text must be a string, got {type(item.text).__name__}")
+        rate = check_sample_rate(item.sample_rate)
+        samples = check_waveform(item.waveform)
+    except InvalidInputError as exc:
+        exc.request_id = named
+        raise
+    body = _dumped(
+        ScoreRequest, "score request", named,
+        protocol_version=PROTOCOL_VERSION, waveform_f32_base64=encode_f32(samples), num_samples=int(samples.size),
+        sample_rate=rate, prompt=item.text, metadata=item.metadata or {}, request_id=request_id,
+        language=item.language, reference_duration_s=item.reference_duration_s, reward=item.reward,
+        speaker_reference_id=item.speaker_reference_id, measure_quality=True if item.measure_quality else None)
+    return PreparedItem(request_id, body, samples.size / rate, item.speaker_reference_id)
 
 
 def speaker_body(waveform: Any, sample_rate: int) -> tuple[str, bytes]:
     """A ``POST /v1/speakers`` body for a reference recording, and the sha256 of that body (the client's key)."""
     rate = check_sample_rate(sample_rate)
     samples = check_waveform(waveform, "speaker reference")
-    request = SpeakerRequest(protocol_version=PROTOCOL_VERSION, waveform_f32_base64=encode_f32(samples),
-                             num_samples=int(samples.size), sample_rate=rate)
-    body = orjson.dumps(request.model_dump(exclude_none=True))
+    body = _dumped(SpeakerRequest, "speaker reference", protocol_version=PROTOCOL_VERSION,
+                   waveform_f32_base64=encode_f32(samples), num_samples=int(samples.size), sample_rate=rate)
     return hashlib.sha256(body).hexdigest(), body
-
-
-def speaker_reference_id_of(raw: bytes) -> str:
-    """The id in a ``POST /v1/speakers`` answer; :class:`ProtocolViolationError` if it holds none."""
-    obj = decode_body(raw)
-    reference = obj.get("speaker_reference_id") if isinstance(obj, dict) else None
-    if not isinstance(reference, str) or not _REFERENCE_ID.fullmatch(reference):
-        raise ProtocolViolationError(f"the speaker registration answer holds no speaker_reference_id: {obj!r:.200}")
-    return reference
 
 
 def batch_body(items: list[PreparedItem]) -> bytes:
@@ -262,13 +232,8 @@ def batch_body(items: list[PreparedItem]) -> bytes:
     One ``join`` makes one allocation: with megabytes of audio, each extra
     concatenation costs a full copy and its page faults.
     """
-    parts = [b'{"protocol_version":"' + PROTOCOL_VERSION.encode() + b'","items":[']
-    for i, item in enumerate(items):
-        if i:
-            parts.append(b",")
-        parts.append(item.body)
-    parts.append(b"]}")
-    return b"".join(parts)
+    head = b'{"protocol_version":"' + PROTOCOL_VERSION.encode() + b'","items":['
+    return b"".join((head, b",".join(item.body for item in items), b"]}"))
 
 
 def decode_body(raw: bytes, request_id: str | None = None) -> Any:
@@ -278,28 +243,37 @@ def decode_body(raw: bytes, request_id: str | None = None) -> Any:
         raise ProtocolViolationError(f"the scorer answered malformed JSON: {exc}", request_id=request_id) from None
 
 
+def _read(model: type[BaseModel], obj: Any, what: str, request_id: str | None) -> Any:
+    """``obj`` read as ``model``; an answer the model refuses is a :class:`ProtocolViolationError`."""
+    try:
+        return model.model_validate(obj)
+    except ValidationError as exc:
+        raise ProtocolViolationError(f"the scorer's {what} breaks protocol v1: {_reasons(exc)}",
+                                     request_id=request_id) from None
+
+
 def to_result(obj: Any, request_id: str) -> ScoreResult:
-    """Check one flat result against the protocol and type it."""
-    if not isinstance(obj, dict):
-        raise ProtocolViolationError(
-            f"a score result must be a JSON object, got {type(obj).__name__}", request_id=request_id
-        )
-    score = obj.get("score")
-    # pydantic would coerce "0.5" and true to floats; the wire requires a number.
-    if isinstance(score, bool) or not isinstance(score, (int, float)):
-        raise ProtocolViolationError(f"score must be a number, got {score!r}", request_id=request_id)
-    _, issues = validate_message(obj, "score_response")
-    if issues:
-        raise ProtocolViolationError(
-            "the scorer's result breaks protocol v1: " + "; ".join(i.describe() for i in issues), request_id=request_id
-        )
-    echoed = obj.get("request_id")
+    """One flat result, read as :class:`ScoreResponse` (a finite number for a score, scalar diagnostics)."""
+    echoed = _read(ScoreResponse, obj, "result", request_id).request_id
     if echoed is not None and echoed != request_id:
         raise ProtocolViolationError(
             f"the scorer answered request {echoed!r} to request {request_id!r}", request_id=request_id
         )
-    diagnostics = {k: v for k, v in obj.items() if k != "score"}
-    return ScoreResult(score=float(score), request_id=request_id, diagnostics=diagnostics)
+    return ScoreResult(float(obj["score"]), request_id, {k: v for k, v in obj.items() if k != "score"})
+
+
+# The protocol's speaker_reference_id field read alone: an answer of another server may carry only the id.
+_REFERENCE_ID: TypeAdapter[str] = TypeAdapter(Annotated[str, SpeakerResponse.model_fields["speaker_reference_id"]])
+
+
+def speaker_reference_id_of(raw: bytes) -> str:
+    """The id in a ``POST /v1/speakers`` answer; :class:`ProtocolViolationError` if it holds none."""
+    obj = decode_body(raw)
+    try:
+        return _REFERENCE_ID.validate_python(obj.get("speaker_reference_id") if isinstance(obj, dict) else None)
+    except ValidationError:
+        raise ProtocolViolationError(
+            f"the speaker registration answer holds no speaker_reference_id: {obj!r:.200}") from None
 
 
 @dataclass(frozen=True)
@@ -331,7 +305,4 @@ def error_of_body(raw: bytes, status: int) -> ErrorInfo:
         info = error_info(orjson.loads(raw))
     except orjson.JSONDecodeError:
         info = None
-    if info is None:
-        text = raw[:300].decode("utf-8", "replace").strip() or "(empty body)"
-        return ErrorInfo(f"http_{status}", text, None)
-    return info
+    return info or ErrorInfo(f"http_{status}", raw[:300].decode("utf-8", "replace").strip() or "(empty body)", None)
