@@ -19,14 +19,14 @@ from __future__ import annotations
 import argparse
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-__all__ = ["Flag", "add_flags", "flags_for", "one_line", "values_from_args"]
+__all__ = ["Flag", "add_flags", "dotted_items", "flags_for", "one_line", "set_path", "values_from_args"]
 
 
 @dataclass(frozen=True)
@@ -106,13 +106,28 @@ def values_from_args(args: argparse.Namespace, flags: Iterable[Flag]) -> dict[st
     out: dict[str, Any] = {}
     for flag in flags:
         value = getattr(args, flag.dest, None)
-        if value is None:
-            continue
-        target = out
-        for part in flag.path[:-1]:
-            target = target.setdefault(part, {})
-        target[flag.path[-1]] = value
+        if value is not None:
+            set_path(out, flag.path, value)
     return out
+
+
+def set_path(out: dict[str, Any], path: Sequence[str], value: Any) -> None:
+    """``out[path[0]][path[1]]... = value``, making the nested dicts on the way."""
+    for part in path[:-1]:
+        out = out.setdefault(part, {})
+    out[path[-1]] = value
+
+
+def dotted_items(values: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """Nested settings as sorted ``(dotted.name, value)`` pairs: ``{"reward": {"exp_k": 2}}`` → ``reward.exp_k``.
+
+    An empty mapping is a value of its own.
+    """
+    for name, value in sorted(values.items()):
+        if isinstance(value, Mapping) and value:
+            yield from dotted_items(value, f"{prefix}{name}.")
+        else:
+            yield f"{prefix}{name}", value
 
 
 def one_line(exc: Exception) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ...settings_flags import dotted_items
 from .recordings import RunAudio
 from .stats import SIGNAL_FIELDS, failed_rows, is_scored, number, percentage_points, scored_rows, scored_values
 
@@ -347,13 +348,7 @@ def flat_settings(settings: dict[str, Any], prefix: str = "") -> list[tuple[str,
 
     Values are :func:`as_text`; the rows read as a table of settings, not as Python reprs.
     """
-    rows: list[tuple[str, str]] = []
-    for key, value in sorted(settings.items()):
-        if isinstance(value, dict) and value:
-            rows += flat_settings(value, f"{prefix}{key}.")
-        else:
-            rows.append((f"{prefix}{key}", as_text(value)))
-    return rows
+    return [(key, as_text(value)) for key, value in dotted_items(settings, prefix)]
 
 
 def worst_rows(rows: Sequence[dict[str, Any]], limit: int = WORST_ROWS) -> list[dict[str, Any]]:

@@ -36,7 +36,7 @@ from .base import (
     max_new_tokens_for,
     resolve_engine_options,
 )
-from .checkpoints import UnsupportedModelError, checkpoint_architecture, resolve_transformers_checkpoint
+from .checkpoints import UnsupportedModelError, checkpoint_architecture, default_dtype, resolve_transformers_checkpoint
 from .registry import EngineConfig
 
 if TYPE_CHECKING:
@@ -64,20 +64,14 @@ def resolve_device(device: str) -> str:
 
 
 def resolve_dtype(compute_type: str, device: str, architecture: str) -> torch.dtype:
-    """float32 on the CPU; float16 (Whisper) or bfloat16 (Qwen3-ASR, trained in it) on a GPU by default."""
+    """The torch dtype of ``compute_type``; ``default``: :func:`.checkpoints.default_dtype`."""
     import torch
 
-    if compute_type == "default":
-        if device == "cpu":
-            return torch.float32
-        return torch.bfloat16 if architecture == "qwen3_asr" else torch.float16
-    try:
-        return getattr(torch, _DTYPES[compute_type.lower()])
-    except KeyError:
-        raise ValueError(
-            f"compute type {compute_type!r} is not supported by the transformers engine; "
-            f"use default, {', '.join(sorted(set(_DTYPES.values())))}"
-        ) from None
+    name = default_dtype(device, architecture) if compute_type == "default" else _DTYPES.get(compute_type.lower())
+    if name is None:
+        raise ValueError(f"compute type {compute_type!r} is not supported by the transformers engine; "
+                         f"use default, {', '.join(sorted(set(_DTYPES.values())))}")
+    return getattr(torch, name)
 
 
 class _Backend(Protocol):

@@ -60,7 +60,7 @@ from .base import (
     max_new_tokens_for,
     resolve_engine_options,
 )
-from .checkpoints import checkpoint_architecture, resolve_transformers_checkpoint
+from .checkpoints import checkpoint_architecture, default_dtype, resolve_transformers_checkpoint
 from .registry import EngineConfig
 
 log = logging.getLogger(__name__)
@@ -290,11 +290,8 @@ class VLLMEngine(ASREngine):
             and bool(traits.task_token_ids)
 
     def _dtype(self, architecture: str) -> str:
-        if self.config.compute_type != "default":
-            return self.config.compute_type
-        if self.config.device.startswith("cpu"):
-            return "float32"  # as the transformers engine on the CPU; vLLM's CPU kernels take fp32 everywhere
-        return "bfloat16" if architecture == "qwen3_asr" else "float16"
+        compute_type = self.config.compute_type
+        return default_dtype(self.config.device, architecture) if compute_type == "default" else compute_type
 
     def engine_args(self, path: str) -> dict[str, Any]:
         """Keyword arguments for ``vllm.AsyncEngineArgs``."""
