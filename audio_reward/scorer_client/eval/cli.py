@@ -94,8 +94,7 @@ def _eval(args: argparse.Namespace) -> int:
     missing = missing_eval_extras(not args.no_progress)
     if missing:
         uses = ", ".join(EVAL_MODULES[m] for m in missing)
-        print(f"audio-reward eval: {' and '.join(missing)} not installed ({uses}); {EVAL_EXTRA}",
-              file=sys.stderr)
+        print(f"audio-reward eval: {' and '.join(missing)} not installed ({uses}); {EVAL_EXTRA}", file=sys.stderr)
         return 2
 
     from ..errors import ScorerError

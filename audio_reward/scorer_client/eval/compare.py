@@ -16,14 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import __version__
-from ...protocol.reports import (
-    CheckpointStats,
-    Comparison,
-    EvalResults,
-    HeldOut,
-    SignalStats,
-    UtteranceDelta,
-)
+from ...protocol.reports import CheckpointStats, Comparison, EvalResults, HeldOut, SignalStats, UtteranceDelta
 from .evaluate import (
     SCORER_JSON,
     SUMMARY_JSON,

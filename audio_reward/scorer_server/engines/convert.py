@@ -251,12 +251,7 @@ def ct2_whisper_to_transformers(ct2_dir: str | os.PathLike[str], out_dir: str | 
     complete or absent.  Returns ``out_dir``.
     """
     import torch
-    from transformers import (
-        WhisperConfig,
-        WhisperFeatureExtractor,
-        WhisperProcessor,
-        WhisperTokenizer,
-    )
+    from transformers import WhisperConfig, WhisperFeatureExtractor, WhisperProcessor, WhisperTokenizer
 
     src_dir, out = Path(ct2_dir), Path(out_dir)
     for name in ("model.bin", "config.json", "tokenizer.json"):
