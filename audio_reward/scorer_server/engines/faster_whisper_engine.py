@@ -178,9 +178,6 @@ class FasterWhisperEngine(ThreadedEngine):
                 results[i] = out
         return [r for r in results if r is not None]
 
-    def transcribe_batch_sync(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
-        return self.transcribe_prepared_sync(batch, self.prepare_sync(batch))
-
     def _transcribe_long(self, item: TranscriptionInput) -> Transcription:
         language = self._language_of(item)
         segments, info = self._model.transcribe(

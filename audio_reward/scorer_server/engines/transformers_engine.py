@@ -314,9 +314,6 @@ class TransformersEngine(ThreadedEngine):
                 out.extend(self._backend.run(chunk, inputs))
         return out
 
-    def transcribe_batch_sync(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
-        return self.transcribe_prepared_sync(batch, self.prepare_sync(batch))
-
     def close(self) -> None:
         super().close()
         self._backend = None
