@@ -99,6 +99,7 @@ def _eval(args: argparse.Namespace) -> int:
 
     from ..errors import ScorerError
     from .evaluate import ManifestError, ScoringMismatchError, run_eval
+    from .stats import percent
 
     settings = command_settings("eval", args)
     if settings is None:
@@ -120,12 +121,9 @@ def _eval(args: argparse.Namespace) -> int:
     finally:
         bar.close()
 
-    def pct(v: float | None) -> str:
-        return "n/a" if v is None else f"{v:.2f} %"
-
     print(f"utterances {summary['utterances']}  scored {summary['scored']}  failed {summary['failed']}"
           + (f"  (timeouts {summary['timeouts']})" if summary["timeouts"] else ""))
-    print(f"CER {pct(summary['cer_percent'])}  WER {pct(summary['wer_percent'])}"
+    print(f"CER {percent(summary['cer_percent'])}  WER {percent(summary['wer_percent'])}"
           + (f"  score mean {summary['score']['mean']:.4f}" if summary["score"] else ""))
     print(f"report: {Path(args.out) / 'summary.md'}  {Path(args.out) / 'report.html'}")
     return 0 if summary["failed"] == 0 else 1

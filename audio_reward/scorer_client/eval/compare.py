@@ -9,6 +9,7 @@ their scorers scored alike (same model, normaliser, reward policy: see
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from .stats import (
     mean,
     median,
     number,
+    percent,
     percentage_points,
     scored_values,
     timeouts,
@@ -189,8 +191,7 @@ def signals_present(checkpoints: Sequence[CheckpointStats]) -> list[str]:
     return [key for key in SIGNAL_FIELDS if any(key in c.signals for c in checkpoints)]
 
 
-def _pct(v: float | None) -> str:
-    return "n/a" if v is None else f"{100 * v:.2f} %"
+_pct = functools.partial(percent, scale=100)  # the runs' CER and WER are rates
 
 
 def _num(v: float | None) -> str:

@@ -24,7 +24,7 @@ from ..errors import DeadlineExceededError, ScorerError
 from ..settings import ClientSettings
 from ..wire import ScoreItem, ScoreResult
 from .recordings import HASH_KEY, RunAudio, audio_location, file_sha256
-from .stats import SIGNAL_FIELDS, failed_rows, mean, median, scored_values, timeouts
+from .stats import SIGNAL_FIELDS, failed_rows, failure_reason, mean, median, percent, scored_values, timeouts
 
 UTTERANCES = "utterances.jsonl"
 SUMMARY_JSON = "summary.json"
@@ -402,9 +402,8 @@ def summarize(rows: list[dict[str, Any]], *, manifest: str = "") -> dict[str, An
         "score": _distribution(scores),
         "signals": signal_stats(rows),
         "failures": [
-            {"id": r.get("id"), "audio": r.get("audio"), "reason": (r.get("error") or {}).get("code")
-             or (r.get("error") or {}).get("type"), "message": (r.get("error") or {}).get("message")}
-            for r in failed
+            {"id": r.get("id"), "audio": r.get("audio"), "reason": failure_reason(r),
+             "message": (r.get("error") or {}).get("message")} for r in failed
         ],
     }
 
@@ -435,9 +434,6 @@ def _distribution(scores: list[float]) -> dict[str, Any] | None:
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:
-    def pct(v: float | None) -> str:
-        return "n/a" if v is None else f"{v:.2f} %"
-
     lines = [
         "# Evaluation summary", "",
         f"Manifest: `{summary['manifest']}`", "",
@@ -446,8 +442,8 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         f"| scored | {summary['scored']} |",
         f"| failed | {summary['failed']} |",
         f"| of which timeouts (504 or no answer in time) | {summary.get('timeouts', 0)} |",
-        f"| CER (mean of per-utterance, %) | {pct(summary['cer_percent'])} |",
-        f"| WER (mean of per-utterance, %) | {pct(summary['wer_percent'])} |",
+        f"| CER (mean of per-utterance, %) | {percent(summary['cer_percent'])} |",
+        f"| WER (mean of per-utterance, %) | {percent(summary['wer_percent'])} |",
     ]
     if summary.get("duration_ratio_mean") is not None:
         lines.append(f"| duration ratio mean / median | {summary['duration_ratio_mean']:.3f} / "

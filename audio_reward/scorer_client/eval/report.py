@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ...settings_flags import dotted_items
+from . import stats
 from .recordings import RunAudio
 from .stats import SIGNAL_FIELDS, failed_rows, is_scored, number, percentage_points, scored_rows, scored_values
 
@@ -396,7 +397,7 @@ def _failure_table(rows: Sequence[dict[str, Any]]) -> str:
         return "<p>None.</p>"
     body = "".join(
         f"<tr class=failed><td>{html.escape(str(r.get('id')))}</td>"
-        f"<td>{html.escape(str((r.get('error') or {}).get('code') or (r.get('error') or {}).get('type')))}"
+        f"<td>{html.escape(str(stats.failure_reason(r)))}"
         f"{' (timeout)' if (r.get('error') or {}).get('timeout') else ''}</td>"
         f"<td>{html.escape(str((r.get('error') or {}).get('message') or ''))}</td></tr>" for r in failed)
     return f"<table><tr><th>id</th><th>reason</th><th>message</th></tr>{body}</table>"
@@ -421,9 +422,9 @@ def write_run_report(rows: Sequence[dict[str, Any]], summary: dict[str, Any], ou
     facts = [("manifest", summary.get("manifest", "")), ("utterances", summary["utterances"]),
              ("scored", summary["scored"]), ("failed", summary["failed"]),
              ("of which timeouts", summary.get("timeouts", 0)),
-             ("CER, mean of per-utterance", _pct(summary.get("cer_percent"))),
-             ("CER, median", _pct(summary.get("cer_median_percent"))),
-             ("WER, mean of per-utterance", _pct(summary.get("wer_percent"))),
+             ("CER, mean of per-utterance", stats.percent(summary.get("cer_percent"))),
+             ("CER, median", stats.percent(summary.get("cer_median_percent"))),
+             ("WER, mean of per-utterance", stats.percent(summary.get("wer_percent"))),
              ("score mean / median", f"{dist['mean']:.4f} / {dist['median']:.4f}" if dist else "n/a"),
              ("duration ratio mean / median", _pair(summary.get("duration_ratio_mean"),
                                                      summary.get("duration_ratio_median")))]
@@ -497,10 +498,6 @@ def _signal_table(checkpoints: Sequence[dict[str, Any]]) -> list[str]:
         + "</tr>" for c in checkpoints)
     return ["<h2>Speaker similarity and speech quality</h2>",
             f"<table><tr><th>checkpoint</th>{head}</tr>{rows}</table>"]
-
-
-def _pct(value: Any) -> str:
-    return "n/a" if value is None else f"{value:.2f} %"
 
 
 def _pair(a: Any, b: Any) -> str:
