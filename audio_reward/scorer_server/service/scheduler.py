@@ -270,12 +270,15 @@ class BaseScheduler(ABC):
         cancels that work too, since a continuous-batching engine frees the slot at once.
         """
         gone = {id(f) for f in futures}
-        kept = [p for p in self._waiting if id(p.future) not in gone]
-        if len(kept) != len(self._waiting):
-            for p in self._waiting:
-                if id(p.future) in gone:
-                    p.future.cancel()
-            self._waiting = kept
+        for p in self._waiting:
+            if id(p.future) in gone:
+                p.future.cancel()
+        self._drop_abandoned()
+
+    def _drop_abandoned(self) -> None:
+        # Requests whose caller gave up (timeout, disconnect) leave the queue, untranscribed.
+        if any(p.future.done() for p in self._waiting):
+            self._waiting = [p for p in self._waiting if not p.future.done()]
             self._drained.set()
 
     def admission(self) -> Admission | None:
@@ -435,12 +438,6 @@ class MicroBatchScheduler(BaseScheduler):
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._wakeup.wait(), timeout_s)
 
-    def _drop_abandoned(self) -> None:
-        # Requests whose caller gave up (timeout, disconnect) are dropped, not transcribed.
-        if any(p.future.done() for p in self._waiting):
-            self._waiting = [p for p in self._waiting if not p.future.done()]
-            self._drained.set()
-
     def _batch_full(self) -> bool:
         if len(self._waiting) >= self.max_batch_size:
             return True
@@ -521,8 +518,7 @@ class PassThroughScheduler(BaseScheduler):
         """Cancel ``futures``, queued or inside the engine (which aborts them, freeing their slots at once)."""
         for future in futures:
             future.cancel()
-        self._waiting = [p for p in self._waiting if not p.future.done()]
-        self._drained.set()
+        self._drop_abandoned()
         self._admitted()
 
     def _admitted(self) -> None:
