@@ -130,17 +130,19 @@ def dotted_items(values: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[
             yield f"{prefix}{name}", value
 
 
-def one_line(exc: Exception) -> str:
+def one_line(exc: Exception, describe: Callable[[tuple[str, ...], str, Any], str | None] | None = None) -> str:
     """A settings error as one line a command can print: each pydantic error as ``field: reason``.
 
     pydantic's own text spans several lines and ends each error with a link to its documentation.
+    ``describe(loc, reason, input)`` may word an error itself (None: the default wording).
     """
     errors = getattr(exc, "errors", None)
     if not callable(errors):
         return " ".join(str(exc).split())
     parts = []
     for error in errors():
-        where = ".".join(str(p) for p in error.get("loc", ()))
+        loc = tuple(str(p) for p in error.get("loc", ()))
         reason = str(error.get("msg", "")).removeprefix("Value error, ")
-        parts.append(f"{where}: {reason}" if where else reason)
+        worded = describe(loc, reason, error.get("input")) if describe is not None else None
+        parts.append(worded if worded is not None else f"{'.'.join(loc)}: {reason}" if loc else reason)
     return "; ".join(parts)
