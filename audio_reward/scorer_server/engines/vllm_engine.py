@@ -253,10 +253,6 @@ class VLLMEngine(ASREngine):
     def max_concurrency(self) -> int:
         return int(self.options["max_num_seqs"])
 
-    @property
-    def on_accelerator(self) -> bool:
-        return not self.config.device.startswith("cpu")
-
     def scheduler_stats(self) -> dict[str, float]:
         """vLLM's own scheduler counts: requests running and waiting now, the most running and held at once."""
         out = {name: float(count) for name, count in dataclasses.asdict(self.stats).items()}
