@@ -109,9 +109,8 @@ class _WhisperBackend:
         self.special_ids = set(self.processor.tokenizer.all_special_ids) | {gen.eos_token_id}
         self.text_vocab = len(self.processor.tokenizer)
 
-    def _generate(
-        self, windows: list[np.ndarray], feats: Any, language: str | None
-    ) -> tuple[list[list[int]], list[str | None]]:
+    def _generate(self, windows: list[np.ndarray], feats: Any, language: str | None
+                  ) -> tuple[list[list[int]], list[str | None]]:
         import torch
 
         features = feats.input_features.to(self.device, self.dtype)
@@ -141,10 +140,8 @@ class _WhisperBackend:
         sequences = out["sequences"] if isinstance(out, dict) else out
         # One generate call shares the batch's longest cap; each row keeps only its own.
         caps = [max_new_tokens_for(w.shape[0] / ENGINE_SAMPLE_RATE) for w in windows]
-        rows = [
-            [t for t in row[:cap] if t not in self.special_ids and t < self.text_vocab]
-            for row, cap in zip(self._generated(sequences), caps, strict=True)
-        ]
+        rows = [[t for t in row[:cap] if t not in self.special_ids and t < self.text_vocab]
+                for row, cap in zip(self._generated(sequences), caps, strict=True)]
         return rows, languages
 
     def _generated(self, sequences: torch.Tensor) -> list[list[int]]:
@@ -154,9 +151,8 @@ class _WhisperBackend:
         prompt_ids |= set((getattr(gen, "task_to_id", None) or {}).values())
         return [list(itertools.dropwhile(prompt_ids.__contains__, row)) for row in sequences.tolist()]
 
-    def prepare(
-        self, batch: Sequence[TranscriptionInput]
-    ) -> list[tuple[str | None, list[int], list[np.ndarray], list[int], Any]]:
+    def prepare(self, batch: Sequence[TranscriptionInput]
+                ) -> list[tuple[str | None, list[int], list[np.ndarray], list[int], Any]]:
         """Per language group: its indices, 30 s windows, the owner of each window and their log-Mel features."""
         window = int(WHISPER_WINDOW_S * ENGINE_SAMPLE_RATE)
         by_language: dict[str | None, list[int]] = {}
@@ -171,9 +167,8 @@ class _WhisperBackend:
                 for start in range(0, max(1, audio.shape[0]), window):
                     windows.append(audio[start : start + window])
                     owner.append(i)
-            feats = self.processor.feature_extractor(
-                windows, sampling_rate=ENGINE_SAMPLE_RATE, return_tensors="pt", return_attention_mask=True
-            )
+            feats = self.processor.feature_extractor(windows, sampling_rate=ENGINE_SAMPLE_RATE, return_tensors="pt",
+                                                     return_attention_mask=True)
             groups.append((language, indices, windows, owner, feats))
         return groups
 
@@ -199,10 +194,8 @@ class _Qwen3ASRBackend:
         except ImportError:
             import transformers
 
-            raise UnsupportedModelError(
-                f"Qwen3-ASR needs transformers>=5.24 (installed: {transformers.__version__}): "
-                + install_hint("transformers")
-            ) from None
+            raise UnsupportedModelError(f"Qwen3-ASR needs transformers>=5.24 (installed: {transformers.__version__}): "
+                                        + install_hint("transformers")) from None
         self.device, self.dtype = device, dtype
         self.processor = AutoProcessor.from_pretrained(path)
         model = Qwen3ASRForConditionalGeneration.from_pretrained(path, dtype=dtype, **load_kwargs)
@@ -215,18 +208,15 @@ class _Qwen3ASRBackend:
     def prepare(self, batch: Sequence[TranscriptionInput]) -> Any:
         """The chat prompts and log-Mel features of ``batch`` (CPU work)."""
         return self.processor.apply_transcription_request(
-            audio=[item.audio for item in batch], language=[item.language for item in batch], return_tensors="pt"
-        )
+            audio=[item.audio for item in batch], language=[item.language for item in batch], return_tensors="pt")
 
     def run(self, batch: Sequence[TranscriptionInput], prepared: Any) -> list[Transcription]:
         import torch
 
         inputs = prepared.to(self.device)
         inputs["input_features"] = inputs["input_features"].to(self.dtype)
-        caps = [
-            max_new_tokens_for(item.duration_s) + (qwen3_asr.LANGUAGE_PREFIX_TOKENS if item.language is None else 0)
-            for item in batch
-        ]
+        caps = [max_new_tokens_for(item.duration_s) + (qwen3_asr.LANGUAGE_PREFIX_TOKENS if item.language is None else 0)
+                for item in batch]
         with torch.inference_mode():
             out = self.model.generate(**inputs, max_new_tokens=max(caps), do_sample=False, num_beams=1)
         new_tokens = out[:, inputs["input_ids"].shape[1] :]
@@ -237,13 +227,9 @@ class _Qwen3ASRBackend:
             # One generate call shares the batch's longest cap; each row keeps only its own, up to its end.
             tokens = list(itertools.takewhile(lambda t: t not in eos_ids, row[:cap]))
             parsed = self.processor.parse_output(self.processor.tokenizer.decode(tokens, skip_special_tokens=True))
-            results.append(
-                Transcription(
-                    text=parsed["transcription"].strip(),
-                    language=item.language or qwen3_asr.language_code(parsed.get("language")),
-                    num_tokens=len(tokens),
-                )
-            )
+            results.append(Transcription(text=parsed["transcription"].strip(),
+                                         language=item.language or qwen3_asr.language_code(parsed.get("language")),
+                                         num_tokens=len(tokens)))
         return results
 
 
@@ -281,14 +267,11 @@ class TransformersEngine(ThreadedEngine):
         load_kwargs = {"attn_implementation": self.options["attn_implementation"]} \
             if self.options["attn_implementation"] else {}
         self._backend = backend_cls(checkpoint.path, device, dtype, load_kwargs)
-        self.info = EngineInfo(
-            engine="transformers",
-            model_id=checkpoint.model_id,
-            weights_sha256=checkpoint.weights_sha256,
-            device=device,
-            compute_type=str(dtype).removeprefix("torch."),
-            extra={"architecture": architecture, "transformers": transformers.__version__, "torch": torch.__version__},
-        )
+        self.info = EngineInfo(engine="transformers", model_id=checkpoint.model_id,
+                               weights_sha256=checkpoint.weights_sha256, device=device,
+                               compute_type=str(dtype).removeprefix("torch."),
+                               extra={"architecture": architecture, "transformers": transformers.__version__,
+                                      "torch": torch.__version__})
         log.info("transformers engine loaded", extra={"model": checkpoint.model_id, "device": device})
 
     @property

@@ -230,13 +230,8 @@ class VLLMEngine(ASREngine):
 
     OPTIONS: ClassVar[Mapping[str, EngineOption]] = VLLM_OPTIONS
 
-    def __init__(
-        self,
-        config: EngineConfig,
-        *,
-        client: EngineClient | None = None,
-        sampling_params: Callable[..., Any] = _vllm_sampling_params,
-    ) -> None:
+    def __init__(self, config: EngineConfig, *, client: EngineClient | None = None,
+                 sampling_params: Callable[..., Any] = _vllm_sampling_params) -> None:
         self.config = config
         self.options = resolve_engine_options("vllm", self.OPTIONS, config.options)
         self._client = client
@@ -272,11 +267,9 @@ class VLLMEngine(ASREngine):
         checkpoint = resolve_transformers_checkpoint(self.config.model)
         architecture = checkpoint_architecture(checkpoint.path)
         self._traits = read_model_traits(checkpoint.path, architecture)
-        self.info = EngineInfo(
-            engine="vllm", model_id=checkpoint.model_id, weights_sha256=checkpoint.weights_sha256,
-            device=self.config.device, compute_type=self._dtype(architecture),
-            extra={"architecture": architecture},
-        )
+        self.info = EngineInfo(engine="vllm", model_id=checkpoint.model_id, weights_sha256=checkpoint.weights_sha256,
+                               device=self.config.device, compute_type=self._dtype(architecture),
+                               extra={"architecture": architecture})
         return checkpoint.path
 
     @property
@@ -293,9 +286,8 @@ class VLLMEngine(ASREngine):
         """Keyword arguments for ``vllm.AsyncEngineArgs``."""
         assert self._traits is not None
         options = self.options
-        max_model_len = options["max_model_len"] or (
-            WHISPER_MAX_MODEL_LEN if self._traits.architecture == "whisper" else 4096
-        )
+        max_model_len = options["max_model_len"] or (WHISPER_MAX_MODEL_LEN if self._traits.architecture == "whisper"
+                                                      else 4096)
         extra: dict[str, Any] = {"max_num_batched_tokens": int(options["max_num_batched_tokens"])} \
             if options["max_num_batched_tokens"] else {}
         kv_bytes = options["kv_cache_memory_bytes"]
@@ -367,9 +359,8 @@ class VLLMEngine(ASREngine):
 
     async def _detect_whisper_language(self, audio: np.ndarray) -> str:
         assert self._traits is not None
-        params = self._sampling_params(
-            temperature=0.0, max_tokens=1, allowed_token_ids=sorted(self._traits.language_token_ids)
-        )
+        params = self._sampling_params(temperature=0.0, max_tokens=1,
+                                       allowed_token_ids=sorted(self._traits.language_token_ids))
         out = await self._final(whisper_prompt(audio, "<|startoftranscript|>"), params)
         token = int(out.outputs[0].token_ids[0])
         return self._traits.language_token_ids.get(token, "en")
@@ -390,11 +381,9 @@ class VLLMEngine(ASREngine):
             return Transcription(completion.text.strip(), language, len(completion.token_ids))
         if item.language is None:
             cap += qwen3_asr.LANGUAGE_PREFIX_TOKENS
-        out = await self._final(
-            qwen3_asr_prompt(item.audio, item.language),
-            # <asr_text> must survive detokenization to split the detected language from the text.
-            self._sampling_params(temperature=0.0, max_tokens=cap, skip_special_tokens=False),
-        )
+        # <asr_text> must survive detokenization to split the detected language from the text.
+        params = self._sampling_params(temperature=0.0, max_tokens=cap, skip_special_tokens=False)
+        out = await self._final(qwen3_asr_prompt(item.audio, item.language), params)
         completion = out.outputs[0]
         text, detected = parse_qwen3_asr_output(_strip_chat_specials(completion.text))
         return Transcription(text, item.language or qwen3_asr.language_code(detected), len(completion.token_ids))

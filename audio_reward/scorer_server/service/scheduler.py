@@ -380,17 +380,9 @@ class MicroBatchScheduler(BaseScheduler):
 
     latency_weight = 0.2
 
-    def __init__(
-        self,
-        run_batch: BatchCall,
-        *,
-        max_batch_size: int = 16,
-        max_wait_s: float = 0.01,
-        max_queue: int = 512,
-        max_batch_audio_s: float | None = None,
-        max_batches_in_flight: int = 1,
-        on_batch: Callable[[BatchStats], None] | None = None,
-    ) -> None:
+    def __init__(self, run_batch: BatchCall, *, max_batch_size: int = 16, max_wait_s: float = 0.01,
+                 max_queue: int = 512, max_batch_audio_s: float | None = None, max_batches_in_flight: int = 1,
+                 on_batch: Callable[[BatchStats], None] | None = None) -> None:
         super().__init__(run_batch, max_queue=max_queue, on_batch=on_batch)
         if max_batches_in_flight < 1:
             raise ValueError("max_batches_in_flight must be at least 1")
@@ -547,18 +539,13 @@ def scheduler_for(engine: ASREngine, config: SchedulingConfig,
     c = config
     if engine.schedules_itself:
         return PassThroughScheduler(engine.transcribe, max_in_flight=engine.max_concurrency or c.max_batch_size,
-                               max_queue=c.max_queue, on_batch=on_batch)
+                                    max_queue=c.max_queue, on_batch=on_batch)
     batches = engine.prefers_batches
     in_flight = c.max_batches_in_flight if c.max_batches_in_flight is not None else (2 if engine.on_accelerator else 1)
-    return MicroBatchScheduler(
-        engine.transcribe,
-        max_batch_size=c.max_batch_size if batches else 1,
-        max_wait_s=c.max_wait_ms / 1000.0 if batches else 0.0,
-        max_queue=c.max_queue,
-        max_batch_audio_s=c.max_batch_audio_s if batches else None,
-        max_batches_in_flight=in_flight,
-        on_batch=on_batch,
-    )
+    return MicroBatchScheduler(engine.transcribe, max_batch_size=c.max_batch_size if batches else 1,
+                               max_wait_s=c.max_wait_ms / 1000.0 if batches else 0.0, max_queue=c.max_queue,
+                               max_batch_audio_s=c.max_batch_audio_s if batches else None,
+                               max_batches_in_flight=in_flight, on_batch=on_batch)
 
 
 def admit(scheduler: BaseScheduler, inputs: Sequence[AudioInput], *,
