@@ -382,29 +382,19 @@ def summarize(rows: list[dict[str, Any]], *, manifest: str = "") -> dict[str, An
     were a 504 or no answer in time.
     """
     failed = failed_rows(rows)
-    cer, wer = scored_values(rows, "cer"), scored_values(rows, "wer")
-    scores = scored_values(rows, "score")
-    ratio = scored_values(rows, "duration_ratio")
-    cer_mean, wer_mean, cer_median = mean(cer), mean(wer), median(cer)
+    cer, wer, ratio = (scored_values(rows, key) for key in ("cer", "wer", "duration_ratio"))
+
+    def as_percent(rate: float | None) -> float | None:
+        return None if rate is None else round(100 * rate, 4)
+
     return {
-        "manifest": manifest,
-        "utterances": len(rows),
-        "scored": len(rows) - len(failed),
-        "failed": len(failed),
-        "timeouts": timeouts(failed),
-        "cer_percent": None if cer_mean is None else round(100 * cer_mean, 4),
-        "wer_percent": None if wer_mean is None else round(100 * wer_mean, 4),
-        "cer_median_percent": None if cer_median is None else round(100 * cer_median, 4),
-        "cer_count": len(cer),
-        "wer_count": len(wer),
-        "duration_ratio_mean": mean(ratio),
-        "duration_ratio_median": median(ratio),
-        "score": _distribution(scores),
-        "signals": signal_stats(rows),
-        "failures": [
-            {"id": r.get("id"), "audio": r.get("audio"), "reason": failure_reason(r),
-             "message": (r.get("error") or {}).get("message")} for r in failed
-        ],
+        "manifest": manifest, "utterances": len(rows), "scored": len(rows) - len(failed), "failed": len(failed),
+        "timeouts": timeouts(failed), "cer_percent": as_percent(mean(cer)), "wer_percent": as_percent(mean(wer)),
+        "cer_median_percent": as_percent(median(cer)), "cer_count": len(cer), "wer_count": len(wer),
+        "duration_ratio_mean": mean(ratio), "duration_ratio_median": median(ratio),
+        "score": _distribution(scored_values(rows, "score")), "signals": signal_stats(rows),
+        "failures": [{"id": r.get("id"), "audio": r.get("audio"), "reason": failure_reason(r),
+                      "message": (r.get("error") or {}).get("message")} for r in failed],
     }
 
 
