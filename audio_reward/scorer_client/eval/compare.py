@@ -88,15 +88,12 @@ class Run:
 def run_stats(run: Run) -> CheckpointStats:
     """Count, failures, mean/median CER, WER and duration ratio, mean reward and the signals, from the run's rows."""
     failed = failed_rows(run.rows)
-    cer, wer = scored_values(run.rows, "cer"), scored_values(run.rows, "wer")
-    ratio = scored_values(run.rows, "duration_ratio")
+    cer, wer, ratio = (scored_values(run.rows, key) for key in ("cer", "wer", "duration_ratio"))
     return CheckpointStats(
         name=run.name, path=run.path, run_dir=str(run.directory), count=len(run.rows),
-        scored=len(run.rows) - len(failed), failures=len(failed),
-        timeouts=timeouts(failed),
-        mean_cer=mean(cer), sem_cer=grouped_sem(run.rows, "cer"), median_cer=median(cer),
-        mean_wer=mean(wer), median_wer=median(wer),
-        mean_duration_ratio=mean(ratio), median_duration_ratio=median(ratio),
+        scored=len(run.rows) - len(failed), failures=len(failed), timeouts=timeouts(failed),
+        mean_cer=mean(cer), sem_cer=grouped_sem(run.rows, "cer"), median_cer=median(cer), mean_wer=mean(wer),
+        median_wer=median(wer), mean_duration_ratio=mean(ratio), median_duration_ratio=median(ratio),
         mean_reward=mean(scored_values(run.rows, "score")),
         signals={key: SignalStats.model_validate(figures) for key, figures in signal_stats(run.rows).items()},
     )

@@ -267,12 +267,9 @@ def ct2_whisper_to_transformers(ct2_dir: str | os.PathLike[str], out_dir: str | 
     eot, sot = token_id["<|endoftext|>"], token_id["<|startoftranscript|>"]
     num_heads = {side: int(ct2.variables[f"{side}/num_heads"]) for side in ("encoder", "decoder")}
     config = WhisperConfig(
-        vocab_size=int(embed.shape[0]),
-        num_mel_bins=int(sd["model.encoder.conv1.weight"].shape[1]),
-        d_model=int(embed.shape[1]),
-        encoder_layers=_layer_count(ct2.variables, "encoder"),
-        decoder_layers=_layer_count(ct2.variables, "decoder"),
-        encoder_attention_heads=num_heads["encoder"],
+        vocab_size=int(embed.shape[0]), num_mel_bins=int(sd["model.encoder.conv1.weight"].shape[1]),
+        d_model=int(embed.shape[1]), encoder_layers=_layer_count(ct2.variables, "encoder"),
+        decoder_layers=_layer_count(ct2.variables, "decoder"), encoder_attention_heads=num_heads["encoder"],
         decoder_attention_heads=num_heads["decoder"],
         encoder_ffn_dim=int(sd["model.encoder.layers.0.fc1.weight"].shape[0]),
         decoder_ffn_dim=int(sd["model.decoder.layers.0.fc1.weight"].shape[0]),
@@ -280,9 +277,7 @@ def ct2_whisper_to_transformers(ct2_dir: str | os.PathLike[str], out_dir: str | 
         max_target_positions=int(sd["model.decoder.embed_positions.weight"].shape[0]),
         pad_token_id=eot, bos_token_id=eot, eos_token_id=eot, decoder_start_token_id=sot,
         suppress_tokens=list(ct2_config.get("suppress_ids", [])),
-        begin_suppress_tokens=list(ct2_config.get("suppress_ids_begin", [])),
-        tie_word_embeddings=True,
-    )
+        begin_suppress_tokens=list(ct2_config.get("suppress_ids_begin", [])), tie_word_embeddings=True)
     generation = _generation_config(config, ct2_config, vocab, token_id)
     tokenizer = WhisperTokenizer(tokenizer_file=str(src_dir / "tokenizer.json"))
     processor = WhisperProcessor(
