@@ -251,16 +251,9 @@ def _save_scorer(out_dir: Path, info: dict[str, Any], *, resumed: bool) -> None:
     saved.write_text(json.dumps(info, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-async def run_eval(
-    manifest: Path,
-    out_dir: Path,
-    settings: ClientSettings,
-    *,
-    language: str | None = None,
-    on_start: Callable[[int, int], None] | None = None,
-    on_row: Callable[[dict[str, Any]], None] | None = None,
-    plots: bool = True,
-) -> dict[str, Any]:
+async def run_eval(manifest: Path, out_dir: Path, settings: ClientSettings, *, language: str | None = None,
+                   on_start: Callable[[int, int], None] | None = None,
+                   on_row: Callable[[dict[str, Any]], None] | None = None, plots: bool = True) -> dict[str, Any]:
     """Score every utterance not yet scored in ``out_dir``, then write the report; returns the summary.
 
     Each utterance goes out as its own request, ``concurrency × chunk_size``

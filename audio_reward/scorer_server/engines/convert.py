@@ -213,16 +213,11 @@ def _generation_config(config: Any, ct2_config: dict[str, Any], vocab: list[str]
     return GenerationConfig(
         decoder_start_token_id=sot, eos_token_id=eot, pad_token_id=eot, bos_token_id=eot,
         suppress_tokens=config.suppress_tokens, begin_suppress_tokens=config.begin_suppress_tokens,
-        no_timestamps_token_id=token_id["<|notimestamps|>"],
-        prev_sot_token_id=token_id.get("<|startofprev|>"),
-        max_initial_timestamp_index=50,
-        max_length=config.max_target_positions,
-        is_multilingual=multilingual,
+        no_timestamps_token_id=token_id["<|notimestamps|>"], prev_sot_token_id=token_id.get("<|startofprev|>"),
+        max_initial_timestamp_index=50, max_length=config.max_target_positions, is_multilingual=multilingual,
         lang_to_id={vocab[i]: i for i in lang_ids},
         task_to_id={task: token_id[f"<|{task}|>"] for task in ("transcribe", "translate") if f"<|{task}|>" in token_id},
-        alignment_heads=[list(h) for h in ct2_config.get("alignment_heads", [])],
-        return_timestamps=False,
-    )
+        alignment_heads=[list(h) for h in ct2_config.get("alignment_heads", [])], return_timestamps=False)
 
 
 def _write_whole(out: Path, parts: list[Any], marker: dict[str, Any]) -> None:

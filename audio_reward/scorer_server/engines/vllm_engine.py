@@ -296,14 +296,10 @@ class VLLMEngine(ASREngine):
         if kv_bytes is not None:
             extra["kv_cache_memory_bytes"] = int(kv_bytes)
         return {
-            "model": path,
-            "tokenizer": path,
-            "dtype": self._dtype(self._traits.architecture),
-            "max_model_len": int(max_model_len),
-            "max_num_seqs": int(options["max_num_seqs"]),
+            "model": path, "tokenizer": path, "dtype": self._dtype(self._traits.architecture),
+            "max_model_len": int(max_model_len), "max_num_seqs": int(options["max_num_seqs"]),
             "gpu_memory_utilization": float(options["gpu_memory_utilization"]),
-            "enforce_eager": bool(options["enforce_eager"]),
-            "limit_mm_per_prompt": {"audio": 1},
+            "enforce_eager": bool(options["enforce_eager"]), "limit_mm_per_prompt": {"audio": 1},
             **({"logits_processors": [LANGUAGE_FIRST_PROCESSOR]} if self._detects_in_request else {}),
             "seed": 0,
             "disable_log_stats": False,  # the scheduler stats reach our stat logger only when vLLM logs stats
