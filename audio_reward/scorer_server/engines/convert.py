@@ -133,13 +133,9 @@ def _attention(prefix: str, src: dict[str, np.ndarray], base: str, fused: int) -
         _k_b, v_b = np.split(src[f"{base}/linear_1/bias"], 2)
         out_linear = 2
     # Whisper's key projection has no bias: CTranslate2 stores zeros there when it fuses.
-    return {
-        f"{prefix}.q_proj.weight": q_w, f"{prefix}.q_proj.bias": q_b,
-        f"{prefix}.k_proj.weight": k_w,
-        f"{prefix}.v_proj.weight": v_w, f"{prefix}.v_proj.bias": v_b,
-        f"{prefix}.out_proj.weight": src[f"{base}/linear_{out_linear}/weight"],
-        f"{prefix}.out_proj.bias": src[f"{base}/linear_{out_linear}/bias"],
-    }
+    return {f"{prefix}.q_proj.weight": q_w, f"{prefix}.q_proj.bias": q_b, f"{prefix}.k_proj.weight": k_w,
+            f"{prefix}.v_proj.weight": v_w, f"{prefix}.v_proj.bias": v_b,
+            **_pair(f"{prefix}.out_proj", src, f"{base}/linear_{out_linear}", "weight", "bias")}
 
 
 def _pair(dst: str, src: dict[str, np.ndarray], base: str, weight: str = "gamma", bias: str = "beta"

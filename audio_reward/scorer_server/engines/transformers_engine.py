@@ -115,11 +115,8 @@ class _WhisperBackend:
 
         features = feats.input_features.to(self.device, self.dtype)
         kwargs: dict[str, Any] = {
-            "attention_mask": feats.attention_mask.to(self.device),
-            "do_sample": False,
-            "num_beams": 1,
-            "max_new_tokens": max_new_tokens_for(max(w.shape[0] for w in windows) / ENGINE_SAMPLE_RATE),
-        }
+            "attention_mask": feats.attention_mask.to(self.device), "do_sample": False, "num_beams": 1,
+            "max_new_tokens": max_new_tokens_for(max(w.shape[0] for w in windows) / ENGINE_SAMPLE_RATE)}
         languages: list[str | None] = ["en"] * len(windows)
         with torch.inference_mode():
             if self.multilingual:
