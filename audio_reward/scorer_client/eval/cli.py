@@ -71,10 +71,10 @@ class ProgressBar:
             self.bar.set_postfix(failed=0)
 
     def row(self, row: dict[str, Any]) -> None:
-        if row.get("status") != "ok":
-            self.failed += 1
+        failed = row.get("status") != "ok"
+        self.failed += failed
         if self.bar is not None:
-            if row.get("status") != "ok":
+            if failed:
                 self.bar.set_postfix(failed=self.failed, refresh=False)
             self.bar.update(1)
 
