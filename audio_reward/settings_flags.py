@@ -81,12 +81,8 @@ def flags_for(model: type[BaseModel], *, skip: Iterable[str] = (), prefix: tuple
             flags += flags_for(annotation, skip=skipped, prefix=path)
             continue
         option = "--" + "-".join(path).replace("_", "-")
-        if annotation is bool:
-            flags.append(Flag(path, option, str, _help(info, annotation), boolean=True))
-        elif annotation in (int, float):
-            flags.append(Flag(path, option, annotation, _help(info, annotation)))
-        else:
-            flags.append(Flag(path, option, str, _help(info, annotation)))
+        kind = annotation if annotation in (int, float) else str  # argparse converts numbers; the model the rest
+        flags.append(Flag(path, option, kind, _help(info, annotation), boolean=annotation is bool))
     return flags
 
 

@@ -172,12 +172,8 @@ def _error_fields(outcome: ScorerError) -> dict[str, Any]:
     cause = getattr(outcome, "last_cause", None)
     code = getattr(outcome, "code", None) or getattr(cause, "code", None)
     status = getattr(outcome, "status", None) or getattr(cause, "status", None)
-    if code is not None:
-        error["code"] = code
-    if status is not None:
-        error["status"] = status
-    if cause is not None:
-        error["last_cause"] = repr(cause)
+    found = {"code": code, "status": status, "last_cause": None if cause is None else repr(cause)}
+    error.update({key: value for key, value in found.items() if value is not None})
     error["timeout"] = bool(status == 504 or code == "timeout" or isinstance(outcome, DeadlineExceededError)
                             or isinstance(cause, asyncio.TimeoutError))
     return error
