@@ -19,14 +19,14 @@ from __future__ import annotations
 import argparse
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-__all__ = ["Flag", "add_flags", "flags_for", "one_line", "values_from_args"]
+__all__ = ["Flag", "add_flags", "dotted_items", "flags_for", "one_line", "set_path", "values_from_args"]
 
 
 @dataclass(frozen=True)
@@ -81,12 +81,8 @@ def flags_for(model: type[BaseModel], *, skip: Iterable[str] = (), prefix: tuple
             flags += flags_for(annotation, skip=skipped, prefix=path)
             continue
         option = "--" + "-".join(path).replace("_", "-")
-        if annotation is bool:
-            flags.append(Flag(path, option, str, _help(info, annotation), boolean=True))
-        elif annotation in (int, float):
-            flags.append(Flag(path, option, annotation, _help(info, annotation)))
-        else:
-            flags.append(Flag(path, option, str, _help(info, annotation)))
+        kind = annotation if annotation in (int, float) else str  # argparse converts numbers; the model the rest
+        flags.append(Flag(path, option, kind, _help(info, annotation), boolean=annotation is bool))
     return flags
 
 
@@ -106,26 +102,43 @@ def values_from_args(args: argparse.Namespace, flags: Iterable[Flag]) -> dict[st
     out: dict[str, Any] = {}
     for flag in flags:
         value = getattr(args, flag.dest, None)
-        if value is None:
-            continue
-        target = out
-        for part in flag.path[:-1]:
-            target = target.setdefault(part, {})
-        target[flag.path[-1]] = value
+        if value is not None:
+            set_path(out, flag.path, value)
     return out
 
 
-def one_line(exc: Exception) -> str:
+def set_path(out: dict[str, Any], path: Sequence[str], value: Any) -> None:
+    """``out[path[0]][path[1]]... = value``, making the nested dicts on the way."""
+    for part in path[:-1]:
+        out = out.setdefault(part, {})
+    out[path[-1]] = value
+
+
+def dotted_items(values: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """Nested settings as sorted ``(dotted.name, value)`` pairs: ``{"reward": {"exp_k": 2}}`` → ``reward.exp_k``.
+
+    An empty mapping is a value of its own.
+    """
+    for name, value in sorted(values.items()):
+        if isinstance(value, Mapping) and value:
+            yield from dotted_items(value, f"{prefix}{name}.")
+        else:
+            yield f"{prefix}{name}", value
+
+
+def one_line(exc: Exception, describe: Callable[[tuple[str, ...], str, Any], str | None] | None = None) -> str:
     """A settings error as one line a command can print: each pydantic error as ``field: reason``.
 
     pydantic's own text spans several lines and ends each error with a link to its documentation.
+    ``describe(loc, reason, input)`` may word an error itself (None: the default wording).
     """
     errors = getattr(exc, "errors", None)
     if not callable(errors):
         return " ".join(str(exc).split())
     parts = []
     for error in errors():
-        where = ".".join(str(p) for p in error.get("loc", ()))
+        loc = tuple(str(p) for p in error.get("loc", ()))
         reason = str(error.get("msg", "")).removeprefix("Value error, ")
-        parts.append(f"{where}: {reason}" if where else reason)
+        worded = describe(loc, reason, error.get("input")) if describe is not None else None
+        parts.append(worded if worded is not None else f"{'.'.join(loc)}: {reason}" if loc else reason)
     return "; ".join(parts)

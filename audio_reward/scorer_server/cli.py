@@ -16,9 +16,10 @@ import argparse
 import signal
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..settings_flags import dotted_items
 from .flags import InvalidSettingsError, add_server_flags, settings_from_args
 from .scale_out import add_scale_out_flags
 
@@ -145,14 +146,6 @@ def _port_taken(host: str, port: int) -> str | None:
     return None
 
 
-def _flat(prefix: str, values: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
-    for name, value in sorted(values.items()):
-        if isinstance(value, Mapping) and value:
-            yield from _flat(f"{prefix}{name}.", value)
-        else:
-            yield f"{prefix}{name}", value
-
-
 def _source_of(name: str, sources: Mapping[str, str]) -> str:
     """Where setting ``name`` came from; an entry of a mapping setting (``engine_options.batched``) by the whole."""
     parts = name.split(".")
@@ -169,7 +162,7 @@ def _print_lines(prefix: str, values: Mapping[str, Any], *, empty: str | None = 
 
     if not values and empty is not None:
         print(f"audio-reward serve: {empty}", flush=True)
-    for name, value in _flat("", values):
+    for name, value in dotted_items(values):
         shown = value if isinstance(value, str) else json.dumps(value)
         source = "" if sources is None else f"  ({_source_of(name, sources)})"
         print(f"audio-reward serve: {prefix}{name} = {shown}{source}", flush=True)

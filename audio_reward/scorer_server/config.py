@@ -14,14 +14,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SecretStr,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from audio_reward.environment import masked
 from audio_reward.protocol import Limits, RewardPolicy
@@ -86,15 +79,12 @@ class ServerConfig(BaseModel):
     max_batch_size: int = Field(16, ge=1, le=1024, description="Most utterances in one engine call.")
     max_wait_ms: float = Field(
         10.0, ge=0, le=10_000,
-        description="How long an idle engine waits for requests still arriving to join its batch.",
-    )
+        description="How long an idle engine waits for requests still arriving to join its batch.")
     max_batch_audio_s: float | None = Field(
-        None, gt=0, description="Most seconds of audio in one engine batch (unset: no bound)."
-    )
+        None, gt=0, description="Most seconds of audio in one engine batch (unset: no bound).")
     max_batches_in_flight: int | None = Field(
         None, ge=1, le=16,
-        description="Engine batches taken at once (next one's features overlap); unset: 2 on GPU, 1 on CPU.",
-    )
+        description="Engine batches taken at once (next one's features overlap); unset: 2 on GPU, 1 on CPU.")
     max_queue: int = Field(512, ge=1, description="Utterances waiting for the engine before new ones get 429.")
     max_audio_seconds: float = Field(60.0, gt=0, le=3600, description="Longest accepted utterance.")
     max_body_bytes: int = Field(64 * 1024 * 1024, ge=1024, description="Largest accepted request body.")
@@ -106,8 +96,7 @@ class ServerConfig(BaseModel):
     shutdown_grace_s: float = Field(30.0, ge=0, description="Time given to requests in flight on SIGTERM.")
     dedup_cache_size: int = Field(4096, ge=0, description="Answers kept by request id for retries; 0 turns this off.")
     dedup_ttl_s: float = Field(
-        600.0, gt=0, description="How long a retry with the same request id gets the kept answer."
-    )
+        600.0, gt=0, description="How long a retry with the same request id gets the kept answer.")
     dedup_cache_bytes: int = Field(16 * 2**20, ge=0, description="Bytes the kept transcripts may take together.")
 
     # request sizes (docs/reliability.md)
@@ -115,32 +104,26 @@ class ServerConfig(BaseModel):
     max_metadata_keys: int = Field(_LIMITS.max_metadata_keys, ge=0, description="Most metadata keys per request.")
     max_metadata_key_chars: int = Field(_LIMITS.max_metadata_key_chars, ge=1, description="Longest metadata key.")
     max_metadata_value_chars: int = Field(
-        _LIMITS.max_metadata_value_chars, ge=1, description="Longest metadata string value."
-    )
+        _LIMITS.max_metadata_value_chars, ge=1, description="Longest metadata string value.")
     max_audio_bytes: int = Field(
         _LIMITS.max_audio_bytes, ge=1024,
-        description="Decoded float32 bytes (all channels) of one item, checked from its header before decoding.",
-    )
+        description="Decoded float32 bytes (all channels) of one item, checked from its header before decoding.")
     max_batch_audio_bytes: int = Field(
-        _LIMITS.max_batch_audio_bytes, ge=1024, description="Decoded float32 bytes of all items of one batch together."
-    )
+        _LIMITS.max_batch_audio_bytes, ge=1024, description="Decoded float32 bytes of all items of one batch together.")
 
     # HTTP connections (docs/reliability.md)
     max_header_bytes: int = Field(64 * 1024, ge=1024, description="Largest request line plus headers; more gets 431.")
     header_timeout_s: float = Field(
-        10.0, gt=0, description="Time a connection has to send a request's headers; then 408 and close."
-    )
+        10.0, gt=0, description="Time a connection has to send a request's headers; then 408 and close.")
     body_timeout_s: float = Field(
-        60.0, gt=0, description="Time a request has to send its whole body; then 408 and close."
-    )
+        60.0, gt=0, description="Time a request has to send its whole body; then 408 and close.")
     keep_alive_timeout_s: float = Field(5.0, gt=0, description="An idle keep-alive connection is closed after this.")
     max_connections: int | None = Field(
         None, ge=1,
         description=(
             "New requests get 503 once this many connections (theirs included) or requests in flight are "
             "open; unset is no limit."
-        ),
-    )
+        ))
 
     # auth
     api_key: SecretStr | None = Field(None, description="Required key (Bearer or X-API-Key); unset disables auth.")

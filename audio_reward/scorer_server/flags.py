@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from audio_reward.settings_flags import Flag, add_flags, flags_for, values_from_args
+from audio_reward.settings_flags import Flag, add_flags, flags_for, one_line, values_from_args
 
 from .config import ServerConfig, parse_engine_options
 
@@ -70,25 +70,19 @@ def describe_invalid(exc: Exception, sources: Mapping[str, str] | None = None) -
     A value that came from the config file (``sources``, :func:`~.settings.setting_sources`) is named there
     instead (``max_audio_seconds = -1.0 in serve.toml: ...``).
     """
-    errors = getattr(exc, "errors", None)
-    if not callable(errors):
-        return " ".join(str(exc).split())
     options = {flag.path: flag.option for flag in server_flags()}
-    parts = []
-    for error in errors():
-        reason = str(error.get("msg", "")).removeprefix("Value error, ")
-        loc = tuple(str(p) for p in error.get("loc", ()))
+
+    def describe(loc: tuple[str, ...], reason: str, given: Any) -> str:
         option = options.get(loc)
         if option is None:  # a check across fields (an unknown preset, a reward policy): its message says what
-            parts.append(reason)
-            continue
-        given = error.get("input")
+            return reason
         value = f" {given}" if isinstance(given, (str, int, float)) and not isinstance(given, bool) else ""
         source = (sources or {}).get(".".join(loc), "")
         where = (f"{'.'.join(loc)} ={value} in {source.removeprefix('config ')}" if source.startswith("config ")
                  else f"{option}{value}")
-        parts.append(f"{where}: {reason[:1].lower()}{reason[1:]}")
-    return "; ".join(parts)
+        return f"{where}: {reason[:1].lower()}{reason[1:]}"
+
+    return one_line(exc, describe)
 
 
 def settings_from_args(args: argparse.Namespace) -> ServerSettings:

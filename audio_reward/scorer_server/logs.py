@@ -42,13 +42,8 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message and every extra field as a key."""
 
     def format(self, record: logging.LogRecord) -> str:
-        out: dict[str, Any] = {
-            "time": iso_time(record),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "message": _ANSI.sub("", record.getMessage()),
-            **_extras(record),
-        }
+        out: dict[str, Any] = {"time": iso_time(record), "level": record.levelname.lower(), "logger": record.name,
+                               "message": _ANSI.sub("", record.getMessage()), **_extras(record)}
         if record.exc_info:
             out["exception"] = self.formatException(record.exc_info)
         return json.dumps(out, default=str)

@@ -37,25 +37,17 @@ class Preset:
 PRESETS: dict[str, Preset] = {
     p.name: p
     for p in (
-        Preset(
-            "seed-tts-eval-en", "transformers", "openai/whisper-large-v3", "seed-tts-eval", "en", 1,
-            "Seed-TTS-eval English WER: Whisper-large-v3, greedy, English forced, its normalization.",
-            {"faster-whisper": "large-v3"},
-        ),
-        Preset(
-            "seed-tts-eval-zh", "funasr", "paraformer-zh", "seed-tts-eval", "zh", 1,
-            "Seed-TTS-eval Chinese WER: Paraformer-zh through FunASR (a local model folder), its normalization.",
-        ),
-        Preset(
-            "qwen3-asr", "transformers", "Qwen/Qwen3-ASR-1.7B-hf", "basic", None, 1,
-            "Qwen3-ASR-1.7B, multilingual (language detected unless a request names one), greedy.",
-            {"vllm": "Qwen/Qwen3-ASR-1.7B"},
-        ),
-        Preset(
-            "fast-en", "faster-whisper", "large-v3-turbo", "whisper-en", "en", 1,
-            "Whisper large-v3-turbo with Whisper's English normalizer: fast and close to large-v3.",
-            {"transformers": "openai/whisper-large-v3-turbo", "vllm": "openai/whisper-large-v3-turbo"},
-        ),
+        Preset("seed-tts-eval-en", "transformers", "openai/whisper-large-v3", "seed-tts-eval", "en", 1,
+               "Seed-TTS-eval English WER: Whisper-large-v3, greedy, English forced, its normalization.",
+               {"faster-whisper": "large-v3"}),
+        Preset("seed-tts-eval-zh", "funasr", "paraformer-zh", "seed-tts-eval", "zh", 1,
+               "Seed-TTS-eval Chinese WER: Paraformer-zh through FunASR (a local model folder), its normalization."),
+        Preset("qwen3-asr", "transformers", "Qwen/Qwen3-ASR-1.7B-hf", "basic", None, 1,
+               "Qwen3-ASR-1.7B, multilingual (language detected unless a request names one), greedy.",
+               {"vllm": "Qwen/Qwen3-ASR-1.7B"}),
+        Preset("fast-en", "faster-whisper", "large-v3-turbo", "whisper-en", "en", 1,
+               "Whisper large-v3-turbo with Whisper's English normalizer: fast and close to large-v3.",
+               {"transformers": "openai/whisper-large-v3-turbo", "vllm": "openai/whisper-large-v3-turbo"}),
     )
 }
 

@@ -39,7 +39,7 @@ from pydantic_settings import (
 )
 
 from ..environment import API_KEY_ENV
-from ..settings_flags import flags_for, one_line
+from ..settings_flags import flags_for, one_line, set_path
 from .config import ENV_PREFIX, PRESET_FIELDS, ServerConfig, parse_engine_options
 
 __all__ = ["API_KEY_ENV", "ENV_PREFIX", "ConfigFileError", "ConfigFileSource", "ServerConfig", "ServerSettings",
@@ -66,12 +66,6 @@ def _keys() -> dict[str, tuple[str, ...]]:
     return keys
 
 
-def _set(out: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
-    for part in path[:-1]:
-        out = out.setdefault(part, {})
-    out[path[-1]] = value
-
-
 def _unknown(path: Path, key: str, known: list[str]) -> ConfigFileError:
     close = difflib.get_close_matches(key.replace("-", "_"), known, n=1)
     hint = f" (did you mean {close[0]}?)" if close else "; its keys are the flags of audio-reward serve --help"
@@ -93,13 +87,13 @@ def config_values(raw: Mapping[str, Any], path: Path) -> dict[str, Any]:
                                   "that holds it (api_key_file), or set AUDIO_REWARD_API_KEY")
         if name == "reward" and isinstance(value, Mapping):  # a [reward] table: its keys as the policy's fields
             for sub, sub_value in value.items():
-                _set(out, ("reward", str(sub).replace("-", "_")), sub_value)
+                set_path(out, ("reward", str(sub).replace("-", "_")), sub_value)
             continue
         if name not in keys:
             raise _unknown(path, str(key), sorted(keys))
         if name == "engine_option":  # the flag's form: KEY=VALUE words
             value = parse_engine_options([value] if isinstance(value, str) else value)
-        _set(out, keys[name], value)
+        set_path(out, keys[name], value)
     return out
 
 

@@ -71,10 +71,10 @@ class ProgressBar:
             self.bar.set_postfix(failed=0)
 
     def row(self, row: dict[str, Any]) -> None:
-        if row.get("status") != "ok":
-            self.failed += 1
+        failed = row.get("status") != "ok"
+        self.failed += failed
         if self.bar is not None:
-            if row.get("status") != "ok":
+            if failed:
                 self.bar.set_postfix(failed=self.failed, refresh=False)
             self.bar.update(1)
 
@@ -94,12 +94,12 @@ def _eval(args: argparse.Namespace) -> int:
     missing = missing_eval_extras(not args.no_progress)
     if missing:
         uses = ", ".join(EVAL_MODULES[m] for m in missing)
-        print(f"audio-reward eval: {' and '.join(missing)} not installed ({uses}); {EVAL_EXTRA}",
-              file=sys.stderr)
+        print(f"audio-reward eval: {' and '.join(missing)} not installed ({uses}); {EVAL_EXTRA}", file=sys.stderr)
         return 2
 
     from ..errors import ScorerError
     from .evaluate import ManifestError, ScoringMismatchError, run_eval
+    from .stats import percent
 
     settings = command_settings("eval", args)
     if settings is None:
@@ -121,12 +121,9 @@ def _eval(args: argparse.Namespace) -> int:
     finally:
         bar.close()
 
-    def pct(v: float | None) -> str:
-        return "n/a" if v is None else f"{v:.2f} %"
-
     print(f"utterances {summary['utterances']}  scored {summary['scored']}  failed {summary['failed']}"
           + (f"  (timeouts {summary['timeouts']})" if summary["timeouts"] else ""))
-    print(f"CER {pct(summary['cer_percent'])}  WER {pct(summary['wer_percent'])}"
+    print(f"CER {percent(summary['cer_percent'])}  WER {percent(summary['wer_percent'])}"
           + (f"  score mean {summary['score']['mean']:.4f}" if summary["score"] else ""))
     print(f"report: {Path(args.out) / 'summary.md'}  {Path(args.out) / 'report.html'}")
     return 0 if summary["failed"] == 0 else 1

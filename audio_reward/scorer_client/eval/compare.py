@@ -9,6 +9,7 @@ their scorers scored alike (same model, normaliser, reward policy: see
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,14 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import __version__
-from ...protocol.reports import (
-    CheckpointStats,
-    Comparison,
-    EvalResults,
-    HeldOut,
-    SignalStats,
-    UtteranceDelta,
-)
+from ...protocol.reports import CheckpointStats, Comparison, EvalResults, HeldOut, SignalStats, UtteranceDelta
 from .evaluate import (
     SCORER_JSON,
     SUMMARY_JSON,
@@ -43,6 +37,7 @@ from .stats import (
     mean,
     median,
     number,
+    percent,
     percentage_points,
     scored_values,
     timeouts,
@@ -93,15 +88,12 @@ class Run:
 def run_stats(run: Run) -> CheckpointStats:
     """Count, failures, mean/median CER, WER and duration ratio, mean reward and the signals, from the run's rows."""
     failed = failed_rows(run.rows)
-    cer, wer = scored_values(run.rows, "cer"), scored_values(run.rows, "wer")
-    ratio = scored_values(run.rows, "duration_ratio")
+    cer, wer, ratio = (scored_values(run.rows, key) for key in ("cer", "wer", "duration_ratio"))
     return CheckpointStats(
         name=run.name, path=run.path, run_dir=str(run.directory), count=len(run.rows),
-        scored=len(run.rows) - len(failed), failures=len(failed),
-        timeouts=timeouts(failed),
-        mean_cer=mean(cer), sem_cer=grouped_sem(run.rows, "cer"), median_cer=median(cer),
-        mean_wer=mean(wer), median_wer=median(wer),
-        mean_duration_ratio=mean(ratio), median_duration_ratio=median(ratio),
+        scored=len(run.rows) - len(failed), failures=len(failed), timeouts=timeouts(failed),
+        mean_cer=mean(cer), sem_cer=grouped_sem(run.rows, "cer"), median_cer=median(cer), mean_wer=mean(wer),
+        median_wer=median(wer), mean_duration_ratio=mean(ratio), median_duration_ratio=median(ratio),
         mean_reward=mean(scored_values(run.rows, "score")),
         signals={key: SignalStats.model_validate(figures) for key, figures in signal_stats(run.rows).items()},
     )
@@ -196,8 +188,7 @@ def signals_present(checkpoints: Sequence[CheckpointStats]) -> list[str]:
     return [key for key in SIGNAL_FIELDS if any(key in c.signals for c in checkpoints)]
 
 
-def _pct(v: float | None) -> str:
-    return "n/a" if v is None else f"{100 * v:.2f} %"
+_pct = functools.partial(percent, scale=100)  # the runs' CER and WER are rates
 
 
 def _num(v: float | None) -> str:

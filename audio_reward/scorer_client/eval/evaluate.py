@@ -24,7 +24,7 @@ from ..errors import DeadlineExceededError, ScorerError
 from ..settings import ClientSettings
 from ..wire import ScoreItem, ScoreResult
 from .recordings import HASH_KEY, RunAudio, audio_location, file_sha256
-from .stats import SIGNAL_FIELDS, failed_rows, mean, median, scored_values, timeouts
+from .stats import SIGNAL_FIELDS, failed_rows, failure_reason, mean, median, percent, scored_values, timeouts
 
 UTTERANCES = "utterances.jsonl"
 SUMMARY_JSON = "summary.json"
@@ -172,12 +172,8 @@ def _error_fields(outcome: ScorerError) -> dict[str, Any]:
     cause = getattr(outcome, "last_cause", None)
     code = getattr(outcome, "code", None) or getattr(cause, "code", None)
     status = getattr(outcome, "status", None) or getattr(cause, "status", None)
-    if code is not None:
-        error["code"] = code
-    if status is not None:
-        error["status"] = status
-    if cause is not None:
-        error["last_cause"] = repr(cause)
+    found = {"code": code, "status": status, "last_cause": None if cause is None else repr(cause)}
+    error.update({key: value for key, value in found.items() if value is not None})
     error["timeout"] = bool(status == 504 or code == "timeout" or isinstance(outcome, DeadlineExceededError)
                             or isinstance(cause, asyncio.TimeoutError))
     return error
@@ -251,16 +247,9 @@ def _save_scorer(out_dir: Path, info: dict[str, Any], *, resumed: bool) -> None:
     saved.write_text(json.dumps(info, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-async def run_eval(
-    manifest: Path,
-    out_dir: Path,
-    settings: ClientSettings,
-    *,
-    language: str | None = None,
-    on_start: Callable[[int, int], None] | None = None,
-    on_row: Callable[[dict[str, Any]], None] | None = None,
-    plots: bool = True,
-) -> dict[str, Any]:
+async def run_eval(manifest: Path, out_dir: Path, settings: ClientSettings, *, language: str | None = None,
+                   on_start: Callable[[int, int], None] | None = None,
+                   on_row: Callable[[dict[str, Any]], None] | None = None, plots: bool = True) -> dict[str, Any]:
     """Score every utterance not yet scored in ``out_dir``, then write the report; returns the summary.
 
     Each utterance goes out as its own request, ``concurrency × chunk_size``
@@ -382,30 +371,19 @@ def summarize(rows: list[dict[str, Any]], *, manifest: str = "") -> dict[str, An
     were a 504 or no answer in time.
     """
     failed = failed_rows(rows)
-    cer, wer = scored_values(rows, "cer"), scored_values(rows, "wer")
-    scores = scored_values(rows, "score")
-    ratio = scored_values(rows, "duration_ratio")
-    cer_mean, wer_mean, cer_median = mean(cer), mean(wer), median(cer)
+    cer, wer, ratio = (scored_values(rows, key) for key in ("cer", "wer", "duration_ratio"))
+
+    def as_percent(rate: float | None) -> float | None:
+        return None if rate is None else round(100 * rate, 4)
+
     return {
-        "manifest": manifest,
-        "utterances": len(rows),
-        "scored": len(rows) - len(failed),
-        "failed": len(failed),
-        "timeouts": timeouts(failed),
-        "cer_percent": None if cer_mean is None else round(100 * cer_mean, 4),
-        "wer_percent": None if wer_mean is None else round(100 * wer_mean, 4),
-        "cer_median_percent": None if cer_median is None else round(100 * cer_median, 4),
-        "cer_count": len(cer),
-        "wer_count": len(wer),
-        "duration_ratio_mean": mean(ratio),
-        "duration_ratio_median": median(ratio),
-        "score": _distribution(scores),
-        "signals": signal_stats(rows),
-        "failures": [
-            {"id": r.get("id"), "audio": r.get("audio"), "reason": (r.get("error") or {}).get("code")
-             or (r.get("error") or {}).get("type"), "message": (r.get("error") or {}).get("message")}
-            for r in failed
-        ],
+        "manifest": manifest, "utterances": len(rows), "scored": len(rows) - len(failed), "failed": len(failed),
+        "timeouts": timeouts(failed), "cer_percent": as_percent(mean(cer)), "wer_percent": as_percent(mean(wer)),
+        "cer_median_percent": as_percent(median(cer)), "cer_count": len(cer), "wer_count": len(wer),
+        "duration_ratio_mean": mean(ratio), "duration_ratio_median": median(ratio),
+        "score": _distribution(scored_values(rows, "score")), "signals": signal_stats(rows),
+        "failures": [{"id": r.get("id"), "audio": r.get("audio"), "reason": failure_reason(r),
+                      "message": (r.get("error") or {}).get("message")} for r in failed],
     }
 
 
@@ -435,9 +413,6 @@ def _distribution(scores: list[float]) -> dict[str, Any] | None:
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:
-    def pct(v: float | None) -> str:
-        return "n/a" if v is None else f"{v:.2f} %"
-
     lines = [
         "# Evaluation summary", "",
         f"Manifest: `{summary['manifest']}`", "",
@@ -446,8 +421,8 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         f"| scored | {summary['scored']} |",
         f"| failed | {summary['failed']} |",
         f"| of which timeouts (504 or no answer in time) | {summary.get('timeouts', 0)} |",
-        f"| CER (mean of per-utterance, %) | {pct(summary['cer_percent'])} |",
-        f"| WER (mean of per-utterance, %) | {pct(summary['wer_percent'])} |",
+        f"| CER (mean of per-utterance, %) | {percent(summary['cer_percent'])} |",
+        f"| WER (mean of per-utterance, %) | {percent(summary['wer_percent'])} |",
     ]
     if summary.get("duration_ratio_mean") is not None:
         lines.append(f"| duration ratio mean / median | {summary['duration_ratio_mean']:.3f} / "

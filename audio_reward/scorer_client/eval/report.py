@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from ...settings_flags import dotted_items
+from . import stats
 from .recordings import RunAudio
 from .stats import SIGNAL_FIELDS, failed_rows, is_scored, number, percentage_points, scored_rows, scored_values
 
@@ -106,13 +108,11 @@ def _save(plt: Any, fig: Any, path: Path) -> None:
     plt.close(fig)
 
 
-def _cer_plot(plt: Any, rows: Sequence[dict[str, Any]], path: Path) -> None:
+def _cer_plot(ax: Any, rows: Sequence[dict[str, Any]]) -> None:
     ok, failed = scored_rows(rows), failed_rows(rows)
-    fig, ax = plt.subplots(figsize=(7, 4.2))
     _cer_histogram(ax, _cer_percent(rows), len(failed), color=COLORS[0])
     ax.set_title(f"CER per utterance (n={len(rows)}: {len(ok)} scored, {len(failed)} failed)")
     ax.legend(loc="upper right", fontsize=8)
-    _save(plt, fig, path)
 
 
 def _duration_points(ok: Sequence[dict[str, Any]], failed: Sequence[dict[str, Any]]
@@ -123,11 +123,10 @@ def _duration_points(ok: Sequence[dict[str, Any]], failed: Sequence[dict[str, An
     return points, [d for d in (number(r.get("duration_s")) for r in failed) if d is not None]
 
 
-def _duration_plot(plt: Any, rows: Sequence[dict[str, Any]], path: Path) -> None:
+def _duration_plot(ax: Any, rows: Sequence[dict[str, Any]]) -> None:
     """Score against audio duration; failed utterances with a duration drawn on a band below 0."""
     failed = failed_rows(rows)
     points, lost = _duration_points(scored_rows(rows), failed)
-    fig, ax = plt.subplots(figsize=(7, 4.2))
     if points:
         ax.scatter([p[0] for p in points], [p[1] for p in points], s=28, alpha=0.75, color=COLORS[0],
                    edgecolors="black", linewidths=0.4, label=f"scored ({len(points)})")
@@ -143,7 +142,6 @@ def _duration_plot(plt: Any, rows: Sequence[dict[str, Any]], path: Path) -> None
                  + (f"; {unplaced} failed without audio not shown" if unplaced else "") + ")")
     if points or lost:
         ax.legend(loc="best", fontsize=8)
-    _save(plt, fig, path)
 
 
 def _duration_buckets(pairs: Sequence[tuple[float, float]]) -> tuple[list[str], list[float], list[int]]:
@@ -158,11 +156,10 @@ def _duration_buckets(pairs: Sequence[tuple[float, float]]) -> tuple[list[str], 
     return labels, means, counts
 
 
-def _cer_by_duration_plot(plt: Any, rows: Sequence[dict[str, Any]], path: Path) -> None:
+def _cer_by_duration_plot(ax: Any, rows: Sequence[dict[str, Any]]) -> None:
     failed = failed_rows(rows)
     pairs = [(d, 100 * c) for d, c in ((number(r.get("duration_s")), number(r.get("cer"))) for r in scored_rows(rows))
              if d is not None and c is not None]
-    fig, ax = plt.subplots(figsize=(7, 4.2))
     labels, means, counts = _duration_buckets(pairs)
     if labels:
         bars = ax.bar(labels, means, color=COLORS[0], edgecolor="black", linewidth=0.6)
@@ -176,16 +173,17 @@ def _cer_by_duration_plot(plt: Any, rows: Sequence[dict[str, Any]], path: Path) 
     ax.set_xlabel("audio duration bucket")
     ax.set_ylabel("mean CER (%)")
     ax.set_title(f"CER by duration (n={len(pairs)} scored" + (f", {len(failed)} failed not shown)" if failed else ")"))
-    _save(plt, fig, path)
 
 
 def run_plots(rows: Sequence[dict[str, Any]], out_dir: Path) -> list[str]:
     """The CER histogram, score vs duration and CER by duration bucket of one run, as PNGs; returns the names."""
     plt = _pyplot()
-    _cer_plot(plt, rows, out_dir / CER_PLOT)
-    _duration_plot(plt, rows, out_dir / DURATION_PLOT)
-    _cer_by_duration_plot(plt, rows, out_dir / CER_BY_DURATION_PLOT)
-    return [CER_PLOT, DURATION_PLOT, CER_BY_DURATION_PLOT]
+    plots = {CER_PLOT: _cer_plot, DURATION_PLOT: _duration_plot, CER_BY_DURATION_PLOT: _cer_by_duration_plot}
+    for name, draw in plots.items():
+        fig, ax = plt.subplots(figsize=(7, 4.2))
+        draw(ax, rows)
+        _save(plt, fig, out_dir / name)
+    return list(plots)
 
 
 def _wrapped(text: str) -> str:
@@ -258,13 +256,11 @@ def _pair_panel(ax: Any, base_name: str, base_rows: Sequence[dict[str, Any]], na
                label=f"better {better}, worse {worse}, equal {len(xs) - better - worse}")
     if fx:
         ax.scatter(fx, fy, s=45, marker="x", color=FAILED_COLOR, label=f"failed on a side ({len(fx)})")
-    ax.axvspan(FAILED_AT - FAILED_BAND - 1, FAILED_AT + FAILED_BAND + 1, color=FAILED_COLOR, alpha=0.07)
-    ax.axhspan(FAILED_AT - FAILED_BAND - 1, FAILED_AT + FAILED_BAND + 1, color=FAILED_COLOR, alpha=0.07)
-    ax.set_xlim(-3, FAILED_AT + FAILED_BAND + 1)
-    ax.set_ylim(-3, FAILED_AT + FAILED_BAND + 1)
-    ticks, labels = [*PERCENT_TICKS, FAILED_AT], [*map(str, PERCENT_TICKS)]
-    ax.set_xticks(ticks, [*labels, "failed"])
-    ax.set_yticks(ticks, [*labels, "failed"])
+    ticks, labels = [*PERCENT_TICKS, FAILED_AT], [*map(str, PERCENT_TICKS), "failed"]
+    for span, limits, set_ticks in ((ax.axvspan, ax.set_xlim, ax.set_xticks), (ax.axhspan, ax.set_ylim, ax.set_yticks)):
+        span(FAILED_AT - FAILED_BAND - 1, FAILED_AT + FAILED_BAND + 1, color=FAILED_COLOR, alpha=0.07)
+        limits(-3, FAILED_AT + FAILED_BAND + 1)
+        set_ticks(ticks, labels)
     ax.set_aspect("equal")
     ax.set_xlabel(_wrapped(f"CER {base_name} (%, clipped at 100)"))
     ax.set_ylabel(_wrapped(f"CER {name} (%)"))
@@ -347,13 +343,7 @@ def flat_settings(settings: dict[str, Any], prefix: str = "") -> list[tuple[str,
 
     Values are :func:`as_text`; the rows read as a table of settings, not as Python reprs.
     """
-    rows: list[tuple[str, str]] = []
-    for key, value in sorted(settings.items()):
-        if isinstance(value, dict) and value:
-            rows += flat_settings(value, f"{prefix}{key}.")
-        else:
-            rows.append((f"{prefix}{key}", as_text(value)))
-    return rows
+    return [(key, as_text(value)) for key, value in dotted_items(settings, prefix)]
 
 
 def worst_rows(rows: Sequence[dict[str, Any]], limit: int = WORST_ROWS) -> list[dict[str, Any]]:
@@ -401,7 +391,7 @@ def _failure_table(rows: Sequence[dict[str, Any]]) -> str:
         return "<p>None.</p>"
     body = "".join(
         f"<tr class=failed><td>{html.escape(str(r.get('id')))}</td>"
-        f"<td>{html.escape(str((r.get('error') or {}).get('code') or (r.get('error') or {}).get('type')))}"
+        f"<td>{html.escape(str(stats.failure_reason(r)))}"
         f"{' (timeout)' if (r.get('error') or {}).get('timeout') else ''}</td>"
         f"<td>{html.escape(str((r.get('error') or {}).get('message') or ''))}</td></tr>" for r in failed)
     return f"<table><tr><th>id</th><th>reason</th><th>message</th></tr>{body}</table>"
@@ -426,9 +416,9 @@ def write_run_report(rows: Sequence[dict[str, Any]], summary: dict[str, Any], ou
     facts = [("manifest", summary.get("manifest", "")), ("utterances", summary["utterances"]),
              ("scored", summary["scored"]), ("failed", summary["failed"]),
              ("of which timeouts", summary.get("timeouts", 0)),
-             ("CER, mean of per-utterance", _pct(summary.get("cer_percent"))),
-             ("CER, median", _pct(summary.get("cer_median_percent"))),
-             ("WER, mean of per-utterance", _pct(summary.get("wer_percent"))),
+             ("CER, mean of per-utterance", stats.percent(summary.get("cer_percent"))),
+             ("CER, median", stats.percent(summary.get("cer_median_percent"))),
+             ("WER, mean of per-utterance", stats.percent(summary.get("wer_percent"))),
              ("score mean / median", f"{dist['mean']:.4f} / {dist['median']:.4f}" if dist else "n/a"),
              ("duration ratio mean / median", _pair(summary.get("duration_ratio_mean"),
                                                      summary.get("duration_ratio_median")))]
@@ -502,10 +492,6 @@ def _signal_table(checkpoints: Sequence[dict[str, Any]]) -> list[str]:
         + "</tr>" for c in checkpoints)
     return ["<h2>Speaker similarity and speech quality</h2>",
             f"<table><tr><th>checkpoint</th>{head}</tr>{rows}</table>"]
-
-
-def _pct(value: Any) -> str:
-    return "n/a" if value is None else f"{value:.2f} %"
 
 
 def _pair(a: Any, b: Any) -> str:

@@ -82,6 +82,17 @@ def median(values: Sequence[float]) -> float | None:
     return float(statistics.median(values)) if values else None
 
 
+def percent(value: float | None, scale: float = 1.0) -> str:
+    """``value`` (times ``scale``: 100 for a rate) as a percentage with two decimals, ``n/a`` for None."""
+    return "n/a" if value is None else f"{scale * value:.2f} %"
+
+
+def failure_reason(row: Row) -> Any:
+    """A failed row's reason: its error's code, else the error's type."""
+    error = row.get("error") or {}
+    return error.get("code") or error.get("type")
+
+
 def percentage_points(value: float | None, digits: int = 2) -> str:
     """A change of a rate, signed, in percentage points: 0.007 → ``+0.70 pp`` (not "0.7 %", a relative change)."""
     figure = number(value)

@@ -14,19 +14,6 @@ from .base import (
 )
 from .registry import ENGINES, EngineConfig, UnknownEngineError, create_engine
 
-__all__ = [
-    "ENGINES",
-    "ENGINE_SAMPLE_RATE",
-    "ASREngine",
-    "EngineConfig",
-    "EngineInfo",
-    "EngineOption",
-    "EngineOptionError",
-    "ThreadedEngine",
-    "Transcription",
-    "TranscriptionInput",
-    "UnknownEngineError",
-    "create_engine",
-    "max_new_tokens_for",
-    "resolve_engine_options",
-]
+__all__ = ["ENGINES", "ENGINE_SAMPLE_RATE", "ASREngine", "EngineConfig", "EngineInfo", "EngineOption",
+           "EngineOptionError", "ThreadedEngine", "Transcription", "TranscriptionInput", "UnknownEngineError",
+           "create_engine", "max_new_tokens_for", "resolve_engine_options"]

@@ -236,9 +236,9 @@ class ThreadedEngine(ASREngine):
         self._feature_pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=feature_workers or min(4, os.cpu_count() or 1), thread_name_prefix="asr-features")
 
-    @abstractmethod
     def transcribe_batch_sync(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
-        """Blocking transcription of one batch."""
+        """Blocking transcription of one batch; an engine implements it or the two halves it runs by default."""
+        return self.transcribe_prepared_sync(batch, self.prepare_sync(batch))
 
     def prepare_sync(self, batch: Sequence[TranscriptionInput]) -> Any:
         """CPU work for ``batch`` that can run while another batch is on the device (features).

@@ -73,3 +73,11 @@ def checkpoint_architecture(path: str) -> str:
     if model_type not in ("whisper", "qwen3_asr"):
         raise UnsupportedModelError(f"{path}: model_type {model_type!r} is not Whisper or Qwen3-ASR")
     return str(model_type)
+
+
+def default_dtype(device: str, architecture: str) -> str:
+    """The weights' dtype when the compute type is ``default``: float32 on the CPU (vLLM's CPU kernels take it
+    everywhere); on a GPU bfloat16 for Qwen3-ASR (trained in it), float16 for Whisper."""
+    if device.startswith("cpu"):
+        return "float32"
+    return "bfloat16" if architecture == "qwen3_asr" else "float16"

@@ -133,13 +133,9 @@ def _attention(prefix: str, src: dict[str, np.ndarray], base: str, fused: int) -
         _k_b, v_b = np.split(src[f"{base}/linear_1/bias"], 2)
         out_linear = 2
     # Whisper's key projection has no bias: CTranslate2 stores zeros there when it fuses.
-    return {
-        f"{prefix}.q_proj.weight": q_w, f"{prefix}.q_proj.bias": q_b,
-        f"{prefix}.k_proj.weight": k_w,
-        f"{prefix}.v_proj.weight": v_w, f"{prefix}.v_proj.bias": v_b,
-        f"{prefix}.out_proj.weight": src[f"{base}/linear_{out_linear}/weight"],
-        f"{prefix}.out_proj.bias": src[f"{base}/linear_{out_linear}/bias"],
-    }
+    return {f"{prefix}.q_proj.weight": q_w, f"{prefix}.q_proj.bias": q_b, f"{prefix}.k_proj.weight": k_w,
+            f"{prefix}.v_proj.weight": v_w, f"{prefix}.v_proj.bias": v_b,
+            **_pair(f"{prefix}.out_proj", src, f"{base}/linear_{out_linear}", "weight", "bias")}
 
 
 def _pair(dst: str, src: dict[str, np.ndarray], base: str, weight: str = "gamma", bias: str = "beta"
@@ -213,16 +209,11 @@ def _generation_config(config: Any, ct2_config: dict[str, Any], vocab: list[str]
     return GenerationConfig(
         decoder_start_token_id=sot, eos_token_id=eot, pad_token_id=eot, bos_token_id=eot,
         suppress_tokens=config.suppress_tokens, begin_suppress_tokens=config.begin_suppress_tokens,
-        no_timestamps_token_id=token_id["<|notimestamps|>"],
-        prev_sot_token_id=token_id.get("<|startofprev|>"),
-        max_initial_timestamp_index=50,
-        max_length=config.max_target_positions,
-        is_multilingual=multilingual,
+        no_timestamps_token_id=token_id["<|notimestamps|>"], prev_sot_token_id=token_id.get("<|startofprev|>"),
+        max_initial_timestamp_index=50, max_length=config.max_target_positions, is_multilingual=multilingual,
         lang_to_id={vocab[i]: i for i in lang_ids},
         task_to_id={task: token_id[f"<|{task}|>"] for task in ("transcribe", "translate") if f"<|{task}|>" in token_id},
-        alignment_heads=[list(h) for h in ct2_config.get("alignment_heads", [])],
-        return_timestamps=False,
-    )
+        alignment_heads=[list(h) for h in ct2_config.get("alignment_heads", [])], return_timestamps=False)
 
 
 def _write_whole(out: Path, parts: list[Any], marker: dict[str, Any]) -> None:
@@ -251,12 +242,7 @@ def ct2_whisper_to_transformers(ct2_dir: str | os.PathLike[str], out_dir: str | 
     complete or absent.  Returns ``out_dir``.
     """
     import torch
-    from transformers import (
-        WhisperConfig,
-        WhisperFeatureExtractor,
-        WhisperProcessor,
-        WhisperTokenizer,
-    )
+    from transformers import WhisperConfig, WhisperFeatureExtractor, WhisperProcessor, WhisperTokenizer
 
     src_dir, out = Path(ct2_dir), Path(out_dir)
     for name in ("model.bin", "config.json", "tokenizer.json"):
@@ -272,12 +258,9 @@ def ct2_whisper_to_transformers(ct2_dir: str | os.PathLike[str], out_dir: str | 
     eot, sot = token_id["<|endoftext|>"], token_id["<|startoftranscript|>"]
     num_heads = {side: int(ct2.variables[f"{side}/num_heads"]) for side in ("encoder", "decoder")}
     config = WhisperConfig(
-        vocab_size=int(embed.shape[0]),
-        num_mel_bins=int(sd["model.encoder.conv1.weight"].shape[1]),
-        d_model=int(embed.shape[1]),
-        encoder_layers=_layer_count(ct2.variables, "encoder"),
-        decoder_layers=_layer_count(ct2.variables, "decoder"),
-        encoder_attention_heads=num_heads["encoder"],
+        vocab_size=int(embed.shape[0]), num_mel_bins=int(sd["model.encoder.conv1.weight"].shape[1]),
+        d_model=int(embed.shape[1]), encoder_layers=_layer_count(ct2.variables, "encoder"),
+        decoder_layers=_layer_count(ct2.variables, "decoder"), encoder_attention_heads=num_heads["encoder"],
         decoder_attention_heads=num_heads["decoder"],
         encoder_ffn_dim=int(sd["model.encoder.layers.0.fc1.weight"].shape[0]),
         decoder_ffn_dim=int(sd["model.decoder.layers.0.fc1.weight"].shape[0]),
@@ -285,9 +268,7 @@ def ct2_whisper_to_transformers(ct2_dir: str | os.PathLike[str], out_dir: str | 
         max_target_positions=int(sd["model.decoder.embed_positions.weight"].shape[0]),
         pad_token_id=eot, bos_token_id=eot, eos_token_id=eot, decoder_start_token_id=sot,
         suppress_tokens=list(ct2_config.get("suppress_ids", [])),
-        begin_suppress_tokens=list(ct2_config.get("suppress_ids_begin", [])),
-        tie_word_embeddings=True,
-    )
+        begin_suppress_tokens=list(ct2_config.get("suppress_ids_begin", [])), tie_word_embeddings=True)
     generation = _generation_config(config, ct2_config, vocab, token_id)
     tokenizer = WhisperTokenizer(tokenizer_file=str(src_dir / "tokenizer.json"))
     processor = WhisperProcessor(

@@ -98,29 +98,17 @@ class FasterWhisperEngine(ThreadedEngine):
             # conversion is what was asked for, so it is no warning to print at every start.
             ctranslate2.set_log_level(logging.ERROR)
         try:
-            self._model = WhisperModel(
-                resolved.path,
-                device=self.config.device,
-                compute_type=self.config.compute_type,
-                cpu_threads=self.config.cpu_threads,
-                num_workers=1,
-                local_files_only=Path(resolved.path).is_dir(),
-            )
+            self._model = WhisperModel(resolved.path, device=self.config.device, compute_type=self.config.compute_type,
+                                       cpu_threads=self.config.cpu_threads, num_workers=1,
+                                       local_files_only=Path(resolved.path).is_dir())
         finally:
             ctranslate2.set_log_level(level)
         device = str(self._model.model.device)
-        self.info = EngineInfo(
-            engine="faster-whisper",
-            model_id=resolved.model_id,
-            weights_sha256=resolved.sha256,
-            device=device,
-            compute_type=self.config.compute_type,
-            extra={
-                "multilingual": str(self.multilingual).lower(),
-                "beam_size": str(self.config.beam_size),
-                "batched_decoding": str(self._batched).lower(),
-            },
-        )
+        self.info = EngineInfo(engine="faster-whisper", model_id=resolved.model_id, weights_sha256=resolved.sha256,
+                               device=device, compute_type=self.config.compute_type,
+                               extra={"multilingual": str(self.multilingual).lower(),
+                                      "beam_size": str(self.config.beam_size),
+                                      "batched_decoding": str(self._batched).lower()})
         log.info("loaded faster-whisper model", extra={"model": resolved.model_id, "path": resolved.path})
         how = ("batches: one encoder pass and one decode per scheduler batch (--engine-option batched=false: one "
                "utterance per call)" if self._batched else "one utterance per call (--engine-option batched=false)")
@@ -178,20 +166,11 @@ class FasterWhisperEngine(ThreadedEngine):
                 results[i] = out
         return [r for r in results if r is not None]
 
-    def transcribe_batch_sync(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
-        return self.transcribe_prepared_sync(batch, self.prepare_sync(batch))
-
     def _transcribe_long(self, item: TranscriptionInput) -> Transcription:
         language = self._language_of(item)
-        segments, info = self._model.transcribe(
-            item.audio,
-            language=language,
-            beam_size=self.config.beam_size,
-            temperature=0.0,
-            condition_on_previous_text=False,
-            without_timestamps=True,
-            vad_filter=False,
-        )
+        segments, info = self._model.transcribe(item.audio, language=language, beam_size=self.config.beam_size,
+                                                temperature=0.0, condition_on_previous_text=False,
+                                                without_timestamps=True, vad_filter=False)
         segments = list(segments)  # a generator: decoding runs as it is read
         return Transcription("".join(s.text for s in segments).strip(), info.language,
                              sum(len(s.tokens) for s in segments))
@@ -222,15 +201,10 @@ class FasterWhisperEngine(ThreadedEngine):
         prompts = [model.get_prompt(tok, previous_tokens=[], without_timestamps=True) for tok in tokenizers]
         max_new = max(max_new_tokens_for(item.duration_s) for item in items)
         max_length = ct2_max_length(max(len(p) for p in prompts), max_new, model.max_length)
-        results = model.model.generate(
-            encoder_output,
-            prompts,
-            beam_size=self.config.beam_size,
-            max_length=max_length,
-            suppress_blank=True,
-            suppress_tokens=get_suppressed_tokens(tokenizers[0], [-1]),
-            return_scores=False,
-        )  # sampling_topk stays 1: greedy (or beam) search, temperature 0
+        # sampling_topk stays 1: greedy (or beam) search, temperature 0
+        results = model.model.generate(encoder_output, prompts, beam_size=self.config.beam_size, max_length=max_length,
+                                       suppress_blank=True, suppress_tokens=get_suppressed_tokens(tokenizers[0], [-1]),
+                                       return_scores=False)
         out = []
         for tok, lang, result in zip(tokenizers, languages, results, strict=True):
             ids = result.sequences_ids[0]

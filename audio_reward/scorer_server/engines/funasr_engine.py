@@ -97,8 +97,7 @@ class FunASREngine(ThreadedEngine):
         from funasr import AutoModel
         device = "cuda" if self.config.device in ("cuda", "auto") else self.config.device
         threads = self.config.cpu_threads or min(4, os.cpu_count() or 1)
-        self._model = AutoModel(model=str(folder), device=device, ncpu=threads, disable_update=True,
-                                disable_pbar=True)
+        self._model = AutoModel(model=str(folder), device=device, ncpu=threads, disable_update=True, disable_pbar=True)
         self.info = EngineInfo("funasr", str(folder), weights_sha256=sha256_of(folder / "model.pt"),
                                device=str(self._model.kwargs.get("device", device)),
                                extra={"model": str(self._model.kwargs.get("model", ""))})

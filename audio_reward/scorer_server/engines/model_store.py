@@ -182,23 +182,19 @@ def ensure_hub_model(repo_id: str, name: str) -> None:
     provide = (f"download it once where the hub is reachable (hf download {repo_id}, into {constants.HF_HUB_CACHE}, "
                "or set HF_HOME), or copy the model's folder here and pass it with --model /path/to/folder "
                "(or AUDIO_REWARD_SERVER_MODEL)")
+    offline = " is not available offline: there is no local copy and"
     try:
         get_hf_file_metadata(hf_hub_url(repo_id, "config.json"))
-    except RepositoryNotFoundError:
-        raise ModelNotAvailableError(
-            f"model {shown}: the hub has no such repository (or it is private: set HF_TOKEN); " + provide
-        ) from None
+        return
     except EntryNotFoundError:
         return  # the repository exists; its loader knows which files it needs
+    except RepositoryNotFoundError:
+        why = ": the hub has no such repository (or it is private: set HF_TOKEN)"
     except OfflineModeIsEnabled:
-        raise ModelNotAvailableError(
-            f"model {shown} is not available offline: there is no local copy and HF_HUB_OFFLINE is set; " + provide
-        ) from None
+        why = f"{offline} HF_HUB_OFFLINE is set"
     except Exception as exc:  # noqa: BLE001 - the client's connection, TLS and HTTP errors alike
-        raise ModelNotAvailableError(
-            f"model {shown} is not available offline: there is no local copy and the hub cannot be reached "
-            f"({type(exc).__name__}); " + provide
-        ) from None
+        why = f"{offline} the hub cannot be reached ({type(exc).__name__})"
+    raise ModelNotAvailableError(f"model {shown}{why}; {provide}")
 
 
 def resolve_ctranslate2_model(name: str) -> ResolvedModel:

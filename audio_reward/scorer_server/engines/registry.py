@@ -27,32 +27,21 @@ class EngineConfig:
     """``--engine-option`` values by key, checked against the engine's ``OPTIONS``."""
 
 
+# name -> (the engine's module in this package and its factory, the pyproject extra that installs its backend,
+# the third-party modules that backend imports when it loads).
+_BUILT_IN: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "faster-whisper": ("faster_whisper_engine:FasterWhisperEngine", "server", ("faster_whisper", "ctranslate2")),
+    "transformers": ("transformers_engine:TransformersEngine", "transformers", ("torch", "transformers")),
+    "vllm": ("vllm_engine:VLLMEngine", "vllm", ("vllm",)),
+    "funasr": ("funasr_engine:FunASREngine", "funasr", ("funasr",)),
+}
+
 # name -> "module:factory"; a factory takes an EngineConfig and returns an unloaded engine.
-ENGINES: dict[str, str] = {
-    "faster-whisper": "audio_reward.scorer_server.engines.faster_whisper_engine:FasterWhisperEngine",
-    "transformers": "audio_reward.scorer_server.engines.transformers_engine:TransformersEngine",
-    "vllm": "audio_reward.scorer_server.engines.vllm_engine:VLLMEngine",
-    "funasr": "audio_reward.scorer_server.engines.funasr_engine:FunASREngine",
-}
-
-
-# name -> the pyproject extra that installs its backend, named in the hint when the backend is missing.
-ENGINE_EXTRAS: dict[str, str] = {
-    "faster-whisper": "server",
-    "transformers": "transformers",
-    "vllm": "vllm",
-    "funasr": "funasr",
-}
-
-
-# name -> the third-party modules its backend imports when it loads (lazily, so importing the engine's
-# module does not show they are missing).
-ENGINE_MODULES: dict[str, tuple[str, ...]] = {
-    "faster-whisper": ("faster_whisper", "ctranslate2"),
-    "transformers": ("torch", "transformers"),
-    "vllm": ("vllm",),
-    "funasr": ("funasr",),
-}
+ENGINES: dict[str, str] = {name: f"{__package__}.{target}" for name, (target, _, _) in _BUILT_IN.items()}
+# name -> the extra named in the hint when the backend is missing.
+ENGINE_EXTRAS: dict[str, str] = {name: extra for name, (_, extra, _) in _BUILT_IN.items()}
+# name -> the modules its backend imports lazily (importing the engine's module does not show they are missing).
+ENGINE_MODULES: dict[str, tuple[str, ...]] = {name: modules for name, (_, _, modules) in _BUILT_IN.items()}
 
 
 class UnknownEngineError(ValueError):

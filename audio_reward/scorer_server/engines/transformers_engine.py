@@ -36,7 +36,7 @@ from .base import (
     max_new_tokens_for,
     resolve_engine_options,
 )
-from .checkpoints import UnsupportedModelError, checkpoint_architecture, resolve_transformers_checkpoint
+from .checkpoints import UnsupportedModelError, checkpoint_architecture, default_dtype, resolve_transformers_checkpoint
 from .registry import EngineConfig
 
 if TYPE_CHECKING:
@@ -64,20 +64,14 @@ def resolve_device(device: str) -> str:
 
 
 def resolve_dtype(compute_type: str, device: str, architecture: str) -> torch.dtype:
-    """float32 on the CPU; float16 (Whisper) or bfloat16 (Qwen3-ASR, trained in it) on a GPU by default."""
+    """The torch dtype of ``compute_type``; ``default``: :func:`.checkpoints.default_dtype`."""
     import torch
 
-    if compute_type == "default":
-        if device == "cpu":
-            return torch.float32
-        return torch.bfloat16 if architecture == "qwen3_asr" else torch.float16
-    try:
-        return getattr(torch, _DTYPES[compute_type.lower()])
-    except KeyError:
-        raise ValueError(
-            f"compute type {compute_type!r} is not supported by the transformers engine; "
-            f"use default, {', '.join(sorted(set(_DTYPES.values())))}"
-        ) from None
+    name = default_dtype(device, architecture) if compute_type == "default" else _DTYPES.get(compute_type.lower())
+    if name is None:
+        raise ValueError(f"compute type {compute_type!r} is not supported by the transformers engine; "
+                         f"use default, {', '.join(sorted(set(_DTYPES.values())))}")
+    return getattr(torch, name)
 
 
 class _Backend(Protocol):
@@ -115,18 +109,14 @@ class _WhisperBackend:
         self.special_ids = set(self.processor.tokenizer.all_special_ids) | {gen.eos_token_id}
         self.text_vocab = len(self.processor.tokenizer)
 
-    def _generate(
-        self, windows: list[np.ndarray], feats: Any, language: str | None
-    ) -> tuple[list[list[int]], list[str | None]]:
+    def _generate(self, windows: list[np.ndarray], feats: Any, language: str | None
+                  ) -> tuple[list[list[int]], list[str | None]]:
         import torch
 
         features = feats.input_features.to(self.device, self.dtype)
         kwargs: dict[str, Any] = {
-            "attention_mask": feats.attention_mask.to(self.device),
-            "do_sample": False,
-            "num_beams": 1,
-            "max_new_tokens": max_new_tokens_for(max(w.shape[0] for w in windows) / ENGINE_SAMPLE_RATE),
-        }
+            "attention_mask": feats.attention_mask.to(self.device), "do_sample": False, "num_beams": 1,
+            "max_new_tokens": max_new_tokens_for(max(w.shape[0] for w in windows) / ENGINE_SAMPLE_RATE)}
         languages: list[str | None] = ["en"] * len(windows)
         with torch.inference_mode():
             if self.multilingual:
@@ -147,10 +137,8 @@ class _WhisperBackend:
         sequences = out["sequences"] if isinstance(out, dict) else out
         # One generate call shares the batch's longest cap; each row keeps only its own.
         caps = [max_new_tokens_for(w.shape[0] / ENGINE_SAMPLE_RATE) for w in windows]
-        rows = [
-            [t for t in row[:cap] if t not in self.special_ids and t < self.text_vocab]
-            for row, cap in zip(self._generated(sequences), caps, strict=True)
-        ]
+        rows = [[t for t in row[:cap] if t not in self.special_ids and t < self.text_vocab]
+                for row, cap in zip(self._generated(sequences), caps, strict=True)]
         return rows, languages
 
     def _generated(self, sequences: torch.Tensor) -> list[list[int]]:
@@ -160,9 +148,8 @@ class _WhisperBackend:
         prompt_ids |= set((getattr(gen, "task_to_id", None) or {}).values())
         return [list(itertools.dropwhile(prompt_ids.__contains__, row)) for row in sequences.tolist()]
 
-    def prepare(
-        self, batch: Sequence[TranscriptionInput]
-    ) -> list[tuple[str | None, list[int], list[np.ndarray], list[int], Any]]:
+    def prepare(self, batch: Sequence[TranscriptionInput]
+                ) -> list[tuple[str | None, list[int], list[np.ndarray], list[int], Any]]:
         """Per language group: its indices, 30 s windows, the owner of each window and their log-Mel features."""
         window = int(WHISPER_WINDOW_S * ENGINE_SAMPLE_RATE)
         by_language: dict[str | None, list[int]] = {}
@@ -177,9 +164,8 @@ class _WhisperBackend:
                 for start in range(0, max(1, audio.shape[0]), window):
                     windows.append(audio[start : start + window])
                     owner.append(i)
-            feats = self.processor.feature_extractor(
-                windows, sampling_rate=ENGINE_SAMPLE_RATE, return_tensors="pt", return_attention_mask=True
-            )
+            feats = self.processor.feature_extractor(windows, sampling_rate=ENGINE_SAMPLE_RATE, return_tensors="pt",
+                                                     return_attention_mask=True)
             groups.append((language, indices, windows, owner, feats))
         return groups
 
@@ -205,10 +191,8 @@ class _Qwen3ASRBackend:
         except ImportError:
             import transformers
 
-            raise UnsupportedModelError(
-                f"Qwen3-ASR needs transformers>=5.24 (installed: {transformers.__version__}): "
-                + install_hint("transformers")
-            ) from None
+            raise UnsupportedModelError(f"Qwen3-ASR needs transformers>=5.24 (installed: {transformers.__version__}): "
+                                        + install_hint("transformers")) from None
         self.device, self.dtype = device, dtype
         self.processor = AutoProcessor.from_pretrained(path)
         model = Qwen3ASRForConditionalGeneration.from_pretrained(path, dtype=dtype, **load_kwargs)
@@ -221,18 +205,15 @@ class _Qwen3ASRBackend:
     def prepare(self, batch: Sequence[TranscriptionInput]) -> Any:
         """The chat prompts and log-Mel features of ``batch`` (CPU work)."""
         return self.processor.apply_transcription_request(
-            audio=[item.audio for item in batch], language=[item.language for item in batch], return_tensors="pt"
-        )
+            audio=[item.audio for item in batch], language=[item.language for item in batch], return_tensors="pt")
 
     def run(self, batch: Sequence[TranscriptionInput], prepared: Any) -> list[Transcription]:
         import torch
 
         inputs = prepared.to(self.device)
         inputs["input_features"] = inputs["input_features"].to(self.dtype)
-        caps = [
-            max_new_tokens_for(item.duration_s) + (qwen3_asr.LANGUAGE_PREFIX_TOKENS if item.language is None else 0)
-            for item in batch
-        ]
+        caps = [max_new_tokens_for(item.duration_s) + (qwen3_asr.LANGUAGE_PREFIX_TOKENS if item.language is None else 0)
+                for item in batch]
         with torch.inference_mode():
             out = self.model.generate(**inputs, max_new_tokens=max(caps), do_sample=False, num_beams=1)
         new_tokens = out[:, inputs["input_ids"].shape[1] :]
@@ -243,13 +224,9 @@ class _Qwen3ASRBackend:
             # One generate call shares the batch's longest cap; each row keeps only its own, up to its end.
             tokens = list(itertools.takewhile(lambda t: t not in eos_ids, row[:cap]))
             parsed = self.processor.parse_output(self.processor.tokenizer.decode(tokens, skip_special_tokens=True))
-            results.append(
-                Transcription(
-                    text=parsed["transcription"].strip(),
-                    language=item.language or qwen3_asr.language_code(parsed.get("language")),
-                    num_tokens=len(tokens),
-                )
-            )
+            results.append(Transcription(text=parsed["transcription"].strip(),
+                                         language=item.language or qwen3_asr.language_code(parsed.get("language")),
+                                         num_tokens=len(tokens)))
         return results
 
 
@@ -287,14 +264,11 @@ class TransformersEngine(ThreadedEngine):
         load_kwargs = {"attn_implementation": self.options["attn_implementation"]} \
             if self.options["attn_implementation"] else {}
         self._backend = backend_cls(checkpoint.path, device, dtype, load_kwargs)
-        self.info = EngineInfo(
-            engine="transformers",
-            model_id=checkpoint.model_id,
-            weights_sha256=checkpoint.weights_sha256,
-            device=device,
-            compute_type=str(dtype).removeprefix("torch."),
-            extra={"architecture": architecture, "transformers": transformers.__version__, "torch": torch.__version__},
-        )
+        self.info = EngineInfo(engine="transformers", model_id=checkpoint.model_id,
+                               weights_sha256=checkpoint.weights_sha256, device=device,
+                               compute_type=str(dtype).removeprefix("torch."),
+                               extra={"architecture": architecture, "transformers": transformers.__version__,
+                                      "torch": torch.__version__})
         log.info("transformers engine loaded", extra={"model": checkpoint.model_id, "device": device})
 
     @property
@@ -319,9 +293,6 @@ class TransformersEngine(ThreadedEngine):
             for chunk, inputs in zip(self._chunks(batch), prepared, strict=True):
                 out.extend(self._backend.run(chunk, inputs))
         return out
-
-    def transcribe_batch_sync(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
-        return self.transcribe_prepared_sync(batch, self.prepare_sync(batch))
 
     def close(self) -> None:
         super().close()

@@ -60,7 +60,7 @@ from .base import (
     max_new_tokens_for,
     resolve_engine_options,
 )
-from .checkpoints import checkpoint_architecture, resolve_transformers_checkpoint
+from .checkpoints import checkpoint_architecture, default_dtype, resolve_transformers_checkpoint
 from .registry import EngineConfig
 
 log = logging.getLogger(__name__)
@@ -230,13 +230,8 @@ class VLLMEngine(ASREngine):
 
     OPTIONS: ClassVar[Mapping[str, EngineOption]] = VLLM_OPTIONS
 
-    def __init__(
-        self,
-        config: EngineConfig,
-        *,
-        client: EngineClient | None = None,
-        sampling_params: Callable[..., Any] = _vllm_sampling_params,
-    ) -> None:
+    def __init__(self, config: EngineConfig, *, client: EngineClient | None = None,
+                 sampling_params: Callable[..., Any] = _vllm_sampling_params) -> None:
         self.config = config
         self.options = resolve_engine_options("vllm", self.OPTIONS, config.options)
         self._client = client
@@ -252,10 +247,6 @@ class VLLMEngine(ASREngine):
     @property
     def max_concurrency(self) -> int:
         return int(self.options["max_num_seqs"])
-
-    @property
-    def on_accelerator(self) -> bool:
-        return not self.config.device.startswith("cpu")
 
     def scheduler_stats(self) -> dict[str, float]:
         """vLLM's own scheduler counts: requests running and waiting now, the most running and held at once."""
@@ -276,11 +267,9 @@ class VLLMEngine(ASREngine):
         checkpoint = resolve_transformers_checkpoint(self.config.model)
         architecture = checkpoint_architecture(checkpoint.path)
         self._traits = read_model_traits(checkpoint.path, architecture)
-        self.info = EngineInfo(
-            engine="vllm", model_id=checkpoint.model_id, weights_sha256=checkpoint.weights_sha256,
-            device=self.config.device, compute_type=self._dtype(architecture),
-            extra={"architecture": architecture},
-        )
+        self.info = EngineInfo(engine="vllm", model_id=checkpoint.model_id, weights_sha256=checkpoint.weights_sha256,
+                               device=self.config.device, compute_type=self._dtype(architecture),
+                               extra={"architecture": architecture})
         return checkpoint.path
 
     @property
@@ -290,19 +279,15 @@ class VLLMEngine(ASREngine):
             and bool(traits.task_token_ids)
 
     def _dtype(self, architecture: str) -> str:
-        if self.config.compute_type != "default":
-            return self.config.compute_type
-        if self.config.device.startswith("cpu"):
-            return "float32"  # as the transformers engine on the CPU; vLLM's CPU kernels take fp32 everywhere
-        return "bfloat16" if architecture == "qwen3_asr" else "float16"
+        compute_type = self.config.compute_type
+        return default_dtype(self.config.device, architecture) if compute_type == "default" else compute_type
 
     def engine_args(self, path: str) -> dict[str, Any]:
         """Keyword arguments for ``vllm.AsyncEngineArgs``."""
         assert self._traits is not None
         options = self.options
-        max_model_len = options["max_model_len"] or (
-            WHISPER_MAX_MODEL_LEN if self._traits.architecture == "whisper" else 4096
-        )
+        max_model_len = options["max_model_len"] or (WHISPER_MAX_MODEL_LEN if self._traits.architecture == "whisper"
+                                                      else 4096)
         extra: dict[str, Any] = {"max_num_batched_tokens": int(options["max_num_batched_tokens"])} \
             if options["max_num_batched_tokens"] else {}
         kv_bytes = options["kv_cache_memory_bytes"]
@@ -311,14 +296,10 @@ class VLLMEngine(ASREngine):
         if kv_bytes is not None:
             extra["kv_cache_memory_bytes"] = int(kv_bytes)
         return {
-            "model": path,
-            "tokenizer": path,
-            "dtype": self._dtype(self._traits.architecture),
-            "max_model_len": int(max_model_len),
-            "max_num_seqs": int(options["max_num_seqs"]),
+            "model": path, "tokenizer": path, "dtype": self._dtype(self._traits.architecture),
+            "max_model_len": int(max_model_len), "max_num_seqs": int(options["max_num_seqs"]),
             "gpu_memory_utilization": float(options["gpu_memory_utilization"]),
-            "enforce_eager": bool(options["enforce_eager"]),
-            "limit_mm_per_prompt": {"audio": 1},
+            "enforce_eager": bool(options["enforce_eager"]), "limit_mm_per_prompt": {"audio": 1},
             **({"logits_processors": [LANGUAGE_FIRST_PROCESSOR]} if self._detects_in_request else {}),
             "seed": 0,
             "disable_log_stats": False,  # the scheduler stats reach our stat logger only when vLLM logs stats
@@ -374,9 +355,8 @@ class VLLMEngine(ASREngine):
 
     async def _detect_whisper_language(self, audio: np.ndarray) -> str:
         assert self._traits is not None
-        params = self._sampling_params(
-            temperature=0.0, max_tokens=1, allowed_token_ids=sorted(self._traits.language_token_ids)
-        )
+        params = self._sampling_params(temperature=0.0, max_tokens=1,
+                                       allowed_token_ids=sorted(self._traits.language_token_ids))
         out = await self._final(whisper_prompt(audio, "<|startoftranscript|>"), params)
         token = int(out.outputs[0].token_ids[0])
         return self._traits.language_token_ids.get(token, "en")
@@ -397,11 +377,9 @@ class VLLMEngine(ASREngine):
             return Transcription(completion.text.strip(), language, len(completion.token_ids))
         if item.language is None:
             cap += qwen3_asr.LANGUAGE_PREFIX_TOKENS
-        out = await self._final(
-            qwen3_asr_prompt(item.audio, item.language),
-            # <asr_text> must survive detokenization to split the detected language from the text.
-            self._sampling_params(temperature=0.0, max_tokens=cap, skip_special_tokens=False),
-        )
+        # <asr_text> must survive detokenization to split the detected language from the text.
+        params = self._sampling_params(temperature=0.0, max_tokens=cap, skip_special_tokens=False)
+        out = await self._final(qwen3_asr_prompt(item.audio, item.language), params)
         completion = out.outputs[0]
         text, detected = parse_qwen3_asr_output(_strip_chat_specials(completion.text))
         return Transcription(text, item.language or qwen3_asr.language_code(detected), len(completion.token_ids))

@@ -11,6 +11,7 @@ use them and they made up a third of the exposition.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
 
 from prometheus_client import (
     CollectorRegistry,
@@ -30,6 +31,7 @@ from audio_reward.protocol import ScoreResponse
 
 from .scheduler import BatchStats
 
+PREFIX = "audio_reward"
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 _BATCH_AUDIO_BUCKETS = (1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
@@ -97,57 +99,38 @@ class ServerMetrics:
     def __init__(self) -> None:
         self.registry: CollectorRegistry = CreatedlessRegistry(auto_describe=True)
         r = self.registry
-        ProcessCollector(registry=r)
-        PlatformCollector(registry=r)
-        GCCollector(registry=r)
-        self.build = Info("audio_reward_build", "Server version and the engine and model it scores with.", registry=r)
+        for collector in (ProcessCollector, PlatformCollector, GCCollector):
+            collector(registry=r)
+        # Every series below is audio_reward_<name>, in this server's own registry.
+        gauge, counter = partial(Gauge, namespace=PREFIX, registry=r), partial(Counter, namespace=PREFIX, registry=r)
+        histogram = partial(Histogram, namespace=PREFIX, registry=r)
+        self.build = Info("build", "Server version and the engine and model it scores with.", namespace=PREFIX,
+                          registry=r)
         self.build.info({"version": __version__, "engine": "", "model": ""})
-        self.in_flight = Gauge(
-            "audio_reward_requests_in_flight", "Scoring and transcription requests being served.", registry=r
-        )
-        self.requests = Counter(
-            "audio_reward_requests", "HTTP requests by endpoint and status code.", ("endpoint", "status"), registry=r
-        )
-        self.request_latency = Histogram(
-            "audio_reward_request_latency_seconds", "Wall time of scoring and transcription requests.", ("endpoint",),
-            buckets=_LATENCY_BUCKETS, registry=r,
-        )
-        self.queue_depth = Gauge("audio_reward_queue_depth", "Utterances waiting for the engine.", registry=r)
-        self.batch_size = Histogram(
-            "audio_reward_batch_size", "Utterances per engine call.", buckets=_BATCH_BUCKETS, registry=r
-        )
-        self.batch_audio_seconds = Histogram(
-            "audio_reward_batch_audio_seconds", "Seconds of audio per engine call.", buckets=_BATCH_AUDIO_BUCKETS,
-            registry=r,
-        )
-        self.score = Histogram("audio_reward_score", "Reward of each scored utterance.", buckets=_SCORE_BUCKETS,
-                               registry=r)
-        self.cer = Histogram("audio_reward_cer", "Character error rate of each scored utterance (before clipping).",
-                             buckets=_CER_BUCKETS, registry=r)
-        self.transcriptions = Counter(
-            "audio_reward_transcriptions", "OpenAI-compatible transcriptions by outcome (ok or an error code).",
-            ("outcome",), registry=r,
-        )
-        self.engine_latency = Histogram(
-            "audio_reward_engine_latency_seconds", "Wall time of one engine call.", buckets=_LATENCY_BUCKETS, registry=r
-        )
-        self.engine_failures = Counter("audio_reward_engine_failures", "Engine calls that raised.", registry=r)
-        self.audio_seconds = Counter("audio_reward_audio_seconds", "Seconds of audio transcribed.", registry=r)
-        self.items = Counter(
-            "audio_reward_items", "Scored utterances by outcome (ok or an error code).", ("outcome",), registry=r
-        )
-        self.ready = Gauge("audio_reward_ready", "1 once the model is loaded and warmed up.", registry=r)
-        self.signal_latency = Histogram(
-            "audio_reward_signal_latency_seconds", "Wall time of one speaker or quality model call.", ("signal",),
-            buckets=_LATENCY_BUCKETS, registry=r,
-        )
-        self.signal_batch_size = Histogram(
-            "audio_reward_signal_batch_size", "Utterances per speaker or quality model call.", ("signal",),
-            buckets=_BATCH_BUCKETS, registry=r,
-        )
-        self.signal_failures = Counter(
-            "audio_reward_signal_failures", "Speaker or quality model calls that raised.", ("signal",), registry=r
-        )
+        self.in_flight = gauge("requests_in_flight", "Scoring and transcription requests being served.")
+        self.requests = counter("requests", "HTTP requests by endpoint and status code.", ("endpoint", "status"))
+        self.request_latency = histogram("request_latency_seconds", "Wall time of scoring and transcription requests.",
+                                         ("endpoint",), buckets=_LATENCY_BUCKETS)
+        self.queue_depth = gauge("queue_depth", "Utterances waiting for the engine.")
+        self.batch_size = histogram("batch_size", "Utterances per engine call.", buckets=_BATCH_BUCKETS)
+        self.batch_audio_seconds = histogram("batch_audio_seconds", "Seconds of audio per engine call.",
+                                             buckets=_BATCH_AUDIO_BUCKETS)
+        self.score = histogram("score", "Reward of each scored utterance.", buckets=_SCORE_BUCKETS)
+        self.cer = histogram("cer", "Character error rate of each scored utterance (before clipping).",
+                             buckets=_CER_BUCKETS)
+        self.transcriptions = counter(
+            "transcriptions", "OpenAI-compatible transcriptions by outcome (ok or an error code).", ("outcome",))
+        self.engine_latency = histogram("engine_latency_seconds", "Wall time of one engine call.",
+                                        buckets=_LATENCY_BUCKETS)
+        self.engine_failures = counter("engine_failures", "Engine calls that raised.")
+        self.audio_seconds = counter("audio_seconds", "Seconds of audio transcribed.")
+        self.items = counter("items", "Scored utterances by outcome (ok or an error code).", ("outcome",))
+        self.ready = gauge("ready", "1 once the model is loaded and warmed up.")
+        self.signal_latency = histogram("signal_latency_seconds", "Wall time of one speaker or quality model call.",
+                                        ("signal",), buckets=_LATENCY_BUCKETS)
+        self.signal_batch_size = histogram("signal_batch_size", "Utterances per speaker or quality model call.",
+                                           ("signal",), buckets=_BATCH_BUCKETS)
+        self.signal_failures = counter("signal_failures", "Speaker or quality model calls that raised.", ("signal",))
 
     def watch_engine_scheduler(self, stats: Callable[[], Mapping[str, float]]) -> None:
         """Export ``stats`` (an engine's :meth:`~..engines.ASREngine.scheduler_stats`) on every scrape."""

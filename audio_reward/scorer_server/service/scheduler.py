@@ -270,12 +270,15 @@ class BaseScheduler(ABC):
         cancels that work too, since a continuous-batching engine frees the slot at once.
         """
         gone = {id(f) for f in futures}
-        kept = [p for p in self._waiting if id(p.future) not in gone]
-        if len(kept) != len(self._waiting):
-            for p in self._waiting:
-                if id(p.future) in gone:
-                    p.future.cancel()
-            self._waiting = kept
+        for p in self._waiting:
+            if id(p.future) in gone:
+                p.future.cancel()
+        self._drop_abandoned()
+
+    def _drop_abandoned(self) -> None:
+        # Requests whose caller gave up (timeout, disconnect) leave the queue, untranscribed.
+        if any(p.future.done() for p in self._waiting):
+            self._waiting = [p for p in self._waiting if not p.future.done()]
             self._drained.set()
 
     def admission(self) -> Admission | None:
@@ -377,17 +380,9 @@ class MicroBatchScheduler(BaseScheduler):
 
     latency_weight = 0.2
 
-    def __init__(
-        self,
-        run_batch: BatchCall,
-        *,
-        max_batch_size: int = 16,
-        max_wait_s: float = 0.01,
-        max_queue: int = 512,
-        max_batch_audio_s: float | None = None,
-        max_batches_in_flight: int = 1,
-        on_batch: Callable[[BatchStats], None] | None = None,
-    ) -> None:
+    def __init__(self, run_batch: BatchCall, *, max_batch_size: int = 16, max_wait_s: float = 0.01,
+                 max_queue: int = 512, max_batch_audio_s: float | None = None, max_batches_in_flight: int = 1,
+                 on_batch: Callable[[BatchStats], None] | None = None) -> None:
         super().__init__(run_batch, max_queue=max_queue, on_batch=on_batch)
         if max_batches_in_flight < 1:
             raise ValueError("max_batches_in_flight must be at least 1")
@@ -434,12 +429,6 @@ class MicroBatchScheduler(BaseScheduler):
         self._wakeup.clear()
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._wakeup.wait(), timeout_s)
-
-    def _drop_abandoned(self) -> None:
-        # Requests whose caller gave up (timeout, disconnect) are dropped, not transcribed.
-        if any(p.future.done() for p in self._waiting):
-            self._waiting = [p for p in self._waiting if not p.future.done()]
-            self._drained.set()
 
     def _batch_full(self) -> bool:
         if len(self._waiting) >= self.max_batch_size:
@@ -521,8 +510,7 @@ class PassThroughScheduler(BaseScheduler):
         """Cancel ``futures``, queued or inside the engine (which aborts them, freeing their slots at once)."""
         for future in futures:
             future.cancel()
-        self._waiting = [p for p in self._waiting if not p.future.done()]
-        self._drained.set()
+        self._drop_abandoned()
         self._admitted()
 
     def _admitted(self) -> None:
@@ -551,18 +539,13 @@ def scheduler_for(engine: ASREngine, config: SchedulingConfig,
     c = config
     if engine.schedules_itself:
         return PassThroughScheduler(engine.transcribe, max_in_flight=engine.max_concurrency or c.max_batch_size,
-                               max_queue=c.max_queue, on_batch=on_batch)
+                                    max_queue=c.max_queue, on_batch=on_batch)
     batches = engine.prefers_batches
     in_flight = c.max_batches_in_flight if c.max_batches_in_flight is not None else (2 if engine.on_accelerator else 1)
-    return MicroBatchScheduler(
-        engine.transcribe,
-        max_batch_size=c.max_batch_size if batches else 1,
-        max_wait_s=c.max_wait_ms / 1000.0 if batches else 0.0,
-        max_queue=c.max_queue,
-        max_batch_audio_s=c.max_batch_audio_s if batches else None,
-        max_batches_in_flight=in_flight,
-        on_batch=on_batch,
-    )
+    return MicroBatchScheduler(engine.transcribe, max_batch_size=c.max_batch_size if batches else 1,
+                               max_wait_s=c.max_wait_ms / 1000.0 if batches else 0.0, max_queue=c.max_queue,
+                               max_batch_audio_s=c.max_batch_audio_s if batches else None,
+                               max_batches_in_flight=in_flight, on_batch=on_batch)
 
 
 def admit(scheduler: BaseScheduler, inputs: Sequence[AudioInput], *,

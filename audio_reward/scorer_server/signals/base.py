@@ -14,6 +14,8 @@ import numpy as np
 
 from audio_reward.extras import is_missing_dependency, missing_extra_message
 
+from ..engines.base import ENGINE_SAMPLE_RATE
+
 SIGNALS_EXTRA = "signals"
 """The pyproject extra that installs the offline signal models (resemblyzer, speechmos)."""
 
@@ -58,7 +60,7 @@ class SignalModel(ABC):
 
     @abstractmethod
     def warmup(self) -> None:
-        """One short batch, so the first request pays no lazy start-up."""
+        """One short batch (:func:`tone`), so the first request pays no lazy start-up."""
 
     async def run(self, fn: Callable[[Sequence[np.ndarray]], T], batch: Sequence[np.ndarray]) -> T:
         """``fn(batch)`` on the model's thread."""
@@ -89,3 +91,9 @@ def set_up_torch(device: str, cpu_threads: int) -> str:
     if device != "auto":
         return device
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def tone(seconds: float) -> np.ndarray:
+    """``seconds`` of a quiet 220 Hz sine at the engines' rate: a warm-up utterance."""
+    t = np.arange(int(seconds * ENGINE_SAMPLE_RATE), dtype=np.float32) / ENGINE_SAMPLE_RATE
+    return (0.1 * np.sin(2 * np.pi * 220.0 * t)).astype(np.float32)

@@ -24,8 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import import_backend
-from .windows import WholeModel, cut_model, window_heads
+from .windows import WholeModel, open_parts, window_heads
 
 WINDOW_FRAMES, BANDS = 900, 120
 """A window's features: 900 mel frames (10 ms apart) of 120 bands."""
@@ -57,15 +56,11 @@ class SharedWindowP808:
              ) -> SharedWindowP808:
         """Cut the model file at ``path`` and open its parts (and the whole model, unless given as ``whole``)
         with these onnxruntime options and providers."""
-        onnx = import_backend("onnx", "the DNSMOS quality model")
         import onnxruntime as ort
 
-        model = onnx.shape_inference.infer_shapes(onnx.load(path))
-        parts = (
-            cut_model(model, _INPUT, _BODY, (["N", "frames", BANDS], ["N", 32, "cells", 30])),
-            cut_model(model, _BODY, _OUTPUT, (["N", 32, WINDOW_FRAMES // CELL, 30], ["N", 1])),
-        )
-        body, head = (ort.InferenceSession(part, options, providers=providers) for part in parts)
+        body, head = open_parts(path, [(_INPUT, _BODY, (["N", "frames", BANDS], ["N", 32, "cells", 30])),
+                                       (_BODY, _OUTPUT, (["N", 32, WINDOW_FRAMES // CELL, 30], ["N", 1]))],
+                                options, providers)
         return cls(whole or WholeModel(ort.InferenceSession(path, options, providers=providers)), body, head)
 
     def window_scores(self, features: Sequence[np.ndarray], references: Sequence[float], offsets: Sequence[int],

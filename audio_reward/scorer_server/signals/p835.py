@@ -33,8 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import import_backend
-from .windows import cut_model, window_heads
+from .windows import open_parts, window_heads
 
 WINDOW_SAMPLES = 144_160
 """The model's input: speechmos's 9.01 s at 16 kHz."""
@@ -101,20 +100,12 @@ class SharedWindowP835:
     @classmethod
     def load(cls, path: str, options: Any, providers: list[str]) -> SharedWindowP835:
         """Cut the model file at ``path`` and open each part with these onnxruntime options and providers."""
-        onnx = import_backend("onnx", "the DNSMOS quality model")  # its import brings shape_inference
-        import onnxruntime as ort
-
-        model = onnx.shape_inference.infer_shapes(onnx.load(path))
-        parts = (
-            cut_model(model, _INPUT, _SPECTROGRAM, (["N", WINDOW_SAMPLES], ["N", 1, FRAMES, 161])),
-            cut_model(model, _SPECTROGRAM, _POOLED, (["N", 1, "frames", 161], ["N", 32, "pooled", 80])),
-            cut_model(model, _SPECTROGRAM, _CONVOLVED, (["N", 1, "frames", 161], ["N", 32, "frames", 161])),
-            cut_model(model, _POOLED, _NECK, (["N", 32, "half", 80], ["N", 32, "quarter", 40])),
-            cut_model(model, _NECK, _OUTPUT, (["N", 32, FRAMES // CELL, 40], ["N", 3])),
-        )
-        spectrogram, trunk, convolutions, neck, head = (ort.InferenceSession(part, options, providers=providers)
-                                                        for part in parts)
-        return cls(spectrogram, trunk, convolutions, neck, head)
+        return cls(*open_parts(path, [
+            (_INPUT, _SPECTROGRAM, (["N", WINDOW_SAMPLES], ["N", 1, FRAMES, 161])),
+            (_SPECTROGRAM, _POOLED, (["N", 1, "frames", 161], ["N", 32, "pooled", 80])),
+            (_SPECTROGRAM, _CONVOLVED, (["N", 1, "frames", 161], ["N", 32, "frames", 161])),
+            (_POOLED, _NECK, (["N", 32, "half", 80], ["N", 32, "quarter", 40])),
+            (_NECK, _OUTPUT, (["N", 32, FRAMES // CELL, 40], ["N", 3]))], options, providers))
 
     def _spectrogram(self, clip: np.ndarray, frames: int) -> np.ndarray:
         """The clip's first ``frames`` spectrogram frames, (1, 1, frames, 161), from the model's own STFT part

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..engines.base import ENGINE_SAMPLE_RATE
-from .base import QualityWindows, SignalInfo, SignalModel, import_backend
+from .base import QualityWindows, SignalInfo, SignalModel, import_backend, tone
 from .p808 import SharedWindowP808
 from .p835 import WINDOW_SAMPLES, SharedWindowP835, repeat_period
 from .windows import WholeModel
@@ -70,8 +70,7 @@ class QualityScorer(SignalModel):
         return await self.run(self.score_sync, batch)
 
     def warmup(self) -> None:
-        t = np.arange(ENGINE_SAMPLE_RATE, dtype=np.float32) / ENGINE_SAMPLE_RATE
-        self.score_sync([0.1 * np.sin(2 * np.pi * 220.0 * t).astype(np.float32)])
+        self.score_sync([tone(1.0)])
 
 
 class DnsmosScorer(QualityScorer):

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..engines.base import ENGINE_SAMPLE_RATE
-from .base import SignalInfo, SignalModel, import_backend, set_up_torch
+from .base import SignalInfo, SignalModel, import_backend, set_up_torch, tone
 
 MIN_REFERENCE_S = 1.0
 """A reference shorter than this holds too little voice for an embedding (400 speaker_reference_too_short)."""
@@ -66,8 +66,7 @@ class SpeakerEncoder(SignalModel):
         return await self.run(self.embed_sync, batch)
 
     def warmup(self) -> None:
-        t = np.arange(2 * ENGINE_SAMPLE_RATE, dtype=np.float32) / ENGINE_SAMPLE_RATE
-        self.embed_sync([0.1 * np.sin(2 * np.pi * 220.0 * t).astype(np.float32)])
+        self.embed_sync([tone(2.0)])
 
 
 class ResemblyzerEncoder(SpeakerEncoder):

@@ -31,6 +31,17 @@ def cut_model(model: Any, start: str, end: str, shapes: tuple[list[Any], list[An
     return bytes(part.SerializeToString())
 
 
+def open_parts(path: str, cuts: Sequence[tuple[str, str, tuple[list[Any], list[Any]]]], options: Any,
+               providers: list[str]) -> list[Any]:
+    """The ONNX model at ``path`` cut into parts (each ``(start, end, shapes)`` as :func:`cut_model` takes them),
+    each opened as an onnxruntime session with these options and providers."""
+    onnx = import_backend("onnx", "the DNSMOS quality model")  # its import brings shape_inference
+    import onnxruntime as ort
+
+    model = onnx.shape_inference.infer_shapes(onnx.load(path))
+    return [ort.InferenceSession(cut_model(model, *cut), options, providers=providers) for cut in cuts]
+
+
 def window_heads(head: Any, name: str, shared: np.ndarray, starts: Sequence[int], cells: int, edge_cells: int,
                  left: np.ndarray, right: np.ndarray, max_windows_per_call: int) -> np.ndarray:
     """``head`` (an onnxruntime session taking ``name``) over each window, in calls of at most

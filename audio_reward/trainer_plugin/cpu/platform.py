@@ -49,23 +49,13 @@ def device_module() -> ModuleType:
     empty and memory is the process's own.
     """
     extra = SimpleNamespace(
-        empty_cache=_no_op,
-        ipc_collect=_no_op,
-        reset_peak_memory_stats=_no_op,
-        set_per_process_memory_fraction=_no_op,
-        manual_seed=torch.manual_seed,
-        manual_seed_all=torch.manual_seed,
-        get_rng_state=lambda *_: torch.get_rng_state(),
-        set_rng_state=lambda state, *_: torch.set_rng_state(state),
-        mem_get_info=_memory_info,
-        memory_allocated=_rss,
-        memory_reserved=_rss,
-        max_memory_allocated=_rss,
-        max_memory_reserved=_rss,
-        get_device_name=lambda *_: host.processor() or host.machine() or "cpu",
-        set_device=_no_op,
-        device_count=lambda: 1,
-        current_device=lambda: "cpu",
+        **dict.fromkeys(("empty_cache", "ipc_collect", "reset_peak_memory_stats", "set_per_process_memory_fraction",
+                         "set_device"), _no_op),
+        **dict.fromkeys(("memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved"), _rss),
+        manual_seed=torch.manual_seed, manual_seed_all=torch.manual_seed,
+        get_rng_state=lambda *_: torch.get_rng_state(), set_rng_state=lambda state, *_: torch.set_rng_state(state),
+        mem_get_info=_memory_info, get_device_name=lambda *_: host.processor() or host.machine() or "cpu",
+        device_count=lambda: 1, current_device=lambda: "cpu",
     )
     module = ModuleType("audio_reward_cpu_device")
     module.__dict__.update({name: getattr(torch.cpu, name) for name in dir(torch.cpu) if not name.startswith("_")})

@@ -13,14 +13,9 @@ DATA_SOURCE = "audio_reward_toy_tts"
 
 def row(index: int, word: str, kind: str, split: str) -> dict[str, Any]:
     """One verl row: the chat prompt, the target text the scorer should hear, and what the agent loop needs."""
-    return {
-        "data_source": DATA_SOURCE,
-        "prompt": [{"role": "user", "content": f"say {word}"}],
-        "ability": "tts",
-        "agent_name": "speak_agent",
-        "reward_model": {"style": "model", "ground_truth": word},
-        "extra_info": {"index": index, "split": split, "text": word, "word": word, "speech": kind},
-    }
+    return {"data_source": DATA_SOURCE, "prompt": [{"role": "user", "content": f"say {word}"}], "ability": "tts",
+            "agent_name": "speak_agent", "reward_model": {"style": "model", "ground_truth": word},
+            "extra_info": {"index": index, "split": split, "text": word, "word": word, "speech": kind}}
 
 
 def write_data(out_dir: str | Path, kind: str = "instant", train_rows: int = 256, seed: int = 0

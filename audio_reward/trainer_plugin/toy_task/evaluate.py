@@ -56,8 +56,7 @@ def synthesize(model_dir: str | Path, out_dir: str | Path, kind: str, words: Seq
 def _cli(*args: str) -> None:
     # the evaluation is the trainer's too: it waits while the scorer says "not now" (ClientSettings)
     env = {"AUDIO_REWARD_CLIENT_WAIT_WHILE_BUSY": "true", **os.environ}
-    subprocess.run([sys.executable, "-m", "audio_reward.cli", *args], check=True, stdout=subprocess.DEVNULL,
-                   env=env)
+    subprocess.run([sys.executable, "-m", "audio_reward.cli", *args], check=True, stdout=subprocess.DEVNULL, env=env)
 
 
 def before_after(base_dir: str | Path, trained_dir: str | Path, out_dir: str | Path, scorer_url: str,

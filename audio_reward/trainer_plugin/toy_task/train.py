@@ -392,8 +392,7 @@ def _outcome_lines(summary: Mapping[str, Any], out: Path) -> None:
                     heldout["base"]["reward"], heldout["trained"]["reward"], heldout["base"]["cer"],
                     heldout["trained"]["cer"])
     if summary["interrupted"]:
-        logger.error("interrupted after %d step(s); the partial summary says so (interrupted: true)",
-                     summary["steps"])
+        logger.error("interrupted after %d step(s); the partial summary says so (interrupted: true)", summary["steps"])
     elif summary["returncode"]:
         logger.error("the trainer exited with %d; its log: %s", summary["returncode"], RunPaths(out).log)
         if summary["stopped_by"]:
