@@ -73,7 +73,9 @@ def test_sigkill_and_restart_under_load_loses_nothing(tmp_path: Path) -> None:
     out: dict[str, Any] = {}
 
     async def run() -> None:
-        async with AsyncScorerClient(url, max_retries=40, backoff=0.05, backoff_max=0.5, timeout=10,
+        # 40 retries at up to 1 s apart outlast a restart that takes 15 s on a loaded machine (at 0.5 s they
+        # gave up after about 13 s there); the deadline still bounds the run
+        async with AsyncScorerClient(url, max_retries=40, backoff=0.05, backoff_max=1.0, timeout=10,
                                      deadline=120, concurrency=4, chunk_size=4) as client:
             async def one(i: int) -> Any:
                 try:
