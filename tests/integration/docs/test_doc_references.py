@@ -24,9 +24,9 @@ DOCS = sorted([REPO_ROOT / "README.md", *(REPO_ROOT / "docs").glob("*.md"),
 NOT_IN_THIS_REPO = {
     "docs/start/install.md": "verl-omni's install page, in its checkout",
     "bench/.gpu-assets": "the folder bench.engine_throughput prepare creates",
-    **{path: "verl-omni's Qwen3-TTS contract test, in its checkout" for path in (
-        "tests/pipelines/test_qwen3_tts_on_cpu.py", "tests/pipelines/test_qwen3_tts_package_on_cpu.py",
-        "tests/workers/rollout/rollout_vllm/test_qwen3_tts_rollout_on_cpu.py")},
+    **dict.fromkeys(("tests/pipelines/test_qwen3_tts_on_cpu.py", "tests/pipelines/test_qwen3_tts_package_on_cpu.py",
+                     "tests/workers/rollout/rollout_vllm/test_qwen3_tts_rollout_on_cpu.py"),
+                    "verl-omni's Qwen3-TTS contract test, in its checkout"),
 }
 """Paths the docs name that are not files of this repository, and why."""
 
