@@ -266,7 +266,7 @@ async def burst_run(url: str, clips: list[tuple[np.ndarray, str]]) -> dict[str, 
         after = await scrape(url)
     finally:
         await scorer.aclose()
-    failed = sum(int(r["reward_extra_info"]["score_failed"]) for r in results)
+    failed = sum(int(r.extra_info["score_failed"]) for r in results)
     return {"burst_s": round(wall, 3), "burst_clips": len(clips), "burst_audio_s": round(audio_seconds(clips), 1),
             "burst_failed": failed, "burst_client_batches": len(scorer.batches),
             **{f"burst_{k}": v for k, v in delta(before, after).items()}}
