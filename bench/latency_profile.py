@@ -144,7 +144,7 @@ def install_hooks(out: str) -> None:
     _wrap_sync(pipeline, "decode_score_request", "decode_score_request")
     _wrap_sync(pipeline, "parse_json", "parse_json")
     _wrap_sync(pipeline, "resample_16k", "resample_16k")
-    _wrap_sync(pipeline.ScoringPipeline, "_check_prompt", "_check_prompt")
+    _wrap_sync(pipeline.ScoringPipeline, "_prepare", "pipeline._prepare (prompt normalized)")
     _wrap_async(pipeline.ScoringPipeline, "_score_items", "pipeline._score_items")
     _wrap_sync(pipeline.ScoringPipeline, "_score", "pipeline._score (thread)")
     _wrap_async(offload.Offload, "run", "offload.run")
