@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -43,15 +44,20 @@ EVAL_MODULES = MappingProxyType({"matplotlib": "plots", "tqdm": "progress bar"})
 """What each module of the eval extra draws."""
 
 
-def missing_eval_extras(progress: bool) -> list[str]:
-    """The modules ``eval`` needs that do not import (matplotlib for plots, tqdm for the bar)."""
+def missing_modules(modules: Iterable[str]) -> list[str]:
+    """The modules of ``modules`` that do not import here."""
     missing = []
-    for module in (m for m in EVAL_MODULES if progress or m != "tqdm"):
+    for module in modules:
         try:
             importlib.import_module(module)
         except ImportError:
             missing.append(module)
     return missing
+
+
+def missing_eval_extras(progress: bool) -> list[str]:
+    """The modules ``eval`` needs that do not import (matplotlib for plots, tqdm for the bar)."""
+    return missing_modules(m for m in EVAL_MODULES if progress or m != "tqdm")
 
 
 class ProgressBar:

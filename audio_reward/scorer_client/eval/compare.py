@@ -34,6 +34,7 @@ from .stats import (
     failed_rows,
     grouped_sem,
     is_scored,
+    markdown_table,
     mean,
     median,
     number,
@@ -177,15 +178,10 @@ def compare_runs(runs: Sequence[Run], out_dir: Path, *, held_out: HeldOut | None
     if plots:
         from .report import write_compare_report
 
-        results.plots += write_compare_report(results.model_dump(), [(r.name, r.rows) for r in runs], out_dir,
+        results.plots += write_compare_report(results, [(r.name, r.rows) for r in runs], out_dir,
                                               {r.name: r.audio for r in runs})
     (out_dir / EVAL_RESULTS).write_text(results.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return results
-
-
-def signals_present(checkpoints: Sequence[CheckpointStats]) -> list[str]:
-    """The signals any run holds, in :data:`~.stats.SIGNAL_FIELDS` order."""
-    return [key for key in SIGNAL_FIELDS if any(key in c.signals for c in checkpoints)]
 
 
 _pct = functools.partial(percent, scale=100)  # the runs' CER and WER are rates
@@ -193,6 +189,29 @@ _pct = functools.partial(percent, scale=100)  # the runs' CER and WER are rates
 
 def _num(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.3f}"
+
+
+Table = tuple[list[str], list[list[str]]]
+"""A table as text: its header and its rows, each rendered as markdown here and as HTML in report.html."""
+
+
+def checkpoint_table(checkpoints: Sequence[CheckpointStats]) -> Table:
+    """Each run's own figures, a row per run."""
+    head = ["run", "count", "failures", "timeouts", "CER mean", "CER median", "WER mean", "WER median",
+            "duration ratio mean", "duration ratio median", "reward mean"]
+    return head, [[c.name, str(c.count), str(c.failures), str(c.timeouts),
+                   *map(_pct, (c.mean_cer, c.median_cer, c.mean_wer, c.median_wer)),
+                   *map(_num, (c.mean_duration_ratio, c.median_duration_ratio, c.mean_reward))] for c in checkpoints]
+
+
+def signal_table(checkpoints: Sequence[CheckpointStats]) -> Table | None:
+    """The mean and median of each signal any run holds (:data:`~.stats.SIGNAL_FIELDS` order); None without one."""
+    present = [key for key in SIGNAL_FIELDS if any(key in c.signals for c in checkpoints)]
+    if not present:
+        return None
+    head = ["run", *(f"{key} {figure}" for key in present for figure in ("mean", "median"))]
+    return head, [[c.name, *(_num(getattr(c.signals[k], figure)) if k in c.signals else "n/a"
+                             for k in present for figure in ("mean", "median"))] for c in checkpoints]
 
 
 def comparison_lines(results: EvalResults) -> list[str]:
@@ -221,17 +240,8 @@ def comparison_lines(results: EvalResults) -> list[str]:
 def results_markdown(results: EvalResults) -> str:
     """Each comparison in a few lines (the paired figures first), then the runs side by side, for a terminal
     or summary.md."""
-    lines = [*comparison_lines(results), ""]
-    lines += ["| run | count | failures | CER mean | CER median | WER mean | dur. ratio mean | dur. ratio median "
-              "| reward mean |", "|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {c.name} | {c.count} | {c.failures} | {_pct(c.mean_cer)} | {_pct(c.median_cer)} | "
-              f"{_pct(c.mean_wer)} | {_num(c.mean_duration_ratio)} | {_num(c.median_duration_ratio)} | "
-              f"{_num(c.mean_reward)} |" for c in results.checkpoints]
-    present = signals_present(results.checkpoints)
-    if present:
-        lines += ["", "| run | " + " | ".join(f"{key} mean | {key} median" for key in present) + " |",
-                  "|---|" + "---|---|" * len(present)]
-        lines += [f"| {c.name} | " + " | ".join(
-            f"{_num(c.signals[k].mean)} | {_num(c.signals[k].median)}" if k in c.signals else "n/a | n/a"
-            for k in present) + " |" for c in results.checkpoints]
+    lines = [*comparison_lines(results), "", *markdown_table(*checkpoint_table(results.checkpoints))]
+    signals = signal_table(results.checkpoints)
+    if signals:
+        lines += ["", *markdown_table(*signals)]
     return "\n".join(lines) + "\n"

@@ -24,7 +24,17 @@ from ..errors import DeadlineExceededError, ScorerError
 from ..settings import ClientSettings
 from ..wire import ScoreItem, ScoreResult
 from .recordings import HASH_KEY, RunAudio, audio_location, file_sha256
-from .stats import SIGNAL_FIELDS, failed_rows, failure_reason, mean, median, percent, scored_values, timeouts
+from .stats import (
+    SIGNAL_FIELDS,
+    failed_rows,
+    failure_reason,
+    markdown_table,
+    mean,
+    median,
+    percent,
+    scored_values,
+    timeouts,
+)
 
 UTTERANCES = "utterances.jsonl"
 SUMMARY_JSON = "summary.json"
@@ -412,33 +422,37 @@ def _distribution(scores: list[float]) -> dict[str, Any] | None:
     }
 
 
-def summary_markdown(summary: dict[str, Any]) -> str:
-    lines = [
-        "# Evaluation summary", "",
-        f"Manifest: `{summary['manifest']}`", "",
-        "| | |", "|---|---|",
-        f"| utterances | {summary['utterances']} |",
-        f"| scored | {summary['scored']} |",
-        f"| failed | {summary['failed']} |",
-        f"| of which timeouts (504 or no answer in time) | {summary.get('timeouts', 0)} |",
-        f"| CER (mean of per-utterance, %) | {percent(summary['cer_percent'])} |",
-        f"| WER (mean of per-utterance, %) | {percent(summary['wer_percent'])} |",
-    ]
+def summary_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """A run's figures as (label, text) rows: the table of ``summary.md`` and of ``report.html``."""
+    facts = [("utterances", summary["utterances"]), ("scored", summary["scored"]), ("failed", summary["failed"]),
+             ("of which timeouts (504 or no answer in time)", summary.get("timeouts", 0)),
+             ("CER (mean of per-utterance, %)", percent(summary["cer_percent"])),
+             ("CER (median of per-utterance, %)", percent(summary.get("cer_median_percent"))),
+             ("WER (mean of per-utterance, %)", percent(summary["wer_percent"]))]
     if summary.get("duration_ratio_mean") is not None:
-        lines.append(f"| duration ratio mean / median | {summary['duration_ratio_mean']:.3f} / "
-                     f"{summary['duration_ratio_median']:.3f} |")
-    for key, figures in (summary.get("signals") or {}).items():
-        lines.append(f"| {key} mean / median | {figures['mean']:.4f} / {figures['median']:.4f} |")
+        facts.append(("duration ratio mean / median",
+                      f"{summary['duration_ratio_mean']:.3f} / {summary['duration_ratio_median']:.3f}"))
+    facts += [(f"{key} mean / median", f"{figures['mean']:.4f} / {figures['median']:.4f}")
+              for key, figures in (summary.get("signals") or {}).items()]
     dist = summary.get("score")
     if dist:
-        lines += [f"| score mean / median | {dist['mean']:.4f} / {dist['median']:.4f} |",
-                  f"| score p10 / p90 | {dist['p10']:.4f} / {dist['p90']:.4f} |",
-                  "", "## Score histogram", "", "| from | to | count |", "|---|---|---|"]
-        lines += [f"| {b['lo']:.2f} | {b['hi']:.2f} | {b['count']} |" for b in dist["histogram"]]
+        facts += [("score mean / median", f"{dist['mean']:.4f} / {dist['median']:.4f}"),
+                  ("score p10 / p90", f"{dist['p10']:.4f} / {dist['p90']:.4f}")]
+    return [(label, str(value)) for label, value in facts]
+
+
+def summary_markdown(summary: dict[str, Any]) -> str:
+    """``summary.md``: the run's figures, its score histogram, its failures and its plots."""
+    lines = ["# Evaluation summary", "", f"Manifest: `{summary['manifest']}`", "",
+             *markdown_table(["", ""], summary_facts(summary))]
+    dist = summary.get("score")
+    if dist:
+        lines += ["", "## Score histogram", "", *markdown_table(
+            ["from", "to", "count"], ([f"{b['lo']:.2f}", f"{b['hi']:.2f}", b["count"]] for b in dist["histogram"]))]
     if summary["failures"]:
-        lines += ["", "## Failures", "", "| id | reason | message |", "|---|---|---|"]
-        lines += [f"| {f['id']} | {f['reason']} | {str(f['message']).replace('|', '/')[:200]} |"
-                  for f in summary["failures"]]
+        lines += ["", "## Failures", "", *markdown_table(
+            ["id", "reason", "message"],
+            ([f["id"], f["reason"], str(f["message"]).replace("|", "/")[:200]] for f in summary["failures"]))]
     if summary.get("plots"):
         lines += ["", "## Plots", "", "All plots and the worst utterances with audio: [report.html](report.html)", ""]
         lines += [f"![{p}]({p})" for p in summary["plots"] if p.endswith(".png")]

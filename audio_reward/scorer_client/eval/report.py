@@ -20,10 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from ...protocol.reports import EvalResults
 from ...settings_flags import dotted_items
 from . import stats
+from .compare import Table, checkpoint_table, signal_table
 from .recordings import RunAudio
-from .stats import SIGNAL_FIELDS, failed_rows, is_scored, number, percentage_points, scored_rows, scored_values
+from .stats import failed_rows, is_scored, number, percentage_points, scored_rows, scored_values
 
 CER_PLOT = "cer_histogram.png"
 DURATION_PLOT = "score_vs_duration.png"
@@ -188,14 +190,6 @@ def run_plots(rows: Sequence[dict[str, Any]], out_dir: Path) -> list[str]:
 
 def _wrapped(text: str) -> str:
     return textwrap.fill(text, TITLE_CHARS, break_on_hyphens=False)
-
-
-def compare_plot(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], out_path: Path) -> None:
-    """Write :func:`compare_figure` as a PNG."""
-    plt = _pyplot()
-    fig = compare_figure(runs)
-    fig.savefig(out_path)
-    plt.close(fig)
 
 
 PLOTTED_SIGNALS = MappingProxyType({"speaker_similarity": ("speaker similarity (cosine)", -1.0, 1.0, 0.1),
@@ -411,17 +405,10 @@ def _not_shown(audio: Sequence[RunAudio]) -> list[str]:
 def write_run_report(rows: Sequence[dict[str, Any]], summary: dict[str, Any], out_dir: Path,
                      audio: RunAudio) -> list[str]:
     """Write the run's plots and ``report.html``; returns the file names written."""
+    from .evaluate import summary_facts
+
     plots = run_plots(rows, out_dir)
-    dist = summary.get("score") or {}
-    facts = [("manifest", summary.get("manifest", "")), ("utterances", summary["utterances"]),
-             ("scored", summary["scored"]), ("failed", summary["failed"]),
-             ("of which timeouts", summary.get("timeouts", 0)),
-             ("CER, mean of per-utterance", stats.percent(summary.get("cer_percent"))),
-             ("CER, median", stats.percent(summary.get("cer_median_percent"))),
-             ("WER, mean of per-utterance", stats.percent(summary.get("wer_percent"))),
-             ("score mean / median", f"{dist['mean']:.4f} / {dist['median']:.4f}" if dist else "n/a"),
-             ("duration ratio mean / median", _pair(summary.get("duration_ratio_mean"),
-                                                     summary.get("duration_ratio_median")))]
+    facts = [("manifest", summary.get("manifest", "")), *summary_facts(summary)]
     scorer = summary.get("scorer") or {}
     worst = _utterance_table(worst_rows(rows), audio)
     body = ["<h1>Evaluation report</h1>", _table(facts), *_not_shown([audio]), "<h2>Scorer</h2>",
@@ -431,68 +418,50 @@ def write_run_report(rows: Sequence[dict[str, Any]], summary: dict[str, Any], ou
     return [*plots, REPORT_HTML]
 
 
-def write_compare_report(results: dict[str, Any], runs: Sequence[tuple[str, Sequence[dict[str, Any]]]],
+def _text_table(table: Table) -> str:
+    """A table of text as HTML, every column after the first (the run) a number."""
+    head, rows = table
+    cells = "".join(f"<tr><td>{html.escape(row[0])}</td>" + "".join(f"<td class=num>{html.escape(v)}</td>"
+                                                                  for v in row[1:]) + "</tr>" for row in rows)
+    return "<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + f"</tr>{cells}</table>"
+
+
+def write_compare_report(results: EvalResults, runs: Sequence[tuple[str, Sequence[dict[str, Any]]]],
                          out_dir: Path, audio: dict[str, RunAudio]) -> list[str]:
     """Write the before/after plot and ``report.html`` of a comparison; returns the file names written."""
-    compare_plot(runs, out_dir / COMPARE_PLOT)
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in (
-        "checkpoint", "count", "failures", "timeouts", "CER mean", "CER median", "WER mean", "WER median",
-        "duration ratio mean", "duration ratio median", "reward mean"))
-    rows_html = "".join(
-        f"<tr><td>{html.escape(c['name'])}</td><td class=num>{c['count']}</td><td class=num>{c['failures']}</td>"
-        f"<td class=num>{c['timeouts']}</td>"
-        + "".join(f"<td class=num>{_fmt(c[k], k.endswith(('cer', 'wer')))}</td>" for k in (
-            "mean_cer", "median_cer", "mean_wer", "median_wer", "mean_duration_ratio", "median_duration_ratio",
-            "mean_reward")) + "</tr>" for c in results["checkpoints"])
-    body = ["<h1>Before / after</h1>", f"<table><tr>{head}</tr>{rows_html}</table>",
-            *_signal_table(results["checkpoints"]), *_images(out_dir, [COMPARE_PLOT])]
+    _save(_pyplot(), compare_figure(runs), out_dir / COMPARE_PLOT)
+    signals = signal_table(results.checkpoints)
+    body = ["<h1>Before / after</h1>", _text_table(checkpoint_table(results.checkpoints)),
+            *(["<h2>Speaker similarity and speech quality</h2>", _text_table(signals)] if signals else []),
+            *_images(out_dir, [COMPARE_PLOT])]
     by_name = dict(runs)
-    for comp in results["comparisons"]:
-        body.append(f"<h2>{html.escape(comp['checkpoint'])} vs {html.escape(comp['base'])}</h2>")
-        body.append(_table([("paired utterances", comp["paired"]), ("better (lower CER)", comp["improved"]),
-                            ("worse", comp["worse"]), ("equal", comp["unchanged"]),
-                            ("mean CER change (percentage points)", percentage_points(comp["mean_delta_cer"])),
-                            ("only in base", len(comp["only_in_base"])),
-                            ("only in checkpoint", len(comp["only_in_checkpoint"]))]))
+    for comp in results.comparisons:
+        body.append(f"<h2>{html.escape(comp.checkpoint)} vs {html.escape(comp.base)}</h2>")
+        body.append(_table([("paired utterances", comp.paired), ("better (lower CER)", comp.improved),
+                            ("worse", comp.worse), ("equal", comp.unchanged),
+                            ("mean CER change (percentage points)", percentage_points(comp.mean_delta_cer)),
+                            ("only in base", len(comp.only_in_base)),
+                            ("only in checkpoint", len(comp.only_in_checkpoint))]))
         # Increases only: an utterance whose CER fell is an improvement, not a candidate for this table.
-        worst = sorted((d for d in comp["utterances"] if d["delta_cer"] is not None and d["delta_cer"] > 0),
-                       key=lambda d: -d["delta_cer"])[:WORST_ROWS]
-        rows = {r["id"]: r for r in by_name[comp["checkpoint"]]}
-        base_rows = {r["id"]: r for r in by_name[comp["base"]]}
+        worst = sorted((d for d in comp.utterances if d.delta_cer is not None and d.delta_cer > 0),
+                       key=lambda d: -(d.delta_cer or 0))[:WORST_ROWS]
+        rows = {r["id"]: r for r in by_name[comp.checkpoint]}
+        base_rows = {r["id"]: r for r in by_name[comp.base]}
         cells = "".join(
-            f"<tr><td>{html.escape(d['id'])}</td><td class=num>{_fmt(d['base_cer'], True)}</td>"
-            f"<td class=num>{_fmt(d['cer'], True)}</td><td class=num>{percentage_points(d['delta_cer'], 1)}</td>"
-            f"<td>{html.escape(d['text'])}</td>"
-            f"<td>{html.escape(str(base_rows[d['id']].get('transcript') or ''))}<br>"
-            f"{_audio_cell(base_rows[d['id']], audio[comp['base']])}</td>"
-            f"<td>{html.escape(str(rows[d['id']].get('transcript') or ''))}<br>"
-            f"{_audio_cell(rows[d['id']], audio[comp['checkpoint']])}</td></tr>" for d in worst)
+            f"<tr><td>{html.escape(d.id)}</td><td class=num>{_fmt(d.base_cer, True)}</td>"
+            f"<td class=num>{_fmt(d.cer, True)}</td><td class=num>{percentage_points(d.delta_cer, 1)}</td>"
+            f"<td>{html.escape(d.text)}</td>"
+            f"<td>{html.escape(str(base_rows[d.id].get('transcript') or ''))}<br>"
+            f"{_audio_cell(base_rows[d.id], audio[comp.base])}</td>"
+            f"<td>{html.escape(str(rows[d.id].get('transcript') or ''))}<br>"
+            f"{_audio_cell(rows[d.id], audio[comp.checkpoint])}</td></tr>" for d in worst)
         body.append("<h3>Largest CER increases</h3>")
-        body.append(f"<table><tr><th>id</th><th>CER {html.escape(comp['base'])}</th>"
-                    f"<th>CER {html.escape(comp['checkpoint'])}</th><th>CER change</th><th>text</th>"
-                    f"<th>{html.escape(comp['base'])}: transcript, audio</th>"
-                    f"<th>{html.escape(comp['checkpoint'])}: transcript, audio</th></tr>{cells}</table>" if worst
+        body.append(f"<table><tr><th>id</th><th>CER {html.escape(comp.base)}</th>"
+                    f"<th>CER {html.escape(comp.checkpoint)}</th><th>CER change</th><th>text</th>"
+                    f"<th>{html.escape(comp.base)}: transcript, audio</th>"
+                    f"<th>{html.escape(comp.checkpoint)}: transcript, audio</th></tr>{cells}</table>" if worst
                     else "<p>No paired utterance's CER rose.</p>")
     body[2:2] = _not_shown(list(audio.values()))  # after the table of runs, where it is seen first
-    body += ["<h2>Scorer</h2>", _table(flat_settings(results.get("scoring") or {}))]
+    body += ["<h2>Scorer</h2>", _table(flat_settings(results.scoring))]
     (out_dir / REPORT_HTML).write_text(_page("Before / after", body), encoding="utf-8")
     return [COMPARE_PLOT, REPORT_HTML]
-
-
-def _signal_table(checkpoints: Sequence[dict[str, Any]]) -> list[str]:
-    """The signals' means and medians per checkpoint, as an HTML table; nothing when no run holds a signal."""
-    keys = [key for key in SIGNAL_FIELDS if any(key in (c.get("signals") or {}) for c in checkpoints)]
-    if not keys:
-        return []
-    head = "".join(f"<th>{html.escape(k)} mean</th><th>{html.escape(k)} median</th>" for k in keys)
-    rows = "".join(
-        f"<tr><td>{html.escape(c['name'])}</td>" + "".join(
-            f"<td class=num>{_fmt(((c.get('signals') or {}).get(k) or {}).get('mean'))}</td>"
-            f"<td class=num>{_fmt(((c.get('signals') or {}).get(k) or {}).get('median'))}</td>" for k in keys)
-        + "</tr>" for c in checkpoints)
-    return ["<h2>Speaker similarity and speech quality</h2>",
-            f"<table><tr><th>checkpoint</th>{head}</tr>{rows}</table>"]
-
-
-def _pair(a: Any, b: Any) -> str:
-    return "n/a" if a is None else f"{a:.3f} / {b:.3f}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -97,3 +97,9 @@ def percentage_points(value: float | None, digits: int = 2) -> str:
     """A change of a rate, signed, in percentage points: 0.007 → ``+0.70 pp`` (not "0.7 %", a relative change)."""
     figure = number(value)
     return "n/a" if figure is None else f"{100 * figure:+.{digits}f} pp"
+
+
+def markdown_table(head: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    """A markdown table's lines: the header, its rule, then one line per row (cells as ``str`` gives them)."""
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
+            *("| " + " | ".join(map(str, row)) + " |" for row in rows)]
