@@ -22,11 +22,9 @@ from .evaluate import (
     SCORER_JSON,
     SUMMARY_JSON,
     UTTERANCES,
-    ScoringMismatchError,
     load_rows,
-    scoring_differences,
+    require_scored_alike,
     scoring_identity,
-    signal_stats,
 )
 from .recordings import RunAudio
 from .stats import (
@@ -41,6 +39,7 @@ from .stats import (
     percent,
     percentage_points,
     scored_values,
+    signal_stats,
     timeouts,
 )
 
@@ -145,16 +144,6 @@ def _delta_summary(deltas: Sequence[UtteranceDelta]) -> dict[str, Any]:
     }
 
 
-def check_scored_alike(runs: Sequence[Run]) -> None:
-    """Refuse runs whose scorers differ in a field that decides the score."""
-    for run in runs[1:]:
-        diff = scoring_differences(runs[0].info, run.info)
-        if diff:
-            raise ScoringMismatchError(
-                f"{runs[0].name} and {run.name} were not scored alike, so their CER cannot be compared: "
-                f"{'; '.join(diff)}. Score both with the same scorer settings.")
-
-
 def compare_runs(runs: Sequence[Run], out_dir: Path, *, held_out: HeldOut | None = None,
                  synthesis: dict[str, Any] | None = None, plots: bool = True) -> EvalResults:
     """Compare every run with the first; write ``eval_results.json``, ``deltas.jsonl``, the plot and the report."""
@@ -163,7 +152,9 @@ def compare_runs(runs: Sequence[Run], out_dir: Path, *, held_out: HeldOut | None
     names = [r.name for r in runs]
     if len(set(names)) != len(names):
         raise RunError(f"run names must differ, got {names}")
-    check_scored_alike(runs)
+    for run in runs[1:]:
+        require_scored_alike(runs[0].info, run.info, f"{runs[0].name} and {run.name} were not scored alike, so their "
+                             "CER cannot be compared: ", ". Score both with the same scorer settings.")
     out_dir.mkdir(parents=True, exist_ok=True)
     results = EvalResults(
         created_by=f"audio-reward {__version__}", base=runs[0].name, checkpoints=[run_stats(r) for r in runs],

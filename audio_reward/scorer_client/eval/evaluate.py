@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,22 +24,11 @@ from ..errors import DeadlineExceededError, ScorerError
 from ..settings import ClientSettings
 from ..wire import ScoreItem, ScoreResult
 from .recordings import HASH_KEY, RunAudio, audio_location, file_sha256
-from .stats import (
-    SIGNAL_FIELDS,
-    failed_rows,
-    failure_reason,
-    markdown_table,
-    mean,
-    median,
-    percent,
-    scored_values,
-    timeouts,
-)
+from .stats import markdown_table, percent, summarize
 
 UTTERANCES = "utterances.jsonl"
 SUMMARY_JSON = "summary.json"
 SUMMARY_MD = "summary.md"
-HISTOGRAM_BINS = 10
 
 
 class ManifestError(ValueError):
@@ -218,24 +207,27 @@ def scoring_identity(info: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def scoring_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    """``key: A != B`` for every scoring field that differs between two ``/v1/info`` answers."""
-    ia, ib = scoring_identity(a), scoring_identity(b)
-    return [f"{k}: {json.dumps(ia[k], sort_keys=True)} != {json.dumps(ib[k], sort_keys=True)}"
-            for k in SCORING_KEYS if ia[k] != ib[k]]
-
-
 class ScoringMismatchError(ValueError):
     """Two sets of scores were not scored alike (different model, normaliser or reward)."""
+
+
+def require_scored_alike(a: dict[str, Any], b: dict[str, Any], before: str, after: str = "") -> None:
+    """:class:`ScoringMismatchError` when two ``/v1/info`` answers differ in a field that decides a score.
+
+    Its message is ``before``, then ``key: A != B`` for every such field (joined by ``; ``), then ``after``.
+    """
+    ia, ib = scoring_identity(a), scoring_identity(b)
+    diff = [f"{k}: {json.dumps(ia[k], sort_keys=True)} != {json.dumps(ib[k], sort_keys=True)}"
+            for k in SCORING_KEYS if ia[k] != ib[k]]
+    if diff:
+        raise ScoringMismatchError(before + "; ".join(diff) + after)
 
 
 async def scorer_info(client: AsyncScorerClient) -> dict[str, Any]:
     """``/v1/info`` of the scorer(s); several URLs must all score alike."""
     infos = [await client.info(url) for url in client.settings.urls]
     for url, other in zip(client.settings.urls[1:], infos[1:], strict=False):
-        diff = scoring_differences(infos[0], other)
-        if diff:
-            raise ScoringMismatchError(f"{client.settings.urls[0]} and {url} do not score alike: {'; '.join(diff)}")
+        require_scored_alike(infos[0], other, f"{client.settings.urls[0]} and {url} do not score alike: ")
     return infos[0]
 
 
@@ -249,11 +241,9 @@ def _save_scorer(out_dir: Path, info: dict[str, Any], *, resumed: bool) -> None:
     """Write the scorer's ``/v1/info`` as ``scorer.json``; a resumed run refuses one that scores differently."""
     saved = out_dir / SCORER_JSON
     if saved.is_file() and resumed:
-        diff = scoring_differences(json.loads(saved.read_text(encoding="utf-8")), info)
-        if diff:
-            raise ScoringMismatchError(
-                f"{out_dir} was scored by a scorer that scores differently ({'; '.join(diff)}); "
-                "resume with the same scorer settings, or write to a new --out folder")
+        require_scored_alike(json.loads(saved.read_text(encoding="utf-8")), info,
+                             f"{out_dir} was scored by a scorer that scores differently (",
+                             "); resume with the same scorer settings, or write to a new --out folder")
     saved.write_text(json.dumps(info, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
@@ -371,55 +361,6 @@ def _load(utt: Utterance) -> _Loaded | _LoadFailure:
         return _LoadFailure("audio_unreadable", f"audio file {exc}")
     except OSError as exc:
         return _LoadFailure("audio_unreadable", f"audio file {utt.path} cannot be read: {exc.strerror or exc}")
-
-
-def summarize(rows: list[dict[str, Any]], *, manifest: str = "") -> dict[str, Any]:
-    """Seed-TTS-eval figures: mean of per-utterance CER/WER ×100, plus the score distribution and failures.
-
-    ``utterances`` counts every manifest row, refused ones included; it is
-    the total a progress bar showed.  ``timeouts`` counts the failures that
-    were a 504 or no answer in time.
-    """
-    failed = failed_rows(rows)
-    cer, wer, ratio = (scored_values(rows, key) for key in ("cer", "wer", "duration_ratio"))
-
-    def as_percent(rate: float | None) -> float | None:
-        return None if rate is None else round(100 * rate, 4)
-
-    return {
-        "manifest": manifest, "utterances": len(rows), "scored": len(rows) - len(failed), "failed": len(failed),
-        "timeouts": timeouts(failed), "cer_percent": as_percent(mean(cer)), "wer_percent": as_percent(mean(wer)),
-        "cer_median_percent": as_percent(median(cer)), "cer_count": len(cer), "wer_count": len(wer),
-        "duration_ratio_mean": mean(ratio), "duration_ratio_median": median(ratio),
-        "score": _distribution(scored_values(rows, "score")), "signals": signal_stats(rows),
-        "failures": [{"id": r.get("id"), "audio": r.get("audio"), "reason": failure_reason(r),
-                      "message": (r.get("error") or {}).get("message")} for r in failed],
-    }
-
-
-def signal_stats(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float | int | None]]:
-    """Mean, median and count of each signal the scored rows hold (Seed-TTS-eval's SIM is the mean similarity)."""
-    out: dict[str, dict[str, float | int | None]] = {}
-    for key in SIGNAL_FIELDS:
-        values = scored_values(rows, key)
-        if values:
-            out[key] = {"mean": mean(values), "median": median(values), "count": len(values)}
-    return out
-
-
-def _distribution(scores: list[float]) -> dict[str, Any] | None:
-    if not scores:
-        return None
-    arr = np.asarray(scores)
-    lo, hi = min(0.0, float(arr.min())), max(1.0, float(arr.max()))
-    counts, edges = np.histogram(arr, bins=HISTOGRAM_BINS, range=(lo, hi))
-    return {
-        "mean": float(arr.mean()), "median": float(np.median(arr)),
-        "p10": float(np.percentile(arr, 10)), "p90": float(np.percentile(arr, 90)),
-        "min": float(arr.min()), "max": float(arr.max()),
-        "histogram": [{"lo": round(float(a), 6), "hi": round(float(b), 6), "count": int(c)}
-                      for a, b, c in zip(edges[:-1], edges[1:], counts, strict=False)],
-    }
 
 
 def summary_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:

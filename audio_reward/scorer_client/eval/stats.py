@@ -16,6 +16,8 @@ import numpy as np
 
 Row = dict[str, Any]
 
+HISTOGRAM_BINS = 10
+"""Buckets of the score histogram in ``summary.json``."""
 SIGNAL_FIELDS = ("speaker_similarity", "dnsmos_ovrl", "dnsmos_sig", "dnsmos_bak", "dnsmos_p808")
 """The per-utterance signals a server with speaker and quality models answers (docs/signals.md)."""
 
@@ -103,3 +105,52 @@ def markdown_table(head: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[s
     """A markdown table's lines: the header, its rule, then one line per row (cells as ``str`` gives them)."""
     return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
             *("| " + " | ".join(map(str, row)) + " |" for row in rows)]
+
+
+def summarize(rows: list[dict[str, Any]], *, manifest: str = "") -> dict[str, Any]:
+    """Seed-TTS-eval figures: mean of per-utterance CER/WER ×100, plus the score distribution and failures.
+
+    ``utterances`` counts every manifest row, refused ones included; it is
+    the total a progress bar showed.  ``timeouts`` counts the failures that
+    were a 504 or no answer in time.
+    """
+    failed = failed_rows(rows)
+    cer, wer, ratio = (scored_values(rows, key) for key in ("cer", "wer", "duration_ratio"))
+
+    def as_percent(rate: float | None) -> float | None:
+        return None if rate is None else round(100 * rate, 4)
+
+    return {
+        "manifest": manifest, "utterances": len(rows), "scored": len(rows) - len(failed), "failed": len(failed),
+        "timeouts": timeouts(failed), "cer_percent": as_percent(mean(cer)), "wer_percent": as_percent(mean(wer)),
+        "cer_median_percent": as_percent(median(cer)), "cer_count": len(cer), "wer_count": len(wer),
+        "duration_ratio_mean": mean(ratio), "duration_ratio_median": median(ratio),
+        "score": _distribution(scored_values(rows, "score")), "signals": signal_stats(rows),
+        "failures": [{"id": r.get("id"), "audio": r.get("audio"), "reason": failure_reason(r),
+                      "message": (r.get("error") or {}).get("message")} for r in failed],
+    }
+
+
+def signal_stats(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float | int | None]]:
+    """Mean, median and count of each signal the scored rows hold (Seed-TTS-eval's SIM is the mean similarity)."""
+    out: dict[str, dict[str, float | int | None]] = {}
+    for key in SIGNAL_FIELDS:
+        values = scored_values(rows, key)
+        if values:
+            out[key] = {"mean": mean(values), "median": median(values), "count": len(values)}
+    return out
+
+
+def _distribution(scores: list[float]) -> dict[str, Any] | None:
+    if not scores:
+        return None
+    arr = np.asarray(scores)
+    lo, hi = min(0.0, float(arr.min())), max(1.0, float(arr.max()))
+    counts, edges = np.histogram(arr, bins=HISTOGRAM_BINS, range=(lo, hi))
+    return {
+        "mean": float(arr.mean()), "median": float(np.median(arr)),
+        "p10": float(np.percentile(arr, 10)), "p90": float(np.percentile(arr, 90)),
+        "min": float(arr.min()), "max": float(arr.max()),
+        "histogram": [{"lo": round(float(a), 6), "hi": round(float(b), 6), "count": int(c)}
+                      for a, b, c in zip(edges[:-1], edges[1:], counts, strict=False)],
+    }

@@ -182,7 +182,7 @@ def test_overlap_with_training_rows_and_bad_folders_are_refused_before_loading(
     assert eval_thinker.main([*args, "--train", train, f"base={folders['base']}",
                               f"x={tmp_path / 'not_omni'}", f"y={tmp_path / 'missing'}"]) == 1
     err = capsys.readouterr().err
-    assert "is a 'qwen3_tts' model, not Qwen3-Omni" in err and "is not a local folder" in err
+    assert "is a 'qwen3_tts' model, not Qwen3-Omni" in err and f"{tmp_path / 'missing'} does not exist" in err
     assert eval_thinker.main([*args, "--train", train, "--batch-size", "0", f"base={folders['base']}"]) == 1
     assert "--batch-size must be at least 1" in capsys.readouterr().err
 

@@ -74,18 +74,20 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
+from ....scorer_client.eval.stats import markdown_table, percentage_points
 from ....scoring.choice import EXTRACTION_METHODS, ground_truth_letter, parse_options, score_choice
 from ...clips import load_clip
+from ...model_folder import inspect_folder
 from ..overrides import THINKER_MAX_RESPONSE
 from ..qwen3_tts_grpo.eval_checkpoints import (
     InputsInvalid,
     Keyed,
+    check_device,
     check_held_out,
-    failure_printer,
     heldout_parser,
-    missing_modules,
     parquet_rows,
     parse_specs,
+    print_failures,
     read_validation,
 )
 
@@ -173,20 +175,11 @@ def messages(question: Question, mode: Mode) -> list[dict[str, Any]]:
 
 def folder_problems(spec: str, path: Path) -> list[str]:
     """Why ``path`` is not a Qwen3-Omni model folder this evaluation loads (empty when it is)."""
-    config = path / "config.json"
-    if not path.is_dir():
-        return [f"{spec}: {path} is not a local folder (download the model first)"]
-    if not config.is_file():
-        return [f"{spec}: {path} holds no config.json"]
-    try:
-        model_type = json.loads(config.read_text(encoding="utf-8")).get("model_type")
-    except (OSError, ValueError) as exc:
-        return [f"{spec}: {config} is not readable: {exc}"]
-    if model_type not in MODEL_TYPES:
-        return [f"{spec}: {path} is a {model_type!r} model, not Qwen3-Omni ({', '.join(MODEL_TYPES)})"]
-    if not any(path.glob("*.safetensors")):
-        return [f"{spec}: {path} holds no .safetensors weights"]
-    return []
+    folder = inspect_folder(path)
+    # A config naming another model says all there is to say; a config naming none, only when nothing else is wrong.
+    if folder.model_type not in MODEL_TYPES and (folder.model_type is not None or not folder.problems):
+        return [f"{spec}: {path} is a {folder.model_type!r} model, not Qwen3-Omni ({', '.join(MODEL_TYPES)})"]
+    return [f"{spec}: {problem}" for problem in folder.problems]
 
 
 def processing_problems(spec: str, path: Path) -> list[str]:
@@ -425,10 +418,9 @@ def _percent(stats: Any) -> str:
 
 def report_markdown(res: ThinkerEvalResults) -> str:
     """The checkpoints × with/without-audio accuracy table, with the gap, as markdown."""
-    lines = ["| checkpoint | with audio | without audio | gap (with - without) |", "|---|---|---|---|"]
-    for c in res.checkpoints:
-        gap = "n/a" if c.audio_gap is None else f"{100 * c.audio_gap:+.1f} pp"
-        lines.append(f"| {c.name} | {_percent(c.with_audio)} | {_percent(c.without_audio)} | {gap} |")
+    lines = markdown_table(["checkpoint", "with audio", "without audio", "gap (with - without)"],
+                           ([c.name, _percent(c.with_audio), _percent(c.without_audio),
+                             percentage_points(c.audio_gap, 1)] for c in res.checkpoints))
     questions = res.checkpoints[0].with_audio.questions
     decoding = ", ".join(f"{k}={v}" for k, v in res.decoding.items())
     return (f"# Audio ablation: {questions} held-out questions\n\n" + "\n".join(lines) + "\n\n"
@@ -453,22 +445,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ....scorer_client.eval.cli import missing_modules
+
     args = build_parser().parse_args(argv)
-    fail = failure_printer("eval_thinker")
     if args.max_new_tokens < 1 or args.temperature < 0 or args.batch_size < 1:
-        return fail(["--max-new-tokens and --batch-size must be at least 1 and --temperature 0 or more"])
+        return print_failures("eval_thinker", ["--max-new-tokens and --batch-size must be at least 1 and "
+                                               "--temperature 0 or more"])
     missing = missing_modules(("torch", "pyarrow", "soxr", "transformers.models.qwen3_omni_moe"))
     if missing:
-        return fail([f"{', '.join(missing)} not installed: run this in the trainer environment "
-                     "(scripts/envs/verl.sh), whose transformers has Qwen3-Omni"])
-    import torch
-
-    if args.device.startswith("cuda") and not torch.cuda.is_available():
-        return fail([f"--device {args.device}: no CUDA device is visible here; pass --device cpu for tiny models"])
+        return print_failures("eval_thinker", [f"{', '.join(missing)} not installed: run this in the trainer "
+                                               "environment (scripts/envs/verl.sh), whose transformers has Qwen3-Omni"])
     try:
+        check_device(args.device)
         checkpoints, rows, held = check_inputs(args.checkpoints, args.val, args.train, args.limit, args.allow_overlap)
     except InputsInvalid as exc:
-        return fail(exc.lines)
+        return print_failures("eval_thinker", exc.lines)
     decoding = Decoding(args.max_new_tokens, args.temperature, args.seed)
     prompter = Prompter(checkpoints[0][1])
     answers: list[dict[str, Any]] = []

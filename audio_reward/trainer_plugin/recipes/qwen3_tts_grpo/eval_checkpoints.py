@@ -375,25 +375,19 @@ def heldout_parser(doc: str | None, out_help: str, device_help: str) -> argparse
     return parser
 
 
-def failure_printer(prog: str) -> Callable[[Sequence[str]], int]:
-    """A function that prints each failure as ``prog: line`` on stderr and returns exit status 1."""
-    def fail(lines: Sequence[str]) -> int:
-        for line in lines:
-            print(f"{prog}: {line}", file=sys.stderr)
-        return 1
-
-    return fail
+def print_failures(prog: str, lines: Sequence[str]) -> int:
+    """Print each failure as ``prog: line`` on stderr; returns exit status 1."""
+    for line in lines:
+        print(f"{prog}: {line}", file=sys.stderr)
+    return 1
 
 
-def missing_modules(modules: Sequence[str]) -> list[str]:
-    """The modules of ``modules`` that do not import here."""
-    missing = []
-    for module in modules:
-        try:
-            __import__(module)
-        except ImportError:
-            missing.append(module)
-    return missing
+def check_device(device: str) -> None:
+    """:class:`InputsInvalid` when ``device`` is a CUDA device and none is visible here."""
+    import torch
+
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise InputsInvalid([f"--device {device}: no CUDA device is visible here; pass --device cpu for tiny models"])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -429,19 +423,15 @@ def decoding_from_args(args: argparse.Namespace) -> Decoding:
 
 def _check_environment(args: argparse.Namespace) -> None:
     """Flags, installed modules and the device, before anything is read: InputsInvalid otherwise."""
-    from ....scorer_client.eval.cli import EVAL_EXTRA, missing_eval_extras
+    from ....scorer_client.eval.cli import EVAL_EXTRA, EVAL_MODULES, missing_modules
 
     if args.samples < 1 or args.max_new_tokens < 1:
         raise InputsInvalid(["--samples and --max-new-tokens must be at least 1"])
-    missing = missing_eval_extras(progress=True) + missing_modules(("pyarrow", "qwen_tts"))
+    missing = missing_modules((*EVAL_MODULES, "pyarrow", "qwen_tts"))
     if missing:
         raise InputsInvalid([f"{' and '.join(missing)} not installed: run this in the TTS-model environment "
                              f"(scripts/envs/tts.sh) with the eval extra, {EVAL_EXTRA}"])
-    import torch
-
-    if args.device.startswith("cuda") and not torch.cuda.is_available():
-        raise InputsInvalid([f"--device {args.device}: no CUDA device is visible here; pass --device cpu for tiny "
-                             "models"])
+    check_device(args.device)
     if args.speaker_reference is not None and not args.speaker_reference.is_file():
         raise InputsInvalid([f"--speaker-reference {args.speaker_reference} does not exist"])
 
@@ -507,7 +497,6 @@ def main(argv: list[str] | None = None) -> int:
     from ....scorer_client.eval.evaluate import ScoringMismatchError
 
     args = build_parser().parse_args(argv)
-    fail = failure_printer("eval_checkpoints")
     try:
         _check_environment(args)
         checkpoints = _checkpoints(args.checkpoints)
@@ -525,9 +514,9 @@ def main(argv: list[str] | None = None) -> int:
                      "device": args.device}
         results = compare_runs(runs, args.out, held_out=HeldOut(**held), synthesis=synthesis)
     except InputsInvalid as exc:
-        return fail(exc.lines)
+        return print_failures("eval_checkpoints", exc.lines)
     except ScoringMismatchError as exc:
-        return fail([str(exc)])
+        return print_failures("eval_checkpoints", [str(exc)])
     print(results_markdown(results), end="")
     print(f"results: {args.out / 'eval_results.json'}  plot: {args.out / 'compare.png'}  "
           f"report: {args.out / 'report.html'}")
