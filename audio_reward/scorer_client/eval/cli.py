@@ -61,7 +61,7 @@ def missing_eval_extras(progress: bool) -> list[str]:
 
 
 class ProgressBar:
-    """The per-item progress bar: one tick per finished row, failures counted on it."""
+    """The per-item progress bar: one tick per finished row, failures counted on it; closed when its block ends."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled, self.failed = enabled, 0
@@ -84,7 +84,10 @@ class ProgressBar:
                 self.bar.set_postfix(failed=self.failed, refresh=False)
             self.bar.update(1)
 
-    def close(self) -> None:
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.close()
 
@@ -92,15 +95,15 @@ class ProgressBar:
 def _eval(args: argparse.Namespace) -> int:
     import asyncio
 
+    missing = missing_eval_extras(not (args.no_progress or args.compare))  # --compare draws no bar
+    if missing:
+        uses = ", ".join(EVAL_MODULES[m] for m in missing)
+        print(f"audio-reward eval: {' and '.join(missing)} not installed ({uses}); {EVAL_EXTRA}", file=sys.stderr)
+        return 2
     if args.compare:
         return _compare(args)
     if not args.manifest:
         print("audio-reward eval: give a MANIFEST.jsonl to score, or --compare RUN_A RUN_B", file=sys.stderr)
-        return 2
-    missing = missing_eval_extras(not args.no_progress)
-    if missing:
-        uses = ", ".join(EVAL_MODULES[m] for m in missing)
-        print(f"audio-reward eval: {' and '.join(missing)} not installed ({uses}); {EVAL_EXTRA}", file=sys.stderr)
         return 2
 
     from ..errors import ScorerError
@@ -110,22 +113,19 @@ def _eval(args: argparse.Namespace) -> int:
     settings = command_settings("eval", args)
     if settings is None:
         return 2
-    bar = ProgressBar(not args.no_progress)
     try:
-        summary = asyncio.run(run_eval(Path(args.manifest), Path(args.out), settings, language=args.language,
-                                       on_start=bar.start, on_row=bar.row))
+        with ProgressBar(not args.no_progress) as bar:
+            summary = asyncio.run(run_eval(Path(args.manifest), Path(args.out), settings, language=args.language,
+                                           on_start=bar.start, on_row=bar.row))
     except (ManifestError, ScoringMismatchError) as exc:
         print(f"audio-reward eval: {exc}", file=sys.stderr)
         return 2
     except ScorerError as exc:
         print(failure_line("eval", settings, exc), file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        bar.close()
+    except KeyboardInterrupt:  # the bar is closed by now, so the line stands on its own
         print(interrupted_line(Path(args.out), bar.total), file=sys.stderr)
         return SIGINT_STATUS
-    finally:
-        bar.close()
 
     print(f"utterances {summary['utterances']}  scored {summary['scored']}  failed {summary['failed']}"
           + (f"  (timeouts {summary['timeouts']})" if summary["timeouts"] else ""))
@@ -168,10 +168,6 @@ def _compare(args: argparse.Namespace) -> int:
 
     if args.manifest:
         print("audio-reward eval: --compare scores nothing; give either a MANIFEST or --compare", file=sys.stderr)
-        return 2
-    missing = missing_eval_extras(False)
-    if missing:
-        print(f"audio-reward eval: {' and '.join(missing)} not installed (plots); {EVAL_EXTRA}", file=sys.stderr)
         return 2
     try:
         runs = [Run.load(Path(d), name=name) for d, name in zip(args.compare, _short_names(args.compare), strict=False)]

@@ -9,7 +9,6 @@ their scorers scored alike (same model, normaliser, reward policy: see
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from .evaluate import (
 )
 from .recordings import RunAudio
 from .stats import (
-    SIGNAL_FIELDS,
+    checkpoint_table,
     failed_rows,
     grouped_sem,
     is_scored,
@@ -40,6 +39,7 @@ from .stats import (
     percentage_points,
     scored_values,
     signal_stats,
+    signal_table,
     timeouts,
 )
 
@@ -175,36 +175,6 @@ def compare_runs(runs: Sequence[Run], out_dir: Path, *, held_out: HeldOut | None
     return results
 
 
-_pct = functools.partial(percent, scale=100)  # the runs' CER and WER are rates
-
-
-def _num(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.3f}"
-
-
-Table = tuple[list[str], list[list[str]]]
-"""A table as text: its header and its rows, each rendered as markdown here and as HTML in report.html."""
-
-
-def checkpoint_table(checkpoints: Sequence[CheckpointStats]) -> Table:
-    """Each run's own figures, a row per run."""
-    head = ["run", "count", "failures", "timeouts", "CER mean", "CER median", "WER mean", "WER median",
-            "duration ratio mean", "duration ratio median", "reward mean"]
-    return head, [[c.name, str(c.count), str(c.failures), str(c.timeouts),
-                   *map(_pct, (c.mean_cer, c.median_cer, c.mean_wer, c.median_wer)),
-                   *map(_num, (c.mean_duration_ratio, c.median_duration_ratio, c.mean_reward))] for c in checkpoints]
-
-
-def signal_table(checkpoints: Sequence[CheckpointStats]) -> Table | None:
-    """The mean and median of each signal any run holds (:data:`~.stats.SIGNAL_FIELDS` order); None without one."""
-    present = [key for key in SIGNAL_FIELDS if any(key in c.signals for c in checkpoints)]
-    if not present:
-        return None
-    head = ["run", *(f"{key} {figure}" for key in present for figure in ("mean", "median"))]
-    return head, [[c.name, *(_num(getattr(c.signals[k], figure)) if k in c.signals else "n/a"
-                             for k in present for figure in ("mean", "median"))] for c in checkpoints]
-
-
 def comparison_lines(results: EvalResults) -> list[str]:
     """Each comparison in a line: the paired counts, the CER of the paired rows on each side and its change.
 
@@ -215,7 +185,8 @@ def comparison_lines(results: EvalResults) -> list[str]:
     lines = []
     for comp in results.comparisons:
         both = [(u.base_cer, u.cer) for u in comp.utterances if u.base_cer is not None and u.cer is not None]
-        paired_means = (f"paired mean CER {_pct(mean([a for a, _ in both]))} → {_pct(mean([b for _, b in both]))}, "
+        paired_means = (f"paired mean CER {percent(mean([a for a, _ in both]), 100)} → "
+                        f"{percent(mean([b for _, b in both]), 100)}, "
                         if both else "")
         lines.append(f"{comp.checkpoint} vs {comp.base}: {comp.paired} paired ({comp.base} has {rows[comp.base]} "
                      f"rows, {comp.checkpoint} {rows[comp.checkpoint]}), {comp.improved} better, {comp.worse} worse, "

@@ -24,7 +24,7 @@ from ..errors import DeadlineExceededError, ScorerError
 from ..settings import ClientSettings
 from ..wire import ScoreItem, ScoreResult
 from .recordings import HASH_KEY, RunAudio, audio_location, file_sha256
-from .stats import markdown_table, percent, summarize
+from .stats import markdown_table, summarize, summary_facts
 
 UTTERANCES = "utterances.jsonl"
 SUMMARY_JSON = "summary.json"
@@ -361,25 +361,6 @@ def _load(utt: Utterance) -> _Loaded | _LoadFailure:
         return _LoadFailure("audio_unreadable", f"audio file {exc}")
     except OSError as exc:
         return _LoadFailure("audio_unreadable", f"audio file {utt.path} cannot be read: {exc.strerror or exc}")
-
-
-def summary_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    """A run's figures as (label, text) rows: the table of ``summary.md`` and of ``report.html``."""
-    facts = [("utterances", summary["utterances"]), ("scored", summary["scored"]), ("failed", summary["failed"]),
-             ("of which timeouts (504 or no answer in time)", summary.get("timeouts", 0)),
-             ("CER (mean of per-utterance, %)", percent(summary["cer_percent"])),
-             ("CER (median of per-utterance, %)", percent(summary.get("cer_median_percent"))),
-             ("WER (mean of per-utterance, %)", percent(summary["wer_percent"]))]
-    if summary.get("duration_ratio_mean") is not None:
-        facts.append(("duration ratio mean / median",
-                      f"{summary['duration_ratio_mean']:.3f} / {summary['duration_ratio_median']:.3f}"))
-    facts += [(f"{key} mean / median", f"{figures['mean']:.4f} / {figures['median']:.4f}")
-              for key, figures in (summary.get("signals") or {}).items()]
-    dist = summary.get("score")
-    if dist:
-        facts += [("score mean / median", f"{dist['mean']:.4f} / {dist['median']:.4f}"),
-                  ("score p10 / p90", f"{dist['p10']:.4f} / {dist['p90']:.4f}")]
-    return [(label, str(value)) for label, value in facts]
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:

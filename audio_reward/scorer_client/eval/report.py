@@ -23,7 +23,6 @@ import numpy as np
 from ...protocol.reports import EvalResults
 from ...settings_flags import dotted_items
 from . import stats
-from .compare import Table, checkpoint_table, signal_table
 from .recordings import RunAudio
 from .stats import failed_rows, is_scored, number, percentage_points, scored_rows, scored_values
 
@@ -405,10 +404,8 @@ def _not_shown(audio: Sequence[RunAudio]) -> list[str]:
 def write_run_report(rows: Sequence[dict[str, Any]], summary: dict[str, Any], out_dir: Path,
                      audio: RunAudio) -> list[str]:
     """Write the run's plots and ``report.html``; returns the file names written."""
-    from .evaluate import summary_facts
-
     plots = run_plots(rows, out_dir)
-    facts = [("manifest", summary.get("manifest", "")), *summary_facts(summary)]
+    facts = [("manifest", summary.get("manifest", "")), *stats.summary_facts(summary)]
     scorer = summary.get("scorer") or {}
     worst = _utterance_table(worst_rows(rows), audio)
     body = ["<h1>Evaluation report</h1>", _table(facts), *_not_shown([audio]), "<h2>Scorer</h2>",
@@ -418,7 +415,7 @@ def write_run_report(rows: Sequence[dict[str, Any]], summary: dict[str, Any], ou
     return [*plots, REPORT_HTML]
 
 
-def _text_table(table: Table) -> str:
+def _text_table(table: stats.Table) -> str:
     """A table of text as HTML, every column after the first (the run) a number."""
     head, rows = table
     cells = "".join(f"<tr><td>{html.escape(row[0])}</td>" + "".join(f"<td class=num>{html.escape(v)}</td>"
@@ -430,8 +427,8 @@ def write_compare_report(results: EvalResults, runs: Sequence[tuple[str, Sequenc
                          out_dir: Path, audio: dict[str, RunAudio]) -> list[str]:
     """Write the before/after plot and ``report.html`` of a comparison; returns the file names written."""
     _save(_pyplot(), compare_figure(runs), out_dir / COMPARE_PLOT)
-    signals = signal_table(results.checkpoints)
-    body = ["<h1>Before / after</h1>", _text_table(checkpoint_table(results.checkpoints)),
+    signals = stats.signal_table(results.checkpoints)
+    body = ["<h1>Before / after</h1>", _text_table(stats.checkpoint_table(results.checkpoints)),
             *(["<h2>Speaker similarity and speech quality</h2>", _text_table(signals)] if signals else []),
             *_images(out_dir, [COMPARE_PLOT])]
     by_name = dict(runs)

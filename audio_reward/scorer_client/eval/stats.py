@@ -7,12 +7,15 @@ or a median, so one broken row cannot poison a run's figures.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
+
+from ...protocol.reports import CheckpointStats
 
 Row = dict[str, Any]
 
@@ -154,3 +157,52 @@ def _distribution(scores: list[float]) -> dict[str, Any] | None:
         "histogram": [{"lo": round(float(a), 6), "hi": round(float(b), 6), "count": int(c)}
                       for a, b, c in zip(edges[:-1], edges[1:], counts, strict=False)],
     }
+
+
+def summary_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """A run's figures as (label, text) rows: the table of ``summary.md`` and of ``report.html``."""
+    facts = [("utterances", summary["utterances"]), ("scored", summary["scored"]), ("failed", summary["failed"]),
+             ("of which timeouts (504 or no answer in time)", summary.get("timeouts", 0)),
+             ("CER (mean of per-utterance, %)", percent(summary["cer_percent"])),
+             ("CER (median of per-utterance, %)", percent(summary.get("cer_median_percent"))),
+             ("WER (mean of per-utterance, %)", percent(summary["wer_percent"]))]
+    if summary.get("duration_ratio_mean") is not None:
+        facts.append(("duration ratio mean / median",
+                      f"{summary['duration_ratio_mean']:.3f} / {summary['duration_ratio_median']:.3f}"))
+    facts += [(f"{key} mean / median", f"{figures['mean']:.4f} / {figures['median']:.4f}")
+              for key, figures in (summary.get("signals") or {}).items()]
+    dist = summary.get("score")
+    if dist:
+        facts += [("score mean / median", f"{dist['mean']:.4f} / {dist['median']:.4f}"),
+                  ("score p10 / p90", f"{dist['p10']:.4f} / {dist['p90']:.4f}")]
+    return [(label, str(value)) for label, value in facts]
+
+
+_pct = functools.partial(percent, scale=100)  # the runs' CER and WER are rates
+
+
+def _num(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+Table = tuple[list[str], list[list[str]]]
+"""A table as text: its header and its rows, rendered as markdown (:func:`markdown_table`) and in report.html."""
+
+
+def checkpoint_table(checkpoints: Sequence[CheckpointStats]) -> Table:
+    """Each run's own figures, a row per run."""
+    head = ["run", "count", "failures", "timeouts", "CER mean", "CER median", "WER mean", "WER median",
+            "duration ratio mean", "duration ratio median", "reward mean"]
+    return head, [[c.name, str(c.count), str(c.failures), str(c.timeouts),
+                   *map(_pct, (c.mean_cer, c.median_cer, c.mean_wer, c.median_wer)),
+                   *map(_num, (c.mean_duration_ratio, c.median_duration_ratio, c.mean_reward))] for c in checkpoints]
+
+
+def signal_table(checkpoints: Sequence[CheckpointStats]) -> Table | None:
+    """The mean and median of each signal any run holds (:data:`~.stats.SIGNAL_FIELDS` order); None without one."""
+    present = [key for key in SIGNAL_FIELDS if any(key in c.signals for c in checkpoints)]
+    if not present:
+        return None
+    head = ["run", *(f"{key} {figure}" for key in present for figure in ("mean", "median"))]
+    return head, [[c.name, *(_num(getattr(c.signals[k], figure)) if k in c.signals else "n/a"
+                             for k in present for figure in ("mean", "median"))] for c in checkpoints]

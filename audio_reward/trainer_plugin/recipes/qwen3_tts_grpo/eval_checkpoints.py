@@ -478,14 +478,12 @@ def _evaluate(ckpt: Checkpoint, rows: Sequence[EvalRow], embedding: Any, args: a
                               args.device, decoding, args.speaker_reference)
     except ValueError as exc:
         raise InputsInvalid([f"{ckpt.name}: {exc}"]) from None
-    bar = ProgressBar(sys.stderr.isatty())
     try:
-        summary = asyncio.run(run_eval(manifest, args.out / ckpt.name / EVAL_DIR, settings,
-                                       on_start=bar.start, on_row=bar.row))
+        with ProgressBar(sys.stderr.isatty()) as bar:
+            summary = asyncio.run(run_eval(manifest, args.out / ckpt.name / EVAL_DIR, settings,
+                                           on_start=bar.start, on_row=bar.row))
     except (ScoringMismatchError, ScorerError) as exc:
         raise InputsInvalid([f"{ckpt.name}: scoring failed: {exc}"]) from None
-    finally:
-        bar.close()
     print(f"eval_checkpoints: {ckpt.name}: {summary['scored']}/{summary['utterances']} scored", file=sys.stderr)
     return Run.load(args.out / ckpt.name / EVAL_DIR, name=ckpt.name, path=str(ckpt.folder.path))
 
