@@ -179,7 +179,7 @@ def _scorer_check(url: str, info: dict[str, Any], config: Any) -> Check:
 
 
 def speed_check(url: str, info: dict[str, Any], config: Any, *, info_fn: Callable[[str], dict[str, Any]],
-                budget_s: float, environ: Mapping[str, str] | None = None) -> Check:
+                budget_s: float) -> Check:
     """The scorer's device, engine and throughput, and the seconds a training step's clips take it; a warning
     for a CPU scorer behind a GPU trainer (:mod:`.scorer_speed`)."""
     load = scorer_speed.step_load(config)
@@ -189,7 +189,7 @@ def speed_check(url: str, info: dict[str, Any], config: Any, *, info_fn: Callabl
         return Check("scorer speed", False, f"{url}: the scorer answered /v1/info but could not score the "
                                             f"throughput probe: {one_line(exc)}")
     message = f"{speed.describe()}; {scorer_speed.step_estimate(load, speed.audio_s_per_s)}"
-    if speed.device.startswith("cpu") and scorer_speed.trainer_on_gpu(config, environ):
+    if speed.device.startswith("cpu") and scorer_speed.trainer_on_gpu(config):
         return Check("scorer speed", True, f"{message}. The scorer runs on the CPU and the trainer on GPUs: restart "
                                            "it on a GPU of its own (audio-reward serve --device cuda)", warning=True)
     return Check("scorer speed", True, message)

@@ -66,7 +66,8 @@ class Variable:
 
 @dataclass(frozen=True)
 class Recipe:
-    name: str
+    """One recipe: what it trains, the environment variables it reads, its trainer overrides."""
+
     summary: str
     variables: tuple[Variable, ...]
     overrides: OverrideTable
@@ -106,7 +107,6 @@ def _common_tail(recipe: str) -> tuple[Variable, ...]:
 
 RECIPES: Mapping[str, Recipe] = MappingProxyType({
     "qwen3_tts_grpo": Recipe(
-        "qwen3_tts_grpo",
         "GRPO on Qwen3-TTS-12Hz-0.6B-Base codec-0, rewarded by the audio-reward scorer",
         (
             Variable("MODEL_PATH", "local Qwen3-TTS-12Hz-0.6B-Base folder", path=True),
@@ -130,7 +130,6 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType({
         TTS_OVERRIDES,
     ),
     "omni_thinker_grpo": Recipe(
-        "omni_thinker_grpo",
         "GRPO on the Qwen3-Omni thinker (LoRA or the full backbone) for audio multiple-choice QA",
         (
             Variable("MODEL_PATH", "local Qwen3-Omni-30B-A3B-Instruct folder", path=True),
@@ -268,8 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = argv[1:] if check else argv
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
-        for spec in RECIPES.values():
-            print(f"{spec.name}: {spec.summary}")
+        for name, spec in RECIPES.items():
+            print(f"{name}: {spec.summary}")
             for var in spec.variables:
                 print(f"  {var.name}: {var.help}{_default_note(var)}")
         return 0 if argv else 2
