@@ -43,7 +43,6 @@ Select them with::
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -51,6 +50,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ._verl import replay_buffers
+from .reward_curve import read_json_lines
 
 ReplayBuffer: Any
 ReplayBufferAsync: Any
@@ -111,15 +111,7 @@ def refuse_unsupported(base: type, problems: Sequence[str]) -> None:
 
 def read_failures(path: str | Path | None) -> list[dict[str, Any]]:
     """The failure records of ``failure_log`` (written by the reward manager), oldest first."""
-    if not path or not Path(path).is_file():
-        return []
-    records = []
-    for raw in Path(path).read_text(encoding="utf-8").splitlines():
-        try:
-            records.append(json.loads(raw))
-        except json.JSONDecodeError:
-            continue  # a line cut short by a crash
-    return records
+    return read_json_lines(path) if path and Path(path).is_file() else []
 
 
 class _FailClosedMixin:

@@ -143,6 +143,9 @@ def inspect_folder(path: str | Path) -> ModelFolder:
             folder.config = json.loads(config.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             folder.problems.append(f"{config} is not readable JSON: {exc}")
+        if not isinstance(folder.config, dict):
+            folder.problems.append(f"{config} holds no JSON object")
+            folder.config = {}
     folder.weight_files = sorted(folder.path.glob("*.safetensors"))
     index = folder.path / "model.safetensors.index.json"
     if index.is_file():

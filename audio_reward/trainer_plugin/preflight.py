@@ -71,14 +71,12 @@ from .recipes.overrides import (
     TTS_OVERRIDES,
     VAL_FILES,
 )
-from .scorer_speed import lookup
 from .settings import (
     CONFIG_BLOCK,
-    MASKING_ESTIMATORS,
     NO_URL,
-    FailurePolicy,
     PluginSettings,
     block_of,
+    lookup,
 )
 
 
@@ -181,7 +179,7 @@ def _scorer_check(url: str, info: dict[str, Any], config: Any) -> Check:
 
 
 def speed_check(url: str, info: dict[str, Any], config: Any, *, info_fn: Callable[[str], dict[str, Any]],
-                budget_s: float, environ: Mapping[str, str] | None = None) -> Check:
+                budget_s: float) -> Check:
     """The scorer's device, engine and throughput, and the seconds a training step's clips take it; a warning
     for a CPU scorer behind a GPU trainer (:mod:`.scorer_speed`)."""
     load = scorer_speed.step_load(config)
@@ -191,7 +189,7 @@ def speed_check(url: str, info: dict[str, Any], config: Any, *, info_fn: Callabl
         return Check("scorer speed", False, f"{url}: the scorer answered /v1/info but could not score the "
                                             f"throughput probe: {one_line(exc)}")
     message = f"{speed.describe()}; {scorer_speed.step_estimate(load, speed.audio_s_per_s)}"
-    if speed.device.startswith("cpu") and scorer_speed.trainer_on_gpu(config, environ):
+    if speed.device.startswith("cpu") and scorer_speed.trainer_on_gpu(config):
         return Check("scorer speed", True, f"{message}. The scorer runs on the CPU and the trainer on GPUs: restart "
                                            "it on a GPU of its own (audio-reward serve --device cuda)", warning=True)
     return Check("scorer speed", True, message)
@@ -281,7 +279,7 @@ def check_group_size(config: Any) -> list[Check]:
     return [Check("group size", True, f"adv_estimator={estimator}, rollout.n={n}")]
 
 
-def _manager_wiring(config: Any, fn_module: str | None, estimator: str) -> list[Check]:
+def _manager_wiring(config: Any, fn_module: str | None) -> list[Check]:
     """Our ``audio_score`` manager: its settings block, no reward function beside it, a masking estimator."""
     try:
         # A missing URL is the scorer check's to report; the rest of the block is checked here.
@@ -292,9 +290,9 @@ def _manager_wiring(config: Any, fn_module: str | None, estimator: str) -> list[
     if fn_module:
         checks.append(Check("reward", False, f"reward manager audio_score scores through the scorer and ignores "
                                              f"reward.custom_reward_function ({fn_module}); remove it"))
-    if settings.failure_policy is FailurePolicy.MASK and estimator not in MASKING_ESTIMATORS:
-        checks.append(Check("reward", False, f"failure_policy=mask needs {ADV_ESTIMATOR} in "
-                                             f"{list(MASKING_ESTIMATORS)}, got {estimator}"))
+    masking = settings.masking_problem(config)
+    if masking:
+        checks.append(Check("reward", False, masking))
     return checks or [Check("reward", True, f"audio_score manager, failure_policy={settings.failure_policy.value}")]
 
 
@@ -320,25 +318,13 @@ def _function_wiring(config: Any, fn_module: str | None) -> list[Check]:
 def check_reward_wiring(config: Any) -> list[Check]:
     fn_module = _module_of(lookup(config, REWARD_FN_PATH))
     if uses_audio_manager(config):
-        return _manager_wiring(config, fn_module, str(lookup(config, ADV_ESTIMATOR, "")))
+        return _manager_wiring(config, fn_module)
     return _function_wiring(config, fn_module)
 
 
-def _talker_width(model_path: Any) -> int | None:
-    """``talker_config.hidden_size`` from the model folder's ``config.json``; None when it cannot be read."""
-    from .model_folder import ModelFolder, speaker_width
-
-    if not model_path:
-        return None
-    config = Path(str(model_path)).expanduser() / "config.json"
-    try:
-        loaded = json.loads(config.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None  # the model check reports a missing or unreadable config
-    return speaker_width(ModelFolder(config.parent, config=loaded)) if isinstance(loaded, dict) else None
-
-
 def _speaker_problem(path: str, model_path: Any = None) -> str | None:
+    from .model_folder import inspect_folder, speaker_width
+
     file = Path(path).expanduser()
     if not file.is_file():
         return f"tts_spk_embed_path {file} does not exist (make one with `audio-reward tts-speaker REF.wav --out FILE`)"
@@ -350,8 +336,9 @@ def _speaker_problem(path: str, model_path: Any = None) -> str | None:
         return f"tts_spk_embed_path {file}: {exc}"
     if not vector:
         return f"tts_spk_embed_path {file} holds an empty vector"
-    # the rollout puts the vector in the talker's speaker slot: any other width fails at the first rollout
-    width = _talker_width(model_path)
+    # the rollout puts the vector in the talker's speaker slot: any other width fails at the first rollout (a
+    # missing or unreadable config.json gives no width here: the model check reports it)
+    width = speaker_width(inspect_folder(str(model_path))) if model_path else None
     if width is not None and len(vector) != width:
         return (f"tts_spk_embed_path {file} has {len(vector)} values, the talker of {model_path} takes {width} "
                 f"(talker_config.hidden_size): make it with this model (audio-reward tts-speaker REF.wav --out "
@@ -586,70 +573,35 @@ def check_model(config: Any) -> list[Check]:
     return [Check("model", False, p) for p in problems] or [Check("model", True, f"{path}: weights readable")]
 
 
+def _not_installed(name: object) -> str:
+    return (f"{name} is not installed in this environment ({sys.executable}); run preflight in the trainer "
+            "environment, where verl is (scripts/envs/verl.sh builds one)")
+
+
 def _guarded(name: str, check: Callable[[Any], list[Check]], config: Any) -> list[Check]:
     """``check(config)``; a library it needs that this environment lacks is its failed check, so the rest run."""
     try:
         return check(config)
     except ImportError as exc:
-        return [Check(name, False, f"{exc.name or exc} is not installed in this environment ({sys.executable}); "
-                                   "run preflight in the trainer environment (scripts/envs/verl.sh builds one)")]
+        return [Check(name, False, _not_installed(exc.name or exc))]
 
 
 def run_checks(config: Any, *, skip_server: bool = False, skip_data: bool = False,
                skip_model: bool = False) -> list[Check]:
     """Every check of ``config``; each reports its own problems, and none stops the others."""
+    skipped = {"model": skip_model, "scorer": skip_server, "data": skip_data}
     named: list[tuple[str, Callable[[Any], list[Check]]]] = [
         ("group size", check_group_size), ("reward", check_reward_wiring), ("rollout", check_rollout),
         ("verl-omni", check_omni_install), ("rollout correction", check_rollout_correction),
-        ("fail-closed", check_fail_closed)]
-    if not skip_model:
-        named.append(("model", check_model))
-    if not skip_server:
-        named.append(("scorer", check_server))
-    if not skip_data:
-        named.append(("data", check_data))
-    return [check for name, run in named for check in _guarded(name, run, config)]
+        ("fail-closed", check_fail_closed), ("model", check_model), ("scorer", check_server), ("data", check_data)]
+    return [check for name, run in named if not skipped.get(name) for check in _guarded(name, run, config)]
 
 
 def config_problem(exc: Exception) -> str:
     """Why a config did not compose, in one line; where hydra is missing, the environment to run preflight in."""
     if isinstance(exc, ModuleNotFoundError) and exc.name in ("hydra", "omegaconf"):
-        return (f"{exc.name} is not installed in this environment ({sys.executable}); run preflight in the "
-                "trainer environment, where verl is (scripts/envs/verl.sh builds one)")
+        return _not_installed(exc.name)
     return one_line(exc)
-
-
-def _override_value(text: str) -> Any:
-    """One override's value as Hydra reads it (``8`` an int, ``true`` a bool, ``[a,b]`` a list), through YAML."""
-    try:
-        import yaml
-    except ImportError:
-        return text
-    try:
-        return yaml.safe_load(text) if text else text
-    except yaml.YAMLError:
-        return text
-
-
-def overrides_config(overrides: Sequence[str]) -> dict[str, Any]:
-    """Hydra overrides (``[+|++]a.b=value``) as a nested mapping the checks read; deletions (``~a.b``) skipped.
-
-    What a recipe's checks run on where its launch config does not compose: the recipe's own settings,
-    without the defaults of verl-omni's ``omni_trainer``.
-    """
-    out: dict[str, Any] = {}
-    for override in overrides:
-        key, sep, text = override.lstrip("+").partition("=")
-        if not sep or key.startswith("~"):
-            continue
-        node = out
-        *parents, leaf = key.split(".")
-        for part in parents:
-            if not isinstance(node.get(part), dict):
-                node[part] = {}
-            node = node[part]
-        node[leaf] = _override_value(text)
-    return out
 
 
 def compose_for_checks(config: str, overrides: Sequence[str] = ()) -> tuple[Any | None, list[Check]]:
@@ -662,7 +614,7 @@ def compose_for_checks(config: str, overrides: Sequence[str] = ()) -> tuple[Any 
     problem, as ``run.sh``'s dry run lists every missing variable.  A YAML file that does not compose gives
     no config to check (None).
     """
-    from .recipes.launch import RECIPES, LaunchError, plan, resolve
+    from .recipes.launch import RECIPES, LaunchError, overrides_config, plan, resolve
 
     try:
         return load_config(config, overrides), []
@@ -686,14 +638,11 @@ def compose_for_checks(config: str, overrides: Sequence[str] = ()) -> tuple[Any 
 
 def omni_config_dir() -> Path:
     """verl-omni's Hydra config folder: the installed package's, else ``$VERL_OMNI_SRC/verl_omni/trainer/config``."""
-    spec = importlib.util.find_spec("verl_omni")
-    if spec is not None and spec.origin:
-        return Path(spec.origin).resolve().parent / "trainer" / "config"
+    package = package_dir()
+    if package is not None and (package / "trainer" / "config" / "omni_trainer.yaml").is_file():
+        return package / "trainer" / "config"
     source = os.environ.get("VERL_OMNI_SRC")
     if source:
-        path = Path(source).expanduser() / "verl_omni" / "trainer" / "config"
-        if (path / "omni_trainer.yaml").is_file():
-            return path
         raise FileNotFoundError(f"VERL_OMNI_SRC={source} has no verl_omni/trainer/config/omni_trainer.yaml")
     raise ModuleNotFoundError("the recipes launch verl-omni's omni_trainer config: install verl-omni in this "
                               "environment (docs/training.md) or set VERL_OMNI_SRC to a checkout of it")

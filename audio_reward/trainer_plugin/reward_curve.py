@@ -60,6 +60,17 @@ def _val_reward(data: dict[str, Any]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def read_json_lines(path: str | Path) -> list[Any]:
+    """The JSON value of each line of a JSON-lines file, oldest first; a line cut short by a crash is skipped."""
+    values = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        try:
+            values.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return values
+
+
 def add_window_means(curve: list[dict[str, Any]], window: int = WINDOW) -> list[dict[str, Any]]:
     """Set each record's ``reward_mean_window``: the mean ``reward_mean`` of the steps in ``(step - window,
     step]``, None until the window lies inside the run (or when no step in it logged a reward)."""
@@ -80,11 +91,7 @@ def read_curve(metrics_path: str | Path, window: int = WINDOW) -> list[dict[str,
     ``window`` steps, :func:`add_window_means`), ``val_reward_mean`` and the :data:`CARRIED` figures (None
     where the step did not log one)."""
     by_step: dict[int, dict[str, Any]] = {}
-    for line in Path(metrics_path).read_text(encoding="utf-8").splitlines():
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line cut short by a crash
+    for entry in read_json_lines(metrics_path):
         data, step = entry.get("data") or {}, entry.get("step")
         if not isinstance(step, int):
             continue

@@ -27,19 +27,13 @@ from ..scorer_client.client_cache import ClientCache
 from ._verl import reward_manager_base
 from .remote_scorer import AudioRewardScorer, record_failure
 from .samples import MissingFieldError, SampleError, audio_sample_from_item, group_uid, sample_label, target_text
-from .settings import MASKING_ESTIMATORS, FailurePolicy, PluginSettings
+from .settings import PluginSettings
 from .validation_log import ValidationLogger
 
 logger = logging.getLogger(__name__)
 
 REGISTERED_NAME = "audio_score"
 """Name of the manager in verl's reward-manager registry."""
-
-
-def _adv_estimator(config: Any) -> str | None:
-    algorithm = config.get("algorithm") if hasattr(config, "get") else None
-    value = algorithm.get("adv_estimator") if algorithm is not None and hasattr(algorithm, "get") else None
-    return None if value is None else str(getattr(value, "value", value))
 
 
 def _step(data: Any) -> int | None:
@@ -68,12 +62,10 @@ class AudioScoreRewardMixin:
     def __init__(self, config: Any, tokenizer: Any, compute_score: Any = None, **_: Any) -> None:
         super().__init__(config, tokenizer, compute_score)  # type: ignore[call-arg]  # verl's RewardManagerBase
         self.settings = PluginSettings.from_config(config)
-        estimator = _adv_estimator(config)
-        if self.settings.failure_policy is FailurePolicy.MASK and estimator not in MASKING_ESTIMATORS:
-            raise ValueError(
-                f"reward.audio_reward.failure_policy=mask needs algorithm.adv_estimator in {list(MASKING_ESTIMATORS)} "
-                f"(got {estimator!r}): other estimators would treat a failed sample's reward as a measurement"
-            )
+        masking = self.settings.masking_problem(config)
+        if masking:
+            raise ValueError(f"reward.audio_reward.{masking}: other estimators would treat a failed sample's reward as "
+                             "a measurement")
         self._clients = ClientCache(max_clients=1)
         self._scorer: AudioRewardScorer | None = None
         self.validation = ValidationLogger(self.settings.validation_dir, self.settings.validation_max_wavs,

@@ -15,11 +15,14 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any
 
 import numpy as np
+
+from .recipes.overrides import GROUP_SIZE, PIPELINE_NAME, TTS_OVERRIDES
+from .settings import lookup
 
 PROBE_BUDGET_VARIABLE = "AUDIO_REWARD_PREFLIGHT_PROBE_S"
 """Seconds the pre-flight may spend measuring a scorer that has measured nothing yet; 0 reads /v1/info only."""
@@ -28,22 +31,9 @@ PROBE_DEFAULT_CLIP_S = 10.0
 """Probe clip length when the config does not say how long its audio gets."""
 TTS_CODEC_HZ = 12.5
 """Qwen3-TTS codec-0 frames per second: ``data.max_response_length`` frames are this many times fewer seconds."""
-TTS_PIPELINE = "qwen3_tts_rl"
-PIPELINE_KEY = "actor_rollout_ref.rollout.engine_kwargs.vllm_omni.pipeline_name"
 _PROBE_CLIP = "probe_speech.flac"
 _PROBE_TEXT = "The quick brown fox jumps over the lazy dog."
 _PROBE_GAP_S = 0.25
-
-
-def lookup(config: Any, dotted: str, default: Any = None) -> Any:
-    """``config``'s value at the dotted key (a verl/OmegaConf tree or plain mappings); ``default`` where a key
-    on the way is missing or the value is None."""
-    node = config
-    for part in dotted.split("."):
-        if node is None or not hasattr(node, "get"):
-            return default
-        node = node.get(part)
-    return default if node is None else node
 
 
 @dataclass(frozen=True)
@@ -75,9 +65,10 @@ def step_load(config: Any) -> StepLoad | None:
     prompts = lookup(config, "data.train_batch_size")
     if prompts is None:
         return None
-    group = int(lookup(config, "actor_rollout_ref.rollout.n", 1))
+    group = int(lookup(config, GROUP_SIZE, 1))
     frames = lookup(config, "data.max_response_length")
-    seconds = int(frames) / TTS_CODEC_HZ if frames and str(lookup(config, PIPELINE_KEY, "")) == TTS_PIPELINE else None
+    tts = str(lookup(config, PIPELINE_NAME, "")) == TTS_OVERRIDES.value(PIPELINE_NAME)
+    seconds = int(frames) / TTS_CODEC_HZ if frames and tts else None
     return StepLoad(int(prompts), group, seconds)
 
 
@@ -158,9 +149,9 @@ def measure(url: str, info: Mapping[str, Any], load: StepLoad | None, *, budget_
                         str(engine.get("model_id") or "?"), None, "")
     known = measured_rate(info)
     if known is not None:
-        return _with(speed, known[0], f"measured on the {known[1]} utterances it has served")
+        return replace(speed, audio_s_per_s=known[0], how=f"measured on the {known[1]} utterances it has served")
     if budget_s <= 0:
-        return _with(speed, None, f"not measured yet; {PROBE_BUDGET_VARIABLE}=0 skips the probe")
+        return replace(speed, how=f"not measured yet; {PROBE_BUDGET_VARIABLE}=0 skips the probe")
     limits: Mapping[str, Any] = info["limits"] if isinstance(info.get("limits"), Mapping) else {}
     longest = float(limits.get("max_audio_seconds") or PROBE_DEFAULT_CLIP_S)
     seconds = min(load.max_audio_s if load and load.max_audio_s else PROBE_DEFAULT_CLIP_S, longest)
@@ -174,11 +165,7 @@ def measure(url: str, info: Mapping[str, Any], load: StepLoad | None, *, budget_
         rate, clips = _score_probe(url, batch, seconds, timeout=max(120.0, 4 * budget_s)), 1 + batch
     served = measured_rate(info_fn(url))  # the scorer's own measure (engine busy time) over the probe
     how = f"measured by a probe of {clips} clips of {seconds:.1f} s of speech"
-    return _with(speed, served[0] if served is not None else rate, how)
-
-
-def _with(speed: ScorerSpeed, rate: float | None, how: str) -> ScorerSpeed:
-    return ScorerSpeed(speed.url, speed.device, speed.engine, speed.model, rate, how)
+    return replace(speed, audio_s_per_s=served[0] if served is not None else rate, how=how)
 
 
 def probe_budget(environ: Mapping[str, str] | None = None) -> float:
@@ -189,7 +176,7 @@ def probe_budget(environ: Mapping[str, str] | None = None) -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise ValueError(f"{PROBE_BUDGET_VARIABLE}={raw!r}: give seconds (0: no probe)") from None
+        value = math.nan  # refused below, as a negative or infinite value is
     if not math.isfinite(value) or value < 0:
         raise ValueError(f"{PROBE_BUDGET_VARIABLE}={raw!r}: give seconds (0: no probe)")
     return value

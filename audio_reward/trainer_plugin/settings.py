@@ -172,6 +172,14 @@ class PluginSettings(BaseSettings):
         except ValidationError as exc:
             raise ValueError("; ".join(validation_reasons(exc))) from None
 
+    def masking_problem(self, config: Any) -> str | None:
+        """Why ``failure_policy=mask`` cannot run under the verl ``config``'s advantage estimator; None if it can."""
+        value = lookup(config, "algorithm.adv_estimator")
+        estimator = None if value is None else str(getattr(value, "value", value))  # verl may give its enum
+        if self.failure_policy is FailurePolicy.MASK and estimator not in MASKING_ESTIMATORS:
+            return f"failure_policy=mask needs algorithm.adv_estimator in {list(MASKING_ESTIMATORS)}, got {estimator}"
+        return None
+
     def describe(self) -> dict[str, Any]:
         """Plain values for the start-up log line, the API key masked."""
         client = self.client.model_dump(mode="json")
@@ -179,8 +187,17 @@ class PluginSettings(BaseSettings):
         return {**self.model_dump(mode="json", exclude={"client"}), "client": client}
 
 
+def lookup(config: Any, dotted: str, default: Any = None) -> Any:
+    """``config``'s value at the dotted key (a verl/OmegaConf tree or plain mappings); ``default`` where a key
+    on the way is missing or the value is None."""
+    node = config
+    for part in dotted.split("."):
+        if node is None or not hasattr(node, "get"):
+            return default
+        node = node.get(part)
+    return default if node is None else node
+
+
 def block_of(config: Any) -> dict[str, Any]:
     """The plain ``reward.audio_reward`` mapping of a verl config (empty when absent)."""
-    reward = config.get("reward") if hasattr(config, "get") else None
-    block = reward.get(CONFIG_BLOCK) if reward is not None and hasattr(reward, "get") else None
-    return _to_plain(block) or {}
+    return _to_plain(lookup(config, f"reward.{CONFIG_BLOCK}")) or {}

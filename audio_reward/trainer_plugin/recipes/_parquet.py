@@ -6,7 +6,7 @@ import json
 import random
 import sys
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -73,18 +73,31 @@ def normalize_text(text: str) -> str:
     return " ".join(kept.split())
 
 
-def split_records(records: list[dict[str, Any]], val_size: int, seed: int) -> tuple[list, list]:
-    """A seeded split into train and validation that share no normalised text.
+def split_for_training(records: list[dict[str, Any]], val_size: int, seed: int) -> tuple[list, list]:
+    """A seeded split into train and validation that share no id and no normalised text.
 
-    Records with the same normalised text form one group, and a group goes to
-    one side whole: a repeated sentence never lands on both sides.  Groups
-    are shuffled with ``seed``; validation takes whole groups until it holds
-    at least ``val_size`` records (fewer when no group fits without taking
-    every record).  Each record keeps its position in the input as
-    ``_position``, the default id, so ids are unique across both splits.
+    Explicit ``id`` fields must be unique in the input, so no id names a
+    train row and a validation row.  Records with the same normalised text
+    form one group, and a group goes to one side whole: a repeated sentence
+    never lands on both sides.  Groups are shuffled with ``seed``;
+    validation takes whole groups until it holds at least ``val_size``
+    records.  A ``--val-size`` that leaves fewer training rows than
+    validation rows is refused.  Each record keeps its position in the input
+    as ``_position``, the default id, so ids are unique across both splits.
     """
-    if not 0 <= val_size < len(records):
-        raise ValueError(f"val_size must be in [0, {len(records) - 1}] for {len(records)} records, got {val_size}")
+    seen: dict[str, int] = {}
+    for position, record in enumerate(records):
+        if "id" in record:
+            key = str(record["id"])
+            if key in seen:
+                raise ValueError(f"id {key!r} appears in records {seen[key]} and {position}: ids must be unique")
+            seen[key] = position
+    if val_size < 0:
+        raise ValueError(f"--val-size must be 0 or more, got {val_size}")
+    most = len(records) // 2
+    if val_size > most:
+        raise ValueError(f"--val-size {val_size} would leave fewer training rows than validation rows: the input "
+                         f"holds {len(records)} records; give --val-size {most} or less")
     groups: dict[str, list[dict[str, Any]]] = {}
     for position, record in enumerate(records):
         text = record.get("text")
@@ -100,18 +113,6 @@ def split_records(records: list[dict[str, Any]], val_size: int, seed: int) -> tu
             val.extend(group)
         else:
             train.extend(group)
-    return train, val
-
-
-def split_for_training(records: list[dict[str, Any]], val_size: int, seed: int) -> tuple[list, list]:
-    """:func:`split_records`, refusing a ``--val-size`` that leaves fewer training rows than validation rows."""
-    if val_size < 0:
-        raise ValueError(f"--val-size must be 0 or more, got {val_size}")
-    most = len(records) // 2
-    if val_size > most:
-        raise ValueError(f"--val-size {val_size} would leave fewer training rows than validation rows: the input "
-                         f"holds {len(records)} records; give --val-size {most} or less")
-    train, val = split_records(records, val_size, seed)
     if len(train) < len(val):
         raise ValueError(f"--val-size {val_size} would leave {len(train)} training rows and {len(val)} validation "
                          "rows (repeated sentences stay on one side); give a smaller --val-size")
@@ -141,17 +142,6 @@ def prepare(make_rows: Callable[[], tuple[list[dict[str, Any]], list[dict[str, A
     print(f"wrote {n_train} train rows to {out_dir / 'train.parquet'} and {n_val} validation rows to "
           f"{out_dir / 'val.parquet'}")
     return 0
-
-
-def check_unique_ids(records: Sequence[dict[str, Any]]) -> None:
-    """Explicit ``id`` fields must be unique in the input, so no id names a train row and a validation row."""
-    seen: dict[str, int] = {}
-    for position, record in enumerate(records):
-        if "id" in record:
-            key = str(record["id"])
-            if key in seen:
-                raise ValueError(f"id {key!r} appears in records {seen[key]} and {position}: ids must be unique")
-            seen[key] = position
 
 
 def write_parquet(rows: Iterable[dict[str, Any]], path: str | Path) -> int:

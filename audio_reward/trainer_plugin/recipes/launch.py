@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from .overrides import (
     BACKBONES,
@@ -65,7 +66,8 @@ class Variable:
 
 @dataclass(frozen=True)
 class Recipe:
-    name: str
+    """One recipe: what it trains, the environment variables it reads, its trainer overrides."""
+
     summary: str
     variables: tuple[Variable, ...]
     overrides: OverrideTable
@@ -94,15 +96,17 @@ def _external_modules(environ: Mapping[str, str]) -> str:
     return ",".join([*present, *(m for m in EXTERNAL_MODULES if m not in present)])
 
 
-_COMMON_TAIL = (
-    Variable("OUTPUT_DIR", "checkpoints, validation artifacts and logs", default=""),
-    Variable("MAX_FAILED_GROUPS", "failed GRPO groups tolerated before the run stops (0: stop at the first)",
-             default="0"),
-)
+def _common_tail(recipe: str) -> tuple[Variable, ...]:
+    """The variables every recipe reads after its own."""
+    return (
+        Variable("OUTPUT_DIR", "checkpoints, validation artifacts and logs", default=f"outputs/{recipe}"),
+        Variable("MAX_FAILED_GROUPS", "failed GRPO groups tolerated before the run stops (0: stop at the first)",
+                 default="0"),
+    )
+
 
 RECIPES: Mapping[str, Recipe] = MappingProxyType({
     "qwen3_tts_grpo": Recipe(
-        "qwen3_tts_grpo",
         "GRPO on Qwen3-TTS-12Hz-0.6B-Base codec-0, rewarded by the audio-reward scorer",
         (
             Variable("MODEL_PATH", "local Qwen3-TTS-12Hz-0.6B-Base folder", path=True),
@@ -121,12 +125,11 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType({
             Variable("TEST_FREQ", "validate every N updates", default="20"),
             Variable("SAVE_FREQ", "checkpoint every N updates", default="20"),
             Variable("RESUME_MODE", "verl trainer.resume_mode", default="auto"),
-            *_COMMON_TAIL,
+            *_common_tail("qwen3_tts_grpo"),
         ),
         TTS_OVERRIDES,
     ),
     "omni_thinker_grpo": Recipe(
-        "omni_thinker_grpo",
         "GRPO on the Qwen3-Omni thinker (LoRA or the full backbone) for audio multiple-choice QA",
         (
             Variable("MODEL_PATH", "local Qwen3-Omni-30B-A3B-Instruct folder", path=True),
@@ -138,7 +141,7 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType({
                      "of the thinker, lr 1e-6)", default=LORA, choices=BACKBONES),
             Variable("TIS_THRESHOLD", "truncated importance sampling through verl's rollout correction, weights "
                      "clamped at this value (2.0 is verl's default); empty: off", default=""),
-            *_COMMON_TAIL,
+            *_common_tail("omni_thinker_grpo"),
         ),
         THINKER_OVERRIDES,
     ),
@@ -164,8 +167,6 @@ def resolve(name: str, environ: Mapping[str, str] | None = None, *, strict: bool
     problems: list[str] = []
     for var in spec.variables:
         value = environ.get(var.name) or (var.default if var.default is not None else "")
-        if var.name == "OUTPUT_DIR" and not value:
-            value = f"outputs/{name}"
         if not value and var.default is None:
             problems.append(f"set {var.name} ({var.help})")
         elif var.path and value and not Path(value).expanduser().exists():
@@ -204,34 +205,59 @@ def plan(name: str, overrides: Sequence[str] = (), environ: Mapping[str, str] | 
     return LaunchPlan(env=env, overrides=[*spec.overrides.render(values), *overrides])
 
 
-def _last(overrides: Sequence[str], key: str, default: str) -> str:
-    value = default
+def _override_value(text: str) -> Any:
+    """One override's value as Hydra reads it (``8`` an int, ``true`` a bool, ``[a,b]`` a list), through YAML."""
+    try:
+        import yaml
+    except ImportError:
+        return text
+    try:
+        return yaml.safe_load(text) if text else text
+    except yaml.YAMLError:
+        return text
+
+
+def overrides_config(overrides: Sequence[str]) -> dict[str, Any]:
+    """Hydra overrides (``[+|++]a.b=value``) as a nested mapping the checks read; deletions (``~a.b``) skipped.
+
+    What a recipe's checks run on where its launch config does not compose: the recipe's own settings,
+    without the defaults of verl-omni's ``omni_trainer``.
+    """
+    out: dict[str, Any] = {}
     for override in overrides:
-        name, _, rest = override.lstrip("+").partition("=")
-        if name == key:
-            value = rest
-    return value
+        key, sep, text = override.lstrip("+").partition("=")
+        if not sep or key.startswith("~"):
+            continue
+        node = out
+        *parents, leaf = key.split(".")
+        for part in parents:
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
+        node[leaf] = _override_value(text)
+    return out
 
 
 def check_run(launch: LaunchPlan) -> list[str]:
     """Problems of a finished run that the trainer does not report: validation steps that wrote no audio."""
-    audio_dir = _last(launch.overrides, VALIDATION_AUDIO_DIR, "")
+    from ..settings import lookup
+
+    config = overrides_config(launch.overrides)
+    audio_dir = lookup(config, VALIDATION_AUDIO_DIR)
     if not audio_dir:
         return []
-    validated = (_last(launch.overrides, VAL_BEFORE_TRAIN, "true").lower() == "true"
-                 or int(_last(launch.overrides, TEST_FREQ, "-1")) > 0)
+    validated = (str(lookup(config, VAL_BEFORE_TRAIN, "true")).lower() == "true"
+                 or int(lookup(config, TEST_FREQ, -1)) > 0)
     if not validated:
         return []
     from ..validation_log import ValidationLogger
 
-    return ValidationLogger(audio_dir).problems()
+    return ValidationLogger(str(audio_dir)).problems()
 
 
-def _default_note(spec: Recipe, var: Variable) -> str:
+def _default_note(var: Variable) -> str:
     if var.default is None:
         return ""
-    if var.name == "OUTPUT_DIR":
-        return f" (default outputs/{spec.name})"
     return f" (default {var.default})" if var.default else " (optional)"
 
 
@@ -241,10 +267,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = argv[1:] if check else argv
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
-        for spec in RECIPES.values():
-            print(f"{spec.name}: {spec.summary}")
+        for name, spec in RECIPES.items():
+            print(f"{name}: {spec.summary}")
             for var in spec.variables:
-                print(f"  {var.name}: {var.help}{_default_note(spec, var)}")
+                print(f"  {var.name}: {var.help}{_default_note(var)}")
         return 0 if argv else 2
     try:
         launch = plan(argv[0], argv[1:])

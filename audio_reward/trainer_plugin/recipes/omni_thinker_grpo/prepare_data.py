@@ -59,7 +59,7 @@ from typing import Any
 
 from audio_reward.scoring.choice import ground_truth_letter, parse_options
 
-from .._parquet import check_unique_ids, prepare, read_records, split_for_training
+from .._parquet import prepare, read_records, split_for_training
 
 DATA_SOURCE = "avqa"
 SYSTEM_PROMPT = (
@@ -230,7 +230,6 @@ def load(source: Path, val_size: int | None, seed: int) -> tuple[Rows, Rows, Cou
     dropped = None
     if is_avqa_r1(records):
         records, dropped = convert_avqa_r1(records, base, str(source))
-    check_unique_ids(records)
     train, val = split_for_training(records, DEFAULT_VAL_SIZE if val_size is None else val_size, seed)
     return ([to_row(r, i, "train", base) for i, r in enumerate(train)],
             [to_row(r, i, "val", base) for i, r in enumerate(val)], dropped)

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ...samples import SPEAKER_REFERENCE_KEY
-from .._parquet import check_unique_ids, prepare, read_records, split_for_training
+from .._parquet import prepare, read_records, split_for_training
 
 DATA_SOURCE = "tts_cer"
 SEED_LIMIT = 2**31 - 1
@@ -60,7 +60,7 @@ def to_row(record: dict[str, Any], index: int, split: str, default_language: str
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"record {index} has no non-empty 'text': {record!r}")
     text = " ".join(text.split())
-    # The default id is the record's line in the input (split_records keeps it), unique across both splits.
+    # The default id is the record's line in the input (split_for_training keeps it), unique across both splits.
     rid = record.get("id", record.get("_position", index))
     voice = [name for name in VOICE_FIELDS if record.get(name) not in (None, "")]
     if voice:
@@ -112,7 +112,6 @@ def main(argv: list[str] | None = None) -> int:
 
     def rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         records = read_records(args.input)
-        check_unique_ids(records)
         train, val = split_for_training(records, args.val_size, args.seed)
         return ([to_row(r, i, "train", args.language, reference, args.seed) for i, r in enumerate(train)],
                 [to_row(r, i, "val", args.language, reference, args.seed) for i, r in enumerate(val)])
