@@ -57,11 +57,11 @@ class UnauthorizedError(ServerError):
     fixed_headers: ClassVar[dict[str, str]] = {"WWW-Authenticate": "Bearer"}
 
 
-class NotFoundError(ServerError):
-    """A named resource this server does not have (an OpenAI model id); unknown paths are starlette's 404."""
+class ModelNotFoundError(ServerError):
+    """A model id the OpenAI-compatible routes do not serve; unknown paths are starlette's 404 ``not_found``."""
 
     status = 404
-    code = "not_found"
+    code = "model_not_found"
 
 
 class PayloadTooLargeError(ServerError):
