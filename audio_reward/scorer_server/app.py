@@ -187,14 +187,13 @@ def build_app(settings: ServerConfig, engine: ASREngine | None = None, *, engine
         signals=signals,
         metrics=server_metrics,
         pipeline=ScoringPipeline(engine_client=engine_client, normalizer=normalizer, policy=settings.reward,
-                                 metrics=server_metrics, limits=settings.limits,
-                                 request_timeout_s=settings.request_timeout_s, signals=signals),
+                                 metrics=server_metrics, limits=settings.limits, signals=signals),
         transcriptions=TranscriptionService(
             engine_client=engine_client, metrics=server_metrics, model=settings.model,
             served_model_name=settings.served_model_name, max_audio_seconds=settings.max_audio_seconds,
             max_audio_bytes=settings.max_audio_bytes,
         ),
-        server_info=ServerInfo(settings, engine_client, normalizer, settings.reward, signals, _endpoints()),
+        server_info=ServerInfo(settings, engine_client, normalizer, signals, _endpoints()),
         engine_preloaded=engine_preloaded,
     )
     app = offline_docs_app(

@@ -57,3 +57,17 @@ def pick_device(engine: str, device: str) -> DevicePick:
     if count <= 0:
         return DevicePick("cpu", f"auto: {library} sees no CUDA device")
     return DevicePick("cuda", f"auto: {library} sees {count} CUDA device{'s' if count > 1 else ''}")
+
+
+def set_up_torch(device: str, cpu_threads: int) -> str:
+    """torch's CPU threads set to ``cpu_threads`` (unless 0), and the device a torch model runs on: ``device``,
+    with ``auto`` read as cuda when a GPU is visible, else cpu; a CUDA device torch does not see is refused."""
+    import torch
+
+    if cpu_threads:
+        torch.set_num_threads(cpu_threads)
+    if device == AUTO:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(f"device {device!r} requested but torch sees no CUDA device")
+    return device

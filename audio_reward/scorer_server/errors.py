@@ -9,7 +9,7 @@ whether a client should retry; :func:`error_body` renders the protocol's
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 from audio_reward.protocol import ErrorDetail, ErrorResponse, ProtocolError
 
@@ -20,11 +20,13 @@ class ServerError(Exception):
     status: int = 500
     code: str = "internal_error"
     retryable: bool = False
+    fixed_headers: ClassVar[dict[str, str]] = {}
+    """Headers every answer of this class carries (a per-error ``headers`` argument adds to them)."""
 
     def __init__(self, message: str, *, headers: dict[str, str] | None = None, path: str | None = None) -> None:
         super().__init__(message)
         self.message = message
-        self.headers = headers or {}
+        self.headers = {**self.fixed_headers, **(headers or {})}
         self.path = path
 
 
@@ -52,16 +54,14 @@ class UnknownSpeakerReferenceError(ServerError):
 class UnauthorizedError(ServerError):
     status = 401
     code = "unauthorized"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, headers={"WWW-Authenticate": "Bearer"})
+    fixed_headers: ClassVar[dict[str, str]] = {"WWW-Authenticate": "Bearer"}
 
 
-class NotFoundError(ServerError):
-    """A named resource this server does not have (an OpenAI model id); unknown paths are starlette's 404."""
+class ModelNotFoundError(ServerError):
+    """A model id the OpenAI-compatible routes do not serve; unknown paths are starlette's 404 ``not_found``."""
 
     status = 404
-    code = "not_found"
+    code = "model_not_found"
 
 
 class PayloadTooLargeError(ServerError):
@@ -77,9 +77,7 @@ class BodyTimeoutError(ServerError):
     status = 408
     code = "body_timeout"
     retryable = True
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, headers={"Connection": "close"})
+    fixed_headers: ClassVar[dict[str, str]] = {"Connection": "close"}
 
 
 class UnsupportedMediaTypeError(ServerError):
@@ -143,18 +141,13 @@ class SignalError(ServerError):
     retryable = True
 
 
-def error_body(code: str, message: str, *, retryable: bool, request_id: str | None = None,
-               path: str | None = None) -> dict[str, Any]:
-    """The protocol's error object (validated by :class:`ErrorResponse`)."""
-    detail = ErrorDetail(code=code, message=message, retryable=retryable, request_id=request_id, path=path)
+def error_body(code: str, message: str, *, retryable: bool, request_id: str | None = None) -> dict[str, Any]:
+    """The protocol's error object (validated by :class:`ErrorResponse`; a field left None is not sent)."""
+    detail = ErrorDetail(code=code, message=message, retryable=retryable, request_id=request_id)
     return ErrorResponse(error=detail).model_dump(exclude_none=True)
 
 
 def error_response(exc: ServerError, request_id: str | None = None) -> ErrorResponse:
-    """``exc`` as the protocol's error answer (a field left None is not sent)."""
+    """``exc`` as the protocol's error answer (dump it with ``exclude_none``: a field left None is not sent)."""
     return ErrorResponse(error=ErrorDetail(code=exc.code, message=exc.message, retryable=exc.retryable,
                                            request_id=request_id, path=exc.path))
-
-
-def server_error_body(exc: ServerError, request_id: str | None = None) -> dict[str, Any]:
-    return error_response(exc, request_id).model_dump(exclude_none=True)

@@ -6,7 +6,8 @@ and implement ``transcribe_batch_sync``; it runs in a worker thread so the
 event loop never blocks.  A threaded engine may split a batch into CPU work
 that can run ahead (``prepare_sync``: log-Mel features) and the model call
 (``transcribe_prepared_sync``), and say so (``splits_batches``); the two run on separate pools, so the next
-batch's features are computed while the current batch is on the device.
+batch's features are computed while the current batch is on the device (and a batch that arrives while the
+device is idle goes to the model thread whole, in one hop).
 Engines with their own scheduler (vLLM) implement ``transcribe`` directly and
 say ``schedules_itself``: the server then hands them every utterance on
 arrival instead of batching (see :mod:`..service.scheduler`).
@@ -235,6 +236,7 @@ class ThreadedEngine(ASREngine):
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="asr")
         self._feature_pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=feature_workers or min(4, os.cpu_count() or 1), thread_name_prefix="asr-features")
+        self._batches_in_engine = 0  # on the event loop only
 
     def transcribe_batch_sync(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
         """Blocking transcription of one batch; an engine implements it or the two halves it runs by default."""
@@ -252,12 +254,24 @@ class ThreadedEngine(ASREngine):
         return self.transcribe_batch_sync(batch)
 
     async def transcribe(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
+        """One thread hop when the model is idle; features ahead on the CPU pool only while it is busy.
+
+        Computing a batch's features on the feature pool pays off only while another batch holds the model
+        thread (two batches in flight, as on a GPU).  With the model idle (always on the CPU, where one batch
+        is in flight, and at concurrency 1 everywhere) that is two extra hops between the event loop and the
+        pools for nothing, so the whole batch goes to the model thread at once.
+        """
         loop = asyncio.get_running_loop()
         items = list(batch)
-        if not self.splits_batches:
-            return await loop.run_in_executor(self._pool, self.transcribe_batch_sync, items)
-        prepared = await loop.run_in_executor(self._feature_pool, self.prepare_sync, items)
-        return await loop.run_in_executor(self._pool, self.transcribe_prepared_sync, items, prepared)
+        ahead = self.splits_batches and self._batches_in_engine > 0
+        self._batches_in_engine += 1
+        try:
+            if not ahead:
+                return await loop.run_in_executor(self._pool, self.transcribe_batch_sync, items)
+            prepared = await loop.run_in_executor(self._feature_pool, self.prepare_sync, items)
+            return await loop.run_in_executor(self._pool, self.transcribe_prepared_sync, items, prepared)
+        finally:
+            self._batches_in_engine -= 1
 
     def warmup(self) -> None:
         self.transcribe_batch_sync([TranscriptionInput(np.zeros(ENGINE_SAMPLE_RATE, dtype=np.float32))])

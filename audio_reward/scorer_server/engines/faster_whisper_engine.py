@@ -19,12 +19,11 @@ is detected from that same encoder output (as faster-whisper's own
 ``detect_language`` does with the output of its ``encode``), then decoded.
 The log-Mel features are computed in ``prepare_sync``, on the CPU pool,
 while the previous batch runs; when no batch is running, the whole call
-goes to the model thread in one hop (:meth:`FasterWhisperEngine.transcribe`).
+goes to the model thread in one hop (:meth:`.ThreadedEngine.transcribe`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -80,7 +79,6 @@ class FasterWhisperEngine(ThreadedEngine):
         self._model: Any = None
         self._tokenizers: dict[str | None, Any] = {}
         self._batched = bool(self.options["batched"])
-        self._batches_in_engine = 0  # on the event loop only
         self.info = EngineInfo("faster-whisper", config.model, device=config.device, compute_type=config.compute_type)
 
     def load(self) -> None:
@@ -210,24 +208,6 @@ class FasterWhisperEngine(ThreadedEngine):
             ids = result.sequences_ids[0]
             out.append(Transcription(tok.decode(ids).strip(), lang, len(ids)))
         return out
-
-    async def transcribe(self, batch: Sequence[TranscriptionInput]) -> list[Transcription]:
-        """One thread hop when the model is idle; features ahead on the CPU pool only while it is busy.
-
-        Computing a batch's features on the feature pool pays off only while another batch holds the model
-        thread (two batches in flight, as on a GPU).  With the model idle (always on the CPU, where one batch
-        is in flight, and at concurrency 1 everywhere) that is two extra hops between the event loop and the
-        pools for nothing, so the whole batch goes to the model thread at once.
-        """
-        items = list(batch)
-        busy = self._batches_in_engine > 0
-        self._batches_in_engine += 1
-        try:
-            if busy:
-                return await super().transcribe(items)
-            return await asyncio.get_running_loop().run_in_executor(self._pool, self.transcribe_batch_sync, items)
-        finally:
-            self._batches_in_engine -= 1
 
     def warmup(self) -> None:
         # Two passes: the first pays CTranslate2's lazy allocations, the second checks a batch of two.

@@ -25,6 +25,7 @@ import numpy as np
 
 from audio_reward.extras import install_hint
 
+from ..devices import set_up_torch
 from . import qwen3_asr
 from .base import (
     ENGINE_SAMPLE_RATE,
@@ -51,16 +52,6 @@ _DTYPES = {
     "bfloat16": "bfloat16", "bf16": "bfloat16",
     "float32": "float32", "fp32": "float32", "float": "float32",
 }
-
-
-def resolve_device(device: str) -> str:
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError(f"device {device!r} requested but torch sees no CUDA device")
-    return device
 
 
 def resolve_dtype(compute_type: str, device: str, architecture: str) -> torch.dtype:
@@ -254,11 +245,9 @@ class TransformersEngine(ThreadedEngine):
 
         if self.config.beam_size != 1:
             raise ValueError("the transformers engine decodes greedily: set beam_size to 1")
-        if self.config.cpu_threads > 0:
-            torch.set_num_threads(self.config.cpu_threads)
+        device = set_up_torch(self.config.device, self.config.cpu_threads)  # its threads convert a checkpoint too
         checkpoint = resolve_transformers_checkpoint(self.config.model)
         architecture = checkpoint_architecture(checkpoint.path)
-        device = resolve_device(self.config.device)
         dtype = resolve_dtype(self.config.compute_type, device, architecture)
         backend_cls = _Qwen3ASRBackend if architecture == "qwen3_asr" else _WhisperBackend
         load_kwargs = {"attn_implementation": self.options["attn_implementation"]} \

@@ -331,14 +331,15 @@ class VLLMEngine(ASREngine):
         output handler to it.)
         """
 
-    async def _final(self, prompt: Any, params: Any) -> Any:
+    async def _completion(self, prompt: Any, params: Any) -> Any:
+        """The request's one completion (``outputs[0]`` of its final output)."""
         assert self._client is not None
         final = None
         async for output in self._client.generate(prompt, params, f"ar-{uuid.uuid4().hex}"):
             final = output
         if final is None:
             raise RuntimeError("vLLM returned no output for a request")
-        return final
+        return final.outputs[0]
 
     async def _transcribe_whisper_detecting(self, item: TranscriptionInput, cap: int) -> Transcription:
         """One request: the language is the first decoded token, the task tokens are forced, then the text."""
@@ -347,8 +348,7 @@ class VLLMEngine(ASREngine):
         spec = {"languages": sorted(self._traits.language_token_ids), "then": list(tasks)}
         params = self._sampling_params(temperature=0.0, max_tokens=cap + 1 + len(tasks), skip_special_tokens=True,
                                        extra_args={LANGUAGE_FIRST_ARG: spec})
-        out = await self._final(whisper_prompt(item.audio, "<|startoftranscript|>"), params)
-        completion = out.outputs[0]
+        completion = await self._completion(whisper_prompt(item.audio, "<|startoftranscript|>"), params)
         ids = list(completion.token_ids)
         language = self._traits.language_token_ids.get(int(ids[0]), "en") if ids else "en"
         return Transcription(completion.text.strip(), language, max(0, len(ids) - 1 - len(tasks)))
@@ -357,8 +357,8 @@ class VLLMEngine(ASREngine):
         assert self._traits is not None
         params = self._sampling_params(temperature=0.0, max_tokens=1,
                                        allowed_token_ids=sorted(self._traits.language_token_ids))
-        out = await self._final(whisper_prompt(audio, "<|startoftranscript|>"), params)
-        token = int(out.outputs[0].token_ids[0])
+        completion = await self._completion(whisper_prompt(audio, "<|startoftranscript|>"), params)
+        token = int(completion.token_ids[0])
         return self._traits.language_token_ids.get(token, "en")
 
     async def _transcribe_one(self, item: TranscriptionInput) -> Transcription:
@@ -371,16 +371,14 @@ class VLLMEngine(ASREngine):
             if self._traits.multilingual and language is None:
                 language = await self._detect_whisper_language(item.audio)
             prompt = whisper_prompt(item.audio, whisper_decoder_prompt(language, self._traits.multilingual))
-            out = await self._final(prompt, self._sampling_params(temperature=0.0, max_tokens=cap,
-                                                                  skip_special_tokens=True))
-            completion = out.outputs[0]
+            completion = await self._completion(prompt, self._sampling_params(temperature=0.0, max_tokens=cap,
+                                                                               skip_special_tokens=True))
             return Transcription(completion.text.strip(), language, len(completion.token_ids))
         if item.language is None:
             cap += qwen3_asr.LANGUAGE_PREFIX_TOKENS
         # <asr_text> must survive detokenization to split the detected language from the text.
         params = self._sampling_params(temperature=0.0, max_tokens=cap, skip_special_tokens=False)
-        out = await self._final(qwen3_asr_prompt(item.audio, item.language), params)
-        completion = out.outputs[0]
+        completion = await self._completion(qwen3_asr_prompt(item.audio, item.language), params)
         text, detected = parse_qwen3_asr_output(_strip_chat_specials(completion.text))
         return Transcription(text, item.language or qwen3_asr.language_code(detected), len(completion.token_ids))
 

@@ -3,7 +3,10 @@
 The error tree itself (:class:`~..errors.ServerError`, raised by the service
 and the routers) lives in :mod:`..errors`; this module renders it, and the
 errors starlette and FastAPI raise (unknown path, wrong method, a query
-parameter that does not validate), into a response.
+parameter that does not validate), into a response.  On the OpenAI-compatible
+paths (:data:`~..openai_protocol.OPENAI_PATH_PREFIXES`) every error, auth and
+body-size errors included, takes OpenAI's shape, so OpenAI clients raise their
+usual exceptions; an error of the transcription route is counted by its code.
 """
 
 from __future__ import annotations
@@ -15,12 +18,13 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from ..errors import ServerError, error_body, server_error_body
+from ..errors import ServerError, error_body, error_response
 from ..openai_protocol import (
     OPENAI_PATH_PREFIXES,
     OpenAIErrorDetail,
     OpenAIErrorResponse,
 )
+from .deps import metrics_of
 from .middleware import request_id_of
 from .responses import OrjsonResponse
 
@@ -65,9 +69,20 @@ def _has_route(request: Request, path: str) -> bool:
     return any(route.matches(scope)[0] is not Match.NONE for route in request.app.router.routes)
 
 
+def _openai(request: Request, outcome: str) -> bool:
+    """Whether ``request`` is on an OpenAI-compatible path; an error of the transcription route is counted."""
+    if request.url.path.startswith("/v1/audio/"):
+        metrics_of(request).transcriptions.labels(outcome).inc()
+    return request.url.path.startswith(OPENAI_PATH_PREFIXES)
+
+
 async def _server_error(request: Request, exc: Exception) -> OrjsonResponse:
     assert isinstance(exc, ServerError)
-    return OrjsonResponse(server_error_body(exc, request_id_of(request)), status_code=exc.status, headers=exc.headers)
+    if _openai(request, exc.code):
+        body = server_error_openai_body(exc)
+    else:
+        body = error_response(exc, request_id_of(request)).model_dump(exclude_none=True)
+    return OrjsonResponse(body, status_code=exc.status, headers=exc.headers)
 
 
 async def _http_error(request: Request, exc: Exception) -> OrjsonResponse:
@@ -84,6 +99,8 @@ async def _http_error(request: Request, exc: Exception) -> OrjsonResponse:
 
 async def _validation_error(request: Request, exc: Exception) -> OrjsonResponse:
     assert isinstance(exc, RequestValidationError)
+    if _openai(request, "invalid_request"):
+        return OrjsonResponse(openai_error_body(400, "invalid_request", validation_message(exc)), status_code=400)
     return OrjsonResponse(error_body("invalid_request", validation_message(exc), retryable=False,
                                      request_id=request_id_of(request)), status_code=400)
 

@@ -12,9 +12,7 @@ import logging
 import re
 import time
 import uuid
-from typing import Any
 
-import orjson
 from fastapi import Request
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -22,6 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..errors import error_body
 from ..logs import ACCESS_LOGGER
 from ..service.prometheus import ServerMetrics
+from .responses import OrjsonResponse
 
 log = logging.getLogger(__name__)
 access_log = logging.getLogger(ACCESS_LOGGER)
@@ -82,10 +81,10 @@ class RequestContextMiddleware:
             log.exception("unhandled error", extra={"request_id": request_id, "path": scope.get("path")})
             status = 500
             if not started:
-                await _send_json(send, 500, error_body(
-                    "internal_error", f"internal server error (request id {request_id})",
-                    retryable=True, request_id=request_id,
-                ), request_id)
+                body = error_body("internal_error", f"internal server error (request id {request_id})",
+                                  retryable=True, request_id=request_id)
+                response = OrjsonResponse(body, status_code=500, headers={REQUEST_ID_HEADER: request_id})
+                await response(scope, receive, send)
         finally:
             if timed:
                 self.metrics.in_flight.dec()
@@ -110,17 +109,3 @@ def _log_access(scope: Scope, status: int | str, seconds: float, request_id: str
                     status, latency_ms, extra={
                         "request_id": request_id, "client": where, "method": method, "path": target,
                         "status": status, "latency_ms": latency_ms, "_said": _ACCESS_FIELDS})
-
-
-async def _send_json(send: Send, status: int, body: dict[str, Any], request_id: str) -> None:
-    payload = orjson.dumps(body)
-    await send({
-        "type": "http.response.start",
-        "status": status,
-        "headers": [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(payload)).encode()),
-            (b"x-request-id", request_id.encode()),
-        ],
-    })
-    await send({"type": "http.response.body", "body": payload})

@@ -2,23 +2,19 @@
 
 Same auth, limits and metrics as ``/v1/score``; every error on these routes,
 auth and body-size errors included, takes OpenAI's shape
-(``{"error": {"message", "type", "param", "code"}}``), so OpenAI clients
-raise their usual exceptions.  The body is read raw with the size limit
+(``{"error": {"message", "type", "param", "code"}}``, rendered by the
+handlers of :mod:`.errors`), so OpenAI clients raise their usual exceptions.  The body is read raw with the size limit
 (after the API key is checked) and only then parsed as multipart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import PlainTextResponse
-from fastapi.routing import APIRoute
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
-from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..config import ServerConfig
 from ..errors import BadRequestError, ServerError, UnsupportedMediaTypeError
@@ -34,39 +30,11 @@ from ..openai_protocol import (
 from ..service.transcription import TranscriptionService, render
 from .auth import require_api_key
 from .body import is_multipart_form, parse_form, read_body
-from .deps import get_settings, get_transcriptions, metrics_of
-from .errors import openai_error_body, server_error_openai_body, validation_message
+from .deps import get_settings, get_transcriptions
 from .middleware import request_id_of
 from .responses import OrjsonResponse
 
-
-class OpenAIRoute(APIRoute):
-    """A route whose errors, from its dependencies too, are rendered in OpenAI's shape."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-
-        async def openai_errors(request: Request) -> Response:
-            try:
-                return await handler(request)
-            except ServerError as exc:
-                outcome, response = exc.code, OrjsonResponse(
-                    server_error_openai_body(exc), status_code=exc.status, headers=exc.headers)
-            except StarletteHTTPException as exc:
-                outcome, response = f"http_{exc.status_code}", OrjsonResponse(
-                    openai_error_body(exc.status_code, f"http_{exc.status_code}", str(exc.detail)),
-                    status_code=exc.status_code, headers=dict(exc.headers or {}))
-            except RequestValidationError as exc:
-                outcome = "invalid_request"
-                response = OrjsonResponse(openai_error_body(400, outcome, validation_message(exc)), status_code=400)
-            if request.url.path.startswith("/v1/audio/"):
-                metrics_of(request).transcriptions.labels(outcome).inc()
-            return response
-
-        return openai_errors
-
-
-router = APIRouter(tags=["openai"], dependencies=[Depends(require_api_key)], route_class=OpenAIRoute)
+router = APIRouter(tags=["openai"], dependencies=[Depends(require_api_key)])
 
 Transcriptions = Annotated[TranscriptionService, Depends(get_transcriptions)]
 

@@ -12,12 +12,9 @@ from __future__ import annotations
 import numpy as np
 import soxr
 
-from audio_reward.protocol.audio import FFMPEG_FORMATS, FileDecoder
+from audio_reward.protocol.audio import FileDecoder
 
 from ..engines.base import ENGINE_SAMPLE_RATE
-
-READABLE_FORMATS = FFMPEG_FORMATS
-"""Every file format the server takes; docs/protocol.md lists the same."""
 
 FFMPEG_FILES = FileDecoder(rate=ENGINE_SAMPLE_RATE)
 """What the server decodes a file with when libsndfile does not know the format."""

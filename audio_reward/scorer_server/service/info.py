@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 
 from audio_reward import __version__
-from audio_reward.protocol import PROTOCOL_VERSION, SUPPORTED_VERSIONS, InfoResponse, RewardPolicy
+from audio_reward.protocol import PROTOCOL_VERSION, SUPPORTED_VERSIONS, InfoResponse
 from audio_reward.protocol.models import LimitsDescription
 from audio_reward.scoring import Normalizer
 
@@ -26,8 +26,7 @@ class ServerInfo:
     settings: ServerConfig
     engine_client: EngineClient
     normalizer: Normalizer
-    policy: RewardPolicy
-    signals: SignalService | None
+    signals: SignalService
     endpoints: tuple[str, ...]
 
     def describe(self) -> InfoResponse:
@@ -53,11 +52,11 @@ class ServerInfo:
             "preset": s.preset,
             "normalizer": self.normalizer.name,
             "default_language": s.language,
-            "reward": self.policy.model_dump(),
+            "reward": s.reward.model_dump(),
             "limits": s.model_dump(include=set(LimitsDescription.model_fields)),  # each a setting of its name
             "batching": client.describe_batching(),
             "throughput": client.describe_throughput(),
-            "signals": self.signals.describe() if self.signals is not None else None,
+            "signals": self.signals.describe(),
             "auth": s.api_key is not None,
             "endpoints": list(self.endpoints),
         })

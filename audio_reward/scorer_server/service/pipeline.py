@@ -87,8 +87,8 @@ class ScoringPipeline:
     """Scores request bodies over the engine client, with one normalizer and reward policy; built once per app.
 
     Every part is given: the engine client (transcripts, languages, dedup), the
-    normalizer, the default policy, the metrics, the limits, the request timeout
-    (the signals' too), and the signal service when the server measures speaker or quality.
+    normalizer, the default policy, the metrics, the limits and the signal service (its
+    models are off unless the server measures speaker or quality).
     """
 
     engine_client: EngineClient
@@ -96,8 +96,7 @@ class ScoringPipeline:
     policy: RewardPolicy
     metrics: ServerMetrics
     limits: Limits
-    request_timeout_s: float
-    signals: SignalService | None = None
+    signals: SignalService
     offload: Offload = field(default_factory=Offload)
 
     # -- preparation (worker thread) -----------------------------------------------------
@@ -112,7 +111,7 @@ class ScoringPipeline:
             rules=self._reference(req.prompt),
             identity=(req.prompt, req.sample_rate, req.reward, req.reference_duration_s) if named else None,
         )
-        signals = self.signals.job(req, policy) if self.signals is not None else None
+        signals = self.signals.job(req, policy)
         return PreparedRequest(req, engine, reference, policy, signals)
 
     def _reference(self, prompt: str) -> Callable[[str | None], Reference]:
@@ -195,9 +194,9 @@ class ScoringPipeline:
         """
         # The signals are measured beside the transcription (None: no utterance asks for any).
         signals = [SignalItem(item.engine.audio, item.signals) if item.signals is not None else None for item in items]
-        measuring = None
-        if self.signals is not None:
-            measuring = self.signals.start_measuring([s for s in signals if s is not None], self.request_timeout_s)
+        # The signals share the engine's request timeout.
+        timeout_s = self.engine_client.request_timeout_s
+        measuring = self.signals.start_measuring([s for s in signals if s is not None], timeout_s)
         try:
             outcomes = await self.engine_client.transcribe_many([item.engine for item in items])
         except BaseException:

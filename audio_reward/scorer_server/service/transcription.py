@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from audio_reward.protocol import AudioDecodeError, read_audio
 
 from ..engines.base import ENGINE_SAMPLE_RATE
-from ..errors import BadRequestError, NotFoundError
+from ..errors import BadRequestError, ModelNotFoundError
 from ..openai_protocol import (
     DurationUsage,
     ModelCard,
@@ -31,10 +31,6 @@ from ..openai_protocol import (
 from .audio_files import FFMPEG_FILES, resample_16k
 from .engine_client import EngineClient
 from .prometheus import ServerMetrics
-
-
-class ModelNotFoundError(NotFoundError):
-    code = "model_not_found"
 
 
 @dataclass(frozen=True)

@@ -81,18 +81,6 @@ def import_backend(module: str, what: str, extra: str = SIGNALS_EXTRA) -> Any:
         raise ImportError(missing_extra_message(extra, what, exc)) from exc
 
 
-def set_up_torch(device: str, cpu_threads: int) -> str:
-    """torch's CPU threads set to ``cpu_threads`` (unless 0), and ``device`` with ``auto`` read as cuda when a GPU
-    is visible, else cpu."""
-    import torch
-
-    if cpu_threads:
-        torch.set_num_threads(cpu_threads)
-    if device != "auto":
-        return device
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 def tone(seconds: float) -> np.ndarray:
     """``seconds`` of a quiet 220 Hz sine at the engines' rate: a warm-up utterance."""
     t = np.arange(int(seconds * ENGINE_SAMPLE_RATE), dtype=np.float32) / ENGINE_SAMPLE_RATE

@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from ..devices import set_up_torch
 from ..engines.base import ENGINE_SAMPLE_RATE
-from .base import SignalInfo, SignalModel, import_backend, set_up_torch, tone
+from .base import SignalInfo, SignalModel, import_backend, tone
 
 MIN_REFERENCE_S = 1.0
 """A reference shorter than this holds too little voice for an embedding (400 speaker_reference_too_short)."""
