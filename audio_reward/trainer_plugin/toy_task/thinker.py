@@ -61,7 +61,7 @@ from typing import Any, cast
 
 from . import train
 from .audio_support import MODULE as AUDIO_SUPPORT_MODULE
-from .train import LoopSettings, LoopTask, RunPaths, launch, trainer_environment, trainer_overrides
+from .train import LoopSettings, LoopTask, RunPaths, trainer_overrides
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +73,6 @@ MAX_PROMPT = 448
 """Tokens: the recipe's system prompt (one byte a token), 27 audio tokens for a one-second clip, the options."""
 MAX_RESPONSE = 4
 """A letter and the end of the turn, with room for a wrong answer."""
-RESULTS = "thinker_eval_results.json"
 
 
 def _remove_overrides(overrides: Sequence[str], keys: Sequence[str]) -> list[str]:
@@ -166,15 +165,6 @@ def prepare(settings: LoopSettings) -> RunPaths:
     return paths
 
 
-def run_trainer(settings: LoopSettings, paths: RunPaths) -> int:
-    """Run ``main_ppo`` with :mod:`.audio_support` in every verl process; output to ``train.log``."""
-    env = trainer_environment(settings, paths)
-    modules = [m for m in env.get("VERL_USE_EXTERNAL_MODULES", "").split(",") if m and m != AUDIO_SUPPORT_MODULE]
-    # after the CPU mode's module: that one sets vLLM's target device before anything imports vLLM
-    env["VERL_USE_EXTERNAL_MODULES"] = ",".join([*modules, AUDIO_SUPPORT_MODULE])
-    return launch(settings, paths, thinker_overrides(settings, paths), env)
-
-
 def _prompter_class() -> type:
     """``eval_thinker``'s prompter for a Qwen2-Audio folder: the processor builds the features and audio tokens."""
     from ..recipes.omni_thinker_grpo.eval_thinker import Mode, Prompter, Question, messages
@@ -204,12 +194,12 @@ def _prompter_class() -> type:
     return Qwen2AudioPrompter
 
 
-def audio_ablation(checkpoints: Sequence[tuple[str, Path]], val: Path, train: Path, out: Path) -> Path:
-    """``eval_thinker``'s ablation (greedy, with and without audio) on Qwen2-Audio folders; returns the results file.
+def audio_ablation(settings: LoopSettings, paths: RunPaths, checkpoint: Path) -> Path:
+    """``eval_thinker``'s ablation (greedy, with and without audio) of the initial policy and the export of
+    ``checkpoint``; returns the results file.
 
-    The first checkpoint is the base, whose processor asks every checkpoint,
-    as ``eval_thinker`` does; the held-out check and the results schema are
-    ``eval_thinker``'s own.
+    The base's processor asks both checkpoints, as ``eval_thinker`` does; the
+    held-out check and the results schema are ``eval_thinker``'s own.
     """
     import torch
     from transformers import Qwen2AudioForConditionalGeneration
@@ -217,6 +207,7 @@ def audio_ablation(checkpoints: Sequence[tuple[str, Path]], val: Path, train: Pa
     from ..recipes.omni_thinker_grpo.eval_thinker import (
         MODES,
         REPORT_MD,
+        RESULTS_JSON,
         Decoding,
         ask,
         check_held_out,
@@ -226,8 +217,10 @@ def audio_ablation(checkpoints: Sequence[tuple[str, Path]], val: Path, train: Pa
         row_key,
     )
 
+    checkpoints = [("base", paths.policy), (f"step{checkpoint.name.rsplit('_', 1)[-1]}", paths.export)]
+    val, out = paths.data / "val.parquet", settings.out / "eval_thinker"
     rows = questions(val, None)
-    held, lines = check_held_out(rows, val, [train], False, row_key)
+    held, lines = check_held_out(rows, val, [paths.data / "train.parquet"], False, row_key)
     if lines:
         raise ValueError("; ".join(lines))
     decoding = Decoding(max_new_tokens=MAX_RESPONSE)
@@ -241,22 +234,16 @@ def audio_ablation(checkpoints: Sequence[tuple[str, Path]], val: Path, train: Pa
         gc.collect()
     res = results(checkpoints, answers, held, {**decoding.record(), "device": "cpu"})
     out.mkdir(parents=True, exist_ok=True)
-    (out / RESULTS).write_text(res.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    (out / RESULTS_JSON).write_text(res.model_dump_json(indent=2) + "\n", encoding="utf-8")
     (out / REPORT_MD).write_text(report_markdown(res), encoding="utf-8")
-    return out / RESULTS
+    return out / RESULTS_JSON
 
 
-def _ablation(settings: LoopSettings, paths: RunPaths, checkpoint: Path) -> Path:
-    """``eval_thinker``'s audio ablation of the initial policy and the export."""
-    return audio_ablation([("base", paths.policy), (f"step{checkpoint.name.rsplit('_', 1)[-1]}", paths.export)],
-                          paths.data / "val.parquet", paths.data / "train.parquet", settings.out / "eval_thinker")
-
-
-THINKER_TASK = LoopTask(prepare, run_trainer, _ablation, "thinker_eval_results", describe={
+THINKER_TASK = LoopTask(prepare, thinker_overrides, audio_ablation, "thinker_eval_results", describe={
     "audio": "the clip reaches the rollout in multi_modal_data",
     "policy": "tiny random Qwen2-Audio (audio_policy.py)",
     "reward": "naive reward manager + audio_reward.trainer_plugin.mcq.compute_score (format weight 0)",
-})
+}, modules=(AUDIO_SUPPORT_MODULE,))
 """The thinker-shaped loop: the toy audio policy answers a question about a clip."""
 
 
