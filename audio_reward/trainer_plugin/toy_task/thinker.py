@@ -115,17 +115,6 @@ def thinker_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
     ]
 
 
-def _tone(letter: str, rng: Any) -> Any:
-    import numpy as np
-
-    from .audio_support import AUDIO_RATE
-
-    t = np.arange(int(CLIP_SECONDS * AUDIO_RATE)) / AUDIO_RATE
-    # a random phase and level: no two clips are the same file, as no two questions of a real set are
-    level = rng.uniform(0.2, 0.5)
-    return (level * np.sin(2 * np.pi * TONES[letter] * t + rng.uniform(0, 2 * np.pi))).astype(np.float32)
-
-
 def write_thinker_data(out: Path, train_rows: int, val_rows: int = 8, seed: int = 0) -> tuple[Path, Path]:
     """Clips and the recipe's rows (``prepare_data.to_row``): ``train.parquet``, ``val.parquet`` (ids disjoint)."""
     import numpy as np
@@ -133,7 +122,7 @@ def write_thinker_data(out: Path, train_rows: int, val_rows: int = 8, seed: int 
 
     from ..recipes._parquet import write_parquet
     from ..recipes.omni_thinker_grpo.prepare_data import to_row
-    from .audio_support import AUDIO_RATE
+    from .speech import SAMPLE_RATE, tone
 
     rng = np.random.default_rng(seed)
     letters = sorted(TONES)
@@ -145,7 +134,9 @@ def write_thinker_data(out: Path, train_rows: int, val_rows: int = 8, seed: int 
             # validation holds each letter equally often; training draws them
             letter = letters[i % len(letters)] if split == "val" else str(rng.choice(letters))
             clip = out / "clips" / f"{split}_{i:04d}.wav"
-            sf.write(clip, _tone(letter, rng), AUDIO_RATE)
+            # a random level and phase: no two clips are the same file, as no two questions of a real set are
+            sf.write(clip, tone(CLIP_SECONDS, TONES[letter], rng.uniform(0.2, 0.5), rng.uniform(0, 2 * np.pi)),
+                     SAMPLE_RATE)
             record = {"audio": str(clip), "question": QUESTION, "options": options, "answer": letter,
                       "id": f"{split}-{i}"}
             tables[split].append(to_row(record, i, split, out))
@@ -154,15 +145,12 @@ def write_thinker_data(out: Path, train_rows: int, val_rows: int = 8, seed: int 
     return out / "train.parquet", out / "val.parquet"
 
 
-def prepare(settings: LoopSettings) -> RunPaths:
+def prepare(settings: LoopSettings, paths: RunPaths) -> None:
     """Build the policy and the data in ``settings.out``."""
     from .audio_policy import build_audio_policy
 
-    paths = RunPaths(settings.out)
-    settings.out.mkdir(parents=True, exist_ok=True)
     build_audio_policy(paths.policy, seed=settings.seed)
     write_thinker_data(paths.data, train_rows=max(32, settings.steps * settings.prompts_per_step), seed=settings.seed)
-    return paths
 
 
 def _prompter_class() -> type:
@@ -254,10 +242,9 @@ def _defaults() -> LoopSettings:
 
 def parse_args(argv: Sequence[str] | None = None) -> LoopSettings:
     """The same command line as :mod:`.train` (``--scorer-url`` optional here: the reward needs no scorer)."""
-    parser = train.loop_parser("python -m audio_reward.trainer_plugin.toy_task.thinker", __doc__.split("\n\n")[0],
-                               _defaults(),
-                               scorer_help="accepted and unused: the multiple-choice reward is text")
-    return train.read_settings(parser, argv)
+    return train.parse_loop_args(argv, "python -m audio_reward.trainer_plugin.toy_task.thinker",
+                                 __doc__.split("\n\n")[0], _defaults(),
+                                 scorer_help="accepted and unused: the multiple-choice reward is text")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -98,18 +98,15 @@ class RunPaths:
         self.export = out / "export"
 
 
-def prepare(settings: LoopSettings) -> RunPaths:
+def prepare(settings: LoopSettings, paths: RunPaths) -> None:
     """Build the policy, the data and the agent-loop file in ``settings.out``."""
     from .data import write_data
     from .policy import build_policy
 
-    paths = RunPaths(settings.out)
-    settings.out.mkdir(parents=True, exist_ok=True)
     build_policy(paths.policy, seed=settings.seed)
     write_data(paths.data, settings.speech, train_rows=max(64, settings.steps * settings.prompts_per_step),
                seed=settings.seed)
     (settings.out / "agent_loops.yaml").write_text(AGENT_LOOPS, encoding="utf-8")
-    return paths
 
 
 def _reward_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
@@ -230,7 +227,7 @@ class LoopTask:
     ``describe`` adds lines to the summary (what the run was).
     """
 
-    prepare: Callable[[LoopSettings], RunPaths]
+    prepare: Callable[[LoopSettings, RunPaths], None]
     overrides: Callable[[LoopSettings, RunPaths], list[str]]
     evaluate: Callable[[LoopSettings, RunPaths, Path], Path]
     evaluation_key: str
@@ -316,7 +313,9 @@ SPEECH_TASK = LoopTask(prepare, trainer_overrides, _before_after, "eval_results"
 def run(settings: LoopSettings, task: LoopTask = SPEECH_TASK) -> dict[str, Any]:
     """The whole run; returns the summary also written to ``OUT/train_summary.json``."""
     started = time.monotonic()
-    paths = task.prepare(settings)
+    paths = RunPaths(settings.out)
+    settings.out.mkdir(parents=True, exist_ok=True)
+    task.prepare(settings, paths)
     try:
         returncode = launch(settings, paths, task.overrides(settings, paths),
                             trainer_environment(settings, paths, task.modules))
@@ -327,9 +326,10 @@ def run(settings: LoopSettings, task: LoopTask = SPEECH_TASK) -> dict[str, Any]:
     return finish(settings, paths, returncode, started, task)
 
 
-def loop_parser(prog: str, description: str, defaults: LoopSettings, *, scorer_help: str | None = None
-                ) -> argparse.ArgumentParser:
-    """The toy loops' one command line; ``scorer_help`` given: ``--scorer-url`` is optional, with that help."""
+def parse_loop_args(argv: Sequence[str] | None, prog: str, description: str, defaults: LoopSettings, *,
+                    scorer_help: str | None = None) -> LoopSettings:
+    """The toy loops' one command line, read from ``argv``; what follows ``--`` becomes the settings' Hydra
+    overrides.  ``scorer_help`` given: ``--scorer-url`` is optional, with that help."""
     parser = argparse.ArgumentParser(prog=prog, description=description,
                                      epilog="Further Hydra overrides for main_ppo go after --; they win over "
                                             "the loop's own.")
@@ -348,11 +348,6 @@ def loop_parser(prog: str, description: str, defaults: LoopSettings, *, scorer_h
     parser.add_argument("--updates-per-step", type=int, default=defaults.updates_per_step,
                         help="actor updates per step (verl's mini-batches); must divide --prompts-per-step")
     parser.add_argument("--seed", type=int, default=defaults.seed)
-    return parser
-
-
-def read_settings(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> LoopSettings:
-    """Parse ``argv`` with ``parser``; what follows ``--`` becomes the settings' Hydra overrides."""
     argv = list(sys.argv[1:] if argv is None else argv)
     split = argv.index("--") if "--" in argv else len(argv)
     return LoopSettings(**vars(parser.parse_args(argv[:split])), overrides=argv[split + 1:])
@@ -360,9 +355,8 @@ def read_settings(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -
 
 def parse_args(argv: Sequence[str] | None = None) -> LoopSettings:
     """The TTS loop's settings from its command line (``--help`` lists them)."""
-    parser = loop_parser("python -m audio_reward.trainer_plugin.toy_task.train", __doc__.split("\n\n")[0],
-                         LoopSettings(Path("."), ""))
-    return read_settings(parser, argv)
+    return parse_loop_args(argv, "python -m audio_reward.trainer_plugin.toy_task.train", __doc__.split("\n\n")[0],
+                           LoopSettings(Path("."), ""))
 
 
 def _outcome_lines(summary: Mapping[str, Any], out: Path) -> None:
