@@ -89,13 +89,20 @@ class ExportReport:
     notes: list[str] = field(default_factory=list)
 
 
+def latest_step(checkpoints: Path) -> Path | None:
+    """``global_step_N`` of the last step verl saved in ``checkpoints`` (by its :data:`TRACKER`), or None."""
+    tracker = checkpoints / TRACKER
+    if not tracker.is_file():
+        return None
+    return checkpoints / f"global_step_{tracker.read_text(encoding='utf-8').strip()}"
+
+
 def find_actor_checkpoint(path: str | Path) -> ActorCheckpoint:
     """The actor checkpoint at ``path``: ``global_step_N``, its ``actor/``, or the run's checkpoint folder (latest)."""
     root = Path(path).expanduser()
     if not root.exists():
         raise ExportError(f"{root} does not exist")
-    if (root / TRACKER).is_file():
-        root = root / f"global_step_{(root / TRACKER).read_text(encoding='utf-8').strip()}"
+    root = latest_step(root) or root
     if (root / "actor").is_dir():
         root = root / "actor"
     config = root / FSDP_CONFIG

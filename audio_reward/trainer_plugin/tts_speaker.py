@@ -26,7 +26,8 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+
+from .clips import load_clip
 
 SPEAKER_RATE = 24000
 """The rate qwen-tts's speaker encoder accepts (``extract_speaker_embedding`` asserts it)."""
@@ -60,20 +61,6 @@ def write_speaker_embedding(path: str | Path, vector: Sequence[float]) -> Path:
     return path
 
 
-def load_reference(path: str | Path) -> Any:
-    """The recording as mono float32 at 24 kHz (channels averaged, resampled with soxr); ValueError for an
-    empty recording or one holding NaN or infinity."""
-    import numpy as np
-    import soxr
-
-    from ..protocol.audio import read_audio
-
-    mono, rate = read_audio(path)
-    if rate != SPEAKER_RATE:
-        mono = soxr.resample(mono, rate, SPEAKER_RATE)
-    return np.ascontiguousarray(mono, dtype=np.float32)
-
-
 def extract_speaker_embedding(model_path: str | Path, reference: str | Path, device: str = "cpu") -> list[float]:
     """The Base model's speaker embedding of ``reference`` (a list of ``enc_dim`` floats)."""
     import torch
@@ -85,7 +72,8 @@ def extract_speaker_embedding(model_path: str | Path, reference: str | Path, dev
         raise ValueError(f"{model_path} is a {model.tts_model_type!r} Qwen3-TTS model; the speaker encoder is in "
                          "the Base model (e.g. Qwen3-TTS-12Hz-0.6B-Base)")
     model = model.to(device).eval()
-    embedding = model.extract_speaker_embedding(audio=load_reference(reference), sr=SPEAKER_RATE)
+    # mono float32 at the encoder's rate: channels averaged, resampled with soxr
+    embedding = model.extract_speaker_embedding(audio=load_clip(str(reference), SPEAKER_RATE), sr=SPEAKER_RATE)
     return embedding.detach().float().cpu().reshape(-1).tolist()
 
 

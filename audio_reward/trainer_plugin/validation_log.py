@@ -115,22 +115,15 @@ class ValidationLogger:
 
     @staticmethod
     def _write_metrics(directory: Path, step: int | None) -> None:
-        sums: dict[str, float] = {}
-        counts: dict[str, int] = {}
         lines = _read_lines(directory / "samples.jsonl")
-        failed = 0
+        values: dict[str, list[float]] = {}  # every finite number (a bool is 0 or 1) of every line, by key
         for line in lines:
-            is_failed = bool(line.get("score_failed", 0))
-            failed += int(is_failed)
             for key, value in line.items():
-                if isinstance(value, bool):
-                    value = float(value)
                 # A failed sample's score is a placeholder, not a measurement.
-                if not isinstance(value, (int, float)) or not math.isfinite(value) or (is_failed and key == "score"):
-                    continue
-                sums[key] = sums.get(key, 0.0) + float(value)
-                counts[key] = counts.get(key, 0) + 1
-        means = {k: sums[k] / counts[k] for k in sorted(sums)}
+                if isinstance(value, (int, float)) and math.isfinite(value) and not (
+                        key == "score" and line.get("score_failed")):
+                    values.setdefault(key, []).append(float(value))
+        means = {k: sum(v) / len(v) for k, v in sorted(values.items())}
         metrics = {
             "mean_reward": means.get("score"),
             "mean_cer": means.get("cer"),
@@ -141,7 +134,7 @@ class ValidationLogger:
             "pass": directory.name,
             "step": step,
             "count": len(lines),
-            "failed": failed,
+            "failed": sum(bool(line.get("score_failed")) for line in lines),
             "wavs": len(list(directory.glob("sample_*.wav"))),
             "mean": means,
         }

@@ -96,23 +96,13 @@ class CPUPlatform(PlatformBase):
     def device_count(self) -> int:
         return 1
 
-    def set_device(self, device_index: int) -> None:
-        return None
-
-    def synchronize(self, device_index: int | None = None) -> None:
-        return None
-
     def manual_seed(self, seed: int) -> None:
         torch.manual_seed(seed)
 
-    def manual_seed_all(self, seed: int) -> None:
-        torch.manual_seed(seed)
+    manual_seed_all = manual_seed  # one device: its seed is every device's
 
-    def set_allocator_settings(self, settings: str) -> None:
-        return None
-
-    def empty_cache(self) -> None:
-        return None
+    # nothing to do on a CPU: no device to select or wait for, no allocator or cache to tune, no profiler
+    set_device = synchronize = set_allocator_settings = empty_cache = profiler_start = profiler_stop = _no_op
 
     def get_device_capability(self, device_index: int = 0) -> tuple[int | None, int | None]:
         return None, None
@@ -127,12 +117,6 @@ class CPUPlatform(PlatformBase):
     @contextmanager
     def nvtx_range(self, msg: str) -> Iterator[None]:
         yield
-
-    def profiler_start(self) -> None:
-        return None
-
-    def profiler_stop(self) -> None:
-        return None
 
     def ray_resource_name(self) -> str:
         return "GPU"

@@ -50,7 +50,7 @@ import importlib.abc
 import importlib.util
 import re
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..clips import load_clip
@@ -114,14 +114,10 @@ def _model_type(name_or_path: Any, **kwargs: Any) -> str | None:
 
 def qwen2_audio_processor() -> None:
     """verl's ``hf_processor`` returns a (verl-ready) ``Qwen2AudioProcessor`` for a Qwen2-Audio folder."""
-    import verl.utils
     import verl.utils.tokenizer as tokenizer_module
 
     original = tokenizer_module.hf_processor
-    if getattr(original, "_audio_reward", False):
-        return
 
-    @functools.wraps(original)
     def hf_processor(name_or_path: Any, **kwargs: Any) -> Any:
         if _model_type(name_or_path, **kwargs) != "qwen2_audio":
             return original(name_or_path, **kwargs)
@@ -132,8 +128,7 @@ def qwen2_audio_processor() -> None:
         processor.config = AutoConfig.from_pretrained(name_or_path, **kwargs)  # as verl sets it (line 205)
         return processor
 
-    hf_processor._audio_reward = True  # type: ignore[attr-defined]
-    _rebind(original, hf_processor, (tokenizer_module, verl.utils))
+    _install(tokenizer_module, "hf_processor", hf_processor, rebind=True)
 
 
 AUDIO_RATE = 16_000
@@ -145,15 +140,12 @@ def audio_paths_loaded() -> None:
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
     original = RLHFDataset.__dict__["_extract_audio_info"].__func__
-    if getattr(original, "_audio_reward", False):
-        return
 
     def _extract_audio_info(cls: type, messages: list[dict]) -> list[Any] | None:
         audios = original(cls, messages)
         return None if audios is None else [load_clip(a, AUDIO_RATE) if isinstance(a, str) else a for a in audios]
 
-    _extract_audio_info._audio_reward = True  # type: ignore[attr-defined]
-    RLHFDataset._extract_audio_info = classmethod(_extract_audio_info)  # type: ignore[assignment, unused-ignore]
+    _install(RLHFDataset, "_extract_audio_info", classmethod(_extract_audio_info))
 
 
 def audio_processor_is_multimodal() -> None:
@@ -161,16 +153,12 @@ def audio_processor_is_multimodal() -> None:
     from verl.utils.tokenizer import continuous_token_wiring as wiring
 
     original = wiring._is_multimodal_processor
-    if getattr(original, "_audio_reward", False):
-        return
 
-    @functools.wraps(original)
     def _is_multimodal_processor(processor: Any | None) -> bool:
         audio = getattr(processor, "feature_extractor", None) is not None and hasattr(processor, "audio_token")
         return bool(original(processor) or audio)
 
-    _is_multimodal_processor._audio_reward = True  # type: ignore[attr-defined]
-    wiring._is_multimodal_processor = _is_multimodal_processor
+    _install(wiring, "_is_multimodal_processor", _is_multimodal_processor)
 
 
 def qwen2_audio_actor_class() -> None:
@@ -178,10 +166,7 @@ def qwen2_audio_actor_class() -> None:
     import verl.utils.model as model_module
 
     original = model_module.get_hf_auto_model_class
-    if getattr(original, "_audio_reward", False):
-        return
 
-    @functools.wraps(original)
     def get_hf_auto_model_class(hf_config: Any) -> Any:
         if getattr(hf_config, "model_type", None) == "qwen2_audio":
             from transformers import Qwen2AudioForConditionalGeneration
@@ -189,8 +174,7 @@ def qwen2_audio_actor_class() -> None:
             return Qwen2AudioForConditionalGeneration
         return original(hf_config)
 
-    get_hf_auto_model_class._audio_reward = True  # type: ignore[attr-defined]
-    _rebind(original, get_hf_auto_model_class, (model_module,))
+    _install(model_module, "get_hf_auto_model_class", get_hf_auto_model_class, rebind=True)
 
 
 def positions_not_sharded_alone() -> None:
@@ -198,31 +182,23 @@ def positions_not_sharded_alone() -> None:
     import verl.utils.fsdp_utils as fsdp_utils
 
     original = fsdp_utils._select_fsdp2_wrap_targets
-    if getattr(original, "_audio_reward", False):
-        return
 
-    @functools.wraps(original)
     def _select_fsdp2_wrap_targets(model: Any, classes: Any) -> list[Any]:
         tables = {id(m) for name, m in model.named_modules() if name.rsplit(".", 1)[-1] == "embed_positions"}
         return [m for m in original(model, classes) if id(m) not in tables]
 
-    _select_fsdp2_wrap_targets._audio_reward = True  # type: ignore[attr-defined]
-    fsdp_utils._select_fsdp2_wrap_targets = _select_fsdp2_wrap_targets
+    _install(fsdp_utils, "_select_fsdp2_wrap_targets", _select_fsdp2_wrap_targets)
 
 
 def _patch_vllm_qwen2_audio(module: Any) -> None:
     _drop_sampling_rate(module.Qwen2AudioMultiModalProcessor)
     cls = module.Qwen2AudioForConditionalGeneration
     original: Callable[..., Any] = cls.load_weights
-    if getattr(original, "_audio_reward", False):
-        return
 
-    @functools.wraps(original)
     def load_weights(self: Any, weights: Iterable[tuple[str, Any]]) -> Any:
         return original(self, ((vllm_weight_name(name), tensor) for name, tensor in weights))
 
-    load_weights._audio_reward = True  # type: ignore[attr-defined]
-    cls.load_weights = load_weights
+    _install(cls, "load_weights", load_weights)
 
 
 def _drop_sampling_rate(cls: type) -> None:
@@ -233,16 +209,12 @@ def _drop_sampling_rate(cls: type) -> None:
     feature extractor's rate (``verl/utils/tokenizer/continuous_token.py`` lines 1078-1084).
     """
     original: Callable[..., Any] = cls._call_hf_processor  # type: ignore[attr-defined]
-    if getattr(original, "_audio_reward", False):
-        return
 
-    @functools.wraps(original)
     def _call_hf_processor(self: Any, prompt: Any, mm_data: Any, mm_kwargs: Any, tok_kwargs: Any) -> Any:
         mm_kwargs = {k: v for k, v in mm_kwargs.items() if k != "sampling_rate"}
         return original(self, prompt, mm_data, mm_kwargs, tok_kwargs)
 
-    _call_hf_processor._audio_reward = True  # type: ignore[attr-defined]
-    cls._call_hf_processor = _call_hf_processor  # type: ignore[attr-defined]
+    _install(cls, "_call_hf_processor", _call_hf_processor)
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -276,14 +248,20 @@ def vllm_qwen2_audio_weight_names() -> None:
         sys.meta_path.insert(0, _AfterImport(VLLM_QWEN2_AUDIO, _patch_vllm_qwen2_audio))
 
 
-def _rebind(original: Any, replacement: Any, modules: Sequence[Any]) -> None:
-    """Replace ``original`` in ``modules`` and in every loaded verl module that imported it by name."""
-    for module in modules:
-        for name, value in list(vars(module).items()):
-            if value is original:
-                setattr(module, name, replacement)
-    for name, module in list(sys.modules.items()):
-        if name.startswith("verl.") and module is not None:
+def _install(owner: Any, name: str, replacement: Any, *, rebind: bool = False) -> None:
+    """Set ``owner.name`` to ``replacement``, which wraps what is there now, once: a second call finds the mark and
+    leaves it.  ``rebind``: also in every loaded verl module that imported the original by name."""
+    original = getattr(owner, name)
+    if getattr(original, "_audio_reward", False):
+        return
+    function = getattr(replacement, "__func__", replacement)  # a classmethod is marked on its function
+    functools.update_wrapper(function, getattr(original, "__func__", original))
+    function._audio_reward = True
+    setattr(owner, name, replacement)
+    if not rebind:
+        return
+    for module_name, module in list(sys.modules.items()):
+        if module_name.startswith("verl.") and module is not None:
             for attr, value in list(getattr(module, "__dict__", {}).items()):
                 if value is original:
                     setattr(module, attr, replacement)

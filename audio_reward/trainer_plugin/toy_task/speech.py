@@ -86,9 +86,10 @@ def check_kind(kind: str) -> None:
         raise ValueError(f"unknown speech kind {kind!r}; one of {', '.join(SPEECH_KINDS)}")
 
 
-def tone(seconds: float = 0.2, frequency: float = 440.0) -> np.ndarray:
-    t = np.arange(int(seconds * SAMPLE_RATE), dtype=np.float32) / SAMPLE_RATE
-    return (0.1 * np.sin(2 * np.pi * frequency * t)).astype(np.float32)
+def tone(seconds: float = 0.2, frequency: float = 440.0, level: float = 0.1, phase: float = 0.0) -> np.ndarray:
+    """A sine of ``frequency`` Hz at :data:`SAMPLE_RATE`, float32."""
+    t = np.arange(int(seconds * SAMPLE_RATE)) / SAMPLE_RATE
+    return (level * np.sin(2 * np.pi * frequency * t + phase)).astype(np.float32)
 
 
 def speak(words: Sequence[str], kind: str) -> tuple[np.ndarray, int]:

@@ -34,6 +34,7 @@ MARKER = "AUDIO_REWARD_TOY_RUN"
 STOP_GRACE_S = (15.0, 5.0)
 """How long the trainer is given after SIGINT, then after SIGTERM, before SIGKILL."""
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)(?::\s.*)?$")
+_REWARD_FAILURE = "RewardFailureError: "
 _HYDRA_LINES = ("Could not override", "Error merging override", "Could not append to config",
                 "Could not delete from config", "mismatched input", "Key '")
 
@@ -99,7 +100,16 @@ def stop(proc: subprocess.Popen[bytes], run_id: str) -> None:
     A second Ctrl-C while it waits is ignored: it would leave the processes it is stopping behind.
     """
     with interrupts_ignored():
-        _stop(proc, run_id)
+        for sig, grace in ((signal.SIGINT, STOP_GRACE_S[0]), (signal.SIGTERM, STOP_GRACE_S[1])):
+            _signal_group(proc, sig)
+            try:
+                proc.wait(grace)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        _signal_group(proc, signal.SIGKILL)
+        proc.wait()
+        sweep(run_id)
 
 
 @contextlib.contextmanager
@@ -112,19 +122,6 @@ def interrupts_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _stop(proc: subprocess.Popen[bytes], run_id: str) -> None:
-    for sig, grace in ((signal.SIGINT, STOP_GRACE_S[0]), (signal.SIGTERM, STOP_GRACE_S[1])):
-        _signal_group(proc, sig)
-        try:
-            proc.wait(grace)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    _signal_group(proc, signal.SIGKILL)
-    proc.wait()
-    sweep(run_id)
-
-
 def sweep(run_id: str) -> int:
     """SIGKILL what is left of the run (Ray's agents outlive their driver); how many processes there were."""
     left = marked(run_id)
@@ -135,10 +132,16 @@ def sweep(run_id: str) -> int:
 
 
 def failure_line(log: Path) -> str | None:
-    """The line of the trainer's log that says why it failed: the last exception, or Hydra's override error."""
+    """What in the trainer's log says why it failed: the fail-closed sampler's message (with the failed groups
+    it lists), Hydra's override error, or the last exception."""
     if not log.is_file():
         return None
-    lines = [line.strip() for line in log.read_text(encoding="utf-8", errors="replace").splitlines()]
+    text = log.read_text(encoding="utf-8", errors="replace")
+    at = text.rfind(_REWARD_FAILURE)
+    if at >= 0:
+        rest = text[at + len(_REWARD_FAILURE):].splitlines()
+        return "\n".join([rest[0], *[line for line in rest[1:5] if line.lstrip().startswith("[")]])
+    lines = [line.strip() for line in text.splitlines()]
     hydra = [line for line in lines if line.startswith(_HYDRA_LINES)]
     if hydra:
         return " ".join(hydra[:2])

@@ -61,7 +61,7 @@ from typing import Any, cast
 
 from . import train
 from .audio_support import MODULE as AUDIO_SUPPORT_MODULE
-from .train import LoopSettings, LoopTask, RunPaths, launch, trainer_environment, trainer_overrides
+from .train import LoopSettings, LoopTask, RunPaths, trainer_overrides
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +73,6 @@ MAX_PROMPT = 448
 """Tokens: the recipe's system prompt (one byte a token), 27 audio tokens for a one-second clip, the options."""
 MAX_RESPONSE = 4
 """A letter and the end of the turn, with room for a wrong answer."""
-RESULTS = "thinker_eval_results.json"
 
 
 def _remove_overrides(overrides: Sequence[str], keys: Sequence[str]) -> list[str]:
@@ -116,17 +115,6 @@ def thinker_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
     ]
 
 
-def _tone(letter: str, rng: Any) -> Any:
-    import numpy as np
-
-    from .audio_support import AUDIO_RATE
-
-    t = np.arange(int(CLIP_SECONDS * AUDIO_RATE)) / AUDIO_RATE
-    # a random phase and level: no two clips are the same file, as no two questions of a real set are
-    level = rng.uniform(0.2, 0.5)
-    return (level * np.sin(2 * np.pi * TONES[letter] * t + rng.uniform(0, 2 * np.pi))).astype(np.float32)
-
-
 def write_thinker_data(out: Path, train_rows: int, val_rows: int = 8, seed: int = 0) -> tuple[Path, Path]:
     """Clips and the recipe's rows (``prepare_data.to_row``): ``train.parquet``, ``val.parquet`` (ids disjoint)."""
     import numpy as np
@@ -134,7 +122,7 @@ def write_thinker_data(out: Path, train_rows: int, val_rows: int = 8, seed: int 
 
     from ..recipes._parquet import write_parquet
     from ..recipes.omni_thinker_grpo.prepare_data import to_row
-    from .audio_support import AUDIO_RATE
+    from .speech import SAMPLE_RATE, tone
 
     rng = np.random.default_rng(seed)
     letters = sorted(TONES)
@@ -146,7 +134,9 @@ def write_thinker_data(out: Path, train_rows: int, val_rows: int = 8, seed: int 
             # validation holds each letter equally often; training draws them
             letter = letters[i % len(letters)] if split == "val" else str(rng.choice(letters))
             clip = out / "clips" / f"{split}_{i:04d}.wav"
-            sf.write(clip, _tone(letter, rng), AUDIO_RATE)
+            # a random level and phase: no two clips are the same file, as no two questions of a real set are
+            sf.write(clip, tone(CLIP_SECONDS, TONES[letter], rng.uniform(0.2, 0.5), rng.uniform(0, 2 * np.pi)),
+                     SAMPLE_RATE)
             record = {"audio": str(clip), "question": QUESTION, "options": options, "answer": letter,
                       "id": f"{split}-{i}"}
             tables[split].append(to_row(record, i, split, out))
@@ -155,24 +145,12 @@ def write_thinker_data(out: Path, train_rows: int, val_rows: int = 8, seed: int 
     return out / "train.parquet", out / "val.parquet"
 
 
-def prepare(settings: LoopSettings) -> RunPaths:
+def prepare(settings: LoopSettings, paths: RunPaths) -> None:
     """Build the policy and the data in ``settings.out``."""
     from .audio_policy import build_audio_policy
 
-    paths = RunPaths(settings.out)
-    settings.out.mkdir(parents=True, exist_ok=True)
     build_audio_policy(paths.policy, seed=settings.seed)
     write_thinker_data(paths.data, train_rows=max(32, settings.steps * settings.prompts_per_step), seed=settings.seed)
-    return paths
-
-
-def run_trainer(settings: LoopSettings, paths: RunPaths) -> int:
-    """Run ``main_ppo`` with :mod:`.audio_support` in every verl process; output to ``train.log``."""
-    env = trainer_environment(settings, paths)
-    modules = [m for m in env.get("VERL_USE_EXTERNAL_MODULES", "").split(",") if m and m != AUDIO_SUPPORT_MODULE]
-    # after the CPU mode's module: that one sets vLLM's target device before anything imports vLLM
-    env["VERL_USE_EXTERNAL_MODULES"] = ",".join([*modules, AUDIO_SUPPORT_MODULE])
-    return launch(settings, paths, thinker_overrides(settings, paths), env)
 
 
 def _prompter_class() -> type:
@@ -204,12 +182,12 @@ def _prompter_class() -> type:
     return Qwen2AudioPrompter
 
 
-def audio_ablation(checkpoints: Sequence[tuple[str, Path]], val: Path, train: Path, out: Path) -> Path:
-    """``eval_thinker``'s ablation (greedy, with and without audio) on Qwen2-Audio folders; returns the results file.
+def audio_ablation(settings: LoopSettings, paths: RunPaths, checkpoint: Path) -> Path:
+    """``eval_thinker``'s ablation (greedy, with and without audio) of the initial policy and the export of
+    ``checkpoint``; returns the results file.
 
-    The first checkpoint is the base, whose processor asks every checkpoint,
-    as ``eval_thinker`` does; the held-out check and the results schema are
-    ``eval_thinker``'s own.
+    The base's processor asks both checkpoints, as ``eval_thinker`` does; the
+    held-out check and the results schema are ``eval_thinker``'s own.
     """
     import torch
     from transformers import Qwen2AudioForConditionalGeneration
@@ -217,6 +195,7 @@ def audio_ablation(checkpoints: Sequence[tuple[str, Path]], val: Path, train: Pa
     from ..recipes.omni_thinker_grpo.eval_thinker import (
         MODES,
         REPORT_MD,
+        RESULTS_JSON,
         Decoding,
         ask,
         check_held_out,
@@ -226,8 +205,10 @@ def audio_ablation(checkpoints: Sequence[tuple[str, Path]], val: Path, train: Pa
         row_key,
     )
 
+    checkpoints = [("base", paths.policy), (f"step{checkpoint.name.rsplit('_', 1)[-1]}", paths.export)]
+    val, out = paths.data / "val.parquet", settings.out / "eval_thinker"
     rows = questions(val, None)
-    held, lines = check_held_out(rows, val, [train], False, row_key)
+    held, lines = check_held_out(rows, val, [paths.data / "train.parquet"], False, row_key)
     if lines:
         raise ValueError("; ".join(lines))
     decoding = Decoding(max_new_tokens=MAX_RESPONSE)
@@ -241,22 +222,16 @@ def audio_ablation(checkpoints: Sequence[tuple[str, Path]], val: Path, train: Pa
         gc.collect()
     res = results(checkpoints, answers, held, {**decoding.record(), "device": "cpu"})
     out.mkdir(parents=True, exist_ok=True)
-    (out / RESULTS).write_text(res.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    (out / RESULTS_JSON).write_text(res.model_dump_json(indent=2) + "\n", encoding="utf-8")
     (out / REPORT_MD).write_text(report_markdown(res), encoding="utf-8")
-    return out / RESULTS
+    return out / RESULTS_JSON
 
 
-def _ablation(settings: LoopSettings, paths: RunPaths, checkpoint: Path) -> Path:
-    """``eval_thinker``'s audio ablation of the initial policy and the export."""
-    return audio_ablation([("base", paths.policy), (f"step{checkpoint.name.rsplit('_', 1)[-1]}", paths.export)],
-                          paths.data / "val.parquet", paths.data / "train.parquet", settings.out / "eval_thinker")
-
-
-THINKER_TASK = LoopTask(prepare, run_trainer, _ablation, "thinker_eval_results", describe={
+THINKER_TASK = LoopTask(prepare, thinker_overrides, audio_ablation, "thinker_eval_results", describe={
     "audio": "the clip reaches the rollout in multi_modal_data",
     "policy": "tiny random Qwen2-Audio (audio_policy.py)",
     "reward": "naive reward manager + audio_reward.trainer_plugin.mcq.compute_score (format weight 0)",
-})
+}, modules=(AUDIO_SUPPORT_MODULE,))
 """The thinker-shaped loop: the toy audio policy answers a question about a clip."""
 
 
@@ -267,10 +242,9 @@ def _defaults() -> LoopSettings:
 
 def parse_args(argv: Sequence[str] | None = None) -> LoopSettings:
     """The same command line as :mod:`.train` (``--scorer-url`` optional here: the reward needs no scorer)."""
-    parser = train.loop_parser("python -m audio_reward.trainer_plugin.toy_task.thinker", __doc__.split("\n\n")[0],
-                               _defaults(),
-                               scorer_help="accepted and unused: the multiple-choice reward is text")
-    return train.read_settings(parser, argv)
+    return train.parse_loop_args(argv, "python -m audio_reward.trainer_plugin.toy_task.thinker",
+                                 __doc__.split("\n\n")[0], _defaults(),
+                                 scorer_help="accepted and unused: the multiple-choice reward is text")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

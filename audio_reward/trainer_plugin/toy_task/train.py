@@ -98,18 +98,15 @@ class RunPaths:
         self.export = out / "export"
 
 
-def prepare(settings: LoopSettings) -> RunPaths:
+def prepare(settings: LoopSettings, paths: RunPaths) -> None:
     """Build the policy, the data and the agent-loop file in ``settings.out``."""
     from .data import write_data
     from .policy import build_policy
 
-    paths = RunPaths(settings.out)
-    settings.out.mkdir(parents=True, exist_ok=True)
     build_policy(paths.policy, seed=settings.seed)
     write_data(paths.data, settings.speech, train_rows=max(64, settings.steps * settings.prompts_per_step),
                seed=settings.seed)
     (settings.out / "agent_loops.yaml").write_text(AGENT_LOOPS, encoding="utf-8")
-    return paths
 
 
 def _reward_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
@@ -175,15 +172,22 @@ def trainer_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
     ]
 
 
-def trainer_environment(settings: LoopSettings, paths: RunPaths) -> dict[str, str]:
-    """The trainer's environment: offline, the file logger's path, the CPU mode where asked, loopback Ray."""
+def trainer_environment(settings: LoopSettings, paths: RunPaths, modules: Sequence[str] = ()) -> dict[str, str]:
+    """The trainer's environment: offline, the file logger's path, the CPU mode where asked, loopback Ray.
+
+    ``modules`` join ``VERL_USE_EXTERNAL_MODULES`` last: after the CPU mode's module, which sets vLLM's target
+    device before anything imports vLLM.
+    """
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
                VERL_FILE_LOGGER_PATH=str(paths.metrics), PYTHONUNBUFFERED="1",
                # every Ray process answers 127.0.0.1 as its address (ray/_private/services.py line 815)
                RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+    first = [ENABLE_MODULE] if settings.device == "cpu" else []
+    if first or modules:
+        others = [m for m in env.get("VERL_USE_EXTERNAL_MODULES", "").split(",") if m and m not in (*first, *modules)]
+        env["VERL_USE_EXTERNAL_MODULES"] = ",".join([*first, *others, *modules])
     if settings.device == "cpu":
-        modules = [m for m in env.get("VERL_USE_EXTERNAL_MODULES", "").split(",") if m and m != ENABLE_MODULE]
-        env.update(VERL_USE_EXTERNAL_MODULES=",".join([ENABLE_MODULE, *modules]), VERL_PLATFORM="cpu")
+        env["VERL_PLATFORM"] = "cpu"
     return env
 
 
@@ -212,48 +216,24 @@ def launch(settings: LoopSettings, paths: RunPaths, overrides: Sequence[str], en
         supervise.sweep(run_id)
 
 
-def run_trainer(settings: LoopSettings, paths: RunPaths) -> int:
-    """Run ``main_ppo`` with the toy TTS loop's overrides and environment."""
-    return launch(settings, paths, trainer_overrides(settings, paths), trainer_environment(settings, paths))
-
-
-def latest_checkpoint(paths: RunPaths) -> Path | None:
-    from ..checkpoint_export import TRACKER
-
-    tracker = paths.checkpoints / TRACKER
-    if not tracker.is_file():
-        return None
-    step = tracker.read_text(encoding="utf-8").strip()
-    folder = paths.checkpoints / f"global_step_{step}"
-    return folder if folder.is_dir() else None
-
-
-def _stopped_by(log: Path) -> str | None:
-    """The fail-closed sampler's message, when it stopped the run."""
-    text = log.read_text(encoding="utf-8", errors="replace")
-    marker = "RewardFailureError: "
-    at = text.rfind(marker)
-    if at < 0:
-        return None
-    lines = text[at + len(marker):].splitlines()
-    return "\n".join([lines[0], *[line for line in lines[1:5] if line.lstrip().startswith("[")]])
-
-
 @dataclass(frozen=True)
 class LoopTask:
     """What differs between the loops: their data and policy, the trainer's command, the evaluation after.
 
+    ``overrides(settings, paths)`` are ``main_ppo``'s, and ``modules`` join the trainer's
+    ``VERL_USE_EXTERNAL_MODULES`` (:func:`trainer_environment`).
     ``evaluate(settings, paths, checkpoint)`` runs on the run's exported checkpoint and returns the results file;
     the summary holds it under ``evaluation_key``, and the keys ``report(results file)`` returns.
     ``describe`` adds lines to the summary (what the run was).
     """
 
-    prepare: Callable[[LoopSettings], RunPaths]
-    run_trainer: Callable[[LoopSettings, RunPaths], int]
+    prepare: Callable[[LoopSettings, RunPaths], None]
+    overrides: Callable[[LoopSettings, RunPaths], list[str]]
     evaluate: Callable[[LoopSettings, RunPaths, Path], Path]
     evaluation_key: str
     describe: Mapping[str, str] = field(default_factory=dict)
     report: Callable[[Path], Mapping[str, Any]] | None = None
+    modules: Sequence[str] = ()
 
 
 def summarize(settings: LoopSettings, paths: RunPaths, returncode: int, task: LoopTask) -> dict[str, Any]:
@@ -275,8 +255,7 @@ def summarize(settings: LoopSettings, paths: RunPaths, returncode: int, task: Lo
         "device": settings.device,
         "reward_curve": str(settings.out / "reward_curve.json"),
         "checkpoint": None, "export": None, task.evaluation_key: None,
-        "stopped_by": (_stopped_by(paths.log) or supervise.failure_line(paths.log))
-        if returncode not in (0, INTERRUPTED) else None,
+        "stopped_by": supervise.failure_line(paths.log) if returncode not in (0, INTERRUPTED) else None,
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(settings).items()},
     }
 
@@ -287,12 +266,12 @@ def finish(settings: LoopSettings, paths: RunPaths, returncode: int, started: fl
 
     A Ctrl-C during the export or the evaluation still writes the summary, marked ``interrupted``.
     """
-    from ..checkpoint_export import export_checkpoint
+    from ..checkpoint_export import export_checkpoint, latest_step
 
     summary = summarize(settings, paths, returncode, task)
-    checkpoint = latest_checkpoint(paths)
+    checkpoint = latest_step(paths.checkpoints)
     try:
-        if returncode == 0 and checkpoint is not None:
+        if returncode == 0 and checkpoint is not None and checkpoint.is_dir():
             logger.info("exporting %s and evaluating it against the initial policy", checkpoint.name)
             export_checkpoint(checkpoint, paths.export, None)
             summary.update(checkpoint=str(checkpoint), export=str(paths.export))
@@ -327,16 +306,19 @@ def heldout_report(results: Path) -> dict[str, Any]:
     }}
 
 
-SPEECH_TASK = LoopTask(prepare, run_trainer, _before_after, "eval_results", report=heldout_report)
+SPEECH_TASK = LoopTask(prepare, trainer_overrides, _before_after, "eval_results", report=heldout_report)
 """The TTS-shaped loop: the toy policy speaks a word, the scorer scores it."""
 
 
 def run(settings: LoopSettings, task: LoopTask = SPEECH_TASK) -> dict[str, Any]:
     """The whole run; returns the summary also written to ``OUT/train_summary.json``."""
     started = time.monotonic()
-    paths = task.prepare(settings)
+    paths = RunPaths(settings.out)
+    settings.out.mkdir(parents=True, exist_ok=True)
+    task.prepare(settings, paths)
     try:
-        returncode = task.run_trainer(settings, paths)
+        returncode = launch(settings, paths, task.overrides(settings, paths),
+                            trainer_environment(settings, paths, task.modules))
     except KeyboardInterrupt:
         # the summary of what ran is written whatever the user presses now
         with supervise.interrupts_ignored():
@@ -344,9 +326,10 @@ def run(settings: LoopSettings, task: LoopTask = SPEECH_TASK) -> dict[str, Any]:
     return finish(settings, paths, returncode, started, task)
 
 
-def loop_parser(prog: str, description: str, defaults: LoopSettings, *, scorer_help: str | None = None
-                ) -> argparse.ArgumentParser:
-    """The toy loops' one command line; ``scorer_help`` given: ``--scorer-url`` is optional, with that help."""
+def parse_loop_args(argv: Sequence[str] | None, prog: str, description: str, defaults: LoopSettings, *,
+                    scorer_help: str | None = None) -> LoopSettings:
+    """The toy loops' one command line, read from ``argv``; what follows ``--`` becomes the settings' Hydra
+    overrides.  ``scorer_help`` given: ``--scorer-url`` is optional, with that help."""
     parser = argparse.ArgumentParser(prog=prog, description=description,
                                      epilog="Further Hydra overrides for main_ppo go after --; they win over "
                                             "the loop's own.")
@@ -365,11 +348,6 @@ def loop_parser(prog: str, description: str, defaults: LoopSettings, *, scorer_h
     parser.add_argument("--updates-per-step", type=int, default=defaults.updates_per_step,
                         help="actor updates per step (verl's mini-batches); must divide --prompts-per-step")
     parser.add_argument("--seed", type=int, default=defaults.seed)
-    return parser
-
-
-def read_settings(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> LoopSettings:
-    """Parse ``argv`` with ``parser``; what follows ``--`` becomes the settings' Hydra overrides."""
     argv = list(sys.argv[1:] if argv is None else argv)
     split = argv.index("--") if "--" in argv else len(argv)
     return LoopSettings(**vars(parser.parse_args(argv[:split])), overrides=argv[split + 1:])
@@ -377,9 +355,8 @@ def read_settings(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -
 
 def parse_args(argv: Sequence[str] | None = None) -> LoopSettings:
     """The TTS loop's settings from its command line (``--help`` lists them)."""
-    parser = loop_parser("python -m audio_reward.trainer_plugin.toy_task.train", __doc__.split("\n\n")[0],
-                         LoopSettings(Path("."), ""))
-    return read_settings(parser, argv)
+    return parse_loop_args(argv, "python -m audio_reward.trainer_plugin.toy_task.train", __doc__.split("\n\n")[0],
+                           LoopSettings(Path("."), ""))
 
 
 def _outcome_lines(summary: Mapping[str, Any], out: Path) -> None:

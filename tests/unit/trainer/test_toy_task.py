@@ -61,6 +61,9 @@ def test_a_console_line_per_step(record: dict, line: str) -> None:
      "struct\n    full_key: trainer.nope\nSet the environment variable HYDRA_FULL_ERROR=1 for a complete stack "
      "trace.\n", "Could not override 'trainer.nope'. Key 'nope' is not in struct"),
     ("all fine\n", None),
+    ("(TaskRunner pid=7) audio_reward.trainer_plugin.fail_closed.RewardFailureError: 1 GRPO group(s) failed\n"
+     "  [train] uid=a: scorer down\nnot a group\nValueError: later\n",
+     "1 GRPO group(s) failed\n  [train] uid=a: scorer down"),
 ])
 def test_the_failure_line_is_the_error_itself(tmp_path: Path, log: str, line: str | None) -> None:
     (tmp_path / "train.log").write_text(log)
