@@ -4,7 +4,7 @@ Depends on pydantic, numpy, orjson and pybase64 only, so trainers, servers
 and tools in any environment can import it.
 """
 
-from .audio import decode_file, read_audio
+from .audio import read_audio
 from .codecs import (
     AudioDecodeError,
     as_float32_mono,
@@ -72,7 +72,6 @@ __all__ = [
     "as_float32_mono",
     "decode_batch_request",
     "decode_f32",
-    "decode_file",
     "decode_pcm16",
     "decode_score_request",
     "decode_speaker_request",

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .codecs import AudioDecodeError, b64decode, describe_bytes, frombuffer_f32, frombuffer_pcm16
+from .codecs import AudioDecodeError, describe_bytes, frombuffer_f32, frombuffer_pcm16
 from .errors import Issue
 
 FILE_FORMATS = "WAV, FLAC, MP3, OGG (Vorbis, Opus), AIFF or another format libsndfile reads"
@@ -238,8 +238,7 @@ def open_file(raw: bytes, *, field: str, max_seconds: float | None = None, max_b
                                f"{whose} sample rate {audio.rate} Hz is outside {rates[0]}–{rates[1]} Hz")
     if audio.frames is not None and max_seconds is not None and audio.rate > 0 \
             and audio.frames / audio.rate > max_seconds:
-        raise AudioDecodeError("audio_too_long", f"{field} holds {audio.frames / audio.rate:.1f} s of audio; "
-                               f"the limit is {max_seconds:g} s (max_audio_seconds)")
+        raise _too_long(field, audio.frames / audio.rate, max_seconds)
     size = audio.decoded_bytes
     if max_bytes is not None and size is not None and size > max_bytes:
         raise AudioDecodeError("audio_too_large", f"{field} declares {audio.frames} frames x {audio.channels} "
@@ -275,17 +274,3 @@ def read_audio(source: bytes | str | Path, *, field: str | None = None, max_seco
     if issues:
         raise AudioDecodeError(issues[0].code, issues[0].message)
     return waveform, audio.rate
-
-
-def decode_file(
-    text: str, *, field: str = "audio_file_base64", max_seconds: float | None = None, max_bytes: int | None = None
-) -> tuple[np.ndarray, int]:
-    """Decode a base64 audio file (WAV, FLAC, MP3, OGG...) to (mono float32 samples, sample rate).
-
-    Multi-channel files are averaged to mono.  ``max_seconds`` and ``max_bytes``
-    (decoded float32 bytes, all channels) are checked against the header before
-    any sample is decoded; a file that declares no length is decoded as a
-    stream and stops at the limit.
-    """
-    audio = open_file(b64decode(text, field=field), field=field, max_seconds=max_seconds, max_bytes=max_bytes)
-    return audio.decode(max_seconds, max_bytes), audio.rate

@@ -66,14 +66,19 @@ def decode_f32(text: str, *, field: str = "waveform_f32_base64") -> np.ndarray:
     return frombuffer_f32(b64decode(text, field=field), field=field)
 
 
-def frombuffer_f32(raw: bytes, *, field: str = "waveform_f32_base64") -> np.ndarray:
-    """Float32 little-endian samples over ``raw`` (a read-only view, no copy)."""
-    if len(raw) % _F32.itemsize:
+def _whole_samples(raw: bytes, dtype: np.dtype[Any], field: str, kind: str) -> np.ndarray:
+    """``raw`` as samples of ``dtype`` (a read-only view); ``invalid_audio_length`` unless it holds whole ones."""
+    if len(raw) % dtype.itemsize:
         raise AudioDecodeError(
             "invalid_audio_length",
-            f"{field} decodes to {len(raw)} bytes, not a whole number of 4-byte float32 samples",
+            f"{field} decodes to {len(raw)} bytes, not a whole number of {dtype.itemsize}-byte {kind} samples",
         )
-    return np.frombuffer(raw, dtype=_F32)
+    return np.frombuffer(raw, dtype=dtype)
+
+
+def frombuffer_f32(raw: bytes, *, field: str = "waveform_f32_base64") -> np.ndarray:
+    """Float32 little-endian samples over ``raw`` (a read-only view, no copy)."""
+    return _whole_samples(raw, _F32, field, "float32")
 
 
 def encode_pcm16(waveform: Any) -> str:
@@ -91,12 +96,7 @@ def decode_pcm16(text: str, *, field: str = "waveform_pcm16_base64") -> np.ndarr
 
 def frombuffer_pcm16(raw: bytes, *, field: str = "waveform_pcm16_base64") -> np.ndarray:
     """Signed 16-bit little-endian PCM in ``raw`` as float32 in [-1, 1)."""
-    if len(raw) % _I16.itemsize:
-        raise AudioDecodeError(
-            "invalid_audio_length",
-            f"{field} decodes to {len(raw)} bytes, not a whole number of 2-byte PCM16 samples",
-        )
-    samples = np.frombuffer(raw, dtype=_I16).astype(np.float32)
+    samples = _whole_samples(raw, _I16, field, "PCM16").astype(np.float32)
     samples /= np.float32(32768.0)
     return samples
 

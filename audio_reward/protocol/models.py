@@ -3,8 +3,8 @@
 The request accepts verl-omni's audio scorer v1 fields unchanged and adds
 optional extensions.  A request validates itself: its version, the receiver's
 size limits (passed as validation context, ``model_validate(obj,
-context={"limits": limits})``), the choice of one audio encoding and the
-sample-rate rules.  Decoding the audio is :mod:`audio_reward.protocol.validation`'s.
+context={"limits": limits})``), the choice of one audio encoding and of one
+speaker reference, and the sample-rate rules.  Decoding the audio is :mod:`audio_reward.protocol.validation`'s.
 """
 
 from __future__ import annotations
@@ -249,6 +249,14 @@ class _ScoreFields(_AudioFields):
                 f"prompt holds a lone surrogate at character {exc.start}: not valid Unicode text"
             ) from None
         return value
+
+    @model_validator(mode="after")
+    def _one_speaker_reference(self) -> Any:
+        # A request shape rule, so it is refused before any audio is decoded, as the audio encodings are.
+        if self.speaker_reference_id is not None and self.speaker_reference_audio_base64 is not None:
+            raise Refusal("invalid_speaker_reference", "send either speaker_reference_id or "
+                          "speaker_reference_audio_base64, not both", "speaker_reference_audio_base64")
+        return self
 
 
 class ScoreRequest(_ScoreFields):

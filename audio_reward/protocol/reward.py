@@ -86,14 +86,11 @@ class RewardPolicy(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _ratio_band(self) -> RewardPolicy:
+    def _fields_agree(self) -> RewardPolicy:
+        # The rules between fields, each bound alone being its type's: the ratio band, then the weights' share.
         if self.duration_ratio_min >= self.duration_ratio_max:
             raise ValueError(f"duration_ratio_min ({self.duration_ratio_min}) must be less than "
                              f"duration_ratio_max ({self.duration_ratio_max})")
-        return self
-
-    @model_validator(mode="after")
-    def _weights_share_one(self) -> RewardPolicy:
         if self.speaker_weight + self.quality_weight > 1:
             raise ValueError(f"speaker_weight ({self.speaker_weight}) and quality_weight ({self.quality_weight}) "
                              "must add up to at most 1")

@@ -378,11 +378,6 @@ def _speaker_reference(req: ScoreRequest | BatchItem, limits: Limits, path: str)
     if text is None:
         return None
     fpath = f"{path}.{REFERENCE_FIELD}"
-    if req.speaker_reference_id is not None:
-        raise ProtocolError.single(
-            "invalid_speaker_reference",
-            f"send either speaker_reference_id or {REFERENCE_FIELD}, not both", fpath,
-        )
     try:
         audio = open_file(codecs.b64decode(text, field=REFERENCE_FIELD), field=REFERENCE_FIELD,
                           max_seconds=limits.max_audio_seconds, max_bytes=limits.max_audio_bytes,

@@ -2,17 +2,17 @@
 
 - :class:`AsyncScorerClient`: asyncio, one pooled session, retries, batching.
 - :class:`ScorerClient`: the same API for synchronous and threaded code.
-- :func:`compute_score`: verl-omni's audio reward function signature.
 - :func:`read_audio`: an audio file as mono float32 samples and its rate (``score_file`` reads with it).
 
 Failures are :class:`ScorerError` subclasses; see :mod:`.errors`.
-:class:`RewardOptions` (the ``reward=`` argument) is the protocol's, re-exported here.
+:class:`RewardOptions` (the ``reward=`` argument) is the protocol's, re-exported here. verl-omni's
+``compute_score`` signature is the trainer plugin's (:mod:`audio_reward.trainer_plugin.verl_omni_score`): it
+reads rollout rows, which the SDK knows nothing of.
 """
 
 from ..protocol import RewardOptions
 from .async_client import AsyncScorerClient
 from .audio_file import AudioFileError, read_audio
-from .compute import close_cached_clients, compute_score
 from .errors import (
     AudioTooLongError,
     DeadlineExceededError,
@@ -49,8 +49,6 @@ __all__ = [
     "TransientServerError",
     "UnknownHostError",
     "UnsupportedProtocolError",
-    "close_cached_clients",
-    "compute_score",
     "read_audio",
     "sanitize_metadata",
 ]

@@ -1,11 +1,12 @@
-"""The clients :func:`~audio_reward.scorer_client.compute.compute_score` reuses across calls.
+"""Clients reused across calls, for callers handed settings rather than a client.
 
-verl calls ``compute_score`` once per sample, thousands of times, with the same arguments: opening a client (a
-connection pool) per call, or even validating the settings per call, would cost more than the request. A
-:class:`ClientCache` keeps, for each event loop, one client per distinct settings, and remembers the settings
-built from each set of arguments and ``AUDIO_REWARD_*`` environment. Both are bounded: the least recently used
-entry goes first, and an evicted client is closed. A loop's clients close by themselves when the loop shuts
-down (``asyncio.run`` and ``asyncio.Runner`` call ``shutdown_asyncgens`` first), so no session is left open.
+verl calls a reward function (the trainer plugin's ``compute_score``) once per sample, thousands of times, with
+the same arguments: opening a client (a connection pool) per call, or even validating the settings per call,
+would cost more than the request. A :class:`ClientCache` keeps, for each event loop, one client per distinct
+settings, and remembers the settings built from each set of arguments and ``AUDIO_REWARD_*`` environment. Both
+are bounded: the least recently used entry goes first, and an evicted client is closed. A loop's clients close
+by themselves when the loop shuts down (``asyncio.run`` and ``asyncio.Runner`` call ``shutdown_asyncgens``
+first), so no session is left open.
 """
 
 from __future__ import annotations

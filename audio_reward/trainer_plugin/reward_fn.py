@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from ..scorer_client.compute import compute_score as _client_compute_score
+from . import verl_omni_score
 
 VERL_KEYWORDS = frozenset({"reward_router_address", "reward_model_tokenizer", "model_name"})
 """Keywords verl's reward managers (and verl-omni's ``AudioRewardManager``) pass when a reward model is
@@ -72,6 +72,6 @@ async def compute_score(
                       f"{verl_keywords['reward_router_address']}) and verl passes its router to compute_score, "
                       "which scores with the audio-reward scorer only: the reward model serves no request of this "
                       "reward", RuntimeWarning, stacklevel=2)
-    return await _client_compute_score(solution_audio, ground_truth, extra_info, data_source, server_url=server_url,
-                                       timeout=timeout, max_retries=max_retries, retry_backoff=retry_backoff,
-                                       api_key=api_key)
+    return await verl_omni_score.compute_score(solution_audio, ground_truth, extra_info, data_source,
+                                               server_url=server_url, timeout=timeout, max_retries=max_retries,
+                                               retry_backoff=retry_backoff, api_key=api_key)

@@ -22,10 +22,9 @@ from audio_reward.scorer_client import (
     ScoreItem,
     ScorerClient,
     ScoreResult,
-    close_cached_clients,
-    compute_score,
 )
 from audio_reward.scorer_client.eval.evaluate import load_rows
+from audio_reward.trainer_plugin.verl_omni_score import close_cached_clients, compute_score
 from tests.testkit.probes import read_metrics
 from tests.testkit.server import running_server
 from tests.testkit.speech import synth_speech

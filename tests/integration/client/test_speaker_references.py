@@ -62,7 +62,7 @@ def test_an_id_this_client_never_registered_is_a_final_404(signals_url: str) -> 
 def test_compute_score_registers_a_rows_reference_recording_once(signals_url: str, tmp_path: Path) -> None:
     import soundfile as sf
 
-    from audio_reward.scorer_client.compute import close_cached_clients, compute_score
+    from audio_reward.trainer_plugin.verl_omni_score import close_cached_clients, compute_score
 
     reference, ref_rate = espeak_speech(SENTENCES[3], "en-us+f4")
     path = tmp_path / "speaker.wav"

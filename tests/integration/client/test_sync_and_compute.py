@@ -22,11 +22,10 @@ from audio_reward.scorer_client import (
     RequestRejectedError,
     ScorerClient,
     ScorerUnavailableError,
-    close_cached_clients,
-    compute_score,
     sanitize_metadata,
 )
-from audio_reward.scorer_client import compute as compute_module
+from audio_reward.trainer_plugin import verl_omni_score as compute_module
+from audio_reward.trainer_plugin.verl_omni_score import close_cached_clients, compute_score
 from tests.testkit.fault_server import (
     FaultServer,
     Seen,

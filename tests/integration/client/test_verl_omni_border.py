@@ -34,9 +34,9 @@ from audio_reward.scorer_client import (
     AsyncScorerClient,
     RequestRejectedError,
     ScoreResult,
-    close_cached_clients,
 )
-from audio_reward.scorer_client import compute_score as our_compute_score
+from audio_reward.trainer_plugin.verl_omni_score import close_cached_clients
+from audio_reward.trainer_plugin.verl_omni_score import compute_score as our_compute_score
 from tests.testkit.speech import synth_speech
 
 CLIENT_FILE = "verl_omni/utils/reward_score/audio_http_scorer_client.py"

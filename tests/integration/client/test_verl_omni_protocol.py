@@ -16,10 +16,9 @@ from audio_reward.scorer_client import (
     RequestRejectedError,
     ScorerClient,
     ScoreResult,
-    close_cached_clients,
-    compute_score,
 )
 from audio_reward.scorer_client.settings import ScorerEndpoint, endpoint_of
+from audio_reward.trainer_plugin.verl_omni_score import close_cached_clients, compute_score
 from tests.testkit.fault_server import FaultServer
 from tests.testkit.verl_omni_server import VerlOmniProtocolServer, expected_score
 

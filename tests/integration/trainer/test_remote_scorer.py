@@ -79,8 +79,8 @@ async def test_mask_policy_marks_the_sample_failed_never_zero(dead_url: str) -> 
 
 
 async def test_reward_function_takes_verl_signature_and_audio_from_extra_info(scorer_url: str) -> None:
-    from audio_reward.scorer_client import close_cached_clients
     from audio_reward.trainer_plugin.reward_fn import compute_score
+    from audio_reward.trainer_plugin.verl_omni_score import close_cached_clients
 
     wave, rate = synth_speech(TEXTS[1])
     try:
@@ -107,8 +107,8 @@ async def test_reward_function_takes_verl_signature_and_audio_from_extra_info(sc
 
 
 async def test_a_misspelt_reward_kwarg_is_an_error_not_a_lost_setting(scorer_url: str) -> None:
-    from audio_reward.scorer_client import close_cached_clients
     from audio_reward.trainer_plugin.reward_fn import compute_score
+    from audio_reward.trainer_plugin.verl_omni_score import close_cached_clients
 
     wave, rate = synth_speech(TEXTS[1])
     try:

@@ -30,8 +30,8 @@ def test_a_row_without_split_is_warned_about_once_and_a_val_row_writes_audio(
     from verl import DataProto
     from verl.trainer.ppo.reward import load_reward_manager
 
-    from audio_reward.scorer_client import close_cached_clients
     from audio_reward.trainer_plugin.validation_log import ValidationLogger
+    from audio_reward.trainer_plugin.verl_omni_score import close_cached_clients
 
     with initialize_config_dir(config_dir=str(Path(verl.__file__).parent / "trainer" / "config"), version_base=None):
         config = compose(config_name="ppo_trainer", overrides=[

@@ -82,7 +82,7 @@ def test_b_verl_omni_manager_with_our_compute_score(scorer_url: str, tmp_path: P
     from verl import DataProto
     from verl.trainer.ppo.reward import load_reward_manager
 
-    from audio_reward.scorer_client import close_cached_clients
+    from audio_reward.trainer_plugin.verl_omni_score import close_cached_clients
 
     with initialize_config_dir(config_dir=str(Path(verl.__file__).parent / "trainer" / "config"), version_base=None):
         config = compose(config_name="ppo_trainer", overrides=[

@@ -14,10 +14,10 @@ from audio_reward.scorer_client import (
     InvalidInputError,
     InvalidURLError,
     UnsupportedProtocolError,
-    compute_score,
 )
-from audio_reward.scorer_client import compute as compute_module
 from audio_reward.scorer_client.settings import url_in_environment
+from audio_reward.trainer_plugin import verl_omni_score as compute_module
+from audio_reward.trainer_plugin.verl_omni_score import compute_score
 
 
 @pytest.fixture

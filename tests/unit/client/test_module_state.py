@@ -17,7 +17,7 @@ ALLOWED = {
     "audio_reward.trainer_plugin.reward_manager.manager_class":
         "builds verl's manager class once, so Ray pickles it by reference to the same class",
 }
-"""Module-level caches that stay, and why (compute.CLIENT_CACHE is a ClientCache, bounded and documented)."""
+"""Module-level caches that stay, and why (verl_omni_score.CLIENT_CACHE is a ClientCache, bounded and documented)."""
 
 
 def _modules() -> list[ModuleType]:

@@ -11,12 +11,17 @@ from audio_reward.protocol import (
     AudioDecodeError,
     as_float32_mono,
     decode_f32,
-    decode_file,
     decode_pcm16,
     encode_f32,
     encode_file,
     encode_pcm16,
+    read_audio,
 )
+
+
+def decode_file(text: str, max_seconds: float | None = None) -> tuple[np.ndarray, int]:
+    """A base64 audio file through the one reader, which takes its bytes."""
+    return read_audio(base64.b64decode(text), max_seconds=max_seconds)
 
 
 def _awkward_floats() -> np.ndarray:

@@ -8,6 +8,7 @@ import pytest
 from audio_reward.protocol import (
     Limits,
     ProtocolError,
+    ScoreRequest,
     decode_batch_request,
     decode_score_request,
     decode_speaker_request,
@@ -30,6 +31,20 @@ def test_an_inline_reference_is_decoded_at_its_own_rate() -> None:
     assert decoded.speaker_reference is not None and decoded.speaker_reference.sample_rate == 24_000
     np.testing.assert_allclose(decoded.speaker_reference.waveform, reference, atol=1 / 32768)
     assert decoded.speaker_reference_id is None
+
+
+def test_one_reference_or_the_other_is_a_rule_of_the_model_checked_before_any_audio_is_decoded() -> None:
+    both = {"speaker_reference_id": "ab" * 32, "speaker_reference_audio_base64": encode_file(TONE, RATE)}
+    with pytest.raises(ValueError, match="not both"):
+        ScoreRequest.model_validate(_request(**both))  # a sender's model refuses it too
+    # The audio's own faults (found while decoding it) come after the request's shape.
+    nan = encode_f32(np.full(RATE, np.nan, dtype=np.float32))
+    for bad_audio in ({}, {"waveform_f32_base64": "!!!"}, {"waveform_f32_base64": nan}, {"num_samples": 7}):
+        with pytest.raises(ProtocolError) as raised:
+            decode_score_request(_request(**both, **bad_audio))
+        assert [(i.code, i.path, i.message) for i in raised.value.issues] == [
+            ("invalid_speaker_reference", "$.speaker_reference_audio_base64",
+             "send either speaker_reference_id or speaker_reference_audio_base64, not both")]
 
 
 def test_an_inline_reference_is_bounded_like_the_audio() -> None:

@@ -96,3 +96,27 @@ def test_no_module_of_audio_reward_is_part_of_an_import_cycle() -> None:
     found = cycles(graph)
     assert not found, "modules that import each other, directly or around a loop:\n" + "\n".join(
         ", ".join(component) for component in found)
+
+
+PARTS = ("protocol", "scoring", "scorer_server", "scorer_client", "trainer_plugin")
+MAY_IMPORT = {
+    "protocol": set(),
+    "scoring": {"protocol"},
+    "scorer_server": {"protocol", "scoring"},
+    "scorer_client": {"protocol"},
+    "trainer_plugin": {"protocol", "scoring", "scorer_client"},  # scoring: mcq.py's multiple-choice reward
+}
+"""The parts of docs/architecture.md and the parts each may import: the client knows nothing of the server or of
+the trainer plugin (verl-omni's rollout-shaped ``compute_score`` is the plugin's), nothing imports the server."""
+
+
+def part_of(module: str) -> str | None:
+    name = module.split(".")[1] if module.count(".") else ""
+    return name if name in PARTS else None
+
+
+def test_each_part_imports_only_the_parts_below_it() -> None:
+    crossing = sorted(f"{name} imports {imported}" for name in MODULES if (part := part_of(name)) is not None
+                      for imported in imports_of(name)
+                      if part_of(imported) not in (None, part, *MAY_IMPORT[part]))
+    assert not crossing, "imports against the layering of docs/architecture.md:\n" + "\n".join(crossing)

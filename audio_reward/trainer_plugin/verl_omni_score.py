@@ -1,4 +1,9 @@
-"""``compute_score`` with verl-omni's audio scorer signature, on cached clients."""
+"""``compute_score`` with verl-omni's audio scorer signature, on cached clients.
+
+It reads a rollout row (the plugin's one rollout reader, :mod:`.samples`), so it lives in the trainer plugin,
+over the SDK: the scorer client knows nothing of rollouts and imports nothing of the plugin. What it keeps
+between calls is the SDK's generic :class:`~audio_reward.scorer_client.client_cache.ClientCache`.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..protocol.errors import validation_reasons
-from .client_cache import ClientCache
-from .settings import ClientSettings, url_error
+from ..scorer_client.client_cache import ClientCache
+from ..scorer_client.settings import ClientSettings, url_error
+from .samples import audio_sample_from_row
 
 CLIENT_CACHE = ClientCache()
 """The clients and settings :func:`compute_score` reuses: per event loop and settings, bounded, closed when the
@@ -64,10 +70,10 @@ async def compute_score(
     ``extra_info["language"]``, when a string, also sets the language.
     ``extra_info["speaker_reference_path"]``, when set, is the row's reference
     recording (a WAV or FLAC file): it is read and registered once per client
-    (:meth:`AsyncScorerClient.register_speaker`) and its id sent, so the answer
+    (:meth:`~audio_reward.scorer_client.AsyncScorerClient.register_speaker`) and its id sent, so the answer
     holds ``speaker_similarity`` (and the speaker term, if the reward weighs it).
-    The row is read by the trainer plugin's one rollout reader,
-    :func:`audio_reward.trainer_plugin.samples.audio_sample_from_row`.
+    The row is read by the plugin's one rollout reader,
+    :func:`~audio_reward.trainer_plugin.samples.audio_sample_from_row`.
 
     One client (one connection pool) is kept per event loop and setting, so
     thousands of calls share connections.  ``api_key`` defaults to
@@ -76,10 +82,6 @@ async def compute_score(
     bounds the numbers: a bad one raises ValueError naming it).  Failures raise
     :class:`~audio_reward.scorer_client.errors.ScorerError` subclasses.
     """
-    # verl-omni's row is the trainer plugin's to read (its one rollout reader); imported here, so the SDK's own
-    # modules know nothing of rollouts and importing the SDK does not load the plugin.
-    from ..trainer_plugin.samples import audio_sample_from_row
-
     # verl calls this once per sample: the settings are built (environment read, every validator) once per
     # arguments and AUDIO_REWARD_* environment, and the client once per loop and settings.
     args = (server_url, timeout, max_retries, retry_backoff, api_key)
