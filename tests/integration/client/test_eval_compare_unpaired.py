@@ -56,6 +56,6 @@ def test_compare_of_runs_with_different_utterances_leads_with_the_paired_figures
     assert paired is not None and paired[1] == paired[2], printed[0]
     assert printed[1] == ("  not paired: 2 only in run_a, 1 only in run_b; the table's means are over each run's "
                           "own rows, so compare the paired figures above")
-    table = printed.index("| run | count | failures | CER mean | CER median | WER mean | dur. ratio mean | "
-                          "dur. ratio median | reward mean |")
+    table = printed.index("| run | count | failures | timeouts | CER mean | CER median | WER mean | WER median | "
+                          "duration ratio mean | duration ratio median | reward mean |")
     assert table > 1
