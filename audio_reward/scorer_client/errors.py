@@ -77,24 +77,22 @@ class UnknownHostError(InvalidURLError):
     """
 
 
-class RequestRejectedError(ScorerError):
-    """The server answered with a final error: retrying the same request cannot succeed.
+class _AnsweredError(ScorerError):
+    """An error the server answered: ``status`` is the HTTP status (``None`` for an item inside a batch
+    answered with 200), ``code`` the server's machine-readable error code."""
 
-    ``status`` is the HTTP status (``None`` for an item inside a batch
-    answered with 200), ``code`` the server's machine-readable error code.
-    """
-
-    def __init__(
-        self, message: str, *, status: int | None, code: str, request_id: str | None = None
-    ) -> None:
+    def __init__(self, message: str, *, status: int | None, code: str, request_id: str | None = None) -> None:
         super().__init__(message, request_id=request_id)
         self.status = status
         self.code = code
 
-
     def __str__(self) -> str:
         where = f"HTTP {self.status}" if self.status is not None else "item error"
         return f"{where} {self.code}: {self.message}"
+
+
+class RequestRejectedError(_AnsweredError):
+    """The server answered with a final error: retrying the same request cannot succeed."""
 
 
 class ProtocolViolationError(ScorerError):
@@ -129,19 +127,12 @@ class DeadlineExceededError(ScorerUnavailableError):
     """The overall deadline of a request ran out before a final answer."""
 
 
-class TransientServerError(ScorerError):
+class TransientServerError(_AnsweredError):
     """The server answered a retryable error; ``status`` is ``None`` for an item inside a batch."""
 
     retryable = True
 
-    def __init__(
-        self, message: str, *, status: int | None, code: str, retry_after: float | None = None,
-        request_id: str | None = None,
-    ) -> None:
-        super().__init__(message, request_id=request_id)
-        self.status = status
-        self.code = code
+    def __init__(self, message: str, *, status: int | None, code: str, retry_after: float | None = None,
+                 request_id: str | None = None) -> None:
+        super().__init__(message, status=status, code=code, request_id=request_id)
         self.retry_after = retry_after
-
-
-    __str__ = RequestRejectedError.__str__
