@@ -35,10 +35,14 @@ class ScorerError(Exception):
         self.message = message
         self.request_id = request_id
 
-    def _for_request(self, request_id: str | None) -> Self:
-        """A new error like this one, every attribute kept, of the request ``request_id``."""
+    def for_request(self, request_id: str | None) -> Self:
+        """This error as the error of the request ``request_id``: itself, or a copy (every attribute and the
+        cause kept) where it names another request."""
+        if self.request_id == request_id:
+            return self
         copied = type(self).__new__(type(self), *self.args)
         copied.__dict__.update(vars(self), request_id=request_id)
+        copied.__cause__ = self.__cause__
         return copied
 
 

@@ -38,7 +38,6 @@ from audio_reward.scorer_client.transport import (
     TransportTimeout,
     backoff_delay,
     classify,
-    for_request,
     next_delay,
     parse_retry_after,
 )
@@ -319,9 +318,9 @@ def test_an_error_for_another_request_is_a_copy_naming_that_request(error: error
         raise error from ValueError("the cause")
     except errors.ScorerError:
         pass
-    copied = for_request(error, "b")
+    copied = error.for_request("b")
     assert type(copied) is type(error) and copied is not error
     assert copied.request_id == "b" and error.request_id == "a"
     assert {**vars(copied), "request_id": "a"} == vars(error)
     assert (str(copied), copied.args, copied.__cause__) == (str(error), error.args, error.__cause__)
-    assert for_request(error, "a") is error
+    assert error.for_request("a") is error
