@@ -28,7 +28,7 @@ from .errors import (
 )
 from .settings import ClientSettings
 from .sync_client import ScorerClient
-from .wire import ScoreItem, ScoreResult, sanitize_metadata
+from .wire import ScoreItem, ScoreOptions, ScoreResult, sanitize_metadata
 
 __all__ = [
     "AsyncScorerClient",
@@ -42,6 +42,7 @@ __all__ = [
     "RequestRejectedError",
     "RewardOptions",
     "ScoreItem",
+    "ScoreOptions",
     "ScoreResult",
     "ScorerClient",
     "ScorerError",

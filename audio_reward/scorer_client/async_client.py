@@ -9,15 +9,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..protocol import RewardOptions
 from .audio_file import AudioFileError, read_audio
 from .core import BaseScorerClient, ScorerCore, chunking, info_of
 from .errors import InvalidInputError, ScorerError, ScorerUnavailableError
 from .settings import INFO_PATH, endpoint_of
 from .transport import AiohttpTransport, AsyncTransport, TransportError
-from .wire import ScoreItem, ScoreResult, speaker_body
+from .wire import ScoreItem, ScoreOptions, ScoreResult, speaker_body
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack for **kwargs from Python 3.11
 
 T = TypeVar("T")
 
@@ -70,47 +72,21 @@ class AsyncScorerClient(BaseScorerClient):
             )
         return self._core
 
-    async def score(
-        self,
-        waveform: Any,
-        sample_rate: int,
-        text: str,
-        *,
-        language: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        reward: RewardOptions | Mapping[str, Any] | None = None,
-        reference_duration_s: float | None = None,
-        request_id: str | None = None,
-        speaker_reference_id: str | None = None,
-        measure_quality: bool = False,
-    ) -> ScoreResult:
+    async def score(self, waveform: Any, sample_rate: int, text: str, **options: Unpack[ScoreOptions]) -> ScoreResult:
         """Score one candidate.
 
         ``waveform`` is mono audio as a numpy array, a CPU torch tensor or a
-        list (for a file on disk, :meth:`score_file`); ``text`` is what it should say; ``speaker_reference_id`` (from
+        list (for a file on disk, :meth:`score_file`); ``text`` is what it should say.  The keyword
+        arguments are :class:`ScoreItem`'s fields of the same names: ``speaker_reference_id`` (from
         :meth:`register_speaker`) adds its speaker similarity, ``measure_quality``
         its DNSMOS where the reward does not weigh it already.  Raises a
         :class:`ScorerError` subclass on failure (see :mod:`audio_reward.scorer_client.errors`).
         """
         core = self._bind()
-        item = ScoreItem(waveform, sample_rate, text, language, metadata, reward, reference_duration_s, request_id,
-                         speaker_reference_id, measure_quality)
-        prepared = _raised((await core.prepare([item]))[0])
+        prepared = _raised((await core.prepare([ScoreItem(waveform, sample_rate, text, **options)]))[0])
         return _raised((await core.score([prepared], batch=False))[0])
 
-    async def score_file(
-        self,
-        path: str | Path,
-        text: str,
-        *,
-        language: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        reward: RewardOptions | Mapping[str, Any] | None = None,
-        reference_duration_s: float | None = None,
-        request_id: str | None = None,
-        speaker_reference_id: str | None = None,
-        measure_quality: bool = False,
-    ) -> ScoreResult:
+    async def score_file(self, path: str | Path, text: str, **options: Unpack[ScoreOptions]) -> ScoreResult:
         """:meth:`score` for an audio file on disk, read as ``audio-reward score`` reads it.
 
         WAV, FLAC, MP3 and OGG everywhere; M4A, WebM and the other FFmpeg formats where PyAV is installed;
@@ -121,10 +97,8 @@ class AsyncScorerClient(BaseScorerClient):
         try:
             audio, rate = await asyncio.to_thread(read_audio, path)
         except AudioFileError as exc:
-            raise InvalidInputError(str(exc), request_id=request_id) from None
-        return await self.score(audio, rate, text, language=language, metadata=metadata, reward=reward,
-                                reference_duration_s=reference_duration_s, request_id=request_id,
-                                speaker_reference_id=speaker_reference_id, measure_quality=measure_quality)
+            raise InvalidInputError(str(exc), request_id=options.get("request_id")) from None
+        return await self.score(audio, rate, text, **options)
 
     async def score_many(
         self,

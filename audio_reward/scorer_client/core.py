@@ -45,7 +45,6 @@ from .transport import (
     TransportError,
     TransportTimeout,
     classify,
-    for_request,
     next_delay,
 )
 from .wire import (
@@ -181,9 +180,9 @@ def batch_outcomes(answer: Answer, items: Sequence[PreparedItem]) -> list[Outcom
     if isinstance(outcome, Success):
         return take_batch_answer(outcome.value, items)
     if isinstance(outcome, Fatal):
-        return [Fatal(for_request(outcome.error, item.request_id)) for item in items]
+        return [Fatal(outcome.error.for_request(item.request_id)) for item in items]
     cause = outcome.cause
-    return [Retry(for_request(cause, item.request_id) if isinstance(cause, ScorerError) else cause,
+    return [Retry(cause.for_request(item.request_id) if isinstance(cause, ScorerError) else cause,
                   outcome.retry_after) for item in items]
 
 
@@ -200,7 +199,7 @@ def take_batch_answer(raw: bytes, items: Sequence[PreparedItem]) -> list[Outcome
             got = len(results) if isinstance(results, list) else "no"
             raise ProtocolViolationError(f"a batch of {len(items)} items was answered with {got} results")
     except ProtocolViolationError as exc:
-        return [Fatal(for_request(exc, item.request_id)) for item in items]
+        return [Fatal(exc.for_request(item.request_id)) for item in items]
     outcomes: list[Outcome[ScoreResult]] = []
     for item, result in zip(items, results, strict=True):
         rid, info = item.request_id, error_info(result)

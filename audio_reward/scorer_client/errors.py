@@ -35,10 +35,14 @@ class ScorerError(Exception):
         self.message = message
         self.request_id = request_id
 
-    def _for_request(self, request_id: str | None) -> Self:
-        """A new error like this one, every attribute kept, of the request ``request_id``."""
+    def for_request(self, request_id: str | None) -> Self:
+        """This error as the error of the request ``request_id``: itself, or a copy (every attribute and the
+        cause kept) where it names another request."""
+        if self.request_id == request_id:
+            return self
         copied = type(self).__new__(type(self), *self.args)
         copied.__dict__.update(vars(self), request_id=request_id)
+        copied.__cause__ = self.__cause__
         return copied
 
 
@@ -77,24 +81,22 @@ class UnknownHostError(InvalidURLError):
     """
 
 
-class RequestRejectedError(ScorerError):
-    """The server answered with a final error: retrying the same request cannot succeed.
+class _AnsweredError(ScorerError):
+    """An error the server answered: ``status`` is the HTTP status (``None`` for an item inside a batch
+    answered with 200), ``code`` the server's machine-readable error code."""
 
-    ``status`` is the HTTP status (``None`` for an item inside a batch
-    answered with 200), ``code`` the server's machine-readable error code.
-    """
-
-    def __init__(
-        self, message: str, *, status: int | None, code: str, request_id: str | None = None
-    ) -> None:
+    def __init__(self, message: str, *, status: int | None, code: str, request_id: str | None = None) -> None:
         super().__init__(message, request_id=request_id)
         self.status = status
         self.code = code
 
-
     def __str__(self) -> str:
         where = f"HTTP {self.status}" if self.status is not None else "item error"
         return f"{where} {self.code}: {self.message}"
+
+
+class RequestRejectedError(_AnsweredError):
+    """The server answered with a final error: retrying the same request cannot succeed."""
 
 
 class ProtocolViolationError(ScorerError):
@@ -129,19 +131,12 @@ class DeadlineExceededError(ScorerUnavailableError):
     """The overall deadline of a request ran out before a final answer."""
 
 
-class TransientServerError(ScorerError):
+class TransientServerError(_AnsweredError):
     """The server answered a retryable error; ``status`` is ``None`` for an item inside a batch."""
 
     retryable = True
 
-    def __init__(
-        self, message: str, *, status: int | None, code: str, retry_after: float | None = None,
-        request_id: str | None = None,
-    ) -> None:
-        super().__init__(message, request_id=request_id)
-        self.status = status
-        self.code = code
+    def __init__(self, message: str, *, status: int | None, code: str, retry_after: float | None = None,
+                 request_id: str | None = None) -> None:
+        super().__init__(message, status=status, code=code, request_id=request_id)
         self.retry_after = retry_after
-
-
-    __str__ = RequestRejectedError.__str__

@@ -37,7 +37,6 @@ from .errors import (
 from .wire import error_of_body
 
 T = TypeVar("T")
-E = TypeVar("E", bound=ScorerError)
 
 # ---------------------------------------------------------------- the transport
 
@@ -233,15 +232,6 @@ class Fatal:
 Outcome = Success[T] | Retry | Fatal
 
 
-def for_request(error: E, request_id: str | None) -> E:
-    """``error`` as the error of the request ``request_id`` (a copy when it names another one)."""
-    if error.request_id == request_id:
-        return error
-    copied = error._for_request(request_id)
-    copied.__cause__ = error.__cause__
-    return copied
-
-
 def classify(answer: Answer, request_id: str | None = None) -> Outcome[bytes]:
     """What one answer means for its request.
 
@@ -256,7 +246,7 @@ def classify(answer: Answer, request_id: str | None = None) -> Outcome[bytes]:
     if isinstance(answer, TransportError):
         return Retry(answer)
     if isinstance(answer, ScorerError):
-        return Fatal(for_request(answer, request_id))
+        return Fatal(answer.for_request(request_id))
     if answer.status == 200:
         return Success(answer.body)
     info = error_of_body(answer.body, answer.status)

@@ -15,7 +15,7 @@ import os
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 import numpy as np
 import orjson
@@ -72,6 +72,19 @@ class ScoreItem:
     measure_quality: bool = False
     """Ask for DNSMOS (the ``dnsmos_*`` fields) although the reward does not weigh it (a server with a quality
     model; docs/signals.md)."""
+
+
+class ScoreOptions(TypedDict, total=False):
+    """The keyword arguments of :meth:`AsyncScorerClient.score` and ``score_file``: a :class:`ScoreItem`'s fields
+    after the audio and the text, each described there."""
+
+    language: str | None
+    metadata: Mapping[str, Any] | None
+    reward: RewardOptions | Mapping[str, Any] | None
+    reference_duration_s: float | None
+    request_id: str | None
+    speaker_reference_id: str | None
+    measure_quality: bool
 
 
 @dataclass(frozen=True)

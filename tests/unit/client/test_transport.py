@@ -38,7 +38,6 @@ from audio_reward.scorer_client.transport import (
     TransportTimeout,
     backoff_delay,
     classify,
-    for_request,
     next_delay,
     parse_retry_after,
 )
@@ -307,7 +306,8 @@ def _one_of_each_error() -> list[errors.ScorerError]:
         errors.DeadlineExceededError("late", attempts=2, last_cause=cause, request_id="a"),
         errors.TransientServerError("busy", status=503, code="overloaded", retry_after=1.5, request_id="a"),
     ]
-    classes = {cls for cls in vars(errors).values() if isinstance(cls, type) and issubclass(cls, errors.ScorerError)}
+    classes = {cls for name, cls in vars(errors).items()
+               if isinstance(cls, type) and issubclass(cls, errors.ScorerError) and not name.startswith("_")}
     assert {type(e) for e in made} == classes, "an error class is missing here"
     return made
 
@@ -318,9 +318,9 @@ def test_an_error_for_another_request_is_a_copy_naming_that_request(error: error
         raise error from ValueError("the cause")
     except errors.ScorerError:
         pass
-    copied = for_request(error, "b")
+    copied = error.for_request("b")
     assert type(copied) is type(error) and copied is not error
     assert copied.request_id == "b" and error.request_id == "a"
     assert {**vars(copied), "request_id": "a"} == vars(error)
     assert (str(copied), copied.args, copied.__cause__) == (str(error), error.args, error.__cause__)
-    assert for_request(error, "a") is error
+    assert error.for_request("a") is error
