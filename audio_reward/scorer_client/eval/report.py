@@ -116,18 +116,16 @@ def _cer_plot(ax: Any, rows: Sequence[dict[str, Any]]) -> None:
     ax.legend(loc="upper right", fontsize=8)
 
 
-def _duration_points(ok: Sequence[dict[str, Any]], failed: Sequence[dict[str, Any]]
-                     ) -> tuple[list[tuple[float, float]], list[float]]:
-    """(duration, score) of the scored utterances, and the duration of each failed one that has one."""
-    points = [(d, s) for d, s in ((number(r.get("duration_s")), number(r.get("score"))) for r in ok)
-              if d is not None and s is not None]
-    return points, [d for d in (number(r.get("duration_s")) for r in failed) if d is not None]
+def _number_pairs(rows: Sequence[dict[str, Any]], x: str, y: str) -> list[tuple[float, float]]:
+    """(``x``, ``y``) of each row that holds both as numbers."""
+    return [(a, b) for a, b in ((number(r.get(x)), number(r.get(y))) for r in rows) if a is not None and b is not None]
 
 
 def _duration_plot(ax: Any, rows: Sequence[dict[str, Any]]) -> None:
     """Score against audio duration; failed utterances with a duration drawn on a band below 0."""
     failed = failed_rows(rows)
-    points, lost = _duration_points(scored_rows(rows), failed)
+    points = _number_pairs(scored_rows(rows), "duration_s", "score")
+    lost = [d for d in (number(r.get("duration_s")) for r in failed) if d is not None]
     if points:
         ax.scatter([p[0] for p in points], [p[1] for p in points], s=28, alpha=0.75, color=COLORS[0],
                    edgecolors="black", linewidths=0.4, label=f"scored ({len(points)})")
@@ -159,8 +157,7 @@ def _duration_buckets(pairs: Sequence[tuple[float, float]]) -> tuple[list[str], 
 
 def _cer_by_duration_plot(ax: Any, rows: Sequence[dict[str, Any]]) -> None:
     failed = failed_rows(rows)
-    pairs = [(d, 100 * c) for d, c in ((number(r.get("duration_s")), number(r.get("cer"))) for r in scored_rows(rows))
-             if d is not None and c is not None]
+    pairs = [(d, 100 * c) for d, c in _number_pairs(scored_rows(rows), "duration_s", "cer")]
     labels, means, counts = _duration_buckets(pairs)
     if labels:
         bars = ax.bar(labels, means, color=COLORS[0], edgecolor="black", linewidth=0.6)
@@ -216,39 +213,33 @@ def _signal_panel(ax: Any, runs: Sequence[tuple[str, Sequence[dict[str, Any]]]],
     ax.legend(loc="upper left", fontsize=7)
 
 
-def _paired_cer(base_rows: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) -> tuple[list[float], ...]:
-    """(x, y) of the utterances scored on both sides, and (x, y) of those failed on a side, at FAILED_AT."""
+def _paired_cer(base_rows: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]
+                ) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
+    """(base, other) CER of the utterances scored on both sides, and of those failed on a side (at FAILED_AT)."""
+    def cer(row: dict[str, Any]) -> float | None:
+        value = number(row.get("cer")) if is_scored(row) else None
+        return None if value is None else min(100 * value, 100)
+
     base = {r["id"]: r for r in base_rows}
-    xs: list[float] = []
-    ys: list[float] = []
-    fx: list[float] = []
-    fy: list[float] = []
-    for r in rows:
-        b = base.get(r["id"])
-        if b is None:
-            continue
-        x = number(b.get("cer")) if is_scored(b) else None
-        y = number(r.get("cer")) if is_scored(r) else None
-        if x is not None and y is not None:
-            xs.append(min(100 * x, 100))
-            ys.append(min(100 * y, 100))
-        else:
-            fx.append(FAILED_AT if x is None else min(100 * x, 100))
-            fy.append(FAILED_AT if y is None else min(100 * y, 100))
-    return xs, ys, fx, fy
+    pairs = [(cer(base[r["id"]]), cer(r)) for r in rows if r["id"] in base]
+    scored = [(x, y) for x, y in pairs if x is not None and y is not None]
+    failed = [(FAILED_AT if x is None else x, FAILED_AT if y is None else y)
+              for x, y in pairs if x is None or y is None]
+    return scored, failed
 
 
 def _pair_panel(ax: Any, base_name: str, base_rows: Sequence[dict[str, Any]], name: str,
                 rows: Sequence[dict[str, Any]], color: str) -> None:
     """One later run's per-utterance CER against the first run's, with the diagonal and the failed band."""
-    xs, ys, fx, fy = _paired_cer(base_rows, rows)
-    better = sum(y < x for x, y in zip(xs, ys, strict=False))
-    worse = sum(y > x for x, y in zip(xs, ys, strict=False))
+    scored, failed = _paired_cer(base_rows, rows)
+    better = sum(y < x for x, y in scored)
+    worse = sum(y > x for x, y in scored)
     ax.plot([0, 100], [0, 100], color="gray", linewidth=1, linestyle=":", label="no change")
-    ax.scatter(xs, ys, s=30, alpha=0.75, color=color, edgecolors="black", linewidths=0.4,
-               label=f"better {better}, worse {worse}, equal {len(xs) - better - worse}")
-    if fx:
-        ax.scatter(fx, fy, s=45, marker="x", color=FAILED_COLOR, label=f"failed on a side ({len(fx)})")
+    ax.scatter([x for x, _ in scored], [y for _, y in scored], s=30, alpha=0.75, color=color, edgecolors="black",
+               linewidths=0.4, label=f"better {better}, worse {worse}, equal {len(scored) - better - worse}")
+    if failed:
+        ax.scatter([x for x, _ in failed], [y for _, y in failed], s=45, marker="x", color=FAILED_COLOR,
+                   label=f"failed on a side ({len(failed)})")
     ticks, labels = [*PERCENT_TICKS, FAILED_AT], [*map(str, PERCENT_TICKS), "failed"]
     for span, limits, set_ticks in ((ax.axvspan, ax.set_xlim, ax.set_xticks), (ax.axhspan, ax.set_ylim, ax.set_yticks)):
         span(FAILED_AT - FAILED_BAND - 1, FAILED_AT + FAILED_BAND + 1, color=FAILED_COLOR, alpha=0.07)
@@ -257,7 +248,7 @@ def _pair_panel(ax: Any, base_name: str, base_rows: Sequence[dict[str, Any]], na
     ax.set_aspect("equal")
     ax.set_xlabel(_wrapped(f"CER {base_name} (%, clipped at 100)"))
     ax.set_ylabel(_wrapped(f"CER {name} (%)"))
-    ax.set_title(_wrapped(f"{name} vs {base_name} (n={len(xs) + len(fx)} paired)"), fontsize=11)
+    ax.set_title(_wrapped(f"{name} vs {base_name} (n={len(scored) + len(failed)} paired)"), fontsize=11)
     ax.legend(loc="upper left", fontsize=7)
 
 

@@ -192,10 +192,7 @@ def processing_problems(spec: str, path: Path) -> list[str]:
 def check_inputs(specs: Sequence[str], val: Path, train: Sequence[Path], limit: int | None,
               allow_overlap: bool) -> tuple[list[tuple[str, Path]], list[Question], dict[str, Any]]:
     """Every check that can fail before a model is loaded; raises :class:`InputsInvalid` with all failures."""
-    try:
-        checkpoints = [(name, Path(folder).expanduser()) for name, folder in parse_specs(specs)]
-    except ValueError as exc:
-        raise InputsInvalid([str(exc)]) from None
+    checkpoints = [(name, Path(folder).expanduser()) for name, folder in parse_specs(specs)]
     failures = [p for spec, (_, folder) in zip(specs, checkpoints, strict=True) for p in folder_problems(spec, folder)]
     if checkpoints and not failures:
         failures += processing_problems(specs[0], checkpoints[0][1])
