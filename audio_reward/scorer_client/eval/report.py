@@ -13,7 +13,7 @@ import html
 import itertools
 import math
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -353,32 +353,33 @@ def _table(pairs: Sequence[tuple[str, Any]]) -> str:
     return f"<table>{cells}</table>"
 
 
+def _html_table(head: Sequence[str], rows: Iterable[str]) -> str:
+    """A table under the header ``head`` (escaped here); each of ``rows`` is a rendered ``<tr>``."""
+    return "<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>" + "".join(rows) + "</table>"
+
+
 def _images(out_dir: Path, names: Sequence[str]) -> list[str]:
     return [f'<p><img alt="{html.escape(n)}" src="{_data_uri(out_dir / n, "image/png")}"></p>' for n in names]
 
 
 def _utterance_table(rows: Sequence[dict[str, Any]], audio: RunAudio) -> str:
-    head = ("<tr><th>id</th><th>CER</th><th>WER</th><th>score</th><th>duration (s)</th><th>text</th>"
-            "<th>transcript</th><th>audio</th></tr>")
-    body = "".join(
+    return _html_table(["id", "CER", "WER", "score", "duration (s)", "text", "transcript", "audio"], (
         f"<tr><td>{html.escape(str(r.get('id')))}</td><td class=num>{_fmt(r.get('cer'), True)}</td>"
         f"<td class=num>{_fmt(r.get('wer'), True)}</td><td class=num>{_fmt(r.get('score'))}</td>"
         f"<td class=num>{_fmt(r.get('duration_s'))}</td><td>{html.escape(str(r.get('text') or ''))}</td>"
         f"<td>{html.escape(str(r.get('transcript') or ''))}</td><td>{_audio_cell(r, audio)}</td></tr>"
-        for r in rows)
-    return f"<table>{head}{body}</table>"
+        for r in rows))
 
 
 def _failure_table(rows: Sequence[dict[str, Any]]) -> str:
     failed = failed_rows(rows)
     if not failed:
         return "<p>None.</p>"
-    body = "".join(
+    return _html_table(["id", "reason", "message"], (
         f"<tr class=failed><td>{html.escape(str(r.get('id')))}</td>"
         f"<td>{html.escape(str(stats.failure_reason(r)))}"
         f"{' (timeout)' if (r.get('error') or {}).get('timeout') else ''}</td>"
-        f"<td>{html.escape(str((r.get('error') or {}).get('message') or ''))}</td></tr>" for r in failed)
-    return f"<table><tr><th>id</th><th>reason</th><th>message</th></tr>{body}</table>"
+        f"<td>{html.escape(str((r.get('error') or {}).get('message') or ''))}</td></tr>" for r in failed))
 
 
 def _not_shown(audio: Sequence[RunAudio]) -> list[str]:
@@ -409,9 +410,9 @@ def write_run_report(rows: Sequence[dict[str, Any]], summary: dict[str, Any], ou
 def _text_table(table: stats.Table) -> str:
     """A table of text as HTML, every column after the first (the run) a number."""
     head, rows = table
-    cells = "".join(f"<tr><td>{html.escape(row[0])}</td>" + "".join(f"<td class=num>{html.escape(v)}</td>"
-                                                                  for v in row[1:]) + "</tr>" for row in rows)
-    return "<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + f"</tr>{cells}</table>"
+    return _html_table(head, (f"<tr><td>{html.escape(row[0])}</td>"
+                              + "".join(f"<td class=num>{html.escape(v)}</td>" for v in row[1:]) + "</tr>"
+                              for row in rows))
 
 
 def write_compare_report(results: EvalResults, runs: Sequence[tuple[str, Sequence[dict[str, Any]]]],
@@ -435,7 +436,9 @@ def write_compare_report(results: EvalResults, runs: Sequence[tuple[str, Sequenc
                        key=lambda d: -(d.delta_cer or 0))[:WORST_ROWS]
         rows = {r["id"]: r for r in by_name[comp.checkpoint]}
         base_rows = {r["id"]: r for r in by_name[comp.base]}
-        cells = "".join(
+        head = ["id", f"CER {comp.base}", f"CER {comp.checkpoint}", "CER change", "text",
+                f"{comp.base}: transcript, audio", f"{comp.checkpoint}: transcript, audio"]
+        cells = (
             f"<tr><td>{html.escape(d.id)}</td><td class=num>{_fmt(d.base_cer, True)}</td>"
             f"<td class=num>{_fmt(d.cer, True)}</td><td class=num>{percentage_points(d.delta_cer, 1)}</td>"
             f"<td>{html.escape(d.text)}</td>"
@@ -444,11 +447,7 @@ def write_compare_report(results: EvalResults, runs: Sequence[tuple[str, Sequenc
             f"<td>{html.escape(str(rows[d.id].get('transcript') or ''))}<br>"
             f"{_audio_cell(rows[d.id], audio[comp.checkpoint])}</td></tr>" for d in worst)
         body.append("<h3>Largest CER increases</h3>")
-        body.append(f"<table><tr><th>id</th><th>CER {html.escape(comp.base)}</th>"
-                    f"<th>CER {html.escape(comp.checkpoint)}</th><th>CER change</th><th>text</th>"
-                    f"<th>{html.escape(comp.base)}: transcript, audio</th>"
-                    f"<th>{html.escape(comp.checkpoint)}: transcript, audio</th></tr>{cells}</table>" if worst
-                    else "<p>No paired utterance's CER rose.</p>")
+        body.append(_html_table(head, cells) if worst else "<p>No paired utterance's CER rose.</p>")
     body[2:2] = _not_shown(list(audio.values()))  # after the table of runs, where it is seen first
     body += ["<h2>Scorer</h2>", _table(flat_settings(results.scoring))]
     (out_dir / REPORT_HTML).write_text(_page("Before / after", body), encoding="utf-8")
