@@ -7,11 +7,21 @@ only the names below are relied on, never a version number.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from audio_reward.extras import install_command
 
 REQUIREMENT = f"verl>=0.9 with the reward-loop API ({install_command('verl')} in an audio-reward checkout)"
+
+
+def with_external_modules(environ: Mapping[str, str], first: Sequence[str] = (), last: Sequence[str] = ()) -> str:
+    """``VERL_USE_EXTERNAL_MODULES`` (the modules ``import verl`` imports in every process) with ``first`` put
+    before its modules and each of ``last`` it lacks after them; the ones already listed keep their order.
+    """
+    names = (m.strip() for m in environ.get("VERL_USE_EXTERNAL_MODULES", "").split(","))
+    present = [m for m in names if m and m not in first]
+    return ",".join([*first, *present, *(m for m in last if m not in present)])
 
 
 class VerlUnavailableError(ImportError):

@@ -226,15 +226,12 @@ def export_checkpoint(checkpoint: str | Path, out: Path, base: Path | None = Non
     dtypes = dict(Counter(str(t.dtype).removeprefix("torch.") for t in state.values()))
     report = ExportReport(str(ckpt.path), ckpt.step, ckpt.world_size, len(state), dtypes, merged, out=str(out))
     if base is not None:
-        from .model_folder import FolderKind, inspect_folder
+        from .model_folder import inspect_folder
         from .recipes.qwen3_tts_grpo.splice import splice_tensors
 
         folder = inspect_folder(base)
         if folder.problems:
             raise ExportError("; ".join(folder.problems))
-        if folder.kind is not FolderKind.FULL:
-            raise ExportError(f"--base {base} is not a full Qwen3-TTS Base folder (model_type "
-                              f"{folder.model_type!r}); without --base the export writes the weights alone")
         spliced = splice_tensors(folder, lambda: state, out, ckpt.path)
         report.base, report.replaced, report.kept = str(folder.path), spliced.replaced, spliced.kept
     else:

@@ -13,7 +13,7 @@ import html
 import itertools
 import math
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -116,18 +116,16 @@ def _cer_plot(ax: Any, rows: Sequence[dict[str, Any]]) -> None:
     ax.legend(loc="upper right", fontsize=8)
 
 
-def _duration_points(ok: Sequence[dict[str, Any]], failed: Sequence[dict[str, Any]]
-                     ) -> tuple[list[tuple[float, float]], list[float]]:
-    """(duration, score) of the scored utterances, and the duration of each failed one that has one."""
-    points = [(d, s) for d, s in ((number(r.get("duration_s")), number(r.get("score"))) for r in ok)
-              if d is not None and s is not None]
-    return points, [d for d in (number(r.get("duration_s")) for r in failed) if d is not None]
+def _number_pairs(rows: Sequence[dict[str, Any]], x: str, y: str) -> list[tuple[float, float]]:
+    """(``x``, ``y``) of each row that holds both as numbers."""
+    return [(a, b) for a, b in ((number(r.get(x)), number(r.get(y))) for r in rows) if a is not None and b is not None]
 
 
 def _duration_plot(ax: Any, rows: Sequence[dict[str, Any]]) -> None:
     """Score against audio duration; failed utterances with a duration drawn on a band below 0."""
     failed = failed_rows(rows)
-    points, lost = _duration_points(scored_rows(rows), failed)
+    points = _number_pairs(scored_rows(rows), "duration_s", "score")
+    lost = [d for d in (number(r.get("duration_s")) for r in failed) if d is not None]
     if points:
         ax.scatter([p[0] for p in points], [p[1] for p in points], s=28, alpha=0.75, color=COLORS[0],
                    edgecolors="black", linewidths=0.4, label=f"scored ({len(points)})")
@@ -159,8 +157,7 @@ def _duration_buckets(pairs: Sequence[tuple[float, float]]) -> tuple[list[str], 
 
 def _cer_by_duration_plot(ax: Any, rows: Sequence[dict[str, Any]]) -> None:
     failed = failed_rows(rows)
-    pairs = [(d, 100 * c) for d, c in ((number(r.get("duration_s")), number(r.get("cer"))) for r in scored_rows(rows))
-             if d is not None and c is not None]
+    pairs = [(d, 100 * c) for d, c in _number_pairs(scored_rows(rows), "duration_s", "cer")]
     labels, means, counts = _duration_buckets(pairs)
     if labels:
         bars = ax.bar(labels, means, color=COLORS[0], edgecolor="black", linewidth=0.6)
@@ -216,39 +213,33 @@ def _signal_panel(ax: Any, runs: Sequence[tuple[str, Sequence[dict[str, Any]]]],
     ax.legend(loc="upper left", fontsize=7)
 
 
-def _paired_cer(base_rows: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) -> tuple[list[float], ...]:
-    """(x, y) of the utterances scored on both sides, and (x, y) of those failed on a side, at FAILED_AT."""
+def _paired_cer(base_rows: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]
+                ) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
+    """(base, other) CER of the utterances scored on both sides, and of those failed on a side (at FAILED_AT)."""
+    def cer(row: dict[str, Any]) -> float | None:
+        value = number(row.get("cer")) if is_scored(row) else None
+        return None if value is None else min(100 * value, 100)
+
     base = {r["id"]: r for r in base_rows}
-    xs: list[float] = []
-    ys: list[float] = []
-    fx: list[float] = []
-    fy: list[float] = []
-    for r in rows:
-        b = base.get(r["id"])
-        if b is None:
-            continue
-        x = number(b.get("cer")) if is_scored(b) else None
-        y = number(r.get("cer")) if is_scored(r) else None
-        if x is not None and y is not None:
-            xs.append(min(100 * x, 100))
-            ys.append(min(100 * y, 100))
-        else:
-            fx.append(FAILED_AT if x is None else min(100 * x, 100))
-            fy.append(FAILED_AT if y is None else min(100 * y, 100))
-    return xs, ys, fx, fy
+    pairs = [(cer(base[r["id"]]), cer(r)) for r in rows if r["id"] in base]
+    scored = [(x, y) for x, y in pairs if x is not None and y is not None]
+    failed = [(FAILED_AT if x is None else x, FAILED_AT if y is None else y)
+              for x, y in pairs if x is None or y is None]
+    return scored, failed
 
 
 def _pair_panel(ax: Any, base_name: str, base_rows: Sequence[dict[str, Any]], name: str,
                 rows: Sequence[dict[str, Any]], color: str) -> None:
     """One later run's per-utterance CER against the first run's, with the diagonal and the failed band."""
-    xs, ys, fx, fy = _paired_cer(base_rows, rows)
-    better = sum(y < x for x, y in zip(xs, ys, strict=False))
-    worse = sum(y > x for x, y in zip(xs, ys, strict=False))
+    scored, failed = _paired_cer(base_rows, rows)
+    better = sum(y < x for x, y in scored)
+    worse = sum(y > x for x, y in scored)
     ax.plot([0, 100], [0, 100], color="gray", linewidth=1, linestyle=":", label="no change")
-    ax.scatter(xs, ys, s=30, alpha=0.75, color=color, edgecolors="black", linewidths=0.4,
-               label=f"better {better}, worse {worse}, equal {len(xs) - better - worse}")
-    if fx:
-        ax.scatter(fx, fy, s=45, marker="x", color=FAILED_COLOR, label=f"failed on a side ({len(fx)})")
+    ax.scatter([x for x, _ in scored], [y for _, y in scored], s=30, alpha=0.75, color=color, edgecolors="black",
+               linewidths=0.4, label=f"better {better}, worse {worse}, equal {len(scored) - better - worse}")
+    if failed:
+        ax.scatter([x for x, _ in failed], [y for _, y in failed], s=45, marker="x", color=FAILED_COLOR,
+                   label=f"failed on a side ({len(failed)})")
     ticks, labels = [*PERCENT_TICKS, FAILED_AT], [*map(str, PERCENT_TICKS), "failed"]
     for span, limits, set_ticks in ((ax.axvspan, ax.set_xlim, ax.set_xticks), (ax.axhspan, ax.set_ylim, ax.set_yticks)):
         span(FAILED_AT - FAILED_BAND - 1, FAILED_AT + FAILED_BAND + 1, color=FAILED_COLOR, alpha=0.07)
@@ -257,7 +248,7 @@ def _pair_panel(ax: Any, base_name: str, base_rows: Sequence[dict[str, Any]], na
     ax.set_aspect("equal")
     ax.set_xlabel(_wrapped(f"CER {base_name} (%, clipped at 100)"))
     ax.set_ylabel(_wrapped(f"CER {name} (%)"))
-    ax.set_title(_wrapped(f"{name} vs {base_name} (n={len(xs) + len(fx)} paired)"), fontsize=11)
+    ax.set_title(_wrapped(f"{name} vs {base_name} (n={len(scored) + len(failed)} paired)"), fontsize=11)
     ax.legend(loc="upper left", fontsize=7)
 
 
@@ -362,32 +353,33 @@ def _table(pairs: Sequence[tuple[str, Any]]) -> str:
     return f"<table>{cells}</table>"
 
 
+def _html_table(head: Sequence[str], rows: Iterable[str]) -> str:
+    """A table under the header ``head`` (escaped here); each of ``rows`` is a rendered ``<tr>``."""
+    return "<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>" + "".join(rows) + "</table>"
+
+
 def _images(out_dir: Path, names: Sequence[str]) -> list[str]:
     return [f'<p><img alt="{html.escape(n)}" src="{_data_uri(out_dir / n, "image/png")}"></p>' for n in names]
 
 
 def _utterance_table(rows: Sequence[dict[str, Any]], audio: RunAudio) -> str:
-    head = ("<tr><th>id</th><th>CER</th><th>WER</th><th>score</th><th>duration (s)</th><th>text</th>"
-            "<th>transcript</th><th>audio</th></tr>")
-    body = "".join(
+    return _html_table(["id", "CER", "WER", "score", "duration (s)", "text", "transcript", "audio"], (
         f"<tr><td>{html.escape(str(r.get('id')))}</td><td class=num>{_fmt(r.get('cer'), True)}</td>"
         f"<td class=num>{_fmt(r.get('wer'), True)}</td><td class=num>{_fmt(r.get('score'))}</td>"
         f"<td class=num>{_fmt(r.get('duration_s'))}</td><td>{html.escape(str(r.get('text') or ''))}</td>"
         f"<td>{html.escape(str(r.get('transcript') or ''))}</td><td>{_audio_cell(r, audio)}</td></tr>"
-        for r in rows)
-    return f"<table>{head}{body}</table>"
+        for r in rows))
 
 
 def _failure_table(rows: Sequence[dict[str, Any]]) -> str:
     failed = failed_rows(rows)
     if not failed:
         return "<p>None.</p>"
-    body = "".join(
+    return _html_table(["id", "reason", "message"], (
         f"<tr class=failed><td>{html.escape(str(r.get('id')))}</td>"
         f"<td>{html.escape(str(stats.failure_reason(r)))}"
         f"{' (timeout)' if (r.get('error') or {}).get('timeout') else ''}</td>"
-        f"<td>{html.escape(str((r.get('error') or {}).get('message') or ''))}</td></tr>" for r in failed)
-    return f"<table><tr><th>id</th><th>reason</th><th>message</th></tr>{body}</table>"
+        f"<td>{html.escape(str((r.get('error') or {}).get('message') or ''))}</td></tr>" for r in failed))
 
 
 def _not_shown(audio: Sequence[RunAudio]) -> list[str]:
@@ -418,9 +410,9 @@ def write_run_report(rows: Sequence[dict[str, Any]], summary: dict[str, Any], ou
 def _text_table(table: stats.Table) -> str:
     """A table of text as HTML, every column after the first (the run) a number."""
     head, rows = table
-    cells = "".join(f"<tr><td>{html.escape(row[0])}</td>" + "".join(f"<td class=num>{html.escape(v)}</td>"
-                                                                  for v in row[1:]) + "</tr>" for row in rows)
-    return "<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + f"</tr>{cells}</table>"
+    return _html_table(head, (f"<tr><td>{html.escape(row[0])}</td>"
+                              + "".join(f"<td class=num>{html.escape(v)}</td>" for v in row[1:]) + "</tr>"
+                              for row in rows))
 
 
 def write_compare_report(results: EvalResults, runs: Sequence[tuple[str, Sequence[dict[str, Any]]]],
@@ -444,7 +436,9 @@ def write_compare_report(results: EvalResults, runs: Sequence[tuple[str, Sequenc
                        key=lambda d: -(d.delta_cer or 0))[:WORST_ROWS]
         rows = {r["id"]: r for r in by_name[comp.checkpoint]}
         base_rows = {r["id"]: r for r in by_name[comp.base]}
-        cells = "".join(
+        head = ["id", f"CER {comp.base}", f"CER {comp.checkpoint}", "CER change", "text",
+                f"{comp.base}: transcript, audio", f"{comp.checkpoint}: transcript, audio"]
+        cells = (
             f"<tr><td>{html.escape(d.id)}</td><td class=num>{_fmt(d.base_cer, True)}</td>"
             f"<td class=num>{_fmt(d.cer, True)}</td><td class=num>{percentage_points(d.delta_cer, 1)}</td>"
             f"<td>{html.escape(d.text)}</td>"
@@ -453,11 +447,7 @@ def write_compare_report(results: EvalResults, runs: Sequence[tuple[str, Sequenc
             f"<td>{html.escape(str(rows[d.id].get('transcript') or ''))}<br>"
             f"{_audio_cell(rows[d.id], audio[comp.checkpoint])}</td></tr>" for d in worst)
         body.append("<h3>Largest CER increases</h3>")
-        body.append(f"<table><tr><th>id</th><th>CER {html.escape(comp.base)}</th>"
-                    f"<th>CER {html.escape(comp.checkpoint)}</th><th>CER change</th><th>text</th>"
-                    f"<th>{html.escape(comp.base)}: transcript, audio</th>"
-                    f"<th>{html.escape(comp.checkpoint)}: transcript, audio</th></tr>{cells}</table>" if worst
-                    else "<p>No paired utterance's CER rose.</p>")
+        body.append(_html_table(head, cells) if worst else "<p>No paired utterance's CER rose.</p>")
     body[2:2] = _not_shown(list(audio.values()))  # after the table of runs, where it is seen first
     body += ["<h2>Scorer</h2>", _table(flat_settings(results.scoring))]
     (out_dir / REPORT_HTML).write_text(_page("Before / after", body), encoding="utf-8")

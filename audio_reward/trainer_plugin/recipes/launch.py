@@ -26,6 +26,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from .._verl import with_external_modules
 from .overrides import (
     BACKBONES,
     LORA,
@@ -89,11 +90,6 @@ class LaunchPlan:
     def lines(self) -> list[str]:
         """The dry-run listing: ``NAME=value`` lines, ``--``, one command word per line."""
         return [*(f"{k}={v}" for k, v in self.env.items()), "--", *self.command]
-
-
-def _external_modules(environ: Mapping[str, str]) -> str:
-    present = [m.strip() for m in environ.get("VERL_USE_EXTERNAL_MODULES", "").split(",") if m.strip()]
-    return ",".join([*present, *(m for m in EXTERNAL_MODULES if m not in present)])
 
 
 def _common_tail(recipe: str) -> tuple[Variable, ...]:
@@ -194,7 +190,7 @@ def plan(name: str, overrides: Sequence[str] = (), environ: Mapping[str, str] | 
     if bad:
         raise LaunchError(f"an override must be one line, got {bad[0]!r}")
     env = {
-        "VERL_USE_EXTERNAL_MODULES": _external_modules(environ),
+        "VERL_USE_EXTERNAL_MODULES": with_external_modules(environ, last=EXTERNAL_MODULES),
         "TOKENIZERS_PARALLELISM": "false",
         "VLLM_USE_FLASHINFER_SAMPLER": "0",
     }

@@ -51,7 +51,6 @@ reward is computed from the answer text, without a scorer.
 
 from __future__ import annotations
 
-import gc
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -193,15 +192,11 @@ def audio_ablation(settings: LoopSettings, paths: RunPaths, checkpoint: Path) ->
     from transformers import Qwen2AudioForConditionalGeneration
 
     from ..recipes.omni_thinker_grpo.eval_thinker import (
-        MODES,
-        REPORT_MD,
         RESULTS_JSON,
         Decoding,
-        ask,
+        ablation,
         check_held_out,
         questions,
-        report_markdown,
-        results,
         row_key,
     )
 
@@ -211,19 +206,9 @@ def audio_ablation(settings: LoopSettings, paths: RunPaths, checkpoint: Path) ->
     held, lines = check_held_out(rows, val, [paths.data / "train.parquet"], False, row_key)
     if lines:
         raise ValueError("; ".join(lines))
-    decoding = Decoding(max_new_tokens=MAX_RESPONSE)
-    prompter = _prompter_class()(checkpoints[0][1])
-    answers: list[dict[str, Any]] = []
-    for name, folder in checkpoints:
-        model = Qwen2AudioForConditionalGeneration.from_pretrained(str(folder), dtype=torch.float32).eval()
-        for mode in MODES:
-            answers += [{"checkpoint": name, **ask(model, prompter, q, mode, decoding, "cpu")} for q in rows]
-        del model
-        gc.collect()
-    res = results(checkpoints, answers, held, {**decoding.record(), "device": "cpu"})
-    out.mkdir(parents=True, exist_ok=True)
-    (out / RESULTS_JSON).write_text(res.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    (out / REPORT_MD).write_text(report_markdown(res), encoding="utf-8")
+    ablation(checkpoints, rows, held,
+             lambda folder: Qwen2AudioForConditionalGeneration.from_pretrained(str(folder), dtype=torch.float32).eval(),
+             _prompter_class()(paths.policy), Decoding(max_new_tokens=MAX_RESPONSE), "cpu", 1, out)
     return out / RESULTS_JSON
 
 

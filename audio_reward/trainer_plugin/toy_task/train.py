@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._verl import with_external_modules
 from ..cpu import ENABLE_MODULE, REQUIRED_OVERRIDES
 from . import supervise
 from .policy import MAX_ANSWER_TOKENS
@@ -175,8 +176,8 @@ def trainer_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
 def trainer_environment(settings: LoopSettings, paths: RunPaths, modules: Sequence[str] = ()) -> dict[str, str]:
     """The trainer's environment: offline, the file logger's path, the CPU mode where asked, loopback Ray.
 
-    ``modules`` join ``VERL_USE_EXTERNAL_MODULES`` last: after the CPU mode's module, which sets vLLM's target
-    device before anything imports vLLM.
+    ``modules`` join ``VERL_USE_EXTERNAL_MODULES`` after the CPU mode's module, which comes first: it sets vLLM's
+    target device before anything imports vLLM.
     """
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
                VERL_FILE_LOGGER_PATH=str(paths.metrics), PYTHONUNBUFFERED="1",
@@ -184,8 +185,7 @@ def trainer_environment(settings: LoopSettings, paths: RunPaths, modules: Sequen
                RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
     first = [ENABLE_MODULE] if settings.device == "cpu" else []
     if first or modules:
-        others = [m for m in env.get("VERL_USE_EXTERNAL_MODULES", "").split(",") if m and m not in (*first, *modules)]
-        env["VERL_USE_EXTERNAL_MODULES"] = ",".join([*first, *others, *modules])
+        env["VERL_USE_EXTERNAL_MODULES"] = with_external_modules(env, first, modules)
     if settings.device == "cpu":
         env["VERL_PLATFORM"] = "cpu"
     return env

@@ -75,11 +75,11 @@ def test_the_audio_reaches_the_encoder_with_audio_and_nothing_of_it_without(data
         clip = prompter.load_clip(row.audios[0])
         assert clip.shape == (sf.info(row.audios[0]).frames * 16000 // 24000,)  # resampled to 16 kHz
         frames = len(clip) // 160  # the extractor's 10 ms hop
-        with_audio = eval_thinker.ask(model, prompter, row, "with_audio", decoding, "cpu")
+        with_audio = eval_thinker.ask_batch(model, prompter, [row], "with_audio", decoding, "cpu")[0]
         assert len(encoded) == 1 and encoded.pop() == (16, frames)  # mel bins × this clip's frames, nothing padded
         assert with_audio["audio_tokens"] == int(_get_feat_extract_output_lengths(torch.tensor(frames))) > 0
         assert with_audio["audio_clips"] == 1
-        without = eval_thinker.ask(model, prompter, row, "without_audio", decoding, "cpu")
+        without = eval_thinker.ask_batch(model, prompter, [row], "without_audio", decoding, "cpu")[0]
         assert encoded == [] and without["audio_tokens"] == without["audio_clips"] == 0
         inputs = prompter.inputs(row, "without_audio")
         assert set(inputs) == {"input_ids", "attention_mask"}

@@ -68,7 +68,7 @@ import json
 import re
 import sys
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -192,10 +192,7 @@ def processing_problems(spec: str, path: Path) -> list[str]:
 def check_inputs(specs: Sequence[str], val: Path, train: Sequence[Path], limit: int | None,
               allow_overlap: bool) -> tuple[list[tuple[str, Path]], list[Question], dict[str, Any]]:
     """Every check that can fail before a model is loaded; raises :class:`InputsInvalid` with all failures."""
-    try:
-        checkpoints = [(name, Path(folder).expanduser()) for name, folder in parse_specs(specs)]
-    except ValueError as exc:
-        raise InputsInvalid([str(exc)]) from None
+    checkpoints = [(name, Path(folder).expanduser()) for name, folder in parse_specs(specs)]
     failures = [p for spec, (_, folder) in zip(specs, checkpoints, strict=True) for p in folder_problems(spec, folder)]
     if checkpoints and not failures:
         failures += processing_problems(specs[0], checkpoints[0][1])
@@ -336,7 +333,8 @@ def collate(inputs: Sequence[dict[str, Any]], pad_token_id: int) -> dict[str, An
 
 def ask_batch(model: Any, prompter: Prompter, batch: Sequence[Question], mode: Mode, decoding: Decoding,
               device: str) -> list[dict[str, Any]]:
-    """Questions in one mode, one greedy ``generate`` call: their answers, graded, as in :func:`ask`.
+    """Questions in one mode, one greedy ``generate`` call: each answer, graded, as a ``ThinkerAnswer`` row
+    without its checkpoint.
 
     Each response is cut after its first end-of-turn id, where a question
     asked alone stops; the rest of its row is padding.  Greedy only: a
@@ -359,12 +357,6 @@ def ask_batch(model: Any, prompter: Prompter, batch: Sequence[Question], mode: M
         new = row[:int(ends[0]) + 1] if len(ends) else row
         answers.append(_answer(prompter, question, mode, ids["input_ids"], new))
     return answers
-
-
-def ask(model: Any, prompter: Prompter, question: Question, mode: Mode, decoding: Decoding,
-        device: str) -> dict[str, Any]:
-    """One question in one mode: the answer, graded, as a ``ThinkerAnswer`` row without its checkpoint."""
-    return ask_batch(model, prompter, [question], mode, decoding, device)[0]
 
 
 def _answer(prompter: Prompter, question: Question, mode: Mode, ids: Any, new: Any) -> dict[str, Any]:
@@ -429,6 +421,32 @@ def report_markdown(res: ThinkerEvalResults) -> str:
             "depend on the audio.\n")
 
 
+def ablation(checkpoints: Sequence[tuple[str, Path]], rows: Sequence[Question], held: dict[str, Any],
+             load: Callable[[Path], Any], prompter: Prompter, decoding: Decoding, device: str, batch_size: int,
+             out: Path) -> ThinkerEvalResults:
+    """Every question in both modes on each checkpoint (``load`` builds its model, one at a time); writes the
+    results file and ``report.md`` into ``out`` and returns the results.
+
+    ``prompter`` (the base's) asks every checkpoint; ``held`` is
+    :func:`check_held_out`'s record.
+    """
+    answers: list[dict[str, Any]] = []
+    for name, folder in checkpoints:
+        model = load(folder)
+        for mode in MODES:
+            print(f"eval_thinker: {name}, {mode.replace('_', ' ')}: {len(rows)} question(s)", file=sys.stderr)
+            answers += [{"checkpoint": name, **a}
+                        for a in ask_all(model, prompter, rows, mode, decoding, device, batch_size)]
+        del model
+        gc.collect()
+    res = results(checkpoints, answers, held,
+                  {**decoding.record(), "device": device, "batch_size": decoding.batch_size(batch_size)})
+    out.mkdir(parents=True, exist_ok=True)
+    (out / RESULTS_JSON).write_text(res.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    (out / REPORT_MD).write_text(report_markdown(res), encoding="utf-8")
+    return res
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line; its decoding defaults are the thinker recipe's validation settings."""
     parser = heldout_parser(__doc__, out_help="output folder", device_help="for the thinker")
@@ -460,24 +478,10 @@ def main(argv: list[str] | None = None) -> int:
         checkpoints, rows, held = check_inputs(args.checkpoints, args.val, args.train, args.limit, args.allow_overlap)
     except InputsInvalid as exc:
         return print_failures("eval_thinker", exc.lines)
-    decoding = Decoding(args.max_new_tokens, args.temperature, args.seed)
-    prompter = Prompter(checkpoints[0][1])
-    answers: list[dict[str, Any]] = []
-    for name, folder in checkpoints:
-        model = load_thinker(folder, args.device)
-        for mode in MODES:
-            print(f"eval_thinker: {name}, {mode.replace('_', ' ')}: {len(rows)} question(s)", file=sys.stderr)
-            answers += [{"checkpoint": name, **a}
-                        for a in ask_all(model, prompter, rows, mode, decoding, args.device, args.batch_size)]
-        del model
-        gc.collect()
-    res = results(checkpoints, answers, held,
-                  {**decoding.record(), "device": args.device, "batch_size": decoding.batch_size(args.batch_size)})
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / RESULTS_JSON).write_text(res.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    markdown = report_markdown(res)
-    (args.out / REPORT_MD).write_text(markdown, encoding="utf-8")
-    print(markdown, end="")
+    res = ablation(checkpoints, rows, held, lambda folder: load_thinker(folder, args.device),
+                   Prompter(checkpoints[0][1]), Decoding(args.max_new_tokens, args.temperature, args.seed),
+                   args.device, args.batch_size, args.out)
+    print(report_markdown(res), end="")
     print(f"results: {args.out / RESULTS_JSON}  report: {args.out / REPORT_MD}")
     return 0
 

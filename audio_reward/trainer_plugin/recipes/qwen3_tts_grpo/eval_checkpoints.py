@@ -343,19 +343,23 @@ def _safe(name: str) -> str:
 
 
 def parse_specs(specs: Sequence[str]) -> list[tuple[str, str]]:
-    """``NAME=MODEL_DIR`` arguments as (name, folder) pairs; a malformed or repeated name raises ValueError."""
+    """``NAME=MODEL_DIR`` arguments as (name, folder) pairs; a malformed or repeated name raises
+    :class:`InputsInvalid`."""
     out: list[tuple[str, str]] = []
     for spec in specs:
         name, sep, model_dir = spec.partition("=")
         if not sep or not name or not model_dir:
-            raise ValueError(f"checkpoint {spec!r} must be NAME=MODEL_DIR")
+            raise InputsInvalid([f"checkpoint {spec!r} must be NAME=MODEL_DIR"])
         if name in {n for n, _ in out}:
-            raise ValueError(f"checkpoint name {name!r} is given twice")
+            raise InputsInvalid([f"checkpoint name {name!r} is given twice"])
         out.append((name, model_dir))
     return out
 
 
 def parse_checkpoints(specs: Sequence[str]) -> list[Checkpoint]:
+    """The base and at least one trained checkpoint, each folder inspected; :class:`InputsInvalid` otherwise."""
+    if len(specs) < 2:
+        raise InputsInvalid(["give the base and at least one trained checkpoint: base=DIR NAME=DIR"])
     return [Checkpoint(name, spec, inspect_folder(model_dir))
             for spec, (name, model_dir) in zip(specs, parse_specs(specs), strict=True)]
 
@@ -436,16 +440,6 @@ def _check_environment(args: argparse.Namespace) -> None:
         raise InputsInvalid([f"--speaker-reference {args.speaker_reference} does not exist"])
 
 
-def _checkpoints(specs: Sequence[str]) -> list[Checkpoint]:
-    try:
-        checkpoints = parse_checkpoints(specs)
-    except ValueError as exc:
-        raise InputsInvalid([str(exc)]) from None
-    if len(checkpoints) < 2:
-        raise InputsInvalid(["give the base and at least one trained checkpoint: base=DIR NAME=DIR"])
-    return checkpoints
-
-
 def _place(checkpoints: Sequence[Checkpoint], out: Path) -> None:
     """Set each checkpoint's ``load_dir``: its folder, or a talker-only export spliced into the base."""
     from .splice import SpliceError, splice_talker
@@ -497,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         _check_environment(args)
-        checkpoints = _checkpoints(args.checkpoints)
+        checkpoints = parse_checkpoints(args.checkpoints)
         decoding = decoding_from_args(args)
         rows, embedding, held = check_inputs(checkpoints, args.spk_embed, args.val, args.train, args.limit,
                                              args.allow_overlap)

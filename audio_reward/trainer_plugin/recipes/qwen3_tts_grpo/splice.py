@@ -66,7 +66,8 @@ def splice_tensors(base: ModelFolder, tensors: Callable[[], Mapping[str, torch.T
     trained weights in the report.
     """
     if base.kind is not FolderKind.FULL:
-        raise SpliceError(f"{base.path} is not a full Qwen3-TTS folder, so it cannot take a talker-only export")
+        raise SpliceError(f"{base.path} is not a full Qwen3-TTS folder (model_type {base.model_type!r}), so it cannot "
+                          "take a talker-only export")
     done = out / SPLICE_JSON
     if done.is_file():
         report = SpliceReport(**json.loads(done.read_text(encoding="utf-8")))
