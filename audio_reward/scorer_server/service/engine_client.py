@@ -46,7 +46,6 @@ from .prometheus import ServerMetrics
 from .scheduler import (
     BaseScheduler,
     RefusalTurns,
-    SchedulerClosedError,
     SchedulingConfig,
     Throughput,
     admit,
@@ -424,8 +423,8 @@ def _stopped() -> RequestTimeoutError:
 
 
 def _engine_error(exc: BaseException, request_id: str) -> ServerError:
-    if isinstance(exc, SchedulerClosedError):
-        return ShuttingDownError(str(exc), retry_after_s=5)
+    if isinstance(exc, ShuttingDownError):  # the scheduler closed before the engine took it
+        return exc
     # The engine's own message may hold paths or internals: it goes to the log only
     # (the scheduler logged the traceback once for the whole batch).
     log.error("transcription failed", extra={"request_id": request_id, "error": repr(exc)})

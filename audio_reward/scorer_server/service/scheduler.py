@@ -70,10 +70,6 @@ class SchedulerFullError(Exception):
         self.retry_after_s = retry_after_s
 
 
-class SchedulerClosedError(Exception):
-    """The server is shutting down and takes no new work."""
-
-
 @dataclass(frozen=True)
 class SchedulingConfig:
     """How the engine's scheduler forms its work (the server settings' batching part)."""
@@ -161,8 +157,8 @@ class _Pending:
     future: asyncio.Future[Any]
 
 
-def _stopped_error() -> SchedulerClosedError:
-    return SchedulerClosedError("the server stopped before this utterance was scored")
+def _stopped_error() -> ShuttingDownError:
+    return ShuttingDownError("the server stopped before this utterance was scored", retry_after_s=5)
 
 
 def _cancel_if_abandoned(task: asyncio.Task[None], future: asyncio.Future[Any]) -> None:
@@ -251,7 +247,7 @@ class BaseScheduler(ABC):
         so a big batch request is slow rather than impossible.
         """
         if self._closed:
-            raise SchedulerClosedError("the server is shutting down")
+            raise ShuttingDownError("the server is shutting down", retry_after_s=5)
         queued = len(self._waiting)
         if queued and queued + len(items) > self.max_queue:
             raise SchedulerFullError(queued, self.max_queue, self.retry_after_s())
@@ -559,5 +555,3 @@ def admit(scheduler: BaseScheduler, inputs: Sequence[AudioInput], *,
     except SchedulerFullError as exc:
         raise QueueFullError(f"{queue}'s queue is full" if queue else str(exc),
                              retry_after_s=exc.retry_after_s) from None
-    except SchedulerClosedError as exc:
-        raise ShuttingDownError(str(exc), retry_after_s=5) from None

@@ -47,7 +47,7 @@ from ..signals.quality import QualityScore, QualityScorer
 from ..signals.references import SpeakerReferenceStore, reference_id
 from ..signals.speaker import MIN_REFERENCE_S, SpeakerEncoder, cosine_similarity
 from .audio_files import resample_16k
-from .scheduler import BatchCall, BatchStats, MicroBatchScheduler, SchedulerClosedError, admit
+from .scheduler import BatchCall, BatchStats, MicroBatchScheduler, admit
 
 log = logging.getLogger(__name__)
 
@@ -129,9 +129,9 @@ class SignalService:
         """Start one micro-batch scheduler per model (on the running loop)."""
         calls: dict[str, BatchCall] = {}
         if self.speaker is not None:
-            calls["speaker"] = functools.partial(_embed_batch, self.speaker)
+            calls["speaker"] = functools.partial(self.speaker.run, self.speaker.embed_sync)
         if self.quality is not None:
-            calls["quality"] = functools.partial(_score_batch, self.quality)
+            calls["quality"] = functools.partial(self.quality.run, self.quality.score_sync)
         for name, call in calls.items():
             scheduler = MicroBatchScheduler(
                 call, max_batch_size=self.max_batch_size, max_wait_s=0.0, max_queue=self.max_queue,
@@ -298,23 +298,12 @@ class SignalService:
                 "model": cast(SpeakerEncoder, self.speaker).info.model_id, "ttl_s": self.store.ttl_s}
 
 
-
-async def _embed_batch(speaker: SpeakerEncoder, batch: list[AudioInput]) -> list[np.ndarray]:
-    """The speaker scheduler's batch call: one speaker embedding per queued utterance."""
-    return list(await speaker.embed([item.audio for item in batch]))
-
-
-async def _score_batch(quality: QualityScorer, batch: list[AudioInput]) -> list[QualityScore]:
-    """The quality scheduler's batch call: one DNSMOS score per queued utterance."""
-    return await quality.score([item.audio for item in batch])
-
-
 async def _outcomes(waits: list[asyncio.Future[Any]], failed: str) -> list[Any]:
     """The models' answers; a model's failure is a 500 ``signal_error`` (its own message goes to the log)."""
     try:
         return list(await asyncio.gather(*waits))
-    except SchedulerClosedError as exc:
-        raise ShuttingDownError(str(exc), retry_after_s=5) from None
+    except ShuttingDownError:  # the scheduler closed before the model took it
+        raise
     except Exception as exc:  # noqa: BLE001 - whatever the model raised is this request's signal_error
         log.error("signal model failed", extra={"error": repr(exc)})
         raise SignalError(failed) from None
