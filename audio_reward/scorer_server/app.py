@@ -35,8 +35,7 @@ from .http.apidocs import offline_docs_app
 from .http.errors import install_error_handlers
 from .http.middleware import RequestContextMiddleware
 from .parts import ServerParts
-from .service.dedup import RecentResults
-from .service.engine_client import EngineClient, SchedulingConfig, UnsupportedDefaultLanguageError
+from .service.engine_client import EngineClient, UnsupportedDefaultLanguageError
 from .service.info import ServerInfo
 from .service.pipeline import ScoringPipeline
 from .service.prometheus import ServerMetrics
@@ -167,18 +166,7 @@ def build_app(settings: ServerConfig, engine: ASREngine | None = None, *, engine
     engine = engine if engine is not None else engine_from_settings(settings)
     server_metrics = ServerMetrics()
     server_metrics.set_build(engine=settings.engine, model=settings.model)
-    engine_client = EngineClient(
-        engine,
-        scheduling=SchedulingConfig(
-            max_batch_size=settings.max_batch_size, max_wait_ms=settings.max_wait_ms, max_queue=settings.max_queue,
-            max_batch_audio_s=settings.max_batch_audio_s, max_batches_in_flight=settings.max_batches_in_flight,
-        ),
-        recent=RecentResults(settings.dedup_cache_size, settings.dedup_ttl_s, settings.dedup_cache_bytes),
-        metrics=server_metrics,
-        request_timeout_s=settings.request_timeout_s,
-        early_refusal=settings.early_refusal,
-        default_language=settings.language,
-    )
+    engine_client = EngineClient(engine, settings, server_metrics)
     signals = signals_from_settings(settings, server_metrics)
     normalizer = get_normalizer(settings.normalizer)
     parts = ServerParts(

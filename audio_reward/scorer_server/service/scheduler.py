@@ -50,6 +50,7 @@ from typing import Any, ClassVar
 
 from audio_reward.futures import fail_all, settle
 
+from ..config import ServerConfig
 from ..engines.base import ASREngine, AudioInput
 from ..errors import QueueFullError, ShuttingDownError
 
@@ -68,18 +69,6 @@ class SchedulerFullError(Exception):
     def __init__(self, queued: int, limit: int, retry_after_s: float) -> None:
         super().__init__(f"the scoring queue is full ({queued} of {limit} utterances waiting)")
         self.retry_after_s = retry_after_s
-
-
-@dataclass(frozen=True)
-class SchedulingConfig:
-    """How the engine's scheduler forms its work (the server settings' batching part)."""
-
-    max_batch_size: int
-    max_wait_ms: float
-    max_queue: int
-    max_batch_audio_s: float | None = None
-    max_batches_in_flight: int | None = None
-
 
 
 @dataclass
@@ -521,9 +510,9 @@ class PassThroughScheduler(BaseScheduler):
             pending.future.add_done_callback(functools.partial(_cancel_if_abandoned, task))
 
 
-def scheduler_for(engine: ASREngine, config: SchedulingConfig,
+def scheduler_for(engine: ASREngine, config: ServerConfig,
                   on_batch: Callable[[BatchStats], None] | None = None) -> PassThroughScheduler | MicroBatchScheduler:
-    """The scheduler a loaded ``engine`` needs, configured by ``config``.
+    """The scheduler a loaded ``engine`` needs, configured by the settings' batching and queue fields.
 
     A self-scheduling engine gets every utterance straight away, bounded by
     its ``max_concurrency`` (``max_batch_size`` when it names none).  Other
