@@ -176,11 +176,7 @@ def build_app(settings: ServerConfig, engine: ASREngine | None = None, *, engine
         metrics=server_metrics,
         pipeline=ScoringPipeline(engine_client=engine_client, normalizer=normalizer, policy=settings.reward,
                                  metrics=server_metrics, limits=settings.limits, signals=signals),
-        transcriptions=TranscriptionService(
-            engine_client=engine_client, metrics=server_metrics, model=settings.model,
-            served_model_name=settings.served_model_name, max_audio_seconds=settings.max_audio_seconds,
-            max_audio_bytes=settings.max_audio_bytes,
-        ),
+        transcriptions=TranscriptionService(engine_client, server_metrics, settings),
         server_info=ServerInfo(settings, engine_client, normalizer, signals, _endpoints()),
         engine_preloaded=engine_preloaded,
     )

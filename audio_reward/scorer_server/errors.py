@@ -114,9 +114,10 @@ class SignalError(ServerError, code="signal_error", retryable=True):
     """A speaker or quality model failed on the batch holding this request (500, retryable)."""
 
 
-def error_body(code: str, message: str, *, retryable: bool, request_id: str | None = None) -> dict[str, Any]:
+def error_body(code: str, message: str, *, retryable: bool, request_id: str | None = None,
+               path: str | None = None) -> dict[str, Any]:
     """The protocol's error object (validated by :class:`ErrorResponse`; a field left None is not sent)."""
-    detail = ErrorDetail(code=code, message=message, retryable=retryable, request_id=request_id)
+    detail = ErrorDetail(code=code, message=message, retryable=retryable, request_id=request_id, path=path)
     return ErrorResponse(error=detail).model_dump(exclude_none=True)
 
 
