@@ -25,7 +25,7 @@ from ..openai_protocol import (
     OpenAIErrorDetail,
     OpenAIErrorResponse,
 )
-from .deps import metrics_of
+from .deps import parts_of
 from .middleware import request_id_of
 from .responses import OrjsonResponse
 
@@ -78,7 +78,7 @@ def _answer(request: Request, status: int, code: str, message: str, *, retryable
 def _count_transcription(request: Request, outcome: str) -> None:
     """An error of the transcription route is counted by its code."""
     if request.url.path.startswith("/v1/audio/"):
-        metrics_of(request).transcriptions.labels(outcome).inc()
+        parts_of(request).metrics.transcriptions.labels(outcome).inc()
 
 
 async def _server_error(request: Request, exc: Exception) -> OrjsonResponse:
