@@ -57,9 +57,7 @@ def signals_from_settings(settings: ServerConfig, metrics: ServerMetrics) -> Sig
                                       windows=settings.quality_windows),
         store=SpeakerReferenceStore(max_entries=settings.speaker_reference_count,
                                     max_bytes=settings.speaker_reference_bytes, ttl_s=settings.speaker_reference_ttl_s),
-        limits=settings.limits,
-        max_batch_size=settings.signal_max_batch_size,
-        max_queue=settings.max_queue,
+        settings=settings,
         on_batch=metrics.observe_signal_batch,
     )
 

@@ -26,13 +26,13 @@ from audio_reward.protocol import (
     PROTOCOL_VERSION,
     DecodedAudio,
     DecodedScoreRequest,
-    Limits,
     ProtocolError,
     RewardPolicy,
     decode_speaker_request,
     parse_json,
 )
 
+from ..config import ServerConfig
 from ..engines.base import ENGINE_SAMPLE_RATE, AudioInput
 from ..errors import (
     BadRequestError,
@@ -106,9 +106,8 @@ class SignalService:
     speaker: SpeakerEncoder | None
     quality: QualityScorer | None
     store: SpeakerReferenceStore
-    limits: Limits
-    max_batch_size: int
-    max_queue: int
+    settings: ServerConfig
+    """The request limits a registration is read within, and the schedulers' batch size and queue bound."""
     on_batch: Callable[[str, BatchStats], None] | None = None
     _schedulers: dict[str, MicroBatchScheduler] = field(default_factory=dict, init=False, repr=False)
 
@@ -134,7 +133,8 @@ class SignalService:
             calls["quality"] = functools.partial(self.quality.run, self.quality.score_sync)
         for name, call in calls.items():
             scheduler = MicroBatchScheduler(
-                call, max_batch_size=self.max_batch_size, max_wait_s=0.0, max_queue=self.max_queue,
+                call, max_batch_size=self.settings.signal_max_batch_size, max_wait_s=0.0,
+                max_queue=self.settings.max_queue,
                 on_batch=functools.partial(self.on_batch, name) if self.on_batch is not None else None,
             )
             scheduler.start()
@@ -154,7 +154,7 @@ class SignalService:
             info = model.info
             out[name] = {"engine": info.engine, "model_id": info.model_id, "device": info.device,
                          "extra": dict(info.extra), "ready": name in self._schedulers}
-        out["max_batch_size"] = self.max_batch_size
+        out["max_batch_size"] = self.settings.signal_max_batch_size
         out["speaker_references"] = {"kept": len(self.store), "bytes": self.store.bytes,
                                      "max_count": self.store.max_entries, "max_bytes": self.store.max_bytes,
                                      "ttl_s": self.store.ttl_s, "min_reference_s": MIN_REFERENCE_S}
@@ -279,7 +279,7 @@ class SignalService:
     # -- registration -----------------------------------------------------------------------
     def _prepare_registration(self, body: bytes) -> np.ndarray:
         try:
-            audio = decode_speaker_request(parse_json(body), self.limits)
+            audio = decode_speaker_request(parse_json(body), self.settings.limits)
         except ProtocolError as exc:
             raise BadRequestError.from_protocol(exc) from None
         self._require_speaker("$")
