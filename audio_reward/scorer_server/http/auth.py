@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import hmac
-from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Request
 
-from ..config import ServerConfig
 from ..errors import UnauthorizedError
-from .deps import get_settings
+from .deps import Parts
 
 
 def _presented_key(request: Request) -> str | None:
@@ -21,9 +19,9 @@ def _presented_key(request: Request) -> str | None:
     return request.headers.get("x-api-key")
 
 
-async def require_api_key(request: Request, settings: Annotated[ServerConfig, Depends(get_settings)]) -> None:
+async def require_api_key(request: Request, parts: Parts) -> None:
     """FastAPI dependency: 401 unless the request carries the configured key."""
-    expected = settings.api_key
+    expected = parts.settings.api_key
     if expected is None:
         return
     presented = _presented_key(request)

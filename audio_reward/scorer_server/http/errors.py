@@ -11,6 +11,7 @@ usual exceptions; an error of the transcription route is counted by its code.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -18,13 +19,13 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from ..errors import ServerError, error_body, error_response
+from ..errors import ServerError, error_body
 from ..openai_protocol import (
     OPENAI_PATH_PREFIXES,
     OpenAIErrorDetail,
     OpenAIErrorResponse,
 )
-from .deps import metrics_of
+from .deps import parts_of
 from .middleware import request_id_of
 from .responses import OrjsonResponse
 
@@ -37,12 +38,6 @@ def openai_error_body(status: int, code: str, message: str, param: str | None = 
     kind = _OPENAI_ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
     detail = OpenAIErrorDetail(message=message, type=kind, param=param, code=code)
     return OpenAIErrorResponse(error=detail).model_dump()
-
-
-def server_error_openai_body(exc: ServerError) -> dict[str, Any]:
-    """A :class:`ServerError` in OpenAI's shape; ``param`` is the field at fault without the ``$.``."""
-    param = exc.path.removeprefix("$.") if exc.path else None
-    return openai_error_body(exc.status, exc.code, exc.message, param)
 
 
 def validation_message(exc: RequestValidationError) -> str:
@@ -69,40 +64,40 @@ def _has_route(request: Request, path: str) -> bool:
     return any(route.matches(scope)[0] is not Match.NONE for route in request.app.router.routes)
 
 
-def _openai(request: Request, outcome: str) -> bool:
-    """Whether ``request`` is on an OpenAI-compatible path; an error of the transcription route is counted."""
+def _answer(request: Request, status: int, code: str, message: str, *, retryable: bool, path: str | None = None,
+            headers: Mapping[str, str] | None = None) -> OrjsonResponse:
+    """The error in the protocol's shape or, on the OpenAI-compatible paths, in OpenAI's (``param``: the field at
+    fault without the ``$.``): OpenAI clients read only their own shape, also for a path that does not exist."""
+    if request.url.path.startswith(OPENAI_PATH_PREFIXES):
+        body = openai_error_body(status, code, message, path.removeprefix("$.") if path else None)
+    else:
+        body = error_body(code, message, retryable=retryable, request_id=request_id_of(request), path=path)
+    return OrjsonResponse(body, status_code=status, headers=headers)
+
+
+def _count_transcription(request: Request, outcome: str) -> None:
+    """An error of the transcription route is counted by its code."""
     if request.url.path.startswith("/v1/audio/"):
-        metrics_of(request).transcriptions.labels(outcome).inc()
-    return request.url.path.startswith(OPENAI_PATH_PREFIXES)
+        parts_of(request).metrics.transcriptions.labels(outcome).inc()
 
 
 async def _server_error(request: Request, exc: Exception) -> OrjsonResponse:
     assert isinstance(exc, ServerError)
-    if _openai(request, exc.code):
-        body = server_error_openai_body(exc)
-    else:
-        body = error_response(exc, request_id_of(request)).model_dump(exclude_none=True)
-    return OrjsonResponse(body, status_code=exc.status, headers=exc.headers)
+    _count_transcription(request, exc.code)
+    return _answer(request, exc.status, exc.code, exc.message, retryable=exc.retryable, path=exc.path,
+                   headers=exc.headers)
 
 
 async def _http_error(request: Request, exc: Exception) -> OrjsonResponse:
     assert isinstance(exc, StarletteHTTPException)
-    code = _HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
-    message = http_error_message(request, exc)
-    if request.url.path.startswith(OPENAI_PATH_PREFIXES):
-        # OpenAI clients read only their own error shape, also for a path or method that does not exist.
-        body = openai_error_body(exc.status_code, code, message)
-    else:
-        body = error_body(code, message, retryable=exc.status_code >= 500, request_id=request_id_of(request))
-    return OrjsonResponse(body, status_code=exc.status_code, headers=dict(exc.headers or {}))
+    return _answer(request, exc.status_code, _HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}"),
+                   http_error_message(request, exc), retryable=exc.status_code >= 500, headers=exc.headers)
 
 
 async def _validation_error(request: Request, exc: Exception) -> OrjsonResponse:
     assert isinstance(exc, RequestValidationError)
-    if _openai(request, "invalid_request"):
-        return OrjsonResponse(openai_error_body(400, "invalid_request", validation_message(exc)), status_code=400)
-    return OrjsonResponse(error_body("invalid_request", validation_message(exc), retryable=False,
-                                     request_id=request_id_of(request)), status_code=400)
+    _count_transcription(request, "invalid_request")
+    return _answer(request, 400, "invalid_request", validation_message(exc), retryable=False)
 
 
 def install_error_handlers(app: FastAPI) -> None:

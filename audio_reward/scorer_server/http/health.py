@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 
 from ..errors import error_body
-from ..service.engine_client import EngineClient
-from ..service.signals import SignalService
-from .deps import get_engine_client, get_signals
+from .deps import Parts
 from .responses import OrjsonResponse, error_responses
 
 router = APIRouter(tags=["health"])
@@ -22,12 +18,12 @@ async def healthz() -> OrjsonResponse:
 
 
 @router.get("/readyz", summary="Readiness", response_class=OrjsonResponse, responses=error_responses(503))
-async def readyz(engine_client: Annotated[EngineClient, Depends(get_engine_client)],
-                 signals: Annotated[SignalService, Depends(get_signals)]) -> OrjsonResponse:
+async def readyz(parts: Parts) -> OrjsonResponse:
     """200 once the model is loaded and warmed up; 503 (protocol error shape) before that."""
+    engine_client = parts.engine_client
     state = engine_client.state
     if state.ready:
-        models = {name: model.info.model_id for name, model in signals.models.items()}
+        models = {name: model.info.model_id for name, model in parts.signals.models.items()}
         return OrjsonResponse({"status": "ready", "model": engine_client.info.model_id, "signals": models})
     if state.load_error:
         body = error_body("load_failed", f"the ASR model failed to load ({state.load_error}); see the server log",

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from fastapi import APIRouter, Depends
 
 from audio_reward.protocol import InfoResponse
 
-from ..service.info import ServerInfo
 from .auth import require_api_key
-from .deps import get_server_info
+from .deps import Parts
 from .responses import OrjsonResponse, error_responses
 
 router = APIRouter(tags=["info"], dependencies=[Depends(require_api_key)])
@@ -19,5 +16,5 @@ router = APIRouter(tags=["info"], dependencies=[Depends(require_api_key)])
 @router.get("/v1/info", summary="Server, model and scoring configuration", response_class=OrjsonResponse,
             responses={200: {"model": InfoResponse, "description": "What the server scores with."},
                        **error_responses(401)})
-async def info(server_info: Annotated[ServerInfo, Depends(get_server_info)]) -> OrjsonResponse:
-    return OrjsonResponse(server_info.describe())
+async def info(parts: Parts) -> OrjsonResponse:
+    return OrjsonResponse(parts.server_info.describe())

@@ -9,14 +9,13 @@ handlers of :mod:`.errors`), so OpenAI clients raise their usual exceptions.  Th
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import PlainTextResponse
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
-from ..config import ServerConfig
 from ..errors import BadRequestError, ServerError, UnsupportedMediaTypeError
 from ..openai_protocol import (
     UNSUPPORTED_FIELDS,
@@ -27,16 +26,14 @@ from ..openai_protocol import (
     TranscriptionResponse,
     TranscriptionVerboseResponse,
 )
-from ..service.transcription import TranscriptionService, render
+from ..service.transcription import render
 from .auth import require_api_key
 from .body import is_multipart_form, parse_form, read_body
-from .deps import get_settings, get_transcriptions
+from .deps import Parts
 from .middleware import request_id_of
 from .responses import OrjsonResponse
 
 router = APIRouter(tags=["openai"], dependencies=[Depends(require_api_key)])
-
-Transcriptions = Annotated[TranscriptionService, Depends(get_transcriptions)]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": OpenAIErrorResponse, "description": text}
@@ -101,12 +98,11 @@ async def _parse_upload(request: Request, body: bytes) -> tuple[TranscriptionFor
     openapi_extra={"requestBody": {"required": True, "content": {"multipart/form-data": {
         "schema": {"$ref": "#/components/schemas/TranscriptionUploadDoc"}}}}},
 )
-async def create_transcription(request: Request, settings: Annotated[ServerConfig, Depends(get_settings)],
-                               transcriptions: Transcriptions) -> Response:
+async def create_transcription(request: Request, parts: Parts) -> Response:
     """What OpenAI's ``audio.transcriptions.create`` and ``vllm serve`` answer, on this server's engine."""
-    body = await read_body(request, settings)
+    body = await read_body(request, parts.settings)
     form, raw, filename = await _parse_upload(request, body)
-    result = await transcriptions.transcribe(form, raw, filename, request_id_of(request))
+    result = await parts.transcriptions.transcribe(form, raw, filename, request_id_of(request))
     content = render(result, form.response_format)
     if isinstance(content, str):
         return PlainTextResponse(content)
@@ -115,12 +111,12 @@ async def create_transcription(request: Request, settings: Annotated[ServerConfi
 
 @router.get("/v1/models", summary="Served models (OpenAI-compatible)", response_model=ModelList,
             responses={401: _ERRORS[401]})
-async def list_models(transcriptions: Transcriptions) -> OrjsonResponse:
+async def list_models(parts: Parts) -> OrjsonResponse:
     """The model ids ``/v1/audio/transcriptions`` accepts."""
-    return OrjsonResponse(transcriptions.models().model_dump())
+    return OrjsonResponse(parts.transcriptions.models().model_dump())
 
 
 @router.get("/v1/models/{model_id:path}", summary="One served model (OpenAI-compatible)", response_model=ModelCard,
             responses={401: _ERRORS[401], 404: _ERRORS[404]})
-async def retrieve_model(model_id: str, transcriptions: Transcriptions) -> OrjsonResponse:
-    return OrjsonResponse(transcriptions.model_card(model_id).model_dump())
+async def retrieve_model(model_id: str, parts: Parts) -> OrjsonResponse:
+    return OrjsonResponse(parts.transcriptions.model_card(model_id).model_dump())

@@ -7,26 +7,21 @@ and field path; OpenAPI still documents the request and response models.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
 from audio_reward.protocol import BatchScoreResponse, ScoreResponse
 
-from ..config import ServerConfig
-from ..service.pipeline import ScoringPipeline
 from .auth import require_api_key
 from .body import is_multipart_form, read_body, require_json, require_json_or_form
-from .deps import get_pipeline, get_settings
+from .deps import Parts
 from .middleware import request_id_of
 from .responses import OrjsonResponse, encode_off_loop, error_responses, json_body, score_response
 from .score_form import form_score_body, score_body
 
 router = APIRouter(tags=["scoring"], dependencies=[Depends(require_api_key)])
-
-Settings = Annotated[ServerConfig, Depends(get_settings)]
-Pipeline = Annotated[ScoringPipeline, Depends(get_pipeline)]
 
 _ERRORS = error_responses(400, 401, 408, 413, 415, 429, 500, 503, 504)
 _SCORE_DOC: dict[str, Any] = {
@@ -38,18 +33,18 @@ _SCORE_DOC: dict[str, Any] = {
 
 
 @router.post("/v1/score", summary="Score one utterance", **_SCORE_DOC)
-async def score_v1(request: Request, settings: Settings, pipeline: Pipeline) -> Response:
+async def score_v1(request: Request, parts: Parts) -> Response:
     """Transcribe the speech and score it against ``prompt``; answers one flat object."""
-    body = await read_body(request, settings)
+    body = await read_body(request, parts.settings)
     if is_multipart_form(request):
         body = await form_score_body(request, body)
-    return score_response(await pipeline.score(body, request_id_of(request)))
+    return score_response(await parts.pipeline.score(body, request_id_of(request)))
 
 
 @router.post("/score", summary="Score one utterance (verl-omni path)", **_SCORE_DOC)
-async def score_compat(request: Request, settings: Settings, pipeline: Pipeline) -> Response:
+async def score_compat(request: Request, parts: Parts) -> Response:
     """Same as ``POST /v1/score``: the path verl-omni's audio scorer client posts to."""
-    return await score_v1(request, settings, pipeline)
+    return await score_v1(request, parts)
 
 
 @router.post(
@@ -60,9 +55,9 @@ async def score_compat(request: Request, settings: Settings, pipeline: Pipeline)
     openapi_extra=json_body("BatchScoreRequest"),
     dependencies=[Depends(require_json)],
 )
-async def score_batch(request: Request, settings: Settings, pipeline: Pipeline) -> Response:
+async def score_batch(request: Request, parts: Parts) -> Response:
     """Score every item; a failing item becomes an error object in its slot, the others still score."""
-    body = await read_body(request, settings)
-    result = await pipeline.score_batch(body, request_id_of(request))
+    body = await read_body(request, parts.settings)
+    result = await parts.pipeline.score_batch(body, request_id_of(request))
     # Up to max_batch_items results with prompt-sized fields: encoded off the event loop.
     return await encode_off_loop(result)

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from fastapi import APIRouter, Depends, Request
 
 from audio_reward.protocol import SpeakerResponse
 
-from ..config import ServerConfig
-from ..service.signals import SignalService
 from .auth import require_api_key
 from .body import read_body, require_json
-from .deps import get_settings, get_signals
+from .deps import Parts
 from .responses import OrjsonResponse, error_responses, json_body
 
 router = APIRouter(tags=["speakers"], dependencies=[Depends(require_api_key), Depends(require_json)])
@@ -26,8 +22,7 @@ router = APIRouter(tags=["speakers"], dependencies=[Depends(require_api_key), De
                **error_responses(400, 401, 408, 413, 415, 429, 500, 503)},
     openapi_extra=json_body("SpeakerRequest"),
 )
-async def register_speaker(request: Request, settings: Annotated[ServerConfig, Depends(get_settings)],
-                           signals: Annotated[SignalService, Depends(get_signals)]) -> OrjsonResponse:
+async def register_speaker(request: Request, parts: Parts) -> OrjsonResponse:
     """Embed the recording with the speaker model and keep it; score requests then send ``speaker_reference_id``."""
-    body = await read_body(request, settings, audio=False)
-    return OrjsonResponse(await signals.register(body))
+    body = await read_body(request, parts.settings, audio=False)
+    return OrjsonResponse(await parts.signals.register(body))

@@ -31,6 +31,7 @@ import numpy as np
 from audio_reward.protocol.models import BatchingDescription, ThroughputDescription
 from audio_reward.scoring import language_code
 
+from ..config import ServerConfig
 from ..engines.base import ASREngine, EngineInfo, Transcription, TranscriptionInput
 from ..errors import (
     BadRequestError,
@@ -46,8 +47,6 @@ from .prometheus import ServerMetrics
 from .scheduler import (
     BaseScheduler,
     RefusalTurns,
-    SchedulerClosedError,
-    SchedulingConfig,
     Throughput,
     admit,
     scheduler_for,
@@ -102,24 +101,14 @@ class UnsupportedDefaultLanguageError(ValueError):
 class EngineClient:
     """The ASR engine as every service sees it; built once per app, started by the app's lifespan."""
 
-    def __init__(
-        self,
-        engine: ASREngine,
-        *,
-        scheduling: SchedulingConfig,
-        recent: RecentResults,
-        metrics: ServerMetrics,
-        request_timeout_s: float,
-        default_language: str | None,
-        early_refusal: bool = True,
-    ) -> None:
+    def __init__(self, engine: ASREngine, settings: ServerConfig, metrics: ServerMetrics) -> None:
         self._engine = engine
-        self._scheduling = scheduling
-        self._recent = recent
+        self._settings = settings
+        """Its batching, queue and dedup cache sizes, request timeout, early refusal and default language."""
+        self._recent = RecentResults(settings.dedup_cache_size, settings.dedup_ttl_s, settings.dedup_cache_bytes)
         self._metrics = metrics
-        self.request_timeout_s = request_timeout_s
-        self.early_refusal = early_refusal
-        self.default_language = default_language
+        self.request_timeout_s = settings.request_timeout_s
+        self.default_language = settings.language
         self.state = EngineState()
         self._scheduler: BaseScheduler | None = None
         self._turns = RefusalTurns()
@@ -142,7 +131,7 @@ class EngineClient:
 
     def describe_batching(self) -> BatchingDescription:
         """The ``/v1/info`` batching part: how the engine takes work, and the scheduler's limits once started."""
-        engine, s = self._engine, self._scheduling
+        engine, s = self._engine, self._settings
         started = self._scheduler.describe() if self._scheduler is not None else {
             "max_batch_size": s.max_batch_size, "max_wait_ms": s.max_wait_ms}
         return BatchingDescription.model_validate({
@@ -182,7 +171,7 @@ class EngineClient:
 
     def start(self) -> None:
         """Start the scheduler the loaded engine needs, and take requests (on the running loop)."""
-        engine, s = self._engine, self._scheduling
+        engine, s = self._engine, self._settings
         if not engine.prefers_batches and not engine.schedules_itself and s.max_batch_size > 1:
             self.state.batching_note = (
                 f"max_batch_size {s.max_batch_size} is not used: the {engine.info.engine} engine on "
@@ -286,7 +275,7 @@ class EngineClient:
         takes anything: a request too large to finish in time alone is still transcribed as far as the timeout
         allows (its finished items are answered).
         """
-        if not self.early_refusal or not inputs:
+        if not self._settings.early_refusal or not inputs:
             return
         if scheduler.idle:
             self._turns.forget()
@@ -424,8 +413,8 @@ def _stopped() -> RequestTimeoutError:
 
 
 def _engine_error(exc: BaseException, request_id: str) -> ServerError:
-    if isinstance(exc, SchedulerClosedError):
-        return ShuttingDownError(str(exc), retry_after_s=5)
+    if isinstance(exc, ShuttingDownError):  # the scheduler closed before the engine took it
+        return exc
     # The engine's own message may hold paths or internals: it goes to the log only
     # (the scheduler logged the traceback once for the whole batch).
     log.error("transcription failed", extra={"request_id": request_id, "error": repr(exc)})

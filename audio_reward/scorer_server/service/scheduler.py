@@ -50,6 +50,7 @@ from typing import Any, ClassVar
 
 from audio_reward.futures import fail_all, settle
 
+from ..config import ServerConfig
 from ..engines.base import ASREngine, AudioInput
 from ..errors import QueueFullError, ShuttingDownError
 
@@ -68,22 +69,6 @@ class SchedulerFullError(Exception):
     def __init__(self, queued: int, limit: int, retry_after_s: float) -> None:
         super().__init__(f"the scoring queue is full ({queued} of {limit} utterances waiting)")
         self.retry_after_s = retry_after_s
-
-
-class SchedulerClosedError(Exception):
-    """The server is shutting down and takes no new work."""
-
-
-@dataclass(frozen=True)
-class SchedulingConfig:
-    """How the engine's scheduler forms its work (the server settings' batching part)."""
-
-    max_batch_size: int
-    max_wait_ms: float
-    max_queue: int
-    max_batch_audio_s: float | None = None
-    max_batches_in_flight: int | None = None
-
 
 
 @dataclass
@@ -161,8 +146,8 @@ class _Pending:
     future: asyncio.Future[Any]
 
 
-def _stopped_error() -> SchedulerClosedError:
-    return SchedulerClosedError("the server stopped before this utterance was scored")
+def _stopped_error() -> ShuttingDownError:
+    return ShuttingDownError("the server stopped before this utterance was scored", retry_after_s=5)
 
 
 def _cancel_if_abandoned(task: asyncio.Task[None], future: asyncio.Future[Any]) -> None:
@@ -251,7 +236,7 @@ class BaseScheduler(ABC):
         so a big batch request is slow rather than impossible.
         """
         if self._closed:
-            raise SchedulerClosedError("the server is shutting down")
+            raise ShuttingDownError("the server is shutting down", retry_after_s=5)
         queued = len(self._waiting)
         if queued and queued + len(items) > self.max_queue:
             raise SchedulerFullError(queued, self.max_queue, self.retry_after_s())
@@ -525,9 +510,9 @@ class PassThroughScheduler(BaseScheduler):
             pending.future.add_done_callback(functools.partial(_cancel_if_abandoned, task))
 
 
-def scheduler_for(engine: ASREngine, config: SchedulingConfig,
+def scheduler_for(engine: ASREngine, config: ServerConfig,
                   on_batch: Callable[[BatchStats], None] | None = None) -> PassThroughScheduler | MicroBatchScheduler:
-    """The scheduler a loaded ``engine`` needs, configured by ``config``.
+    """The scheduler a loaded ``engine`` needs, configured by the settings' batching and queue fields.
 
     A self-scheduling engine gets every utterance straight away, bounded by
     its ``max_concurrency`` (``max_batch_size`` when it names none).  Other
@@ -559,5 +544,3 @@ def admit(scheduler: BaseScheduler, inputs: Sequence[AudioInput], *,
     except SchedulerFullError as exc:
         raise QueueFullError(f"{queue}'s queue is full" if queue else str(exc),
                              retry_after_s=exc.retry_after_s) from None
-    except SchedulerClosedError as exc:
-        raise ShuttingDownError(str(exc), retry_after_s=5) from None

@@ -26,13 +26,13 @@ from audio_reward.protocol import (
     PROTOCOL_VERSION,
     DecodedAudio,
     DecodedScoreRequest,
-    Limits,
     ProtocolError,
     RewardPolicy,
     decode_speaker_request,
     parse_json,
 )
 
+from ..config import ServerConfig
 from ..engines.base import ENGINE_SAMPLE_RATE, AudioInput
 from ..errors import (
     BadRequestError,
@@ -47,7 +47,7 @@ from ..signals.quality import QualityScore, QualityScorer
 from ..signals.references import SpeakerReferenceStore, reference_id
 from ..signals.speaker import MIN_REFERENCE_S, SpeakerEncoder, cosine_similarity
 from .audio_files import resample_16k
-from .scheduler import BatchCall, BatchStats, MicroBatchScheduler, SchedulerClosedError, admit
+from .scheduler import BatchCall, BatchStats, MicroBatchScheduler, admit
 
 log = logging.getLogger(__name__)
 
@@ -106,9 +106,8 @@ class SignalService:
     speaker: SpeakerEncoder | None
     quality: QualityScorer | None
     store: SpeakerReferenceStore
-    limits: Limits
-    max_batch_size: int
-    max_queue: int
+    settings: ServerConfig
+    """The request limits a registration is read within, and the schedulers' batch size and queue bound."""
     on_batch: Callable[[str, BatchStats], None] | None = None
     _schedulers: dict[str, MicroBatchScheduler] = field(default_factory=dict, init=False, repr=False)
 
@@ -129,12 +128,13 @@ class SignalService:
         """Start one micro-batch scheduler per model (on the running loop)."""
         calls: dict[str, BatchCall] = {}
         if self.speaker is not None:
-            calls["speaker"] = functools.partial(_embed_batch, self.speaker)
+            calls["speaker"] = functools.partial(self.speaker.run, self.speaker.embed_sync)
         if self.quality is not None:
-            calls["quality"] = functools.partial(_score_batch, self.quality)
+            calls["quality"] = functools.partial(self.quality.run, self.quality.score_sync)
         for name, call in calls.items():
             scheduler = MicroBatchScheduler(
-                call, max_batch_size=self.max_batch_size, max_wait_s=0.0, max_queue=self.max_queue,
+                call, max_batch_size=self.settings.signal_max_batch_size, max_wait_s=0.0,
+                max_queue=self.settings.max_queue,
                 on_batch=functools.partial(self.on_batch, name) if self.on_batch is not None else None,
             )
             scheduler.start()
@@ -154,7 +154,7 @@ class SignalService:
             info = model.info
             out[name] = {"engine": info.engine, "model_id": info.model_id, "device": info.device,
                          "extra": dict(info.extra), "ready": name in self._schedulers}
-        out["max_batch_size"] = self.max_batch_size
+        out["max_batch_size"] = self.settings.signal_max_batch_size
         out["speaker_references"] = {"kept": len(self.store), "bytes": self.store.bytes,
                                      "max_count": self.store.max_entries, "max_bytes": self.store.max_bytes,
                                      "ttl_s": self.store.ttl_s, "min_reference_s": MIN_REFERENCE_S}
@@ -279,7 +279,7 @@ class SignalService:
     # -- registration -----------------------------------------------------------------------
     def _prepare_registration(self, body: bytes) -> np.ndarray:
         try:
-            audio = decode_speaker_request(parse_json(body), self.limits)
+            audio = decode_speaker_request(parse_json(body), self.settings.limits)
         except ProtocolError as exc:
             raise BadRequestError.from_protocol(exc) from None
         self._require_speaker("$")
@@ -298,23 +298,12 @@ class SignalService:
                 "model": cast(SpeakerEncoder, self.speaker).info.model_id, "ttl_s": self.store.ttl_s}
 
 
-
-async def _embed_batch(speaker: SpeakerEncoder, batch: list[AudioInput]) -> list[np.ndarray]:
-    """The speaker scheduler's batch call: one speaker embedding per queued utterance."""
-    return list(await speaker.embed([item.audio for item in batch]))
-
-
-async def _score_batch(quality: QualityScorer, batch: list[AudioInput]) -> list[QualityScore]:
-    """The quality scheduler's batch call: one DNSMOS score per queued utterance."""
-    return await quality.score([item.audio for item in batch])
-
-
 async def _outcomes(waits: list[asyncio.Future[Any]], failed: str) -> list[Any]:
     """The models' answers; a model's failure is a 500 ``signal_error`` (its own message goes to the log)."""
     try:
         return list(await asyncio.gather(*waits))
-    except SchedulerClosedError as exc:
-        raise ShuttingDownError(str(exc), retry_after_s=5) from None
+    except ShuttingDownError:  # the scheduler closed before the model took it
+        raise
     except Exception as exc:  # noqa: BLE001 - whatever the model raised is this request's signal_error
         log.error("signal model failed", extra={"error": repr(exc)})
         raise SignalError(failed) from None

@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from audio_reward.protocol import AudioDecodeError, read_audio
 
+from ..config import ServerConfig
 from ..engines.base import ENGINE_SAMPLE_RATE
 from ..errors import BadRequestError, ModelNotFoundError
 from ..openai_protocol import (
@@ -57,17 +58,15 @@ class TranscriptionService:
 
     engine_client: EngineClient
     metrics: ServerMetrics
-    model: str
-    served_model_name: tuple[str, ...] | None
-    max_audio_seconds: float
-    max_audio_bytes: int
+    settings: ServerConfig
+    """Its model and served model names, and the limits an upload is read within."""
 
     def model_names(self) -> list[str]:
         """The ids a request may name: the ``served_model_name`` s when set (the first is the main one, as
         in ``vllm serve``), else the loaded model's id and the setting."""
-        if self.served_model_name:
-            return list(self.served_model_name)
-        return list(dict.fromkeys([self.engine_client.info.model_id, self.model]))
+        if self.settings.served_model_name:
+            return list(self.settings.served_model_name)
+        return list(dict.fromkeys([self.engine_client.info.model_id, self.settings.model]))
 
     def models(self) -> ModelList:
         """``GET /v1/models``."""
@@ -106,7 +105,8 @@ class TranscriptionService:
         """Check the form, decode the upload, transcribe it; raises :class:`ServerError`."""
         self._check_form(form)
         language = self.engine_client.language(form.language, path="language")
-        audio = await run_in_threadpool(decode_upload, raw, filename, self.max_audio_seconds, self.max_audio_bytes)
+        audio = await run_in_threadpool(decode_upload, raw, filename, self.settings.max_audio_seconds,
+                                        self.settings.max_audio_bytes)
         transcription = await self.engine_client.transcribe(audio, language, request_id)
         self.metrics.transcriptions.labels("ok").inc()
         return TranscriptionResult(

@@ -6,20 +6,19 @@ import asyncio
 import concurrent.futures
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import numpy as np
 
 from audio_reward.extras import is_missing_dependency, missing_extra_message
 
-from ..engines.base import ENGINE_SAMPLE_RATE
+from ..engines.base import ENGINE_SAMPLE_RATE, AudioInput
 
 SIGNALS_EXTRA = "signals"
 """The pyproject extra that installs the offline signal models (resemblyzer, speechmos)."""
 
-T = TypeVar("T")
 QualityWindows = Literal["auto", "shared", "whole"]
 """How DNSMOS runs a clip's windows: their convolutions shared, each through the whole model, or shared on
 onnxruntime's CPU provider only (the one the sharing is checked on) and whole elsewhere."""
@@ -62,9 +61,10 @@ class SignalModel(ABC):
     def warmup(self) -> None:
         """One short batch (:func:`tone`), so the first request pays no lazy start-up."""
 
-    async def run(self, fn: Callable[[Sequence[np.ndarray]], T], batch: Sequence[np.ndarray]) -> T:
-        """``fn(batch)`` on the model's thread."""
-        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, list(batch))
+    async def run(self, fn: Callable[[Sequence[np.ndarray]], Iterable[Any]], batch: Sequence[AudioInput]) -> list[Any]:
+        """``fn`` (a batch method, ``embed_sync`` or ``score_sync``) over the queued items' audio, on the model's
+        thread: a scheduler's batch call, one result per item."""
+        return list(await asyncio.get_running_loop().run_in_executor(self._pool, fn, [item.audio for item in batch]))
 
     def close(self) -> None:
         """Stop the model's thread."""

@@ -65,10 +65,6 @@ class QualityScorer(SignalModel):
     def score_sync(self, batch: Sequence[np.ndarray]) -> list[QualityScore]:
         """One score per utterance, in order (blocking)."""
 
-    async def score(self, batch: Sequence[np.ndarray]) -> list[QualityScore]:
-        """:meth:`score_sync` on the model's thread."""
-        return await self.run(self.score_sync, batch)
-
     def warmup(self) -> None:
         self.score_sync([tone(1.0)])
 

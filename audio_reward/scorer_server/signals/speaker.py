@@ -62,10 +62,6 @@ class SpeakerEncoder(SignalModel):
     def embed_sync(self, batch: Sequence[np.ndarray]) -> np.ndarray:
         """``(len(batch), dimensions)`` float32 unit vectors, in order (blocking)."""
 
-    async def embed(self, batch: Sequence[np.ndarray]) -> np.ndarray:
-        """:meth:`embed_sync` on the model's thread."""
-        return await self.run(self.embed_sync, batch)
-
     def warmup(self) -> None:
         self.embed_sync([tone(2.0)])
 

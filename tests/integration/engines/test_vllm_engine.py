@@ -236,14 +236,11 @@ async def test_tiny_random_qwen3_asr_through_the_boundary(tiny_qwen3_asr: Path) 
 
 
 async def test_the_server_hands_vllm_each_utterance_up_to_max_num_seqs(sentences_16k: list[np.ndarray]) -> None:
-    from audio_reward.scorer_server.service.scheduler import (
-        PassThroughScheduler,
-        SchedulingConfig,
-        scheduler_for,
-    )
+    from audio_reward.scorer_server.config import ServerConfig
+    from audio_reward.scorer_server.service.scheduler import PassThroughScheduler, scheduler_for
 
     engine, client = make_engine("tiny.en", options={"max_num_seqs": "2", "max_num_batched_tokens": "4096"})
-    dispatcher = scheduler_for(engine, SchedulingConfig(max_batch_size=16, max_wait_ms=10, max_queue=16))
+    dispatcher = scheduler_for(engine, ServerConfig(max_batch_size=16, max_wait_ms=10, max_queue=16))
     assert isinstance(dispatcher, PassThroughScheduler) and dispatcher.max_in_flight == 2
     futures = dispatcher.submit_many([TranscriptionInput(a, None) for a in sentences_16k])
     out = await asyncio.gather(*futures)

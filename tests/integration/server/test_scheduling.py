@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from audio_reward.protocol import encode_f32
+from audio_reward.scorer_server.config import ServerConfig
 from audio_reward.scorer_server.engines import (
     ASREngine,
     EngineInfo,
@@ -25,7 +26,6 @@ from audio_reward.scorer_server.service.scheduler import (
     MicroBatchScheduler,
     PassThroughScheduler,
     SchedulerFullError,
-    SchedulingConfig,
     scheduler_for,
 )
 from tests.testkit.server import inprocess_server
@@ -90,7 +90,7 @@ class ContinuousEngine(ASREngine):
 
 async def test_short_clips_behind_a_long_one_finish_at_their_own_latency() -> None:
     engine = ContinuousEngine(capacity=16, seconds_per_audio_s=0.05)
-    dispatcher = scheduler_for(engine, SchedulingConfig(max_batch_size=16, max_wait_ms=10, max_queue=64))
+    dispatcher = scheduler_for(engine, ServerConfig(max_batch_size=16, max_wait_ms=10, max_queue=64))
     assert isinstance(dispatcher, PassThroughScheduler) and dispatcher.max_in_flight == 16
     dispatcher.start()
     started = time.monotonic()
@@ -217,7 +217,7 @@ class SplitEngine(ThreadedEngine):
 
 async def test_two_batches_in_flight_overlap_features_with_the_engine_and_keep_order_and_failures() -> None:
     engine = SplitEngine(run_s=0.2)
-    scheduler = scheduler_for(engine, SchedulingConfig(max_batch_size=2, max_wait_ms=0, max_queue=100))
+    scheduler = scheduler_for(engine, ServerConfig(max_batch_size=2, max_wait_ms=0, max_queue=100))
     assert isinstance(scheduler, MicroBatchScheduler) and scheduler.max_batches_in_flight == 2  # the default on a GPU
     scheduler.start()
     tags = [1, 2, 3, -1, 5, 6]
@@ -237,7 +237,7 @@ async def test_two_batches_in_flight_overlap_features_with_the_engine_and_keep_o
 async def test_one_batch_in_flight_on_the_cpu_as_before() -> None:
     engine = SplitEngine(run_s=0.05)
     engine.info = EngineInfo("split", "stand-in", device="cpu")
-    scheduler = scheduler_for(engine, SchedulingConfig(max_batch_size=2, max_wait_ms=0, max_queue=100))
+    scheduler = scheduler_for(engine, ServerConfig(max_batch_size=2, max_wait_ms=0, max_queue=100))
     assert isinstance(scheduler, MicroBatchScheduler) and scheduler.max_batches_in_flight == 1
     scheduler.start()
     await asyncio.gather(*scheduler.submit_many([clip(1.0, t) for t in range(4)]))

@@ -15,11 +15,11 @@ from audio_reward.scorer_server.engines import (
     Transcription,
     TranscriptionInput,
 )
+from audio_reward.scorer_server.errors import ShuttingDownError
 from audio_reward.scorer_server.service.scheduler import (
     BatchStats,
     MicroBatchScheduler,
     RefusalTurns,
-    SchedulerClosedError,
     SchedulerFullError,
 )
 
@@ -101,7 +101,7 @@ async def test_full_queue_and_closed_scheduler_refuse_work() -> None:
     engine.gate.set()
     closing = asyncio.create_task(scheduler.close(timeout_s=10))
     await asyncio.sleep(0)
-    with pytest.raises(SchedulerClosedError):
+    with pytest.raises(ShuttingDownError):
         scheduler.submit_many([utterance(5)])
     await closing
     assert [f.result().text for f in futures] == ["1", "2", "3"]  # queued work was drained, not dropped

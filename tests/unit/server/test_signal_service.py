@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 import numpy as np
 import pytest
 
-from audio_reward.protocol import Limits
+from audio_reward.scorer_server.config import ServerConfig
 from audio_reward.scorer_server.errors import RequestTimeoutError, SignalError
 from audio_reward.scorer_server.service.signals import SignalItem, SignalJob, SignalService
 from audio_reward.scorer_server.signals.base import SignalInfo
@@ -64,8 +64,8 @@ def clip(value: float) -> np.ndarray:
 async def service() -> AsyncIterator[SignalService]:
     signals = SignalService(
         speaker=AngleEncoder(), quality=LoudnessScorer(),
-        store=SpeakerReferenceStore(max_entries=8, max_bytes=1 << 20, ttl_s=60.0), limits=Limits(),
-        max_batch_size=8, max_queue=64,
+        store=SpeakerReferenceStore(max_entries=8, max_bytes=1 << 20, ttl_s=60.0),
+        settings=ServerConfig(signal_max_batch_size=8, max_queue=64),
     )
     signals.start()
     yield signals
