@@ -117,10 +117,9 @@ def looks_like_hub_id(name: str) -> bool:
     return bool(_HUB_ID.match(name)) and not name.startswith((".", "/", "~"))
 
 
-def inspect_folder(path: str | Path) -> ModelFolder:
-    """Read ``config.json`` and every safetensors header; each thing wrong becomes one line in ``problems``."""
-    from safetensors import safe_open
-
+def read_config(path: str | Path) -> ModelFolder:
+    """The folder with its ``config.json`` read and no weight file opened; each thing wrong becomes one line in
+    ``problems``.  What a check that needs only the model's shape reads."""
     raw = str(path)
     folder = ModelFolder(Path(raw).expanduser())
     if not folder.path.exists():
@@ -146,6 +145,17 @@ def inspect_folder(path: str | Path) -> ModelFolder:
         if not isinstance(folder.config, dict):
             folder.problems.append(f"{config} holds no JSON object")
             folder.config = {}
+    return folder
+
+
+def inspect_folder(path: str | Path) -> ModelFolder:
+    """:func:`read_config`, then every safetensors header; each thing wrong becomes one line in ``problems``."""
+    from safetensors import safe_open
+
+    raw = str(path)
+    folder = read_config(path)
+    if not folder.path.is_dir():
+        return folder
     folder.weight_files = sorted(folder.path.glob("*.safetensors"))
     index = folder.path / "model.safetensors.index.json"
     if index.is_file():

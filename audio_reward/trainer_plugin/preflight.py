@@ -323,7 +323,7 @@ def check_reward_wiring(config: Any) -> list[Check]:
 
 
 def _speaker_problem(path: str, model_path: Any = None) -> str | None:
-    from .model_folder import inspect_folder, speaker_width
+    from .model_folder import read_config, speaker_width
 
     file = Path(path).expanduser()
     if not file.is_file():
@@ -337,8 +337,8 @@ def _speaker_problem(path: str, model_path: Any = None) -> str | None:
     if not vector:
         return f"tts_spk_embed_path {file} holds an empty vector"
     # the rollout puts the vector in the talker's speaker slot: any other width fails at the first rollout (a
-    # missing or unreadable config.json gives no width here: the model check reports it)
-    width = speaker_width(inspect_folder(str(model_path))) if model_path else None
+    # missing or unreadable config.json gives no width here: the model check reports it, weights included)
+    width = speaker_width(read_config(str(model_path))) if model_path else None
     if width is not None and len(vector) != width:
         return (f"tts_spk_embed_path {file} has {len(vector)} values, the talker of {model_path} takes {width} "
                 f"(talker_config.hidden_size): make it with this model (audio-reward tts-speaker REF.wav --out "
