@@ -6,7 +6,8 @@ the command is the editable install with the extra.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import importlib
+from collections.abc import Iterable, Sequence
 
 
 def install_command(extra: str) -> str:
@@ -34,3 +35,14 @@ def missing_extra_message(extras: str | Sequence[str], what: str, exc: ModuleNot
 def is_missing_dependency(exc: ModuleNotFoundError) -> bool:
     """True when a third-party module is absent (not a broken import inside audio_reward itself)."""
     return bool(exc.name) and not str(exc.name).startswith("audio_reward")
+
+
+def missing_modules(modules: Iterable[str]) -> list[str]:
+    """The modules of ``modules`` that do not import here (each imported, so a broken install counts too)."""
+    missing = []
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(module)
+    return missing

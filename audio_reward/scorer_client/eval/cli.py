@@ -7,15 +7,13 @@ the command runs.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from ...cli import SIGINT_STATUS
-from ...extras import install_command
+from ...extras import install_command, missing_modules
 from ..cli import add_client_options, command_settings, failure_line
 
 EVAL_EXTRA = f"{install_command('eval')}  (from an audio-reward checkout; or: pip install matplotlib tqdm)"
@@ -42,17 +40,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 EVAL_MODULES = MappingProxyType({"matplotlib": "plots", "tqdm": "progress bar"})
 """What each module of the eval extra draws."""
-
-
-def missing_modules(modules: Iterable[str]) -> list[str]:
-    """The modules of ``modules`` that do not import here."""
-    missing = []
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            missing.append(module)
-    return missing
 
 
 def missing_eval_extras(progress: bool) -> list[str]:

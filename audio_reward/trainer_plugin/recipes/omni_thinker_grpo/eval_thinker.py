@@ -463,7 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ....scorer_client.eval.cli import missing_modules
+    from ....extras import missing_modules
 
     args = build_parser().parse_args(argv)
     if args.max_new_tokens < 1 or args.temperature < 0 or args.batch_size < 1:

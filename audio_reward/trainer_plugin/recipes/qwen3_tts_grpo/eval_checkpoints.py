@@ -427,7 +427,8 @@ def decoding_from_args(args: argparse.Namespace) -> Decoding:
 
 def _check_environment(args: argparse.Namespace) -> None:
     """Flags, installed modules and the device, before anything is read: InputsInvalid otherwise."""
-    from ....scorer_client.eval.cli import EVAL_EXTRA, EVAL_MODULES, missing_modules
+    from ....extras import missing_modules
+    from ....scorer_client.eval.cli import EVAL_EXTRA, EVAL_MODULES
 
     if args.samples < 1 or args.max_new_tokens < 1:
         raise InputsInvalid(["--samples and --max-new-tokens must be at least 1"])
