@@ -11,6 +11,7 @@ not noise: Whisper decodes nothing from noise and would look faster than it is o
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -99,11 +100,9 @@ def probe_clip(seconds: float) -> tuple[np.ndarray, int, str]:
     with resources.files(__package__).joinpath(_PROBE_CLIP).open("rb") as f:
         speech, rate = sf.read(f, dtype="float32")
     once = np.concatenate([speech, np.zeros(int(_PROBE_GAP_S * rate), dtype=np.float32)])
-    times = max(1, math.ceil(seconds * rate / len(once)))
     samples = max(1, int(seconds * rate))
-    audio = np.tile(once, times)[:samples]
-    said = max(1, min(times, math.ceil(samples / len(once))))
-    return audio, int(rate), " ".join([_PROBE_TEXT] * said)
+    said = math.ceil(samples / len(once))  # the sentences the clip starts, the last one maybe cut short
+    return np.resize(once, samples), int(rate), " ".join([_PROBE_TEXT] * said)
 
 
 def _score_probe(url: str, clips: int, seconds: float, timeout: float) -> float:
@@ -173,13 +172,11 @@ def probe_budget(environ: Mapping[str, str] | None = None) -> float:
     raw = (os.environ if environ is None else environ).get(PROBE_BUDGET_VARIABLE, "").strip()
     if not raw:
         return PROBE_BUDGET_S
-    try:
+    with contextlib.suppress(ValueError):  # not a number: refused below, as a negative or infinite value is
         value = float(raw)
-    except ValueError:
-        value = math.nan  # refused below, as a negative or infinite value is
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{PROBE_BUDGET_VARIABLE}={raw!r}: give seconds (0: no probe)")
-    return value
+        if math.isfinite(value) and value >= 0:
+            return value
+    raise ValueError(f"{PROBE_BUDGET_VARIABLE}={raw!r}: give seconds (0: no probe)")
 
 
 def step_estimate(load: StepLoad | None, rate: float | None) -> str:
