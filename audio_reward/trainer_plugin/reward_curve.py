@@ -21,6 +21,7 @@ from the first step at which the window lies inside the run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import math
@@ -64,10 +65,8 @@ def read_json_lines(path: str | Path) -> list[Any]:
     """The JSON value of each line of a JSON-lines file, oldest first; a line cut short by a crash is skipped."""
     values = []
     for line in Path(path).read_text(encoding="utf-8").splitlines():
-        try:
+        with contextlib.suppress(json.JSONDecodeError):
             values.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
     return values
 
 
