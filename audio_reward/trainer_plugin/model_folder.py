@@ -20,6 +20,7 @@ Qwen3-TTS folders come in two shapes:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -88,13 +89,10 @@ class ModelFolder:
 
 def _umask() -> int:
     """The process's umask: from ``/proc`` where there is one, since setting it to read it races other threads."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
@@ -112,18 +110,14 @@ def write_safetensors(tensors: Mapping[str, torch.Tensor], path: Path) -> None:
     os.chmod(path, 0o666 & ~_umask())
 
 
-def looks_like_hub_id(name: str) -> bool:
-    """``Qwen/Qwen3-TTS-12Hz-0.6B-Base``: an ``org/name`` that is not a path on this machine."""
-    return bool(_HUB_ID.match(name)) and not name.startswith((".", "/", "~"))
-
-
 def read_config(path: str | Path) -> ModelFolder:
     """The folder with its ``config.json`` read and no weight file opened; each thing wrong becomes one line in
     ``problems``.  What a check that needs only the model's shape reads."""
     raw = str(path)
     folder = ModelFolder(Path(raw).expanduser())
     if not folder.path.exists():
-        if looks_like_hub_id(raw):
+        # ``Qwen/Qwen3-TTS-12Hz-0.6B-Base``: an ``org/name`` that is not a path on this machine
+        if _HUB_ID.match(raw) and not raw.startswith((".", "/", "~")):
             folder.problems.append(
                 f"{raw} is not a local folder; it looks like a Hugging Face hub id, and nothing is downloaded at run "
                 f"time: download it first (huggingface-cli download {raw} --local-dir /models/{raw.split('/')[-1]}) "
@@ -164,9 +158,8 @@ def inspect_folder(path: str | Path) -> ModelFolder:
         except (OSError, ValueError, KeyError, AttributeError) as exc:
             folder.problems.append(f"{index} is not a readable safetensors index: {exc}")
             shards = []
-        for shard in shards:
-            if not (folder.path / shard).is_file():
-                folder.problems.append(f"{folder.path / shard} is named by {index.name} but missing")
+        folder.problems += [f"{folder.path / s} is named by {index.name} but missing" for s in shards
+                            if not (folder.path / s).is_file()]
     if not folder.weight_files:
         folder.problems.append(
             f"{raw} holds no .safetensors weights (a verl checkpoint's actor/huggingface folder has only the config: "
