@@ -88,17 +88,14 @@ def _module_of(path: str | None) -> str | None:
 DIFFUSION_ESTIMATORS = ("flow_grpo", "dance_grpo")
 """verl-omni's ``DiffusionAdvantageEstimator`` values: they score denoising trajectories, not tokens."""
 GROUP_ESTIMATORS = ("grpo", "grpo_masked", "grpo_passk", "rloo", "opo", "gpg", "rloo_vectorized", "grpo_vectorized")
-AUDIO_MANAGERS = ("audio_score", TTS_OVERRIDES.value(MANAGER_NAME))
 AUDIO_MANAGER_MODULE = _module_of(TTS_OVERRIDES.value(MANAGER_PATH)) or ""
 AUDIO_REWARD_FN = "audio_reward.trainer_plugin.reward_fn"
 MCQ_REWARD_FN = _module_of(THINKER_OVERRIDES.value(REWARD_FN_PATH))
 MCQ_FUNCTION = THINKER_OVERRIDES.value(REWARD_FN_NAME)
 VERL_OMNI_HTTP_FN = "verl_omni.utils.reward_score.audio_http_scorer_client"
-OMNI_MANAGER_PACKAGE = "verl_omni.reward_loop.reward_manager"
 OMNI_ROLLOUT = TTS_OVERRIDES.value(ROLLOUT_NAME)
 OMNI_MODULE = EXTERNAL_MODULES[0]
 TTS_PIPELINE = TTS_OVERRIDES.value(PIPELINE_NAME)
-TTS_LOAD_FORMAT = TTS_OVERRIDES.value(LOAD_FORMAT)
 TTS_ROLLOUT_TP = int(TTS_OVERRIDES.value(ROLLOUT_TP))
 TTS_PIPELINE_MODE = TTS_OVERRIDES.value(PIPELINE_MODE)
 THINKER_PIPELINE = THINKER_OVERRIDES.value(PIPELINE_NAME)
@@ -124,7 +121,7 @@ class Check:
 def uses_audio_manager(config: Any) -> bool:
     name = str(lookup(config, MANAGER_NAME, ""))
     module = _module_of(lookup(config, MANAGER_PATH)) or ""
-    return name in AUDIO_MANAGERS or module.startswith(AUDIO_MANAGER_MODULE)
+    return name in ("audio_score", TTS_OVERRIDES.value(MANAGER_NAME)) or module.startswith(AUDIO_MANAGER_MODULE)
 
 
 def _scorer_fn(config: Any) -> str | None:
@@ -195,7 +192,7 @@ def speed_check(url: str, info: dict[str, Any], config: Any, *, info_fn: Callabl
     return Check("scorer speed", True, message)
 
 
-def check_server(config: Any, info_fn: Callable[[str], dict[str, Any]] | None = None, *,
+def check_server(config: Any, info_fn: Callable[[str], dict[str, Any]] = _info_of, *,
                  probe_s: float | None = None) -> list[Check]:
     """The scorer(s) the reward calls: protocol, GPU sharing and, for a training config, speed.
 
@@ -214,17 +211,16 @@ def check_server(config: Any, info_fn: Callable[[str], dict[str, Any]] | None = 
         budget_s = scorer_speed.probe_budget() if probe_s is None else probe_s
     except ValueError as exc:
         return [Check("scorer speed", False, str(exc))]
-    read_info = info_fn or _info_of
     checks = []
     for url in urls:
         try:
-            info = read_info(url)
+            info = info_fn(url)
         except Exception as exc:  # noqa: BLE001 - every failure is reported, none is fatal here
             checks.append(Check("scorer", False, f"{url}: GET /v1/info failed: {exc}"))
             continue
         checks.append(_scorer_check(url, info, config))
         if checks[-1].ok and scorer_speed.step_load(config) is not None:
-            checks.append(speed_check(url, info, config, info_fn=read_info, budget_s=budget_s))
+            checks.append(speed_check(url, info, config, info_fn=info_fn, budget_s=budget_s))
     return checks
 
 
@@ -316,10 +312,8 @@ def _function_wiring(config: Any, fn_module: str | None) -> list[Check]:
 
 
 def check_reward_wiring(config: Any) -> list[Check]:
-    fn_module = _module_of(lookup(config, REWARD_FN_PATH))
-    if uses_audio_manager(config):
-        return _manager_wiring(config, fn_module)
-    return _function_wiring(config, fn_module)
+    wiring = _manager_wiring if uses_audio_manager(config) else _function_wiring
+    return wiring(config, _module_of(lookup(config, REWARD_FN_PATH)))
 
 
 def _speaker_problem(path: str, model_path: Any = None) -> str | None:
@@ -352,7 +346,7 @@ def _tts_rollout_problems(config: Any) -> list[str]:
     if str(lookup(config, LOAD_FORMAT, "")) == "dummy":
         problems.append(f"{LOAD_FORMAT}=dummy: verl-omni syncs trained weights to stage 0 only, so the frozen "
                         "code2wav stage would decode with random weights and every reward would score noise; use "
-                        f"load_format={TTS_LOAD_FORMAT}")
+                        f"load_format={TTS_OVERRIDES.value(LOAD_FORMAT)}")
     tp = int(lookup(config, ROLLOUT_TP, 1))
     if tp > TTS_ROLLOUT_TP:
         problems.append(f"{ROLLOUT_TP}={tp}: pipeline {TTS_PIPELINE} runs its talker and code2wav stages "
@@ -463,7 +457,7 @@ def check_omni_install(config: Any) -> list[Check]:
     hint = TTS_INSTALL if pipeline == TTS_PIPELINE else "install a verl-omni that registers them"
     checks = [Check("verl-omni", False, f"{found.describe()} registers no {', '.join(missing)}: {hint}")] \
         if missing else []
-    if (_module_of(lookup(config, MANAGER_PATH)) or "").startswith(OMNI_MANAGER_PACKAGE):
+    if (_module_of(lookup(config, MANAGER_PATH)) or "").startswith("verl_omni.reward_loop.reward_manager"):
         problem = audio_manager_problem(package)
         if problem:
             checks.append(Check("verl-omni", False, f"way (b): {problem}: {TTS_INSTALL}"))
@@ -501,35 +495,31 @@ def check_data(config: Any) -> list[Check]:
     import pyarrow.parquet as pq
 
     checks = []
-    needed = required_columns(config)
     for key in (TRAIN_FILES, VAL_FILES):
         files = lookup(config, key)
         if isinstance(files, str) and not files.strip():  # a recipe variable left unset
             checks.append(Check("data", False, f"{key} is empty"))
             continue
         files = [files] if isinstance(files, str) else list(files or [])
-        for f in files:
-            path = Path(str(f)).expanduser()
-            if not path.is_file():
-                checks.append(Check("data", False, f"{key}: {path} does not exist"))
-                continue
-            try:
-                table = pq.read_table(path)
-            except Exception as exc:  # noqa: BLE001
-                checks.append(Check("data", False, f"{key}: {path} is not readable parquet: {exc}"))
-                continue
-            missing = [f"{c} ({why})" for c, why in needed.items() if c not in table.column_names]
-            if missing:
-                checks.append(Check("data", False, f"{path}: missing column(s) {', '.join(missing)}"))
-                continue
-            problem = _row_problem(table.slice(0, 1).to_pylist()[0] if table.num_rows else None, config)
-            if not problem and key == VAL_FILES:
-                problem = _split_problem(table, config)
-            if problem:
-                checks.append(Check("data", False, f"{path}: {problem}"))
-            else:
-                checks.append(Check("data", True, f"{path}: {table.num_rows} rows, columns ok"))
+        checks += [_data_file_check(key, Path(str(f)).expanduser(), config, pq.read_table) for f in files]
     return checks
+
+
+def _data_file_check(key: str, path: Path, config: Any, read_table: Callable[[Path], Any]) -> Check:
+    """One parquet file of ``key``: there, readable, with the columns the reward needs and usable rows."""
+    if not path.is_file():
+        return Check("data", False, f"{key}: {path} does not exist")
+    try:
+        table = read_table(path)
+    except Exception as exc:  # noqa: BLE001
+        return Check("data", False, f"{key}: {path} is not readable parquet: {exc}")
+    missing = [f"{c} ({why})" for c, why in required_columns(config).items() if c not in table.column_names]
+    if missing:
+        return Check("data", False, f"{path}: missing column(s) {', '.join(missing)}")
+    problem = _row_problem(table.slice(0, 1).to_pylist()[0] if table.num_rows else None, config)
+    if not problem and key == VAL_FILES:
+        problem = _split_problem(table, config)
+    return Check("data", not problem, f"{path}: {problem or f'{table.num_rows} rows, columns ok'}")
 
 
 def _split_problem(table: Any, config: Any) -> str | None:
@@ -597,13 +587,6 @@ def run_checks(config: Any, *, skip_server: bool = False, skip_data: bool = Fals
     return [check for name, run in named if not skipped.get(name) for check in _guarded(name, run, config)]
 
 
-def config_problem(exc: Exception) -> str:
-    """Why a config did not compose, in one line; where hydra is missing, the environment to run preflight in."""
-    if isinstance(exc, ModuleNotFoundError) and exc.name in ("hydra", "omegaconf"):
-        return _not_installed(exc.name)
-    return one_line(exc)
-
-
 def compose_for_checks(config: str, overrides: Sequence[str] = ()) -> tuple[Any | None, list[Check]]:
     """The config the checks run on, and what composing it found wrong.
 
@@ -619,7 +602,9 @@ def compose_for_checks(config: str, overrides: Sequence[str] = ()) -> tuple[Any 
     try:
         return load_config(config, overrides), []
     except Exception as exc:  # noqa: BLE001 - a config that does not compose is the first failed check
-        checks = [Check("config", False, config_problem(exc))]
+        # where hydra is missing, the failed check names the environment to run preflight in
+        no_hydra = isinstance(exc, ModuleNotFoundError) and exc.name in ("hydra", "omegaconf")
+        checks = [Check("config", False, _not_installed(exc.name) if no_hydra else one_line(exc))]
         variables_checked = isinstance(exc, LaunchError)
     if config not in RECIPES:
         return None, checks
