@@ -603,8 +603,8 @@ def compose_for_checks(config: str, overrides: Sequence[str] = ()) -> tuple[Any 
         return load_config(config, overrides), []
     except Exception as exc:  # noqa: BLE001 - a config that does not compose is the first failed check
         # where hydra is missing, the failed check names the environment to run preflight in
-        no_hydra = isinstance(exc, ModuleNotFoundError) and exc.name in ("hydra", "omegaconf")
-        checks = [Check("config", False, _not_installed(exc.name) if no_hydra else one_line(exc))]
+        hydra = exc.name if isinstance(exc, ModuleNotFoundError) and exc.name in ("hydra", "omegaconf") else None
+        checks = [Check("config", False, _not_installed(hydra) if hydra else one_line(exc))]
         variables_checked = isinstance(exc, LaunchError)
     if config not in RECIPES:
         return None, checks
