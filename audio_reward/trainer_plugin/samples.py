@@ -68,8 +68,6 @@ def as_waveform(audio: Any) -> np.ndarray:
     """Mono float32 samples from a tensor/array/list with leading singleton dims; rejects empty or non-finite."""
     if hasattr(audio, "detach"):
         audio = audio.detach().float()  # bf16 tensors have no numpy view
-    elif isinstance(audio, np.ndarray) and audio.dtype == object:
-        audio = audio.astype(np.float32)
     while getattr(audio, "ndim", 1) > 1 and audio.shape[0] == 1:
         audio = audio[0]
     try:
