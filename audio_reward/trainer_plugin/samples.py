@@ -162,9 +162,6 @@ def group_uid(item: Any) -> str | None:
 
 def sample_label(item: Any) -> str:
     """A name for error messages: ``extra_info.index`` (or ``id``) and the GRPO group ``uid``."""
-    non_tensor = item.non_tensor_batch
-    extra_info = info if isinstance(info := _unwrap(non_tensor.get("extra_info")), Mapping) else {}
-    index = _unwrap(extra_info.get("index", extra_info.get("id", "")))
-    uid = _unwrap(non_tensor.get("uid", ""))
-    parts = [f"index={index}" if index not in ("", None) else "", f"uid={uid}" if uid not in ("", None) else ""]
-    return " ".join(p for p in parts if p) or "<unnamed sample>"
+    extra_info = info if isinstance(info := _unwrap(item.non_tensor_batch.get("extra_info")), Mapping) else {}
+    parts = {"index": _unwrap(extra_info.get("index", extra_info.get("id", ""))), "uid": group_uid(item)}
+    return " ".join(f"{k}={v}" for k, v in parts.items() if v not in ("", None)) or "<unnamed sample>"
