@@ -41,11 +41,10 @@ def compute_grpo_masked_advantage(
     advantages = torch.zeros_like(token_level_rewards)
     ok = (~failed).nonzero(as_tuple=True)[0]
     if len(ok):
-        ok_np = ok.cpu().numpy()
         adv_ok, _ = core_algos().compute_grpo_outcome_advantage(
             token_level_rewards=token_level_rewards[ok],
             response_mask=response_mask[ok],
-            index=np.asarray(index)[ok_np],
+            index=np.asarray(index)[ok.cpu().numpy()],
             epsilon=epsilon,
             norm_adv_by_std_in_grpo=norm_adv_by_std_in_grpo,
         )

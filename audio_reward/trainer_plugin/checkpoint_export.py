@@ -110,8 +110,7 @@ def find_actor_checkpoint(path: str | Path) -> ActorCheckpoint:
         raise ExportError(f"{root} holds no {FSDP_CONFIG}: not an FSDP actor checkpoint of verl (give "
                           "RUN/checkpoints/global_step_N, written with trainer.save_freq > 0)")
     try:
-        saved = json.loads(config.read_text(encoding="utf-8"))
-        world = int(saved["world_size"])
+        world = int(json.loads(config.read_text(encoding="utf-8"))["world_size"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ExportError(f"{config} is not readable: {exc}") from None
     step_name = root.parent.name if root.name == "actor" else root.name

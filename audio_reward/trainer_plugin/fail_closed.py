@@ -109,11 +109,6 @@ def refuse_unsupported(base: type, problems: Sequence[str]) -> None:
                                    f"({'; '.join(problems)}); it is checked on {CHECKED_VERL}")
 
 
-def read_failures(path: str | Path | None) -> list[dict[str, Any]]:
-    """The failure records of ``failure_log`` (written by the reward manager), oldest first."""
-    return read_json_lines(path) if path and Path(path).is_file() else []
-
-
 class _FailClosedMixin:
     """Put before a verl replay buffer: checks the failed groups each time it syncs with the TransferQueue."""
 
@@ -151,7 +146,9 @@ class _FailClosedMixin:
                            self.max_failed_groups)
 
     def _message(self) -> str:
-        latest = {str(r.get("uid")): r.get("message", "") for r in read_failures(self.failure_log)}
+        # the failure records the reward manager wrote, oldest first: a later one of a uid wins
+        records = read_json_lines(self.failure_log) if self.failure_log and Path(self.failure_log).is_file() else []
+        latest = {str(r.get("uid")): r.get("message", "") for r in records}
         lines = [(f"{len(self.failed_groups)} GRPO group(s) failed (max_failed_groups={self.max_failed_groups}); "
                   "the run stops instead of training without them:")]
         for uid, partition in sorted(self.failed_groups.items()):

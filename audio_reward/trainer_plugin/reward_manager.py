@@ -133,8 +133,7 @@ def manager_class() -> type:
     Raises :class:`~._verl.VerlUnavailableError` (an ``ImportError``) when
     verl, or its reward-loop API, cannot be imported.
     """
-    base = reward_manager_base()
-    return type("AudioScoreRewardManager", (AudioScoreRewardMixin, base), {
+    return type("AudioScoreRewardManager", (AudioScoreRewardMixin, reward_manager_base()), {
         "__module__": __name__, "__qualname__": "AudioScoreRewardManager", "__doc__": AudioScoreRewardMixin.__doc__,
     })
 

@@ -68,8 +68,6 @@ def as_waveform(audio: Any) -> np.ndarray:
     """Mono float32 samples from a tensor/array/list with leading singleton dims; rejects empty or non-finite."""
     if hasattr(audio, "detach"):
         audio = audio.detach().float()  # bf16 tensors have no numpy view
-    elif isinstance(audio, np.ndarray) and audio.dtype == object:
-        audio = audio.astype(np.float32)
     while getattr(audio, "ndim", 1) > 1 and audio.shape[0] == 1:
         audio = audio[0]
     try:
@@ -164,9 +162,6 @@ def group_uid(item: Any) -> str | None:
 
 def sample_label(item: Any) -> str:
     """A name for error messages: ``extra_info.index`` (or ``id``) and the GRPO group ``uid``."""
-    non_tensor = item.non_tensor_batch
-    extra_info = info if isinstance(info := _unwrap(non_tensor.get("extra_info")), Mapping) else {}
-    index = _unwrap(extra_info.get("index", extra_info.get("id", "")))
-    uid = _unwrap(non_tensor.get("uid", ""))
-    parts = [f"index={index}" if index not in ("", None) else "", f"uid={uid}" if uid not in ("", None) else ""]
-    return " ".join(p for p in parts if p) or "<unnamed sample>"
+    extra_info = info if isinstance(info := _unwrap(item.non_tensor_batch.get("extra_info")), Mapping) else {}
+    parts = {"index": _unwrap(extra_info.get("index", extra_info.get("id", ""))), "uid": group_uid(item)}
+    return " ".join(f"{k}={v}" for k, v in parts.items() if v not in ("", None)) or "<unnamed sample>"

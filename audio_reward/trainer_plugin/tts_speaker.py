@@ -48,7 +48,7 @@ def read_speaker_embedding(path: str | Path) -> list[float]:
     return [float(v) for v in value]
 
 
-def write_speaker_embedding(path: str | Path, vector: Sequence[float]) -> Path:
+def write_speaker_embedding(path: str | Path, vector: Sequence[float]) -> None:
     """Write ``vector`` in the format :func:`read_speaker_embedding` and verl-omni read."""
     values = [float(v) for v in vector]
     if not values or not all(math.isfinite(v) for v in values):
@@ -58,7 +58,6 @@ def write_speaker_embedding(path: str | Path, vector: Sequence[float]) -> Path:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(values), encoding="utf-8")
     tmp.replace(path)
-    return path
 
 
 def extract_speaker_embedding(model_path: str | Path, reference: str | Path, device: str = "cpu") -> list[float]:
@@ -109,14 +108,11 @@ def _run(args: argparse.Namespace) -> int:
         print(f"error: {exc.name} is not installed here; run tts-speaker in the TTS environment "
               "(scripts/envs/tts.sh)", file=sys.stderr)
         return 1
-    except OSError as exc:
-        # a torchaudio whose compiled library was built for another torch fails at qwen-tts's import like this
+    except (OSError, ValueError) as exc:
+        # a torchaudio whose compiled library was built for another torch fails at qwen-tts's import (OSError)
         hint = (" (scripts/envs/tts.sh installs torchaudio without its compiled library, which cannot load into "
-                "that environment's torch)") if "torchaudio" in str(exc) else ""
+                "that environment's torch)") if isinstance(exc, OSError) and "torchaudio" in str(exc) else ""
         print(f"error: {exc}{hint}", file=sys.stderr)
-        return 1
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
         return 1
     write_speaker_embedding(args.out, vector)
     print(f"wrote a {len(vector)}-value speaker embedding of {args.reference} to {args.out}")

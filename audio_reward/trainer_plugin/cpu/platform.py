@@ -15,7 +15,7 @@ import os
 import platform as host
 from collections.abc import Iterator
 from contextlib import contextmanager
-from types import ModuleType, SimpleNamespace
+from types import ModuleType
 from typing import Any
 
 import torch
@@ -48,7 +48,9 @@ def device_module() -> ModuleType:
     line 80, reached by the first actor update).  On a CPU there is no cache to
     empty and memory is the process's own.
     """
-    extra = SimpleNamespace(
+    module = ModuleType("audio_reward_cpu_device")
+    module.__dict__.update({name: getattr(torch.cpu, name) for name in dir(torch.cpu) if not name.startswith("_")})
+    module.__dict__.update(
         **dict.fromkeys(("empty_cache", "ipc_collect", "reset_peak_memory_stats", "set_per_process_memory_fraction",
                          "set_device"), _no_op),
         **dict.fromkeys(("memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved"), _rss),
@@ -57,9 +59,6 @@ def device_module() -> ModuleType:
         mem_get_info=_memory_info, get_device_name=lambda *_: host.processor() or host.machine() or "cpu",
         device_count=lambda: 1, current_device=lambda: "cpu",
     )
-    module = ModuleType("audio_reward_cpu_device")
-    module.__dict__.update({name: getattr(torch.cpu, name) for name in dir(torch.cpu) if not name.startswith("_")})
-    module.__dict__.update(vars(extra))
     return module
 
 
@@ -67,19 +66,9 @@ def device_module() -> ModuleType:
 class CPUPlatform(PlatformBase):
     """Device ``cpu``, backend gloo, no IPC, no profiler; Ray's logical GPU holds each worker's place."""
 
-    _module = device_module()
-
-    @property
-    def device_name(self) -> str:
-        return "cpu"
-
-    @property
-    def vendor_name(self) -> str:
-        return "cpu"
-
-    @property
-    def device_module(self) -> ModuleType:
-        return self._module
+    # verl's abstract properties, answered by class attributes: they never change
+    device_name = vendor_name = PLATFORM_NAME
+    device_module = device_module()
 
     def is_available(self) -> bool:
         return True

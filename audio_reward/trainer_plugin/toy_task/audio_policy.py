@@ -90,7 +90,7 @@ def _answer_head(model: Any, tokenizer: Any, scale: float = 6.0) -> None:
         head[tokenizer.convert_tokens_to_ids("<|im_end|>")] = 2 * scale * toward[1:].sum(0)
 
 
-def build_audio_policy(out_dir: str | Path, seed: int = 0) -> Path:
+def build_audio_policy(out_dir: str | Path, seed: int = 0) -> None:
     """Write the tiny Qwen2-Audio folder (weights, config, tokenizer, feature extractor, processor) to ``out_dir``."""
     import torch
     from transformers import (
@@ -102,11 +102,10 @@ def build_audio_policy(out_dir: str | Path, seed: int = 0) -> Path:
 
     out = Path(out_dir)
     tokenizer = _tokenizer()
-    vocab = len(tokenizer)
     config = Qwen2AudioConfig(
         audio_config={"num_mel_bins": MEL_BINS, "encoder_layers": 1, "encoder_attention_heads": 1,
                       "encoder_ffn_dim": 128, "d_model": 64},
-        text_config={"model_type": "qwen2", "vocab_size": vocab, "hidden_size": HIDDEN,
+        text_config={"model_type": "qwen2", "vocab_size": len(tokenizer), "hidden_size": HIDDEN,
                      "intermediate_size": 2 * HIDDEN, "num_hidden_layers": 2, "num_attention_heads": HIDDEN // 64,
                      "num_key_value_heads": HIDDEN // 64, "max_position_embeddings": 2048,
                      "tie_word_embeddings": False, "eos_token_id": tokenizer.eos_token_id,
@@ -126,4 +125,3 @@ def build_audio_policy(out_dir: str | Path, seed: int = 0) -> Path:
     processor = Qwen2AudioProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=MEL_BINS),
                                     tokenizer=tokenizer, chat_template=CHAT_TEMPLATE)
     processor.save_pretrained(out)
-    return out

@@ -103,11 +103,11 @@ def _processor_class() -> type:
     return VerlQwen2AudioProcessor
 
 
-def _model_type(name_or_path: Any, **kwargs: Any) -> str | None:
+def _config(name_or_path: Any, **kwargs: Any) -> Any:
     from transformers import AutoConfig
 
     try:
-        return str(AutoConfig.from_pretrained(name_or_path, **kwargs).model_type)
+        return AutoConfig.from_pretrained(name_or_path, **kwargs)
     except (OSError, ValueError):
         return None
 
@@ -119,13 +119,14 @@ def qwen2_audio_processor() -> None:
     original = tokenizer_module.hf_processor
 
     def hf_processor(name_or_path: Any, **kwargs: Any) -> Any:
-        if _model_type(name_or_path, **kwargs) != "qwen2_audio":
+        config = _config(name_or_path, **kwargs)
+        if getattr(config, "model_type", None) != "qwen2_audio":
             return original(name_or_path, **kwargs)
-        from transformers import AutoConfig, AutoProcessor
+        from transformers import AutoProcessor
 
         processor = AutoProcessor.from_pretrained(name_or_path, **kwargs)
         processor.__class__ = _processor_class()
-        processor.config = AutoConfig.from_pretrained(name_or_path, **kwargs)  # as verl sets it (line 205)
+        processor.config = config  # as verl sets it (line 205)
         return processor
 
     _install(tokenizer_module, "hf_processor", hf_processor, rebind=True)
@@ -218,23 +219,20 @@ def _drop_sampling_rate(cls: type) -> None:
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
-    """Runs a patch right after one module is first imported (vLLM's model modules load lazily)."""
-
-    def __init__(self, name: str, patch: Callable[[Any], None]) -> None:
-        self.name, self.patch = name, patch
+    """Patches vLLM's Qwen2-Audio module right after it is first imported (vLLM's model modules load lazily)."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != self.name:
+        if fullname != VLLM_QWEN2_AUDIO:
             return None
         sys.meta_path.remove(self)  # find the real spec without this finder, once
         spec = importlib.util.find_spec(fullname)
         if spec is None or spec.loader is None:
             return spec
-        exec_module, patch = spec.loader.exec_module, self.patch
+        exec_module = spec.loader.exec_module
 
         def exec_then_patch(module: Any) -> None:
             exec_module(module)
-            patch(module)
+            _patch_vllm_qwen2_audio(module)
 
         spec.loader.exec_module = exec_then_patch  # type: ignore[method-assign]
         return spec
@@ -244,8 +242,8 @@ def vllm_qwen2_audio_weight_names() -> None:
     """vLLM's Qwen2-Audio loads weights named as transformers 5 names them (verl's weight sync sends those)."""
     if VLLM_QWEN2_AUDIO in sys.modules:
         _patch_vllm_qwen2_audio(sys.modules[VLLM_QWEN2_AUDIO])
-    elif not any(isinstance(f, _AfterImport) and f.name == VLLM_QWEN2_AUDIO for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterImport(VLLM_QWEN2_AUDIO, _patch_vllm_qwen2_audio))
+    elif not any(isinstance(f, _AfterImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport())
 
 
 def _install(owner: Any, name: str, replacement: Any, *, rebind: bool = False) -> None:

@@ -18,8 +18,7 @@ def row(index: int, word: str, kind: str, split: str) -> dict[str, Any]:
             "extra_info": {"index": index, "split": split, "text": word, "word": word, "speech": kind}}
 
 
-def write_data(out_dir: str | Path, kind: str = "instant", train_rows: int = 256, seed: int = 0
-               ) -> tuple[Path, Path]:
+def write_data(out_dir: str | Path, kind: str = "instant", train_rows: int = 256, seed: int = 0) -> None:
     """Write ``train.parquet`` (prompts for the training words, drawn at random) and ``val.parquet`` (one
     prompt per held-out word, which no training prompt asks for) to ``out_dir``."""
     from ..recipes._parquet import write_parquet
@@ -29,4 +28,3 @@ def write_data(out_dir: str | Path, kind: str = "instant", train_rows: int = 256
     rng = random.Random(seed)
     write_parquet([row(i, rng.choice(TRAIN_WORDS), kind, "train") for i in range(train_rows)], out / "train.parquet")
     write_parquet([row(i, word, kind, "val") for i, word in enumerate(HELDOUT_WORDS)], out / "val.parquet")
-    return out / "train.parquet", out / "val.parquet"

@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,8 @@ from .policy import CHAT_TEMPLATE, MAX_ANSWER_TOKENS
 from .speech import HELDOUT_WORDS, speak
 
 
-def synthesize(model_dir: str | Path, out_dir: str | Path, kind: str, words: Sequence[str] = HELDOUT_WORDS) -> Path:
-    """Speak the prompt of each of ``words`` with the checkpoint in ``model_dir``; returns the manifest written."""
+def synthesize(model_dir: str | Path, out_dir: str | Path, kind: str) -> Path:
+    """Speak the prompt of each held-out word with the checkpoint in ``model_dir``; returns the manifest written."""
     import soundfile
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -37,7 +36,7 @@ def synthesize(model_dir: str | Path, out_dir: str | Path, kind: str, words: Seq
     tokenizer.chat_template = tokenizer.chat_template or CHAT_TEMPLATE
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
     rows = []
-    for word in words:
+    for word in HELDOUT_WORDS:
         prompt: Any = tokenizer.apply_chat_template([{"role": "user", "content": f"say {word}"}],
                                                add_generation_prompt=True, return_tensors="pt", return_dict=True)
         with torch.no_grad():
@@ -60,13 +59,13 @@ def _cli(*args: str) -> None:
 
 
 def before_after(base_dir: str | Path, trained_dir: str | Path, out_dir: str | Path, scorer_url: str,
-                 kind: str, words: Sequence[str] = HELDOUT_WORDS) -> Path:
+                 kind: str) -> Path:
     """Score the base and the trained checkpoint with ``audio-reward eval`` and compare them; returns the
     ``eval_results.json`` of ``eval --compare`` (base first)."""
     out = Path(out_dir)
     runs = []
     for name, model in (("base", base_dir), ("trained", trained_dir)):
-        manifest = synthesize(model, out / name / "audio", kind, words)
+        manifest = synthesize(model, out / name / "audio", kind)
         _cli("eval", "--url", scorer_url, "--no-progress", str(manifest), "--out", str(out / name / "eval"))
         runs.append(str(out / name / "eval"))
     _cli("eval", "--compare", *runs, "--out", str(out / "compare"))

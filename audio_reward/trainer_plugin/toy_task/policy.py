@@ -22,13 +22,8 @@ CHAT_TEMPLATE = (
 )
 
 
-def vocabulary() -> dict[str, int]:
-    return {token: i for i, token in enumerate((*SPECIAL, *FILLERS, *WORDS))}
-
-
-def build_policy(out_dir: str | Path, seed: int = 0, hidden_size: int = 128, layers: int = 2,
-                 weights: Path | None = BASE_WEIGHTS) -> Path:
-    """Write the tiny policy (weights, config, tokenizer, chat template) to ``out_dir``; returns it.
+def build_policy(out_dir: str | Path, seed: int = 0, weights: Path | None = BASE_WEIGHTS) -> None:
+    """Write the tiny policy (weights, config, tokenizer, chat template) to ``out_dir``.
 
     ``weights``: the pretrained base (:data:`BASE_WEIGHTS`, the default), or None for random
     weights (seeded by ``seed``).  Two attention heads of 64: vLLM's CPU attention takes head sizes from 32
@@ -42,7 +37,7 @@ def build_policy(out_dir: str | Path, seed: int = 0, hidden_size: int = 128, lay
     transformers_logging.disable_progress_bar()  # the "Writing model shards" bar of a one-file model
 
     out = Path(out_dir)
-    vocab = vocabulary()
+    vocab = {token: i for i, token in enumerate((*SPECIAL, *FILLERS, *WORDS))}
     tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<|endoftext|>", eos_token="<|im_end|>",
@@ -55,8 +50,8 @@ def build_policy(out_dir: str | Path, seed: int = 0, hidden_size: int = 128, lay
     # (qwen2 is in MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS); for Qwen3 it trusts the saved word-level one.
     torch.manual_seed(seed)
     config = Qwen3Config(
-        vocab_size=len(vocab), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
-        num_hidden_layers=layers, num_attention_heads=hidden_size // 64, num_key_value_heads=hidden_size // 64,
+        vocab_size=len(vocab), hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=2,
+        num_key_value_heads=2,
         max_position_embeddings=256, tie_word_embeddings=True, bos_token_id=vocab["<|endoftext|>"],
         eos_token_id=vocab["<|im_end|>"], pad_token_id=vocab["<|endoftext|>"], architectures=["Qwen3ForCausalLM"],
         head_dim=64,
@@ -67,4 +62,3 @@ def build_policy(out_dir: str | Path, seed: int = 0, hidden_size: int = 128, lay
 
         load_model(model, str(weights))
     model.save_pretrained(out)
-    return out

@@ -81,12 +81,10 @@ def marked(run_id: str) -> list[int]:
     needle = f"{MARKER}={run_id}".encode()
     found = []
     for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            if needle in (entry / "environ").read_bytes().split(b"\0"):
+        with contextlib.suppress(OSError):  # gone, or another user's
+            if int(entry.name) != os.getpid() and needle in (entry / "environ").read_bytes().split(b"\0"):
                 found.append(int(entry.name))
-        except OSError:  # gone, or another user's
-            continue
-    return [pid for pid in found if pid != os.getpid()]
+    return found
 
 
 def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
@@ -100,13 +98,11 @@ def stop(proc: subprocess.Popen[bytes], run_id: str) -> None:
     A second Ctrl-C while it waits is ignored: it would leave the processes it is stopping behind.
     """
     with interrupts_ignored():
-        for sig, grace in ((signal.SIGINT, STOP_GRACE_S[0]), (signal.SIGTERM, STOP_GRACE_S[1])):
+        for sig, grace in zip((signal.SIGINT, signal.SIGTERM), STOP_GRACE_S, strict=True):
             _signal_group(proc, sig)
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(grace)
                 break
-            except subprocess.TimeoutExpired:
-                continue
         _signal_group(proc, signal.SIGKILL)
         proc.wait()
         sweep(run_id)
@@ -122,13 +118,11 @@ def interrupts_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def sweep(run_id: str) -> int:
-    """SIGKILL what is left of the run (Ray's agents outlive their driver); how many processes there were."""
-    left = marked(run_id)
-    for pid in left:
+def sweep(run_id: str) -> None:
+    """SIGKILL what is left of the run (Ray's agents outlive their driver)."""
+    for pid in marked(run_id):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    return len(left)
 
 
 def failure_line(log: Path) -> str | None:
@@ -145,5 +139,4 @@ def failure_line(log: Path) -> str | None:
     hydra = [line for line in lines if line.startswith(_HYDRA_LINES)]
     if hydra:
         return " ".join(hydra[:2])
-    found = [line for line in lines if _EXCEPTION_LINE.match(line)]
-    return found[-1] if found else None
+    return next((line for line in reversed(lines) if _EXCEPTION_LINE.match(line)), None)

@@ -114,7 +114,7 @@ def thinker_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
     ]
 
 
-def write_thinker_data(out: Path, train_rows: int, val_rows: int = 8, seed: int = 0) -> tuple[Path, Path]:
+def write_thinker_data(out: Path, train_rows: int, val_rows: int = 8, seed: int = 0) -> None:
     """Clips and the recipe's rows (``prepare_data.to_row``): ``train.parquet``, ``val.parquet`` (ids disjoint)."""
     import numpy as np
     import soundfile as sf
@@ -127,8 +127,8 @@ def write_thinker_data(out: Path, train_rows: int, val_rows: int = 8, seed: int 
     letters = sorted(TONES)
     options = {k: f"a tone of {v:g} Hz" for k, v in TONES.items()}
     (out / "clips").mkdir(parents=True, exist_ok=True)
-    tables: dict[str, list[dict[str, Any]]] = {"train": [], "val": []}
     for split, count in (("train", train_rows), ("val", val_rows)):
+        rows = []
         for i in range(count):
             # validation holds each letter equally often; training draws them
             letter = letters[i % len(letters)] if split == "val" else str(rng.choice(letters))
@@ -138,10 +138,8 @@ def write_thinker_data(out: Path, train_rows: int, val_rows: int = 8, seed: int 
                      SAMPLE_RATE)
             record = {"audio": str(clip), "question": QUESTION, "options": options, "answer": letter,
                       "id": f"{split}-{i}"}
-            tables[split].append(to_row(record, i, split, out))
-    for split, rows in tables.items():
+            rows.append(to_row(record, i, split, out))
         write_parquet(rows, out / f"{split}.parquet")
-    return out / "train.parquet", out / "val.parquet"
 
 
 def prepare(settings: LoopSettings, paths: RunPaths) -> None:
@@ -165,9 +163,7 @@ def _prompter_class() -> type:
             self.processor = AutoProcessor.from_pretrained(str(folder))
             self.tokenizer = self.processor.tokenizer
             self.features = self.processor.feature_extractor
-            self.audio_token = self.processor.audio_token
-            self.audio_token_id = int(cast(Any, self.tokenizer.convert_tokens_to_ids(self.audio_token)))
-            self.chat_template = None
+            self.audio_token_id = int(cast(Any, self.tokenizer.convert_tokens_to_ids(self.processor.audio_token)))
 
         def inputs(self, question: Question, mode: Mode) -> dict[str, Any]:
             text = str(self.tokenizer.apply_chat_template(messages(question, mode), add_generation_prompt=True,

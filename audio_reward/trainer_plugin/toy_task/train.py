@@ -88,7 +88,6 @@ class RunPaths:
     """Where one run's parts go, under ``out``."""
 
     def __init__(self, out: Path) -> None:
-        self.out = out
         self.policy = out / "policy"
         self.data = out / "data"
         self.checkpoints = out / "checkpoints"
@@ -292,8 +291,7 @@ def _before_after(settings: LoopSettings, paths: RunPaths, checkpoint: Path) -> 
     """``audio-reward eval --compare`` of the initial policy and the export, on the held-out prompts."""
     from .evaluate import before_after
 
-    return before_after(paths.policy, paths.export, settings.out / "eval", settings.scorer_url, settings.speech,
-                        HELDOUT_WORDS)
+    return before_after(paths.policy, paths.export, settings.out / "eval", settings.scorer_url, settings.speech)
 
 
 def heldout_report(results: Path) -> dict[str, Any]:
