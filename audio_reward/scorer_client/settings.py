@@ -67,8 +67,7 @@ def normalize_url(url: str) -> str:
     if any(c.isspace() for c in url):
         raise InvalidURLError(f"scorer URL {url!r} holds white space; expected {_URL_FORM}")
     if "://" not in url:
-        typo = _MISTYPED_SCHEME.match(url)
-        if typo:
+        if typo := _MISTYPED_SCHEME.match(url):
             scheme, _, rest = typo.groups()
             raise InvalidURLError(f"scorer URL {url!r} is malformed: did you mean {scheme.lower()}://{rest}?")
         url = f"http://{url}"
