@@ -194,9 +194,7 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
         except (TypeError, ValueError, IndexError):
             return None
         seconds = when.timestamp() - (time.time() if now is None else now)
-    if not math.isfinite(seconds):
-        return None
-    return max(0.0, seconds)
+    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 @dataclass(frozen=True)

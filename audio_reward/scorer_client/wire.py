@@ -156,8 +156,7 @@ def check_waveform(waveform: Any, name: str = "waveform") -> np.ndarray:
         raise InvalidInputError(f"{name} is not mono numeric samples: {exc}") from None
     if samples.size == 0:
         raise InvalidInputError(f"{name} is empty")
-    if not np.isfinite(samples).all():
-        bad = int(np.count_nonzero(~np.isfinite(samples)))
+    if bad := int(np.count_nonzero(~np.isfinite(samples))):
         raise InvalidInputError(f"{name} holds {bad} NaN or infinite samples")
     return samples
 
