@@ -159,9 +159,8 @@ def compare_runs(runs: Sequence[Run], out_dir: Path, *, held_out: HeldOut | None
         scorer=runs[0].info, held_out=held_out, synthesis=synthesis,
     )
     with (out_dir / DELTAS).open("w", encoding="utf-8") as f:
-        for comp in results.comparisons:
-            for d in comp.utterances:
-                f.write(json.dumps({"checkpoint": comp.checkpoint, **d.model_dump()}, ensure_ascii=False) + "\n")
+        f.writelines(json.dumps({"checkpoint": comp.checkpoint, **d.model_dump()}, ensure_ascii=False) + "\n"
+                     for comp in results.comparisons for d in comp.utterances)
     results.plots = [DELTAS]
     if plots:
         from .report import write_compare_report
