@@ -128,12 +128,10 @@ def _score(args: argparse.Namespace) -> int:
     items, names = [], []
     for name in args.files:
         try:
-            samples, rate = read_audio(name)
+            items.append(ScoreItem(*read_audio(name), args.text, language=args.language))
+            names.append(name)
         except AudioFileError as exc:
             outcomes[name] = f"cannot read audio: {exc}"
-            continue
-        items.append(ScoreItem(samples, rate, args.text, language=args.language))
-        names.append(name)
     if items:
         with ScorerClient(settings=settings) as client:
             outcomes.update(zip(names, client.score_many(items), strict=False))

@@ -11,6 +11,7 @@ faces only call it: the async face binds it to its event loop, the sync face run
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import math
@@ -125,14 +126,6 @@ class BaseScorerClient:
         return self._closed
 
 
-def request_headers(settings: ClientSettings) -> dict[str, str]:
-    """The headers of every request: JSON, the client's name and version, the API key when set."""
-    headers = {"Content-Type": "application/json", "User-Agent": f"audio-reward-client/{__version__}"}
-    if settings.api_key:
-        headers["Authorization"] = f"Bearer {settings.api_key}"
-    return headers
-
-
 def chunking(settings: ClientSettings, concurrency: int | None, chunk_size: int | None) -> tuple[int, int]:
     """``score_many``'s chunks in flight and items per chunk: the arguments, else the settings'."""
     concurrency = settings.concurrency if concurrency is None else concurrency
@@ -154,8 +147,9 @@ def _or_error(make: Callable[[Any], T], value: Any) -> T | ScorerError:
 # ---------------------------------------------------------------- answers
 
 
-def _read(outcome: Outcome[bytes], read: Callable[[bytes], T]) -> Outcome[T]:
-    """``read`` of a 200 body as a success (a protocol violation it raises: a final error); others as they are."""
+def _read(outcome: Outcome[Any], read: Callable[[Any], T]) -> Outcome[T]:
+    """``read`` of a success's value (a 200 body, an item of one) as a success (a protocol violation it raises:
+    a final error); others as they are."""
     if not isinstance(outcome, Success):
         return outcome
     try:
@@ -204,10 +198,7 @@ def take_batch_answer(raw: bytes, items: Sequence[PreparedItem]) -> list[Outcome
     for item, result in zip(items, results, strict=True):
         rid, info = item.request_id, error_info(result)
         if info is None:
-            try:
-                outcomes.append(Success(to_result(result, rid)))
-            except ProtocolViolationError as exc:
-                outcomes.append(Fatal(exc))
+            outcomes.append(_read(Success(result), functools.partial(to_result, request_id=rid)))
         elif info.retryable:
             outcomes.append(Retry(TransientServerError(info.message, status=None, code=info.code, request_id=rid)))
         else:
@@ -321,10 +312,6 @@ class Call:
         deadline = self.settings.deadline
         return None if deadline is None else self.start + deadline - time.monotonic()
 
-    def attempt_timeout(self) -> float:
-        remaining = self.remaining()
-        return self.settings.timeout if remaining is None else min(self.settings.timeout, remaining)
-
     def settle(self, sent: int, retries: Sequence[Retry]) -> None:
         """Learn from a failed attempt of ``sent`` items: a request that timed out halves the next ones, so
         each can finish in time (the server keeps what finished, so only what did not goes again)."""
@@ -386,7 +373,10 @@ class ScorerCore:
     def __init__(self, settings: ClientSettings, transport: AsyncTransport) -> None:
         self.settings = settings
         self.transport = transport
-        self.headers = request_headers(settings)
+        # The headers of every request: JSON, the client's name and version, the API key when set.
+        self.headers = {"Content-Type": "application/json", "User-Agent": f"audio-reward-client/{__version__}"}
+        if settings.api_key:
+            self.headers["Authorization"] = f"Bearer {settings.api_key}"
         self.endpoints = settings.endpoints
         self._rr = itertools.count(random.randrange(len(self.endpoints)))
         self._slots = asyncio.Semaphore(settings.pool_limit)
@@ -490,7 +480,10 @@ class ScorerCore:
     async def _send_scores(self, call: Call, items: list[PreparedItem]) -> list[Outcome[ScoreResult]]:
         """Batch requests where the call batches and the server has the endpoint, else one request per item."""
         endpoint = call.endpoint
-        if call.batch and await self._supports_batch(endpoint):
+        # A server that lists its endpoints in /v1/info says whether it has the batch one; a server without
+        # /v1/info (404/405, such as verl-omni's reference scorer) has none.  When the answer tells nothing (an
+        # error, no list), batches are tried, and a 404 or 405 to a batch turns them off.
+        if call.batch and endpoint.url not in self._no_batch and (await self._facts(endpoint)).batch is not False:
             outcomes = await self._send_batches(call, endpoint, items)
             if outcomes is not None:
                 return outcomes
@@ -553,7 +546,9 @@ class ScorerCore:
             return TransportTimeout("no connection slot came free before the deadline")
         try:
             headers = {**self.headers, "X-Request-ID": request_id} if request_id else self.headers
-            request = Request("POST", url, headers, body, timeout=call.attempt_timeout(),
+            remaining = call.remaining()  # what the wait for a slot left
+            timeout = self.settings.timeout if remaining is None else min(self.settings.timeout, remaining)
+            request = Request("POST", url, headers, body, timeout=timeout,
                               connect_timeout=self.settings.connect_timeout)
             return await self.transport.handle_async_request(request)
         except (TransportError, ScorerError) as exc:
@@ -562,16 +557,6 @@ class ScorerCore:
             self._slots.release()
 
     # ------------------------------------------------------------ what a server takes
-
-    async def _supports_batch(self, endpoint: ScorerEndpoint) -> bool:
-        """Whether to send batches to ``endpoint``: its server's ``/v1/info`` is asked once.
-
-        A server that lists its endpoints says whether it has the batch one; a
-        server without ``/v1/info`` (404/405, such as verl-omni's reference
-        scorer) has none.  When the answer tells nothing (an error, no list),
-        batches are tried, and a 404 or 405 to a batch turns them off.
-        """
-        return endpoint.url not in self._no_batch and (await self._facts(endpoint)).batch is not False
 
     async def _facts(self, endpoint: ScorerEndpoint) -> ServerFacts:
         """What ``endpoint``'s ``/v1/info`` says (batches, the audio limit); asked once per URL, shared."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import AliasChoices, BeforeValidator, Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from ..environment import API_KEY_ENV, URL_ENV, masked
@@ -67,8 +67,7 @@ def normalize_url(url: str) -> str:
     if any(c.isspace() for c in url):
         raise InvalidURLError(f"scorer URL {url!r} holds white space; expected {_URL_FORM}")
     if "://" not in url:
-        typo = _MISTYPED_SCHEME.match(url)
-        if typo:
+        if typo := _MISTYPED_SCHEME.match(url):
             scheme, _, rest = typo.groups()
             raise InvalidURLError(f"scorer URL {url!r} is malformed: did you mean {scheme.lower()}://{rest}?")
         url = f"http://{url}"
@@ -152,7 +151,7 @@ class ClientSettings(BaseSettings):
         env_ignore_empty=True,  # an exported but empty variable (KEY=) means unset, as in a shell
     )
 
-    urls: Annotated[tuple[str, ...], NoDecode] = Field(
+    urls: Annotated[tuple[str, ...], NoDecode, BeforeValidator(split_commas)] = Field(
         (), validation_alias=AliasChoices(*URL_ENVS),
         description="Scorer URL(s); load is spread round-robin and a retry goes to the next URL "
                     f"(env: comma separated; ${URL_ENV} is shared with the server's clients).")
@@ -180,11 +179,6 @@ class ClientSettings(BaseSettings):
             values["urls"] = urls
         super().__init__(**values)
 
-    @field_validator("urls", mode="before")
-    @classmethod
-    def _split_urls(cls, value: Any) -> Any:
-        return split_commas(value)
-
     @field_validator("urls")
     @classmethod
     def _check_urls(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -208,10 +202,5 @@ class ClientSettings(BaseSettings):
 
     def describe(self) -> str:
         """One line per setting, the API key masked: what a command prints at start-up."""
-        lines = []
-        for name in type(self).model_fields:
-            value = getattr(self, name)
-            if name == "api_key":
-                value = masked(value)
-            lines.append(f"{name} = {', '.join(value) if name == 'urls' else value}")
-        return "\n".join(lines)
+        shown = {**self.model_dump(), "urls": ", ".join(self.urls), "api_key": masked(self.api_key)}
+        return "\n".join(f"{name} = {value}" for name, value in shown.items())

@@ -114,21 +114,17 @@ class AiohttpTransport(AsyncTransport):
         self.pool_limit = pool_limit
         self._session: aiohttp.ClientSession | None = None
 
-    def _bind(self) -> aiohttp.ClientSession:
+    async def handle_async_request(self, request: Request) -> Response:
         if self._session is None:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self.pool_limit, limit_per_host=0),
                 timeout=aiohttp.ClientTimeout(total=None),
             )
-        return self._session
-
-    async def handle_async_request(self, request: Request) -> Response:
-        session = self._bind()
         # aiohttp reads a zero timeout as "no timeout": never let it reach zero.
         total = max(request.timeout, 0.001)
         connect = None if request.connect_timeout is None else min(request.connect_timeout, total)
         try:
-            async with session.request(
+            async with self._session.request(
                 request.method, request.url, data=request.body, headers=dict(request.headers),
                 timeout=aiohttp.ClientTimeout(total=total, connect=connect),
             ) as resp:
@@ -137,7 +133,8 @@ class AiohttpTransport(AsyncTransport):
         except asyncio.TimeoutError as exc:
             raise TransportTimeout(f"no answer from {request.url} within {total:g} s") from exc
         except aiohttp.ClientConnectorError as exc:
-            if _no_such_host(exc):
+            # DNS said the host does not exist: a final fault, since retrying cannot make the name exist.
+            if isinstance(exc.os_error, socket.gaierror) and exc.os_error.errno in _NO_SUCH_HOST:
                 raise UnknownHostError(f"the scorer host {exc.host!r} of {request.url} does not resolve "
                                        f"({exc.os_error.strerror or exc.os_error}): check the URL") from exc
             raise ConnectError(_connect_message(exc)) from exc
@@ -157,11 +154,6 @@ class AiohttpTransport(AsyncTransport):
 # passes, and is retried as any connection fault.
 _NO_SUCH_HOST = frozenset(code for code in (getattr(socket, "EAI_NONAME", None), getattr(socket, "EAI_NODATA", None))
                           if code is not None)
-
-
-def _no_such_host(exc: aiohttp.ClientConnectorError) -> bool:
-    """Whether DNS said the host does not exist: a final fault, since retrying cannot make the name exist."""
-    return isinstance(exc.os_error, socket.gaierror) and exc.os_error.errno in _NO_SUCH_HOST
 
 
 def _connect_message(exc: aiohttp.ClientConnectorError) -> str:
@@ -202,9 +194,7 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
         except (TypeError, ValueError, IndexError):
             return None
         seconds = when.timestamp() - (time.time() if now is None else now)
-    if not math.isfinite(seconds):
-        return None
-    return max(0.0, seconds)
+    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 @dataclass(frozen=True)

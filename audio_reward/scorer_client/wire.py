@@ -156,8 +156,7 @@ def check_waveform(waveform: Any, name: str = "waveform") -> np.ndarray:
         raise InvalidInputError(f"{name} is not mono numeric samples: {exc}") from None
     if samples.size == 0:
         raise InvalidInputError(f"{name} is empty")
-    if not np.isfinite(samples).all():
-        bad = int(np.count_nonzero(~np.isfinite(samples)))
+    if bad := int(np.count_nonzero(~np.isfinite(samples))):
         raise InvalidInputError(f"{name} holds {bad} NaN or infinite samples")
     return samples
 
@@ -256,18 +255,13 @@ def decode_body(raw: bytes, request_id: str | None = None) -> Any:
         raise ProtocolViolationError(f"the scorer answered malformed JSON: {exc}", request_id=request_id) from None
 
 
-def _read(model: type[BaseModel], obj: Any, what: str, request_id: str | None) -> Any:
-    """``obj`` read as ``model``; an answer the model refuses is a :class:`ProtocolViolationError`."""
-    try:
-        return model.model_validate(obj)
-    except ValidationError as exc:
-        raise ProtocolViolationError(f"the scorer's {what} breaks protocol v1: {_reasons(exc)}",
-                                     request_id=request_id) from None
-
-
 def to_result(obj: Any, request_id: str) -> ScoreResult:
     """One flat result, read as :class:`ScoreResponse` (a finite number for a score, scalar diagnostics)."""
-    echoed = _read(ScoreResponse, obj, "result", request_id).request_id
+    try:
+        echoed = ScoreResponse.model_validate(obj).request_id
+    except ValidationError as exc:
+        raise ProtocolViolationError(f"the scorer's result breaks protocol v1: {_reasons(exc)}",
+                                     request_id=request_id) from None
     if echoed is not None and echoed != request_id:
         raise ProtocolViolationError(
             f"the scorer answered request {echoed!r} to request {request_id!r}", request_id=request_id

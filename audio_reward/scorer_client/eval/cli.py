@@ -42,11 +42,6 @@ EVAL_MODULES = MappingProxyType({"matplotlib": "plots", "tqdm": "progress bar"})
 """What each module of the eval extra draws."""
 
 
-def missing_eval_extras(progress: bool) -> list[str]:
-    """The modules ``eval`` needs that do not import (matplotlib for plots, tqdm for the bar)."""
-    return missing_modules(m for m in EVAL_MODULES if progress or m != "tqdm")
-
-
 class ProgressBar:
     """The per-item progress bar: one tick per finished row, failures counted on it; closed when its block ends."""
 
@@ -82,7 +77,8 @@ class ProgressBar:
 def _eval(args: argparse.Namespace) -> int:
     import asyncio
 
-    missing = missing_eval_extras(not (args.no_progress or args.compare))  # --compare draws no bar
+    progress = not (args.no_progress or args.compare)  # --compare draws no bar
+    missing = missing_modules(m for m in EVAL_MODULES if progress or m != "tqdm")
     if missing:
         uses = ", ".join(EVAL_MODULES[m] for m in missing)
         print(f"audio-reward eval: {' and '.join(missing)} not installed ({uses}); {EVAL_EXTRA}", file=sys.stderr)

@@ -99,22 +99,19 @@ def run_stats(run: Run) -> CheckpointStats:
     )
 
 
-def _delta(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else b - a
-
-
 def _utterance_delta(b: dict[str, Any], row: dict[str, Any]) -> UtteranceDelta:
     """One utterance scored by the base (``b``) and by the other checkpoint (``row``)."""
     values: dict[str, float | None] = {}
     for key in ("cer", "wer", "score", "duration_ratio"):
-        values[f"base_{key}"] = number(b.get(key)) if is_scored(b) else None
-        values[key] = number(row.get(key)) if is_scored(row) else None
+        values[f"base_{key}"] = base = number(b.get(key)) if is_scored(b) else None
+        values[key] = value = number(row.get(key)) if is_scored(row) else None
+        if key != "duration_ratio":
+            values[f"delta_{key}"] = None if base is None or value is None else value - base
     return UtteranceDelta(
         id=row["id"], text=str(row.get("text") or b.get("text") or ""),
         base_status="ok" if is_scored(b) else "error",
         status="ok" if is_scored(row) else "error",
-        delta_cer=_delta(values["base_cer"], values["cer"]), delta_wer=_delta(values["base_wer"], values["wer"]),
-        delta_score=_delta(values["base_score"], values["score"]), **values,
+        **values,
     )
 
 
@@ -162,9 +159,8 @@ def compare_runs(runs: Sequence[Run], out_dir: Path, *, held_out: HeldOut | None
         scorer=runs[0].info, held_out=held_out, synthesis=synthesis,
     )
     with (out_dir / DELTAS).open("w", encoding="utf-8") as f:
-        for comp in results.comparisons:
-            for d in comp.utterances:
-                f.write(json.dumps({"checkpoint": comp.checkpoint, **d.model_dump()}, ensure_ascii=False) + "\n")
+        f.writelines(json.dumps({"checkpoint": comp.checkpoint, **d.model_dump()}, ensure_ascii=False) + "\n"
+                     for comp in results.comparisons for d in comp.utterances)
     results.plots = [DELTAS]
     if plots:
         from .report import write_compare_report

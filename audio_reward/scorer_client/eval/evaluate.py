@@ -127,8 +127,7 @@ def load_rows(path: Path) -> dict[str, dict[str, Any]]:
     latest: dict[str, dict[str, Any]] = {}
     if not path.exists():
         return latest
-    with path.open("rb") as f:
-        data = f.read()
+    data = path.read_bytes()
     good_end = data.rfind(b"\n") + 1
     if good_end < len(data):
         # An interrupted write left half a line: cut it so appends start on a fresh line.
@@ -355,8 +354,7 @@ def _load(utt: Utterance) -> _Loaded | _LoadFailure:
     if not utt.path.exists():
         return _LoadFailure("audio_not_found", f"audio file {utt.path} does not exist")
     try:
-        samples, rate = read_audio(utt.path)
-        return _Loaded(samples, rate, file_sha256(utt.path))
+        return _Loaded(*read_audio(utt.path), file_sha256(utt.path))
     except AudioFileError as exc:
         return _LoadFailure("audio_unreadable", f"audio file {exc}")
     except OSError as exc:

@@ -161,9 +161,7 @@ def _cer_by_duration_plot(ax: Any, rows: Sequence[dict[str, Any]]) -> None:
     labels, means, counts = _duration_buckets(pairs)
     if labels:
         bars = ax.bar(labels, means, color=COLORS[0], edgecolor="black", linewidth=0.6)
-        for bar, n in zip(bars, counts, strict=False):
-            ax.annotate(f"n={n}", (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
-                        va="bottom", fontsize=8, xytext=(0, 2), textcoords="offset points")
+        ax.bar_label(bars, [f"n={n}" for n in counts], padding=2, fontsize=8)
         overall = float(np.mean([c for _, c in pairs]))
         ax.axhline(overall, color=COLORS[1], linestyle="--", linewidth=1.5, label=f"mean {overall:.2f} %")
         ax.legend(loc="upper right", fontsize=8)
@@ -423,7 +421,7 @@ def write_compare_report(results: EvalResults, runs: Sequence[tuple[str, Sequenc
     body = ["<h1>Before / after</h1>", _text_table(stats.checkpoint_table(results.checkpoints)),
             *(["<h2>Speaker similarity and speech quality</h2>", _text_table(signals)] if signals else []),
             *_images(out_dir, [COMPARE_PLOT])]
-    by_name = dict(runs)
+    by_id = {name: {r["id"]: r for r in rows} for name, rows in runs}
     for comp in results.comparisons:
         body.append(f"<h2>{html.escape(comp.checkpoint)} vs {html.escape(comp.base)}</h2>")
         body.append(_table([("paired utterances", comp.paired), ("better (lower CER)", comp.improved),
@@ -434,8 +432,7 @@ def write_compare_report(results: EvalResults, runs: Sequence[tuple[str, Sequenc
         # Increases only: an utterance whose CER fell is an improvement, not a candidate for this table.
         worst = sorted((d for d in comp.utterances if d.delta_cer is not None and d.delta_cer > 0),
                        key=lambda d: -(d.delta_cer or 0))[:WORST_ROWS]
-        rows = {r["id"]: r for r in by_name[comp.checkpoint]}
-        base_rows = {r["id"]: r for r in by_name[comp.base]}
+        base_rows, rows = by_id[comp.base], by_id[comp.checkpoint]
         head = ["id", f"CER {comp.base}", f"CER {comp.checkpoint}", "CER change", "text",
                 f"{comp.base}: transcript, audio", f"{comp.checkpoint}: transcript, audio"]
         cells = (
