@@ -92,9 +92,13 @@ class LaunchPlan:
         return [*(f"{k}={v}" for k, v in self.env.items()), "--", *self.command]
 
 
-def _common_tail(recipe: str) -> tuple[Variable, ...]:
-    """The variables every recipe reads after its own."""
+def _variables(recipe: str, model: str, own: tuple[Variable, ...]) -> tuple[Variable, ...]:
+    """The variables every recipe reads (its ``model`` folder and data first, output last) around its ``own``."""
     return (
+        Variable("MODEL_PATH", model, path=True),
+        Variable("TRAIN_FILE", "train parquet (prepare_data.py)", path=True),
+        Variable("VAL_FILE", "validation parquet", path=True),
+        *own,
         Variable("OUTPUT_DIR", "checkpoints, validation artifacts and logs", default=f"outputs/{recipe}"),
         Variable("MAX_FAILED_GROUPS", "failed GRPO groups tolerated before the run stops (0: stop at the first)",
                  default="0"),
@@ -104,10 +108,7 @@ def _common_tail(recipe: str) -> tuple[Variable, ...]:
 RECIPES: Mapping[str, Recipe] = MappingProxyType({
     "qwen3_tts_grpo": Recipe(
         "GRPO on Qwen3-TTS-12Hz-0.6B-Base codec-0, rewarded by the audio-reward scorer",
-        (
-            Variable("MODEL_PATH", "local Qwen3-TTS-12Hz-0.6B-Base folder", path=True),
-            Variable("TRAIN_FILE", "train parquet (prepare_data.py)", path=True),
-            Variable("VAL_FILE", "validation parquet", path=True),
+        _variables("qwen3_tts_grpo", "local Qwen3-TTS-12Hz-0.6B-Base folder", (
             Variable("SPK_EMBED_PATH", "speaker embedding JSON (audio-reward tts-speaker)", path=True),
             Variable("AUDIO_REWARD_URL", "scorer base URL, e.g. http://scorer:8000"),
             Variable("SPK_REF_WAV", "the reference recording the speaker embedding came from (copied into "
@@ -121,24 +122,19 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType({
             Variable("TEST_FREQ", "validate every N updates", default="20"),
             Variable("SAVE_FREQ", "checkpoint every N updates", default="20"),
             Variable("RESUME_MODE", "verl trainer.resume_mode", default="auto"),
-            *_common_tail("qwen3_tts_grpo"),
-        ),
+        )),
         TTS_OVERRIDES,
     ),
     "omni_thinker_grpo": Recipe(
         "GRPO on the Qwen3-Omni thinker (LoRA or the full backbone) for audio multiple-choice QA",
-        (
-            Variable("MODEL_PATH", "local Qwen3-Omni-30B-A3B-Instruct folder", path=True),
-            Variable("TRAIN_FILE", "train parquet (prepare_data.py)", path=True),
-            Variable("VAL_FILE", "validation parquet", path=True),
+        _variables("omni_thinker_grpo", "local Qwen3-Omni-30B-A3B-Instruct folder", (
             Variable("NUM_GPUS", "GPUs on the node", default="8"),
             Variable("ROLLOUT_TP", "vLLM-Omni tensor parallel size", default="2"),
             Variable("BACKBONE", "what trains: lora (rank 32 on the attention projections) or full (every weight "
                      "of the thinker, lr 1e-6)", default=LORA, choices=BACKBONES),
             Variable("TIS_THRESHOLD", "truncated importance sampling through verl's rollout correction, weights "
                      "clamped at this value (2.0 is verl's default); empty: off", default=""),
-            *_common_tail("omni_thinker_grpo"),
-        ),
+        )),
         THINKER_OVERRIDES,
     ),
 })
@@ -240,11 +236,8 @@ def check_run(launch: LaunchPlan) -> list[str]:
 
     config = overrides_config(launch.overrides)
     audio_dir = lookup(config, VALIDATION_AUDIO_DIR)
-    if not audio_dir:
-        return []
-    validated = (str(lookup(config, VAL_BEFORE_TRAIN, "true")).lower() == "true"
-                 or int(lookup(config, TEST_FREQ, -1)) > 0)
-    if not validated:
+    if not audio_dir or not (str(lookup(config, VAL_BEFORE_TRAIN, "true")).lower() == "true"
+                             or int(lookup(config, TEST_FREQ, -1)) > 0):
         return []
     from ..validation_log import ValidationLogger
 
