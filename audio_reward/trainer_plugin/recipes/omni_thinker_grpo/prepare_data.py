@@ -244,18 +244,12 @@ def main(argv: list[str] | None = None) -> int:
                              "of the input, so training keeps the most; not with a folder, which has its own split")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    report: list[str] = []
 
-    def rows() -> tuple[Rows, Rows]:
+    def rows() -> tuple[Rows, Rows, str | None]:
         train, val, dropped = load(Path(args.input), args.val_size, args.seed)
-        if dropped is not None:
-            report.append(drop_summary(len(train) + len(val), dropped))
-        return train, val
+        return train, val, None if dropped is None else drop_summary(len(train) + len(val), dropped)
 
-    code = prepare(rows, Path(args.out_dir))
-    if code == 0 and report:
-        print(report[0])
-    return code
+    return prepare(rows, Path(args.out_dir))
 
 
 if __name__ == "__main__":
