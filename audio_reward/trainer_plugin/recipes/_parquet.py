@@ -86,23 +86,22 @@ def split_for_training(records: list[dict[str, Any]], val_size: int, seed: int) 
     as ``_position``, the default id, so ids are unique across both splits.
     """
     seen: dict[str, int] = {}
+    groups: dict[str, list[dict[str, Any]]] = {}
     for position, record in enumerate(records):
         if "id" in record:
             key = str(record["id"])
             if key in seen:
                 raise ValueError(f"id {key!r} appears in records {seen[key]} and {position}: ids must be unique")
             seen[key] = position
+        text = record.get("text")
+        group = normalize_text(text) if isinstance(text, str) else f"\0{position}"
+        groups.setdefault(group, []).append({**record, "_position": position})
     if val_size < 0:
         raise ValueError(f"--val-size must be 0 or more, got {val_size}")
     most = len(records) // 2
     if val_size > most:
         raise ValueError(f"--val-size {val_size} would leave fewer training rows than validation rows: the input "
                          f"holds {len(records)} records; give --val-size {most} or less")
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for position, record in enumerate(records):
-        text = record.get("text")
-        key = normalize_text(text) if isinstance(text, str) else f"\0{position}"
-        groups.setdefault(key, []).append({**record, "_position": position})
     order = list(groups)
     random.Random(seed).shuffle(order)
     val: list[dict[str, Any]] = []

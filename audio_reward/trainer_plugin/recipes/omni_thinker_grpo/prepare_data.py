@@ -80,9 +80,7 @@ def to_row(record: dict[str, Any], index: int, split: str, base: Path) -> dict[s
     for key in ("audio", "question", "options", "answer"):
         if not record.get(key):
             raise ValueError(f"record {index} lacks {key!r}: {record!r}")
-    audio = Path(str(record["audio"])).expanduser()
-    if not audio.is_absolute():
-        audio = base / audio
+    audio = base / Path(str(record["audio"])).expanduser()  # an absolute path replaces base
     if not audio.is_file():
         raise ValueError(f"record {index}: audio file {audio} does not exist")
     options = parse_options(record["options"])
