@@ -318,8 +318,6 @@ def collate(inputs: Sequence[dict[str, Any]], pad_token_id: int) -> dict[str, An
     import torch
     from torch.nn.functional import pad
 
-    if len(inputs) == 1:
-        return dict(inputs[0])
     width = max(int(x["input_ids"].shape[1]) for x in inputs)
     batch = {"input_ids": torch.cat([pad(x["input_ids"], (width - x["input_ids"].shape[1], 0), value=pad_token_id)
                                      for x in inputs]),
@@ -343,8 +341,6 @@ def ask_batch(model: Any, prompter: Prompter, batch: Sequence[Question], mode: M
     """
     import torch
 
-    if len(batch) > 1 and decoding.temperature > 0:
-        raise ValueError("sampled answers are asked one question at a time, each under its own seed")
     inputs = [prompter.inputs(q, mode) for q in batch]
     stop = prompter.stop(model)
     joined = collate(inputs, int(stop["pad_token_id"]))
