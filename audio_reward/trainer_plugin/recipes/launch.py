@@ -154,10 +154,9 @@ def resolve(name: str, environ: Mapping[str, str] | None = None, *, strict: bool
     a variable that is missing or wrong is left as given, empty where unset, and nothing is raised.
     """
     environ = os.environ if environ is None else environ
-    spec = recipe(name)
     values: dict[str, str] = {}
     problems: list[str] = []
-    for var in spec.variables:
+    for var in recipe(name).variables:
         value = environ.get(var.name) or (var.default if var.default is not None else "")
         if not value and var.default is None:
             problems.append(f"set {var.name} ({var.help})")
@@ -180,7 +179,6 @@ def plan(name: str, overrides: Sequence[str] = (), environ: Mapping[str, str] | 
     ``strict=False``: the variables as :func:`resolve` leaves them without raising (missing ones empty).
     """
     environ = os.environ if environ is None else environ
-    spec = recipe(name)
     values = resolve(name, environ, strict=strict)
     bad = [o for o in overrides if "\n" in o]
     if bad:
@@ -194,7 +192,7 @@ def plan(name: str, overrides: Sequence[str] = (), environ: Mapping[str, str] | 
         env["PYTHONHASHSEED"] = values["SEED"]
     env["OUTPUT_DIR"] = values["OUTPUT_DIR"]
     env["VERL_FILE_LOGGER_PATH"] = str(Path(values["OUTPUT_DIR"]) / METRICS_FILE)
-    return LaunchPlan(env=env, overrides=[*spec.overrides.render(values), *overrides])
+    return LaunchPlan(env=env, overrides=[*RECIPES[name].overrides.render(values), *overrides])
 
 
 def _override_value(text: str) -> Any:

@@ -158,8 +158,7 @@ def row_id_and_text(row: dict[str, Any], position: int) -> tuple[str, str]:
     text = (row.get("reward_model") or {}).get("ground_truth") or extra.get("text")
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"row {position} has no reward_model.ground_truth text")
-    rid = extra.get("id", extra.get("index", position))
-    return str(rid), text
+    return str(extra.get("id", extra.get("index", position))), text
 
 
 def validation_rows(path: Path, limit: int | None) -> list[EvalRow]:
