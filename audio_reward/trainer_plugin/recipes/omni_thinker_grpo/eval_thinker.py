@@ -160,17 +160,12 @@ def messages(question: Question, mode: Mode) -> list[dict[str, Any]]:
     """
     if mode == "without_audio":
         return [{"role": role, "content": content.replace(AUDIO_PLACEHOLDER, "")} for role, content in question.prompt]
-    clips = iter(question.audios)
-    out = []
-    for role, content in question.prompt:
-        parts: list[dict[str, str]] = []
-        for segment in re.split(f"({re.escape(AUDIO_PLACEHOLDER)})", content):
-            if segment == AUDIO_PLACEHOLDER:
-                parts.append({"type": "audio", "audio": next(clips)})
-            elif segment:
-                parts.append({"type": "text", "text": segment})
-        out.append({"role": role, "content": parts})
-    return out
+    clips = iter(question.audios)  # each placeholder, in order, takes the next clip
+    placeholder = f"({re.escape(AUDIO_PLACEHOLDER)})"
+    return [{"role": role, "content": [{"type": "audio", "audio": next(clips)} if segment == AUDIO_PLACEHOLDER
+                                       else {"type": "text", "text": segment}
+                                       for segment in re.split(placeholder, content) if segment]}
+            for role, content in question.prompt]
 
 
 def folder_problems(spec: str, path: Path) -> list[str]:
