@@ -94,8 +94,8 @@ def split_for_training(records: list[dict[str, Any]], val_size: int, seed: int) 
                 raise ValueError(f"id {key!r} appears in records {seen[key]} and {position}: ids must be unique")
             seen[key] = position
         text = record.get("text")
-        group = normalize_text(text) if isinstance(text, str) else f"\0{position}"
-        groups.setdefault(group, []).append({**record, "_position": position})
+        text_key = normalize_text(text) if isinstance(text, str) else f"\0{position}"
+        groups.setdefault(text_key, []).append({**record, "_position": position})
     if val_size < 0:
         raise ValueError(f"--val-size must be 0 or more, got {val_size}")
     most = len(records) // 2
