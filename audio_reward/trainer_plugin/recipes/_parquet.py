@@ -6,7 +6,7 @@ import json
 import random
 import sys
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -86,23 +86,22 @@ def split_for_training(records: list[dict[str, Any]], val_size: int, seed: int) 
     as ``_position``, the default id, so ids are unique across both splits.
     """
     seen: dict[str, int] = {}
+    groups: dict[str, list[dict[str, Any]]] = {}
     for position, record in enumerate(records):
         if "id" in record:
             key = str(record["id"])
             if key in seen:
                 raise ValueError(f"id {key!r} appears in records {seen[key]} and {position}: ids must be unique")
             seen[key] = position
+        text = record.get("text")
+        text_key = normalize_text(text) if isinstance(text, str) else f"\0{position}"
+        groups.setdefault(text_key, []).append({**record, "_position": position})
     if val_size < 0:
         raise ValueError(f"--val-size must be 0 or more, got {val_size}")
     most = len(records) // 2
     if val_size > most:
         raise ValueError(f"--val-size {val_size} would leave fewer training rows than validation rows: the input "
                          f"holds {len(records)} records; give --val-size {most} or less")
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for position, record in enumerate(records):
-        text = record.get("text")
-        key = normalize_text(text) if isinstance(text, str) else f"\0{position}"
-        groups.setdefault(key, []).append({**record, "_position": position})
     order = list(groups)
     random.Random(seed).shuffle(order)
     val: list[dict[str, Any]] = []
@@ -119,8 +118,10 @@ def split_for_training(records: list[dict[str, Any]], val_size: int, seed: int) 
     return train, val
 
 
-def prepare(make_rows: Callable[[], tuple[list[dict[str, Any]], list[dict[str, Any]]]], out_dir: Path) -> int:
-    """Build the train and validation rows, write both parquet files and say so; the exit status.
+def prepare(make_rows: Callable[[], tuple[list[dict[str, Any]], list[dict[str, Any]], str | None]],
+            out_dir: Path) -> int:
+    """Build the train and validation rows, write both parquet files and say so, then the note
+    ``make_rows`` returned with them (if any); the exit status.
 
     A missing pyarrow, a bad input or a bad ``--val-size`` is one line on
     stderr and exit status 2, before anything is written.
@@ -133,7 +134,7 @@ def prepare(make_rows: Callable[[], tuple[list[dict[str, Any]], list[dict[str, A
         print(missing_extra_message(EXTRA, "prepare_data (it writes parquet with pyarrow)", exc), file=sys.stderr)
         return 2
     try:
-        train, val = make_rows()
+        train, val, note = make_rows()
     except ValueError as exc:
         print(f"prepare_data: {exc}", file=sys.stderr)
         return 2
@@ -141,15 +142,15 @@ def prepare(make_rows: Callable[[], tuple[list[dict[str, Any]], list[dict[str, A
     n_val = write_parquet(val, out_dir / "val.parquet")
     print(f"wrote {n_train} train rows to {out_dir / 'train.parquet'} and {n_val} validation rows to "
           f"{out_dir / 'val.parquet'}")
+    if note:
+        print(note)
     return 0
 
 
-def write_parquet(rows: Iterable[dict[str, Any]], path: str | Path) -> int:
+def write_parquet(rows: list[dict[str, Any]], path: Path) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    rows = list(rows)
-    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), path)
     return len(rows)

@@ -92,9 +92,13 @@ class LaunchPlan:
         return [*(f"{k}={v}" for k, v in self.env.items()), "--", *self.command]
 
 
-def _common_tail(recipe: str) -> tuple[Variable, ...]:
-    """The variables every recipe reads after its own."""
+def _variables(recipe: str, model: str, own: tuple[Variable, ...]) -> tuple[Variable, ...]:
+    """The variables every recipe reads (its ``model`` folder and data first, output last) around its ``own``."""
     return (
+        Variable("MODEL_PATH", model, path=True),
+        Variable("TRAIN_FILE", "train parquet (prepare_data.py)", path=True),
+        Variable("VAL_FILE", "validation parquet", path=True),
+        *own,
         Variable("OUTPUT_DIR", "checkpoints, validation artifacts and logs", default=f"outputs/{recipe}"),
         Variable("MAX_FAILED_GROUPS", "failed GRPO groups tolerated before the run stops (0: stop at the first)",
                  default="0"),
@@ -104,10 +108,7 @@ def _common_tail(recipe: str) -> tuple[Variable, ...]:
 RECIPES: Mapping[str, Recipe] = MappingProxyType({
     "qwen3_tts_grpo": Recipe(
         "GRPO on Qwen3-TTS-12Hz-0.6B-Base codec-0, rewarded by the audio-reward scorer",
-        (
-            Variable("MODEL_PATH", "local Qwen3-TTS-12Hz-0.6B-Base folder", path=True),
-            Variable("TRAIN_FILE", "train parquet (prepare_data.py)", path=True),
-            Variable("VAL_FILE", "validation parquet", path=True),
+        _variables("qwen3_tts_grpo", "local Qwen3-TTS-12Hz-0.6B-Base folder", (
             Variable("SPK_EMBED_PATH", "speaker embedding JSON (audio-reward tts-speaker)", path=True),
             Variable("AUDIO_REWARD_URL", "scorer base URL, e.g. http://scorer:8000"),
             Variable("SPK_REF_WAV", "the reference recording the speaker embedding came from (copied into "
@@ -121,24 +122,19 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType({
             Variable("TEST_FREQ", "validate every N updates", default="20"),
             Variable("SAVE_FREQ", "checkpoint every N updates", default="20"),
             Variable("RESUME_MODE", "verl trainer.resume_mode", default="auto"),
-            *_common_tail("qwen3_tts_grpo"),
-        ),
+        )),
         TTS_OVERRIDES,
     ),
     "omni_thinker_grpo": Recipe(
         "GRPO on the Qwen3-Omni thinker (LoRA or the full backbone) for audio multiple-choice QA",
-        (
-            Variable("MODEL_PATH", "local Qwen3-Omni-30B-A3B-Instruct folder", path=True),
-            Variable("TRAIN_FILE", "train parquet (prepare_data.py)", path=True),
-            Variable("VAL_FILE", "validation parquet", path=True),
+        _variables("omni_thinker_grpo", "local Qwen3-Omni-30B-A3B-Instruct folder", (
             Variable("NUM_GPUS", "GPUs on the node", default="8"),
             Variable("ROLLOUT_TP", "vLLM-Omni tensor parallel size", default="2"),
             Variable("BACKBONE", "what trains: lora (rank 32 on the attention projections) or full (every weight "
                      "of the thinker, lr 1e-6)", default=LORA, choices=BACKBONES),
             Variable("TIS_THRESHOLD", "truncated importance sampling through verl's rollout correction, weights "
                      "clamped at this value (2.0 is verl's default); empty: off", default=""),
-            *_common_tail("omni_thinker_grpo"),
-        ),
+        )),
         THINKER_OVERRIDES,
     ),
 })
@@ -158,10 +154,9 @@ def resolve(name: str, environ: Mapping[str, str] | None = None, *, strict: bool
     a variable that is missing or wrong is left as given, empty where unset, and nothing is raised.
     """
     environ = os.environ if environ is None else environ
-    spec = recipe(name)
     values: dict[str, str] = {}
     problems: list[str] = []
-    for var in spec.variables:
+    for var in recipe(name).variables:
         value = environ.get(var.name) or (var.default if var.default is not None else "")
         if not value and var.default is None:
             problems.append(f"set {var.name} ({var.help})")
@@ -184,7 +179,6 @@ def plan(name: str, overrides: Sequence[str] = (), environ: Mapping[str, str] | 
     ``strict=False``: the variables as :func:`resolve` leaves them without raising (missing ones empty).
     """
     environ = os.environ if environ is None else environ
-    spec = recipe(name)
     values = resolve(name, environ, strict=strict)
     bad = [o for o in overrides if "\n" in o]
     if bad:
@@ -198,7 +192,7 @@ def plan(name: str, overrides: Sequence[str] = (), environ: Mapping[str, str] | 
         env["PYTHONHASHSEED"] = values["SEED"]
     env["OUTPUT_DIR"] = values["OUTPUT_DIR"]
     env["VERL_FILE_LOGGER_PATH"] = str(Path(values["OUTPUT_DIR"]) / METRICS_FILE)
-    return LaunchPlan(env=env, overrides=[*spec.overrides.render(values), *overrides])
+    return LaunchPlan(env=env, overrides=[*RECIPES[name].overrides.render(values), *overrides])
 
 
 def _override_value(text: str) -> Any:
@@ -240,11 +234,8 @@ def check_run(launch: LaunchPlan) -> list[str]:
 
     config = overrides_config(launch.overrides)
     audio_dir = lookup(config, VALIDATION_AUDIO_DIR)
-    if not audio_dir:
-        return []
-    validated = (str(lookup(config, VAL_BEFORE_TRAIN, "true")).lower() == "true"
-                 or int(lookup(config, TEST_FREQ, -1)) > 0)
-    if not validated:
+    if not audio_dir or not (str(lookup(config, VAL_BEFORE_TRAIN, "true")).lower() == "true"
+                             or int(lookup(config, TEST_FREQ, -1)) > 0):
         return []
     from ..validation_log import ValidationLogger
 

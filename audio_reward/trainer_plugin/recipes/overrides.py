@@ -13,7 +13,7 @@ apart.  Nothing here imports verl.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from string import Template
 from types import MappingProxyType
 from typing import Literal
@@ -210,9 +210,7 @@ TTS_OVERRIDES = OverrideTable((
     ov(ROLLOUT_NAME, "vllm_omni"),
     ov("actor_rollout_ref.rollout.mode", "async"),
     ov(GROUP_SIZE, 8, "GRPO group size: the advantage compares the n samples of one prompt"),
-    ov("actor_rollout_ref.rollout.temperature", TTS_SAMPLING.temperature),
-    ov("actor_rollout_ref.rollout.top_p", TTS_SAMPLING.top_p),
-    ov("actor_rollout_ref.rollout.top_k", TTS_SAMPLING.top_k),
+    *(ov(f"{ROLLOUT}.{name}", value) for name, value in asdict(TTS_SAMPLING).items()),
     ov("actor_rollout_ref.rollout.dtype", "bfloat16"),
     ov(ROLLOUT_TP, 1, "verl-omni syncs trained weights to stage 0 only; code2wav must load real weights and run "
        "unsharded"),
@@ -237,9 +235,7 @@ TTS_OVERRIDES = OverrideTable((
     ov("+actor_rollout_ref.rollout.engine_kwargs.vllm_omni.attention_config.backend", "TRITON_ATTN"),
     ov("actor_rollout_ref.rollout.val_kwargs.n", "1"),
     ov("actor_rollout_ref.rollout.val_kwargs.do_sample", "true"),
-    ov("actor_rollout_ref.rollout.val_kwargs.temperature", TTS_SAMPLING.temperature),
-    ov("actor_rollout_ref.rollout.val_kwargs.top_p", TTS_SAMPLING.top_p),
-    ov("actor_rollout_ref.rollout.val_kwargs.top_k", TTS_SAMPLING.top_k),
+    *(ov(f"{ROLLOUT}.val_kwargs.{name}", value) for name, value in asdict(TTS_SAMPLING).items()),
     ov("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", "1"),
     ov("actor_rollout_ref.ref.strategy", "fsdp"),
     ov("actor_rollout_ref.ref.fsdp_config.fsdp_size", "${NUM_GPUS}"),

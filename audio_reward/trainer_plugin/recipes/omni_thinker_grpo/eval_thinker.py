@@ -160,17 +160,12 @@ def messages(question: Question, mode: Mode) -> list[dict[str, Any]]:
     """
     if mode == "without_audio":
         return [{"role": role, "content": content.replace(AUDIO_PLACEHOLDER, "")} for role, content in question.prompt]
-    clips = iter(question.audios)
-    out = []
-    for role, content in question.prompt:
-        parts: list[dict[str, str]] = []
-        for segment in re.split(f"({re.escape(AUDIO_PLACEHOLDER)})", content):
-            if segment == AUDIO_PLACEHOLDER:
-                parts.append({"type": "audio", "audio": next(clips)})
-            elif segment:
-                parts.append({"type": "text", "text": segment})
-        out.append({"role": role, "content": parts})
-    return out
+    clips = iter(question.audios)  # each placeholder, in order, takes the next clip
+    placeholder = f"({re.escape(AUDIO_PLACEHOLDER)})"
+    return [{"role": role, "content": [{"type": "audio", "audio": next(clips)} if segment == AUDIO_PLACEHOLDER
+                                       else {"type": "text", "text": segment}
+                                       for segment in re.split(placeholder, content) if segment]}
+            for role, content in question.prompt]
 
 
 def folder_problems(spec: str, path: Path) -> list[str]:
@@ -318,8 +313,6 @@ def collate(inputs: Sequence[dict[str, Any]], pad_token_id: int) -> dict[str, An
     import torch
     from torch.nn.functional import pad
 
-    if len(inputs) == 1:
-        return dict(inputs[0])
     width = max(int(x["input_ids"].shape[1]) for x in inputs)
     batch = {"input_ids": torch.cat([pad(x["input_ids"], (width - x["input_ids"].shape[1], 0), value=pad_token_id)
                                      for x in inputs]),
@@ -343,8 +336,6 @@ def ask_batch(model: Any, prompter: Prompter, batch: Sequence[Question], mode: M
     """
     import torch
 
-    if len(batch) > 1 and decoding.temperature > 0:
-        raise ValueError("sampled answers are asked one question at a time, each under its own seed")
     inputs = [prompter.inputs(q, mode) for q in batch]
     stop = prompter.stop(model)
     joined = collate(inputs, int(stop["pad_token_id"]))

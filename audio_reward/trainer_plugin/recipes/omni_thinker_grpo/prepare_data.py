@@ -80,9 +80,7 @@ def to_row(record: dict[str, Any], index: int, split: str, base: Path) -> dict[s
     for key in ("audio", "question", "options", "answer"):
         if not record.get(key):
             raise ValueError(f"record {index} lacks {key!r}: {record!r}")
-    audio = Path(str(record["audio"])).expanduser()
-    if not audio.is_absolute():
-        audio = base / audio
+    audio = base / Path(str(record["audio"])).expanduser()  # an absolute path replaces base
     if not audio.is_file():
         raise ValueError(f"record {index}: audio file {audio} does not exist")
     options = parse_options(record["options"])
@@ -244,18 +242,12 @@ def main(argv: list[str] | None = None) -> int:
                              "of the input, so training keeps the most; not with a folder, which has its own split")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    report: list[str] = []
 
-    def rows() -> tuple[Rows, Rows]:
+    def rows() -> tuple[Rows, Rows, str | None]:
         train, val, dropped = load(Path(args.input), args.val_size, args.seed)
-        if dropped is not None:
-            report.append(drop_summary(len(train) + len(val), dropped))
-        return train, val
+        return train, val, None if dropped is None else drop_summary(len(train) + len(val), dropped)
 
-    code = prepare(rows, Path(args.out_dir))
-    if code == 0 and report:
-        print(report[0])
-    return code
+    return prepare(rows, Path(args.out_dir))
 
 
 if __name__ == "__main__":

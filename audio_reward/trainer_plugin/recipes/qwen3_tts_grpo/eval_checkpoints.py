@@ -158,8 +158,7 @@ def row_id_and_text(row: dict[str, Any], position: int) -> tuple[str, str]:
     text = (row.get("reward_model") or {}).get("ground_truth") or extra.get("text")
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"row {position} has no reward_model.ground_truth text")
-    rid = extra.get("id", extra.get("index", position))
-    return str(rid), text
+    return str(extra.get("id", extra.get("index", position))), text
 
 
 def validation_rows(path: Path, limit: int | None) -> list[EvalRow]:
@@ -168,11 +167,10 @@ def validation_rows(path: Path, limit: int | None) -> list[EvalRow]:
             for i, r in enumerate(parquet_rows(path))]
     seen: dict[str, str] = {}
     for row in rows:
-        if row.id in seen.values():
-            raise ValueError(f"{path}: id {row.id!r} appears twice")
         name = _safe(row.id)
-        if name in seen:  # each id names a WAV file: two ids must not name the same one
-            raise ValueError(f"{path}: ids {seen[name]!r} and {row.id!r} name the same file {name}.wav")
+        if name in seen:  # each id names a WAV file: an id given twice, or two ids naming the same one
+            raise ValueError(f"{path}: id {row.id!r} appears twice" if seen[name] == row.id else
+                             f"{path}: ids {seen[name]!r} and {row.id!r} name the same file {name}.wav")
         seen[name] = row.id
     return rows[:limit] if limit else rows
 
@@ -308,20 +306,19 @@ def synthesize(load_dir: Path, rows: Sequence[EvalRow], embedding: list[float], 
     out.mkdir(parents=True, exist_ok=True)
     marker.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
     manifest = out / "manifest.jsonl"
-    todo = [(r, k, sid) for r in rows for k, sid in enumerate(sample_ids(r, decoding))
-            if not (out / f"{_safe(sid)}.wav").is_file()]
+    todo = [(r, k, target) for r in rows for k, sid in enumerate(sample_ids(r, decoding))
+            if not (target := out / f"{_safe(sid)}.wav").is_file()]
     if todo:
         dtype = torch.float32 if device == "cpu" else torch.bfloat16
         model = Qwen3TTSModel.from_pretrained(str(load_dir), device_map=device, dtype=dtype)
         voice = VoiceClonePromptItem(ref_code=None, ref_spk_embedding=torch.tensor(embedding, dtype=dtype),
                                      x_vector_only_mode=True, icl_mode=False)
         print(f"eval_checkpoints: synthesising {len(todo)} utterance(s) with {load_dir}", file=sys.stderr)
-        for row, k, sid in todo:
+        for row, k, target in todo:
             torch.manual_seed(decoding.sample_seed(row.id, k))
             wavs, rate = model.generate_voice_clone(
                 text=row.text, language=language, voice_clone_prompt=[voice], non_streaming_mode=True,
                 **decoding.generate_kwargs())
-            target = out / f"{_safe(sid)}.wav"
             sf.write(target.with_suffix(".part.wav"), np.asarray(wavs[0], dtype=np.float32), rate)
             target.with_suffix(".part.wav").replace(target)  # a half-written WAV never counts as done
         del model

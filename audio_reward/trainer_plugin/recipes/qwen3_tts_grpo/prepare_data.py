@@ -110,11 +110,10 @@ def main(argv: list[str] | None = None) -> int:
         if not reference.is_file():
             parser.error(f"--speaker-reference {args.speaker_reference} does not exist")
 
-    def rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        records = read_records(args.input)
-        train, val = split_for_training(records, args.val_size, args.seed)
+    def rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]], None]:
+        train, val = split_for_training(read_records(args.input), args.val_size, args.seed)
         return ([to_row(r, i, "train", args.language, reference, args.seed) for i, r in enumerate(train)],
-                [to_row(r, i, "val", args.language, reference, args.seed) for i, r in enumerate(val)])
+                [to_row(r, i, "val", args.language, reference, args.seed) for i, r in enumerate(val)], None)
 
     return prepare(rows, Path(args.out_dir))
 

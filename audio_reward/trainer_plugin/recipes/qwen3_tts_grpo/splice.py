@@ -39,10 +39,6 @@ class SpliceReport:
     """Base tensors kept as they were (speaker encoder, and any talker tensor the export did not save)."""
 
 
-def _export_key(key: str) -> str:
-    return key if key.startswith(TALKER_PREFIX) else TALKER_PREFIX + key
-
-
 def _load(files: Sequence[Path]) -> dict[str, torch.Tensor]:
     """Every tensor of the safetensors ``files`` (a later file's tensor wins a repeated key)."""
     from safetensors.torch import load_file
@@ -74,9 +70,9 @@ def splice_tensors(base: ModelFolder, tensors: Callable[[], Mapping[str, torch.T
         if (report.base, report.export) == (str(base.path.resolve()), str(source.resolve())):
             return report
     merged = _load(base.weight_files)
-    replaced = 0
-    for key, tensor in tensors().items():
-        target = _export_key(key)
+    trained = tensors()
+    for key, tensor in trained.items():
+        target = key if key.startswith(TALKER_PREFIX) else TALKER_PREFIX + key
         if target not in merged:
             raise SpliceError(f"{source}: tensor {key} has no counterpart {target} in {base.path}; "
                               "is it from a model of another size?")
@@ -84,18 +80,16 @@ def splice_tensors(base: ModelFolder, tensors: Callable[[], Mapping[str, torch.T
             raise SpliceError(f"{source}: {key} has shape {tuple(tensor.shape)}, the base's {target} "
                               f"{tuple(merged[target].shape)}")
         merged[target] = tensor.contiguous()
-        replaced += 1
     out.mkdir(parents=True, exist_ok=True)
     for entry in base.path.iterdir():
         if entry.suffix == ".safetensors" or entry.name == "model.safetensors.index.json":
             continue
         link = out / entry.name
-        if link.is_symlink() or link.exists():
-            link.unlink()
+        link.unlink(missing_ok=True)
         os.symlink(entry.resolve(), link)
     for stale in out.glob("*.safetensors"):
         stale.unlink()
     write_safetensors(merged, out / "model.safetensors")
-    report = SpliceReport(str(base.path.resolve()), str(source.resolve()), replaced, len(merged) - replaced)
+    report = SpliceReport(str(base.path.resolve()), str(source.resolve()), len(trained), len(merged) - len(trained))
     done.write_text(json.dumps(asdict(report), indent=2) + "\n", encoding="utf-8")
     return report
