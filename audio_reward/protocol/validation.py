@@ -253,12 +253,11 @@ def decode_score_request(
     return _finish(_check_request(obj, limits, path, batch_version, decoder), limits)
 
 
-@dataclass
 class _BatchBudget:
     """The decoded audio bytes a batch has left (``max_batch_audio_bytes``), spent item by item."""
 
-    limit: int
-    left: int
+    def __init__(self, limit: int) -> None:
+        self.limit = self.left = limit
 
     def spend(self, nbytes: int, message: str = "") -> None:
         """Take ``nbytes``; with a ``message``, refuse the whole batch once the budget is overspent."""
@@ -284,8 +283,7 @@ def decode_batch_request(
         # Unknown fields say the body is something else (one score request sent here): they are named alone.
         unknown = sorted((i for i in exc.issues if i.code == "unknown_field"), key=lambda i: i.path)
         raise ProtocolError(unknown or exc.issues) from None
-    version, budget = envelope.protocol_version, _BatchBudget(limits.max_batch_audio_bytes,
-                                                              limits.max_batch_audio_bytes)
+    version, budget = envelope.protocol_version, _BatchBudget(limits.max_batch_audio_bytes)
     checked: list[_Checked | ProtocolError] = []
     for i, item in enumerate(envelope.items):
         try:
@@ -325,18 +323,15 @@ def _finish_item(entry: _Checked, limits: Limits, budget: _BatchBudget) -> Decod
     return decoded
 
 
+_KIND_BY_KEY: tuple[tuple[str, MessageKind], ...] = (
+    ("items", "batch_request"), ("results", "batch_response"), ("error", "error"), ("score", "score_response"),
+)
+
+
 def detect_kind(obj: Any) -> MessageKind:
-    """Guess a message's kind from its top-level keys."""
-    if isinstance(obj, dict):
-        if "items" in obj:
-            return "batch_request"
-        if "results" in obj:
-            return "batch_response"
-        if "error" in obj:
-            return "error"
-        if "score" in obj:
-            return "score_response"
-    return "score_request"
+    """Guess a message's kind from its top-level keys (the first of :data:`_KIND_BY_KEY` it holds)."""
+    keys = obj if isinstance(obj, dict) else {}
+    return next((kind for key, kind in _KIND_BY_KEY if key in keys), "score_request")
 
 
 def validate_message(
