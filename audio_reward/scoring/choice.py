@@ -111,11 +111,6 @@ def _by_option_text(text: str, options: Mapping[str, str]) -> str | None:
     return hits.pop() if len(hits) == 1 else None
 
 
-def _single(letters: list[str], valid: str) -> str | None:
-    found = {letter for letter in letters if letter in valid}
-    return found.pop() if len(found) == 1 else None
-
-
 def _plain(text: str) -> str:
     """``text`` with markdown emphasis removed and ruled-out mentions blanked."""
     previous = None
@@ -137,9 +132,9 @@ def _from_text(text: str, valid: str, options: Mapping[str, str] | None) -> Choi
     phrases = {m for m in _PHRASE_RE.findall(body) + _CONCLUSION_RE.findall(body) if m in valid}
     if phrases:
         return Choice(phrases.pop(), "answer_phrase") if len(phrases) == 1 else Choice(None, "none")
-    letter = _single(_PAREN_RE.findall(body), valid)
-    if letter:
-        return Choice(letter, "parenthesized")
+    parenthesized = {m for m in _PAREN_RE.findall(body) if m in valid}
+    if len(parenthesized) == 1:
+        return Choice(parenthesized.pop(), "parenthesized")
     first = body.strip().splitlines()[0] if body.strip() else ""
     bare = _BARE_RE.match(first)
     if bare and bare.group(1).isupper() and bare.group(1) in valid:
@@ -147,11 +142,8 @@ def _from_text(text: str, valid: str, options: Mapping[str, str] | None) -> Choi
         rest = bare.group(2) or ""
         others = {m for m in _PHRASE_RE.findall(rest) + _PAREN_RE.findall(rest) if m in valid} - {bare.group(1)}
         return Choice(bare.group(1), "bare_letter") if not others else Choice(None, "none")
-    if options:
-        letter = _by_option_text(body, options)
-        if letter:
-            return Choice(letter, "option_text")
-    return Choice(None, "none")
+    letter = _by_option_text(body, options) if options else None
+    return Choice(letter, "option_text") if letter else Choice(None, "none")
 
 
 def _tag_letter(tag: str, valid: str, options: Mapping[str, str] | None) -> str | None:
