@@ -185,27 +185,6 @@ def _check_samples_size(name: str, text: str, rate: int, limits: Limits) -> None
                       f"the limit is {limits.max_audio_bytes} bytes (max_audio_bytes)", name)
 
 
-def _check_text_limits(data: dict[str, Any], limits: Limits) -> None:
-    """Prompt and metadata sizes, checked on the raw JSON before any other work."""
-    prompt = data.get("prompt")
-    if isinstance(prompt, str) and len(prompt) > limits.max_prompt_chars:
-        raise Refusal("prompt_too_long", f"prompt holds {len(prompt)} characters; the limit is "
-                      f"{limits.max_prompt_chars} (max_prompt_chars)", "prompt")
-    metadata = data.get("metadata")
-    if not isinstance(metadata, dict):
-        return
-    if len(metadata) > limits.max_metadata_keys:
-        raise Refusal("metadata_too_large", f"metadata holds {len(metadata)} keys; the limit is "
-                      f"{limits.max_metadata_keys} (max_metadata_keys)", "metadata")
-    for key, value in metadata.items():
-        if len(key) > limits.max_metadata_key_chars:
-            raise Refusal("metadata_too_large", f"a metadata key holds {len(key)} characters; the limit is "
-                          f"{limits.max_metadata_key_chars} (max_metadata_key_chars)", "metadata")
-        if isinstance(value, str) and len(value) > limits.max_metadata_value_chars:
-            raise Refusal("metadata_too_large", f"metadata[{key[:40]!r}] holds {len(value)} characters; the limit "
-                          f"is {limits.max_metadata_value_chars} (max_metadata_value_chars)", "metadata")
-
-
 class _ScoreFields(_AudioFields):
     prompt: StrictStr = Field(..., description="The target text the speech should say.")
     metadata: dict[str, Scalar] = Field(
@@ -236,7 +215,24 @@ class _ScoreFields(_AudioFields):
 
     @classmethod
     def _check_sizes(cls, data: dict[str, Any], limits: Limits) -> None:
-        _check_text_limits(data, limits)
+        """Prompt and metadata sizes, checked on the raw JSON before any other work."""
+        prompt = data.get("prompt")
+        if isinstance(prompt, str) and len(prompt) > limits.max_prompt_chars:
+            raise Refusal("prompt_too_long", f"prompt holds {len(prompt)} characters; the limit is "
+                          f"{limits.max_prompt_chars} (max_prompt_chars)", "prompt")
+        metadata = data.get("metadata")
+        if not isinstance(metadata, dict):
+            return
+        if len(metadata) > limits.max_metadata_keys:
+            raise Refusal("metadata_too_large", f"metadata holds {len(metadata)} keys; the limit is "
+                          f"{limits.max_metadata_keys} (max_metadata_keys)", "metadata")
+        for key, value in metadata.items():
+            if len(key) > limits.max_metadata_key_chars:
+                raise Refusal("metadata_too_large", f"a metadata key holds {len(key)} characters; the limit is "
+                              f"{limits.max_metadata_key_chars} (max_metadata_key_chars)", "metadata")
+            if isinstance(value, str) and len(value) > limits.max_metadata_value_chars:
+                raise Refusal("metadata_too_large", f"metadata[{key[:40]!r}] holds {len(value)} characters; the limit "
+                              f"is {limits.max_metadata_value_chars} (max_metadata_value_chars)", "metadata")
 
     @field_validator("prompt")
     @classmethod
