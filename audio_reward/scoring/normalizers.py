@@ -252,9 +252,7 @@ class WhisperEnglishNormalizer(Normalizer):
 
 
 _FACTORIES: dict[str, type[Normalizer]] = {
-    SeedTTSEvalNormalizer.name: SeedTTSEvalNormalizer,
-    WhisperEnglishNormalizer.name: WhisperEnglishNormalizer,
-    BasicNormalizer.name: BasicNormalizer,
+    cls.name: cls for cls in (SeedTTSEvalNormalizer, WhisperEnglishNormalizer, BasicNormalizer)
 }
 
 NORMALIZERS: tuple[str, ...] = tuple(_FACTORIES)
