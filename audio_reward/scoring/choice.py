@@ -121,10 +121,9 @@ def _plain(text: str) -> str:
 
 def _from_text(text: str, valid: str, options: Mapping[str, str] | None) -> Choice:
     """The one option ``text`` commits to; several different ones, or none, give ``Choice(None, ...)``."""
-    boxed = list(_BOXED_RE.findall(text))
+    boxed = _BOXED_RE.findall(text)
     if boxed:
-        boxed_letters = [m.group(1).upper() for m in (_BARE_RE.match(b) for b in boxed) if m]
-        letters = {letter for letter in boxed_letters if letter in valid}
+        letters = {m.group(1).upper() for m in map(_BARE_RE.match, boxed) if m and m.group(1).upper() in valid}
         if not letters and options:
             letters = {x for x in (_by_option_text(b, options) for b in boxed) if x}
         return Choice(letters.pop(), "boxed") if len(letters) == 1 else Choice(None, "none")
@@ -160,15 +159,14 @@ def extract_choice(response: str, options: Mapping[str, str] | None = None) -> C
     reasoning) gives ``Choice(None, "truncated")``.
     """
     valid = "".join(sorted(options)) if options else DEFAULT_LETTERS
-    if _OPEN_THINK_RE.search(_THINK_RE.sub(" ", response)):
-        return Choice(None, "truncated")
     body = _THINK_RE.sub(" ", response)
+    if _OPEN_THINK_RE.search(body):
+        return Choice(None, "truncated")
     tags = _ANSWER_TAG_RE.findall(body)
     if tags:
         choices = {_tag_letter(tag, valid, options) for tag in tags}
-        if len(choices) == 1 and None not in choices:
-            return Choice(choices.pop(), "answer_tag")
-        return Choice(None, "none")
+        letter = choices.pop() if len(choices) == 1 else None
+        return Choice(letter, "answer_tag") if letter else Choice(None, "none")
     return _from_text(body, valid, options)
 
 
