@@ -174,10 +174,8 @@ def score_transcript(
 
     compared = compare_texts(reference, transcript, normalizer=normalizer, language=language)
     text = reference.text if isinstance(reference, Reference) else reference
-    if reference_duration_s:
-        expected, source = reference_duration_s, "reference"
-    else:
-        expected, source = estimate_speech_duration(text), "estimate"
+    expected, source = ((reference_duration_s, "reference") if reference_duration_s
+                        else (estimate_speech_duration(text), "estimate"))
     reward = shape_reward(
         policy,
         compared.rates.cer if policy.metric == "cer" else compared.rates.wer,
