@@ -122,9 +122,8 @@ class EncodedAudio:
         if self.samples is not None:
             return self.samples
         if not self.file:
-            if self.field == "waveform_pcm16_base64":
-                return frombuffer_pcm16(self.raw, field=self.field)
-            return frombuffer_f32(self.raw, field=self.field)
+            frombuffer = frombuffer_pcm16 if self.field == "waveform_pcm16_base64" else frombuffer_f32
+            return frombuffer(self.raw, field=self.field)
         # The lowest cap wins; on a tie the item's own limit is named (its names sort before the batch's).
         caps = [(max_bytes // (self.channels * 4), "max_audio_bytes")] if max_bytes is not None else []
         if max_seconds is not None and self.rate > 0:
