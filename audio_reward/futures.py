@@ -47,15 +47,11 @@ class Batcher(Generic[T, R]):
     to that item's caller only; an exception of ``run`` itself fails every caller of that call. The items are
     collected for ``window_s`` seconds after the first, or, with ``window_s=None``, until the loop's next turn
     (behind the wake-ups already queued, so callers woken together are answered together); ``max_batch`` items
-    go at once.
+    go at once.  Both bounds come from validated settings (``window_s >= 0``, ``max_batch >= 1``).
     """
 
     def __init__(self, run: Callable[[list[T]], Awaitable[Sequence[R | BaseException]]],
                  window_s: float | None = None, max_batch: int | None = None) -> None:
-        if window_s is not None and window_s < 0:
-            raise ValueError(f"window_s must be >= 0, got {window_s}")
-        if max_batch is not None and max_batch < 1:
-            raise ValueError(f"max_batch must be >= 1, got {max_batch}")
         self._run, self.window_s, self.max_batch = run, window_s, max_batch
         self._items: list[T] = []
         self._futures: list[asyncio.Future[R]] = []

@@ -55,10 +55,6 @@ def _unwrap(annotation: Any) -> Any:
     return annotation
 
 
-def _is_model(annotation: Any) -> bool:
-    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
-
-
 def _help(info: FieldInfo, annotation: Any) -> str:
     text = (info.description or "").rstrip(".")
     if typing.get_origin(annotation) is Literal:
@@ -77,7 +73,7 @@ def flags_for(model: type[BaseModel], *, skip: Iterable[str] = (), prefix: tuple
         if ".".join(path) in skipped:
             continue
         annotation = _unwrap(info.annotation)
-        if _is_model(annotation):
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             flags += flags_for(annotation, skip=skipped, prefix=path)
             continue
         option = "--" + "-".join(path).replace("_", "-")
@@ -89,12 +85,9 @@ def flags_for(model: type[BaseModel], *, skip: Iterable[str] = (), prefix: tuple
 def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, flags: Iterable[Flag]) -> None:
     """Add ``flags`` to ``parser``; each defaults to None (not given)."""
     for flag in flags:
-        if flag.boolean:
-            parser.add_argument(flag.option, dest=flag.dest, action=argparse.BooleanOptionalAction, default=None,
-                                help=flag.help)
-        else:
-            parser.add_argument(flag.option, dest=flag.dest, type=flag.kind, default=None, help=flag.help,
-                                metavar=flag.path[-1].upper())
+        how: dict[str, Any] = ({"action": argparse.BooleanOptionalAction} if flag.boolean
+                               else {"type": flag.kind, "metavar": flag.path[-1].upper()})
+        parser.add_argument(flag.option, dest=flag.dest, default=None, help=flag.help, **how)
 
 
 def values_from_args(args: argparse.Namespace, flags: Iterable[Flag]) -> dict[str, Any]:

@@ -15,11 +15,9 @@ from .codecs import (
     encode_file,
     encode_pcm16,
 )
-from .errors import Issue, ProtocolError
+from .errors import ProtocolError
 from .models import (
     DEFAULT_LIMITS,
-    MESSAGES,
-    BatchItem,
     BatchScoreRequest,
     BatchScoreResponse,
     ErrorDetail,
@@ -39,7 +37,6 @@ from .validation import (
     decode_batch_request,
     decode_score_request,
     decode_speaker_request,
-    detect_kind,
     issues_from_pydantic,
     parse_json,
     validate_message,
@@ -48,11 +45,9 @@ from .version import PROTOCOL_VERSION, SUPPORTED_VERSIONS
 
 __all__ = [
     "DEFAULT_LIMITS",
-    "MESSAGES",
     "PROTOCOL_VERSION",
     "SUPPORTED_VERSIONS",
     "AudioDecodeError",
-    "BatchItem",
     "BatchScoreRequest",
     "BatchScoreResponse",
     "DecodedAudio",
@@ -60,7 +55,6 @@ __all__ = [
     "ErrorDetail",
     "ErrorResponse",
     "InfoResponse",
-    "Issue",
     "Limits",
     "ProtocolError",
     "RewardOptions",
@@ -76,7 +70,6 @@ __all__ = [
     "decode_score_request",
     "decode_speaker_request",
     "describe_bytes",
-    "detect_kind",
     "encode_f32",
     "encode_file",
     "encode_pcm16",

@@ -33,11 +33,9 @@ _UNKNOWN_FRAMES = 2**63 - 1
 @dataclass(frozen=True)
 class FileDecoder:
     """FFmpeg through PyAV, for the files libsndfile does not read; mono float32 at ``rate`` (None: the
-    file's own).  ``formats`` names what libsndfile and this decoder read together, for the error a file
-    that is no audio gets."""
+    file's own); a file neither reads is told :data:`FFMPEG_FORMATS`."""
 
     rate: int | None = None
-    formats: str = FFMPEG_FORMATS
 
     @staticmethod
     def available() -> bool:
@@ -124,18 +122,15 @@ class EncodedAudio:
         if self.samples is not None:
             return self.samples
         if not self.file:
-            if self.field == "waveform_pcm16_base64":
-                return frombuffer_pcm16(self.raw, field=self.field)
-            return frombuffer_f32(self.raw, field=self.field)
-        caps = []
+            frombuffer = frombuffer_pcm16 if self.field == "waveform_pcm16_base64" else frombuffer_f32
+            return frombuffer(self.raw, field=self.field)
+        # The lowest cap wins; on a tie the item's own limit is named (its names sort before the batch's).
+        caps = [(max_bytes // (self.channels * 4), "max_audio_bytes")] if max_bytes is not None else []
         if max_seconds is not None and self.rate > 0:
             caps.append((int(max_seconds * self.rate), "max_audio_seconds"))
-        if max_bytes is not None:
-            caps.append((max_bytes // (self.channels * 4), "max_audio_bytes"))
+        if budget is not None and self.frames is None:
+            caps.append((budget // (self.channels * 4), "max_batch_audio_bytes"))
         max_frames, limit_name = min(caps) if caps else (None, "the limit")
-        budget_frames = None if budget is None or self.frames is not None else budget // (self.channels * 4)
-        if budget_frames is not None and (max_frames is None or budget_frames < max_frames):
-            max_frames, limit_name = budget_frames, "max_batch_audio_bytes"
         try:
             return self._decode_file(max_frames, limit_name)
         except AudioDecodeError as exc:
@@ -223,7 +218,7 @@ def open_file(raw: bytes, *, field: str, max_seconds: float | None = None, max_b
     """A whole audio file: libsndfile's header, its rate within ``rates`` and its declared size within the
     limits; a file libsndfile does not read goes to ``decoder`` (bounded as it decodes)."""
     try:
-        audio = _read_header(raw, field, decoder.formats if decoder else FILE_FORMATS)
+        audio = _read_header(raw, field, FFMPEG_FORMATS if decoder else FILE_FORMATS)
     except AudioDecodeError as exc:
         decoded = decoder.decode(raw, field, max_seconds) if decoder and exc.code == "invalid_audio_file" else None
         if decoded is None:

@@ -31,12 +31,9 @@ def as_float32_mono(waveform: Any) -> np.ndarray:
     Torch tensors are accepted without importing torch: anything with a
     ``.numpy()`` method (after ``.detach().cpu()`` when present) works.
     """
-    if hasattr(waveform, "detach"):
-        waveform = waveform.detach()
-    if hasattr(waveform, "cpu") and not isinstance(waveform, np.ndarray):
-        waveform = waveform.cpu()
-    if hasattr(waveform, "numpy") and not isinstance(waveform, np.ndarray):
-        waveform = waveform.numpy()
+    for method in ("detach", "cpu", "numpy"):  # a tensor's way to numpy; an ndarray has none of them
+        if hasattr(waveform, method):
+            waveform = getattr(waveform, method)()
     arr = np.asarray(waveform)
     if arr.ndim == 2 and 1 in arr.shape:
         arr = arr.reshape(-1)

@@ -101,10 +101,14 @@ def check_version(data: dict[str, Any], *, required: bool) -> None:
                       "protocol_version")
 
 
-class _Envelope(BaseModel):
-    """A request object: checked to be an object with a supported version before its fields."""
+class _Closed(BaseModel):
+    """A message that refuses fields it does not declare."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class _Envelope(_Closed):
+    """A request object: checked to be an object with a supported version before its fields."""
 
     not_object: ClassVar[str] = "a score request must be a JSON object, got {}"
     version_required: ClassVar[bool] = True
@@ -185,27 +189,6 @@ def _check_samples_size(name: str, text: str, rate: int, limits: Limits) -> None
                       f"the limit is {limits.max_audio_bytes} bytes (max_audio_bytes)", name)
 
 
-def _check_text_limits(data: dict[str, Any], limits: Limits) -> None:
-    """Prompt and metadata sizes, checked on the raw JSON before any other work."""
-    prompt = data.get("prompt")
-    if isinstance(prompt, str) and len(prompt) > limits.max_prompt_chars:
-        raise Refusal("prompt_too_long", f"prompt holds {len(prompt)} characters; the limit is "
-                      f"{limits.max_prompt_chars} (max_prompt_chars)", "prompt")
-    metadata = data.get("metadata")
-    if not isinstance(metadata, dict):
-        return
-    if len(metadata) > limits.max_metadata_keys:
-        raise Refusal("metadata_too_large", f"metadata holds {len(metadata)} keys; the limit is "
-                      f"{limits.max_metadata_keys} (max_metadata_keys)", "metadata")
-    for key, value in metadata.items():
-        if len(key) > limits.max_metadata_key_chars:
-            raise Refusal("metadata_too_large", f"a metadata key holds {len(key)} characters; the limit is "
-                          f"{limits.max_metadata_key_chars} (max_metadata_key_chars)", "metadata")
-        if isinstance(value, str) and len(value) > limits.max_metadata_value_chars:
-            raise Refusal("metadata_too_large", f"metadata[{key[:40]!r}] holds {len(value)} characters; the limit "
-                          f"is {limits.max_metadata_value_chars} (max_metadata_value_chars)", "metadata")
-
-
 class _ScoreFields(_AudioFields):
     prompt: StrictStr = Field(..., description="The target text the speech should say.")
     metadata: dict[str, Scalar] = Field(
@@ -236,7 +219,24 @@ class _ScoreFields(_AudioFields):
 
     @classmethod
     def _check_sizes(cls, data: dict[str, Any], limits: Limits) -> None:
-        _check_text_limits(data, limits)
+        """Prompt and metadata sizes, checked on the raw JSON before any other work."""
+        prompt = data.get("prompt")
+        if isinstance(prompt, str) and len(prompt) > limits.max_prompt_chars:
+            raise Refusal("prompt_too_long", f"prompt holds {len(prompt)} characters; the limit is "
+                          f"{limits.max_prompt_chars} (max_prompt_chars)", "prompt")
+        metadata = data.get("metadata")
+        if not isinstance(metadata, dict):
+            return
+        if len(metadata) > limits.max_metadata_keys:
+            raise Refusal("metadata_too_large", f"metadata holds {len(metadata)} keys; the limit is "
+                          f"{limits.max_metadata_keys} (max_metadata_keys)", "metadata")
+        for key, value in metadata.items():
+            if len(key) > limits.max_metadata_key_chars:
+                raise Refusal("metadata_too_large", f"a metadata key holds {len(key)} characters; the limit is "
+                              f"{limits.max_metadata_key_chars} (max_metadata_key_chars)", "metadata")
+            if isinstance(value, str) and len(value) > limits.max_metadata_value_chars:
+                raise Refusal("metadata_too_large", f"metadata[{key[:40]!r}] holds {len(value)} characters; the limit "
+                              f"is {limits.max_metadata_value_chars} (max_metadata_value_chars)", "metadata")
 
     @field_validator("prompt")
     @classmethod
@@ -400,18 +400,14 @@ class ErrorDetail(BaseModel):
     path: StrictStr | None = Field(None, description="JSON path of the offending value, when known.")
 
 
-class ErrorResponse(BaseModel):
+class ErrorResponse(_Closed):
     """Every non-200 answer, and a failed item inside a batch."""
-
-    model_config = ConfigDict(extra="forbid")
 
     error: ErrorDetail
 
 
-class BatchScoreResponse(BaseModel):
+class BatchScoreResponse(_Closed):
     """Results in request order; a failed item is an :class:`ErrorResponse`."""
-
-    model_config = ConfigDict(extra="forbid")
 
     protocol_version: StrictStr
     results: list[ScoreResponse | ErrorResponse]
@@ -425,10 +421,8 @@ class SpeakerRequest(_AudioFields):
     protocol_version: StrictStr = Field(..., description='Major version, "1".')
 
 
-class SpeakerResponse(BaseModel):
+class SpeakerResponse(_Closed):
     """A registered reference: its id names it in score requests until the server evicts it (then 404)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     speaker_reference_id: SpeakerReferenceId
     protocol_version: StrictStr
@@ -437,11 +431,7 @@ class SpeakerResponse(BaseModel):
     ttl_s: FiniteFloat = Field(..., description="How long the server keeps it unused (it may evict it sooner).")
 
 
-class _InfoPart(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class EngineDescription(_InfoPart):
+class EngineDescription(_Closed):
     """The ASR engine and model behind every score."""
 
     name: StrictStr = Field(..., description="The engine (faster-whisper, transformers, vllm, funasr...).")
@@ -455,7 +445,7 @@ class EngineDescription(_InfoPart):
                                                                          "values, every key it knows.")
 
 
-class LimitsDescription(_InfoPart):
+class LimitsDescription(_Closed):
     """The bounds the server enforces (each a server setting of the same name)."""
 
     max_audio_seconds: FiniteFloat
@@ -468,7 +458,7 @@ class LimitsDescription(_InfoPart):
     request_timeout_s: FiniteFloat
 
 
-class BatchingDescription(_InfoPart):
+class BatchingDescription(_Closed):
     """How utterances are batched; the scheduler's own keys appear once it has started."""
 
     engine_batches: StrictBool = Field(..., description="Whether the engine gains from batches.")
@@ -483,7 +473,7 @@ class BatchingDescription(_InfoPart):
     note: StrictStr | None = Field(..., description="Why the batch size differs from the setting, when it does.")
 
 
-class ThroughputDescription(_InfoPart):
+class ThroughputDescription(_Closed):
     """How fast the engine has transcribed, measured on the requests it served (a fresh server has measured none)."""
 
     audio_seconds_per_second: FiniteFloat | None = Field(
@@ -494,7 +484,7 @@ class ThroughputDescription(_InfoPart):
     utterances: StrictInt = Field(..., ge=0, description="Utterances transcribed so far.")
 
 
-class SignalModelDescription(_InfoPart):
+class SignalModelDescription(_Closed):
     """A speaker or quality model."""
 
     engine: StrictStr
@@ -504,7 +494,7 @@ class SignalModelDescription(_InfoPart):
     ready: StrictBool
 
 
-class SpeakerReferencesDescription(_InfoPart):
+class SpeakerReferencesDescription(_Closed):
     """The store of registered speaker references."""
 
     kept: StrictInt
@@ -515,7 +505,7 @@ class SpeakerReferencesDescription(_InfoPart):
     min_reference_s: FiniteFloat
 
 
-class SignalsDescription(_InfoPart):
+class SignalsDescription(_Closed):
     """The signal models beside the transcription (null: that signal is off)."""
 
     speaker: SignalModelDescription | None
@@ -524,7 +514,7 @@ class SignalsDescription(_InfoPart):
     speaker_references: SpeakerReferencesDescription
 
 
-class InfoResponse(_InfoPart):
+class InfoResponse(_Closed):
     """``GET /v1/info``: what the server scores with, so results can be reproduced."""
 
     server_version: StrictStr

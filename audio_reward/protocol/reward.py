@@ -125,12 +125,10 @@ def _bounds(info: FieldInfo) -> dict[str, float]:
             for name in ("gt", "ge", "lt", "le") if getattr(item, name, None) is not None}
 
 
-def _expected(name: str) -> str:
-    """What a field takes, in words, from its declared type and bounds."""
-    info = RewardPolicy.model_fields[name]
+def _expected(info: FieldInfo, b: dict[str, float]) -> str:
+    """What a field takes, in words, from its declared type and bounds ``b``."""
     if typing.get_origin(info.annotation) is Literal:
         return "one of " + ", ".join(typing.get_args(info.annotation))
-    b = _bounds(info)
     if info.annotation is int:
         return f"an integer >= {b['ge']:g}"
     if "ge" in b and "le" in b:
@@ -151,7 +149,7 @@ def _problem(error: ErrorDetails) -> str:
     if error["type"] == "less_than_equal" and (info.annotation is int or "ge" not in bound):  # the upper end
         kind = "an integer" if info.annotation is int else "a finite number"
         return f"{name} must be {kind} <= {bound['le']:g}, got {value!r}"
-    return f"{name} must be {_expected(name)}, got {value!r}"
+    return f"{name} must be {_expected(info, bound)}, got {value!r}"
 
 
 class RewardOptions(BaseModel):

@@ -30,7 +30,6 @@ from .models import (
     Limits,
     ScoreRequest,
     SpeakerRequest,
-    _AudioFields,
     check_version,
 )
 from .reward import RewardOptions
@@ -169,22 +168,23 @@ def _validated(model: type[Request], obj: Any, path: str = "$", **context: Any) 
         raise ProtocolError(issues_from_pydantic(exc, path)) from None
 
 
-def _open(req: _AudioFields, limits: Limits, path: str, decoder: FileDecoder | None) -> EncodedAudio:
-    """The request's audio bytes, its rate and its size from lengths and headers, decoding no sample
-    (a file only ``decoder`` reads is decoded, bounded as it decodes)."""
-    name = req.audio_field
+def _open(name: str, text: str, rate: int | None, limits: Limits, path: str, decoder: FileDecoder | None = None,
+          whose: str = "the file's") -> EncodedAudio:
+    """Field ``name``'s audio bytes (raw samples at ``rate``, or a whole file when it is None), its rate and its
+    size from lengths and headers, decoding no sample (a file only ``decoder`` reads is decoded, bounded as it
+    decodes)."""
     try:
-        raw = codecs.b64decode(getattr(req, name), field=name)
-        if name != "audio_file_base64":
-            return EncodedAudio(name, raw, req.sample_rate or 0)
+        raw = codecs.b64decode(text, field=name)
+        if rate is not None:
+            return EncodedAudio(name, raw, rate)
         return open_file(raw, field=name, max_seconds=limits.max_audio_seconds, max_bytes=limits.max_audio_bytes,
-                         decoder=decoder, rates=(MIN_SAMPLE_RATE, MAX_SAMPLE_RATE))
+                         decoder=decoder, rates=(MIN_SAMPLE_RATE, MAX_SAMPLE_RATE), whose=whose)
     except codecs.AudioDecodeError as exc:
         raise ProtocolError.single(exc.code, str(exc), f"{path}.{name}") from None
 
 
-def _samples(req: _AudioFields, audio: EncodedAudio, limits: Limits, path: str,
-             budget: int | None = None) -> np.ndarray:
+def _samples(audio: EncodedAudio, limits: Limits, path: str, budget: int | None = None,
+             num_samples: int | None = None) -> np.ndarray:
     """The audio's samples, decoded and checked against ``num_samples``, emptiness, finiteness and the limit;
     a file of unknown length stops at its limit or at ``budget`` (what the batch's other items left)."""
     name, fpath = audio.field, f"{path}.{audio.field}"
@@ -198,9 +198,9 @@ def _samples(req: _AudioFields, audio: EncodedAudio, limits: Limits, path: str,
         raise ProtocolError.single(exc.code, str(exc), fpath) from None
     n = int(waveform.shape[0])
     issues = []
-    if req.num_samples is not None and req.num_samples != n:
+    if num_samples is not None and num_samples != n:
         issues.append(Issue("num_samples_mismatch",
-                            f"num_samples is {req.num_samples} but {name} holds {n} samples", f"{path}.num_samples"))
+                            f"num_samples is {num_samples} but {name} holds {n} samples", f"{path}.num_samples"))
     issues += sample_issues(waveform, name, fpath)
     if n / audio.rate > limits.max_audio_seconds:
         issues.append(Issue("audio_too_long", f"{name} holds {n / audio.rate:.2f} s of audio; the limit is "
@@ -224,12 +224,13 @@ def _check_request(obj: Any, limits: Limits, path: str, batch_version: str | Non
                    decoder: FileDecoder | None) -> _Checked:
     req: ScoreRequest | BatchItem = (_validated(BatchItem, obj, path, limits=limits) if batch_version is not None
                                      else _validated(ScoreRequest, obj, path, limits=limits))
-    return _Checked(req, _open(req, limits, path, decoder), path, req.protocol_version or batch_version or "1")
+    audio = _open(req.audio_field, getattr(req, req.audio_field), req.sample_rate, limits, path, decoder)
+    return _Checked(req, audio, path, req.protocol_version or batch_version or "1")
 
 
 def _finish(checked: _Checked, limits: Limits, budget: int | None = None) -> DecodedScoreRequest:
     req, audio, path = checked.req, checked.audio, checked.path
-    decoded = {"waveform": _samples(req, audio, limits, path, budget), "sample_rate": audio.rate,
+    decoded = {"waveform": _samples(audio, limits, path, budget, req.num_samples), "sample_rate": audio.rate,
                "protocol_version": checked.version, "encoding": audio.field,
                "speaker_reference": _speaker_reference(req, limits, path), "measure_quality": bool(req.measure_quality)}
     return DecodedScoreRequest.model_validate({**dict(req), **decoded})
@@ -253,12 +254,11 @@ def decode_score_request(
     return _finish(_check_request(obj, limits, path, batch_version, decoder), limits)
 
 
-@dataclass
 class _BatchBudget:
     """The decoded audio bytes a batch has left (``max_batch_audio_bytes``), spent item by item."""
 
-    limit: int
-    left: int
+    def __init__(self, limit: int) -> None:
+        self.limit = self.left = limit
 
     def spend(self, nbytes: int, message: str = "") -> None:
         """Take ``nbytes``; with a ``message``, refuse the whole batch once the budget is overspent."""
@@ -284,8 +284,7 @@ def decode_batch_request(
         # Unknown fields say the body is something else (one score request sent here): they are named alone.
         unknown = sorted((i for i in exc.issues if i.code == "unknown_field"), key=lambda i: i.path)
         raise ProtocolError(unknown or exc.issues) from None
-    version, budget = envelope.protocol_version, _BatchBudget(limits.max_batch_audio_bytes,
-                                                              limits.max_batch_audio_bytes)
+    version, budget = envelope.protocol_version, _BatchBudget(limits.max_batch_audio_bytes)
     checked: list[_Checked | ProtocolError] = []
     for i, item in enumerate(envelope.items):
         try:
@@ -325,18 +324,15 @@ def _finish_item(entry: _Checked, limits: Limits, budget: _BatchBudget) -> Decod
     return decoded
 
 
+_KIND_BY_KEY: tuple[tuple[str, MessageKind], ...] = (
+    ("items", "batch_request"), ("results", "batch_response"), ("error", "error"), ("score", "score_response"),
+)
+
+
 def detect_kind(obj: Any) -> MessageKind:
-    """Guess a message's kind from its top-level keys."""
-    if isinstance(obj, dict):
-        if "items" in obj:
-            return "batch_request"
-        if "results" in obj:
-            return "batch_response"
-        if "error" in obj:
-            return "error"
-        if "score" in obj:
-            return "score_response"
-    return "score_request"
+    """Guess a message's kind from its top-level keys (the first of :data:`_KIND_BY_KEY` it holds)."""
+    keys = obj if isinstance(obj, dict) else {}
+    return next((kind for key, kind in _KIND_BY_KEY if key in keys), "score_request")
 
 
 def validate_message(
@@ -377,18 +373,9 @@ def _speaker_reference(req: ScoreRequest | BatchItem, limits: Limits, path: str)
     text = req.speaker_reference_audio_base64
     if text is None:
         return None
-    fpath = f"{path}.{REFERENCE_FIELD}"
-    try:
-        audio = open_file(codecs.b64decode(text, field=REFERENCE_FIELD), field=REFERENCE_FIELD,
-                          max_seconds=limits.max_audio_seconds, max_bytes=limits.max_audio_bytes,
-                          rates=(MIN_SAMPLE_RATE, MAX_SAMPLE_RATE), whose="the reference's")
-        waveform = audio.decode(limits.max_audio_seconds, limits.max_audio_bytes)
-    except codecs.AudioDecodeError as exc:
-        raise ProtocolError.single(exc.code, str(exc), fpath) from None
-    issues = sample_issues(waveform, REFERENCE_FIELD, fpath)
-    if issues:
-        raise ProtocolError(issues)
-    return DecodedAudio(waveform, audio.rate, REFERENCE_FIELD)
+    # A whole file, opened and checked as a request's audio_file_base64 is (no FFmpeg: WAV or FLAC).
+    audio = _open(REFERENCE_FIELD, text, None, limits, path, whose="the reference's")
+    return DecodedAudio(_samples(audio, limits, path), audio.rate, REFERENCE_FIELD)
 
 
 def decode_speaker_request(obj: Any, limits: Limits = DEFAULT_LIMITS) -> DecodedAudio:
@@ -397,5 +384,5 @@ def decode_speaker_request(obj: Any, limits: Limits = DEFAULT_LIMITS) -> Decoded
     The recording takes the same encodings, checks and limits as a score request's audio.
     """
     req = _validated(SpeakerRequest, obj, limits=limits)
-    audio = _open(req, limits, "$", None)
-    return DecodedAudio(_samples(req, audio, limits, "$"), audio.rate, audio.field)
+    audio = _open(req.audio_field, getattr(req, req.audio_field), req.sample_rate, limits, "$")
+    return DecodedAudio(_samples(audio, limits, "$", num_samples=req.num_samples), audio.rate, audio.field)

@@ -111,11 +111,6 @@ def _by_option_text(text: str, options: Mapping[str, str]) -> str | None:
     return hits.pop() if len(hits) == 1 else None
 
 
-def _single(letters: list[str], valid: str) -> str | None:
-    found = {letter for letter in letters if letter in valid}
-    return found.pop() if len(found) == 1 else None
-
-
 def _plain(text: str) -> str:
     """``text`` with markdown emphasis removed and ruled-out mentions blanked."""
     previous = None
@@ -126,10 +121,9 @@ def _plain(text: str) -> str:
 
 def _from_text(text: str, valid: str, options: Mapping[str, str] | None) -> Choice:
     """The one option ``text`` commits to; several different ones, or none, give ``Choice(None, ...)``."""
-    boxed = list(_BOXED_RE.findall(text))
+    boxed = _BOXED_RE.findall(text)
     if boxed:
-        boxed_letters = [m.group(1).upper() for m in (_BARE_RE.match(b) for b in boxed) if m]
-        letters = {letter for letter in boxed_letters if letter in valid}
+        letters = {m.group(1).upper() for m in map(_BARE_RE.match, boxed) if m and m.group(1).upper() in valid}
         if not letters and options:
             letters = {x for x in (_by_option_text(b, options) for b in boxed) if x}
         return Choice(letters.pop(), "boxed") if len(letters) == 1 else Choice(None, "none")
@@ -137,9 +131,9 @@ def _from_text(text: str, valid: str, options: Mapping[str, str] | None) -> Choi
     phrases = {m for m in _PHRASE_RE.findall(body) + _CONCLUSION_RE.findall(body) if m in valid}
     if phrases:
         return Choice(phrases.pop(), "answer_phrase") if len(phrases) == 1 else Choice(None, "none")
-    letter = _single(_PAREN_RE.findall(body), valid)
-    if letter:
-        return Choice(letter, "parenthesized")
+    parenthesized = {m for m in _PAREN_RE.findall(body) if m in valid}
+    if len(parenthesized) == 1:
+        return Choice(parenthesized.pop(), "parenthesized")
     first = body.strip().splitlines()[0] if body.strip() else ""
     bare = _BARE_RE.match(first)
     if bare and bare.group(1).isupper() and bare.group(1) in valid:
@@ -147,11 +141,8 @@ def _from_text(text: str, valid: str, options: Mapping[str, str] | None) -> Choi
         rest = bare.group(2) or ""
         others = {m for m in _PHRASE_RE.findall(rest) + _PAREN_RE.findall(rest) if m in valid} - {bare.group(1)}
         return Choice(bare.group(1), "bare_letter") if not others else Choice(None, "none")
-    if options:
-        letter = _by_option_text(body, options)
-        if letter:
-            return Choice(letter, "option_text")
-    return Choice(None, "none")
+    letter = _by_option_text(body, options) if options else None
+    return Choice(letter, "option_text") if letter else Choice(None, "none")
 
 
 def _tag_letter(tag: str, valid: str, options: Mapping[str, str] | None) -> str | None:
@@ -168,15 +159,14 @@ def extract_choice(response: str, options: Mapping[str, str] | None = None) -> C
     reasoning) gives ``Choice(None, "truncated")``.
     """
     valid = "".join(sorted(options)) if options else DEFAULT_LETTERS
-    if _OPEN_THINK_RE.search(_THINK_RE.sub(" ", response)):
-        return Choice(None, "truncated")
     body = _THINK_RE.sub(" ", response)
+    if _OPEN_THINK_RE.search(body):
+        return Choice(None, "truncated")
     tags = _ANSWER_TAG_RE.findall(body)
     if tags:
         choices = {_tag_letter(tag, valid, options) for tag in tags}
-        if len(choices) == 1 and None not in choices:
-            return Choice(choices.pop(), "answer_tag")
-        return Choice(None, "none")
+        letter = choices.pop() if len(choices) == 1 else None
+        return Choice(letter, "answer_tag") if letter else Choice(None, "none")
     return _from_text(body, valid, options)
 
 

@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Iterable, Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 
@@ -77,20 +78,17 @@ def score_line(raw: bytes, *, normalizer: Normalizer, language: str | None) -> d
         )
     except ScoringError as exc:
         return _refused(line_id, exc.code, exc.message)
-    rates = compared.rates
+    rates = asdict(compared.rates)  # the two rates first, the counts they are made of last
     return {
         "id": line_id,
-        "cer": rates.cer,
-        "wer": rates.wer,
+        "cer": rates.pop("cer"),
+        "wer": rates.pop("wer"),
         "normalized_reference": compared.normalized_reference,
         "normalized_hypothesis": compared.normalized_hypothesis,
         "normalizer": normalizer.name,
         "language": compared.language or "",
         "char_level": compared.char_level,
-        "ref_chars": rates.ref_chars,
-        "ref_words": rates.ref_words,
-        "char_edits": rates.char_edits,
-        "word_edits": rates.word_edits,
+        **rates,
     }
 
 

@@ -95,18 +95,9 @@ def is_mostly_cjk(text: str) -> bool:
     An ideograph is about one spoken word, so a Chinese sentence with a brand name
     in Latin letters (``我用iPhone拍照``) still counts as Chinese.
     """
-    cjk = 0
-    other_words = 0
-    in_word = False
-    for ch in text:
-        if is_cjk_ideograph(ch):
-            cjk += 1
-            in_word = False
-        elif ch.isalpha():
-            other_words += not in_word
-            in_word = True
-        else:
-            in_word = False
+    cjk = sum(map(is_cjk_ideograph, text))
+    # Another word is a run of letters that are not ideographs: every other character ends one.
+    other_words = len("".join("a" if ch.isalpha() and not is_cjk_ideograph(ch) else " " for ch in text).split())
     return cjk > 0 and cjk >= other_words
 
 
@@ -114,11 +105,6 @@ def is_chinese(text: str, language: str | None) -> bool:
     """Whether Chinese handling applies: language zh/yue, or no language and mostly CJK text."""
     code = language_code(language)
     return code in CHINESE_LANGUAGES if code is not None else is_mostly_cjk(text)
-
-
-def _per_character(text: str) -> str:
-    """One unit per non-space character, separated by single spaces."""
-    return " ".join(ch for ch in text if not ch.isspace())
 
 
 class Normalizer(ABC):
@@ -204,8 +190,8 @@ def _basic_chinese(text: str) -> str:
     """Chinese handling shared by ``basic`` and ``whisper-en``: both sides simplified."""
     text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
     text = zhconv.convert(text, "zh-cn").casefold()
-    kept = "".join(" " if unicodedata.category(ch)[0] == "P" else ch for ch in text)
-    return _per_character(kept)
+    # One unit per character, punctuation dropped, separated by single spaces.
+    return " ".join(ch for ch in text if not ch.isspace() and unicodedata.category(ch)[0] != "P")
 
 
 class BasicNormalizer(Normalizer):
@@ -266,9 +252,7 @@ class WhisperEnglishNormalizer(Normalizer):
 
 
 _FACTORIES: dict[str, type[Normalizer]] = {
-    SeedTTSEvalNormalizer.name: SeedTTSEvalNormalizer,
-    WhisperEnglishNormalizer.name: WhisperEnglishNormalizer,
-    BasicNormalizer.name: BasicNormalizer,
+    cls.name: cls for cls in (SeedTTSEvalNormalizer, WhisperEnglishNormalizer, BasicNormalizer)
 }
 
 NORMALIZERS: tuple[str, ...] = tuple(_FACTORIES)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from audio_reward.protocol.models import ScoreResponse
@@ -51,27 +51,24 @@ class TranscriptScore:
         rules' language, else ``detected_language`` (the ASR model's detection), else ``""``.  ``server``
         sets what only the server knows: ``model``, ``engine``, ``request_id``, the measured signals.
         """
-        r, rates, policy, c = self.reward, self.rates, self.policy, self.composed
+        policy, c = self.policy, self.composed
         speaker = c.speaker_term if c is not None else None
         quality = c.quality_term if c is not None else None
+        # The rates, the breakdown's terms and this score's own facts go out under their own names.
+        fields = {**asdict(self.rates), **asdict(self.reward), **{name: getattr(self, name) for name in _SENT_AS_IS}}
+        fields.update(score=self.score, reward_base=fields.pop("base"))
         return ScoreResponse(
-            score=self.score, cer=rates.cer, wer=rates.wer, error_rate=r.error_rate, error_clipped=r.error_clipped,
-            ref_chars=rates.ref_chars, ref_words=rates.ref_words, char_edits=rates.char_edits,
-            word_edits=rates.word_edits, transcript=self.transcript,
-            normalized_transcript=self.normalized_transcript, normalized_reference=self.normalized_reference,
-            normalizer=self.normalizer, language=self.language or language_code(detected_language) or "",
-            char_level=self.char_level, duration_s=self.duration_s, expected_duration_s=self.expected_duration_s,
-            expected_duration_source=self.expected_duration_source, duration_ratio=r.duration_ratio,
-            duration_checked=r.duration_checked, reward_formula=policy.formula, reward_metric=policy.metric,
-            reward_base=r.base, penalty_empty=r.penalty_empty, penalty_duration=r.penalty_duration,
-            penalty_short_audio=r.penalty_short_audio, penalty_repeat=r.penalty_repeat,
-            repeated_ngram_fraction=r.repeated_ngram_fraction, empty_transcript=r.empty_transcript,
-            reward_asr=c.asr if c is not None else None, reward_speaker=speaker,
-            speaker_weight=None if speaker is None else policy.speaker_weight,
+            **fields, language=self.language or language_code(detected_language) or "",
+            reward_formula=policy.formula, reward_metric=policy.metric, reward_asr=c.asr if c is not None else None,
+            reward_speaker=speaker, speaker_weight=None if speaker is None else policy.speaker_weight,
             speaker_floor_applied=None if speaker is None or c is None else c.speaker_floor_applied,
             reward_quality=quality, quality_weight=None if quality is None else policy.quality_weight,
             **server,
         )
+
+
+_SENT_AS_IS = ("transcript", "normalized_transcript", "normalized_reference", "normalizer", "char_level", "duration_s",
+               "expected_duration_s", "expected_duration_source")
 
 
 @dataclass(frozen=True)
@@ -177,10 +174,8 @@ def score_transcript(
 
     compared = compare_texts(reference, transcript, normalizer=normalizer, language=language)
     text = reference.text if isinstance(reference, Reference) else reference
-    if reference_duration_s:
-        expected, source = reference_duration_s, "reference"
-    else:
-        expected, source = estimate_speech_duration(text), "estimate"
+    expected, source = ((reference_duration_s, "reference") if reference_duration_s
+                        else (estimate_speech_duration(text), "estimate"))
     reward = shape_reward(
         policy,
         compared.rates.cer if policy.metric == "cer" else compared.rates.wer,
