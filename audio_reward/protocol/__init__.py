@@ -15,7 +15,7 @@ from .codecs import (
     encode_file,
     encode_pcm16,
 )
-from .errors import ProtocolError
+from .errors import Issue, ProtocolError
 from .models import (
     DEFAULT_LIMITS,
     BatchScoreRequest,
@@ -55,6 +55,7 @@ __all__ = [
     "ErrorDetail",
     "ErrorResponse",
     "InfoResponse",
+    "Issue",
     "Limits",
     "ProtocolError",
     "RewardOptions",

@@ -7,18 +7,29 @@ Pure functions with no model or server state; the server calls
 from .duration import estimate_speech_duration
 from .errors import EmptyReferenceError, ScoringError, UnsupportedLanguageError
 from .metrics import ErrorRates, error_rates, split_words
-from .normalizers import NORMALIZERS, Normalizer, get_normalizer, is_chinese, language_code
-from .rewards import RewardPolicy, compose_reward, repeated_ngram_fraction, shape_reward
-from .scorer import Reference, TranscriptScore, compare_texts, normalize_reference, score_transcript
+from .normalizers import DEFAULT_NORMALIZER, NORMALIZERS, Normalizer, get_normalizer, is_chinese, language_code
+from .rewards import (
+    ComposedReward,
+    RewardBreakdown,
+    RewardPolicy,
+    compose_reward,
+    repeated_ngram_fraction,
+    shape_reward,
+)
+from .scorer import Reference, TextComparison, TranscriptScore, compare_texts, normalize_reference, score_transcript
 
 __all__ = [
+    "DEFAULT_NORMALIZER",
     "NORMALIZERS",
+    "ComposedReward",
     "EmptyReferenceError",
     "ErrorRates",
     "Normalizer",
     "Reference",
+    "RewardBreakdown",
     "RewardPolicy",
     "ScoringError",
+    "TextComparison",
     "TranscriptScore",
     "UnsupportedLanguageError",
     "compare_texts",
