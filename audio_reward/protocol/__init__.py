@@ -18,6 +18,8 @@ from .codecs import (
 from .errors import Issue, ProtocolError
 from .models import (
     DEFAULT_LIMITS,
+    MESSAGES,
+    BatchItem,
     BatchScoreRequest,
     BatchScoreResponse,
     ErrorDetail,
@@ -37,6 +39,7 @@ from .validation import (
     decode_batch_request,
     decode_score_request,
     decode_speaker_request,
+    detect_kind,
     issues_from_pydantic,
     parse_json,
     validate_message,
@@ -45,9 +48,11 @@ from .version import PROTOCOL_VERSION, SUPPORTED_VERSIONS
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "MESSAGES",
     "PROTOCOL_VERSION",
     "SUPPORTED_VERSIONS",
     "AudioDecodeError",
+    "BatchItem",
     "BatchScoreRequest",
     "BatchScoreResponse",
     "DecodedAudio",
@@ -71,6 +76,7 @@ __all__ = [
     "decode_score_request",
     "decode_speaker_request",
     "describe_bytes",
+    "detect_kind",
     "encode_f32",
     "encode_file",
     "encode_pcm16",
