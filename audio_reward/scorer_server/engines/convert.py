@@ -110,10 +110,7 @@ def read_ct2_model(model_bin: str | os.PathLike[str]) -> CT2Model:
                 shape = [r.unpack("I") for _ in range(r.unpack("B"))]
                 dtype_id = r.unpack("B")
                 variables[name] = _to_array(r.take(r.unpack("I")), dtype_id, shape)
-            aliases = {}
-            for _ in range(r.unpack("I")):
-                alias = r.string()
-                aliases[alias] = r.string()
+            aliases = {r.string(): r.string() for _ in range(r.unpack("I"))}  # the alias is read first (key first)
         except (struct.error, UnicodeDecodeError, ValueError) as exc:
             if isinstance(exc, ConversionError):
                 raise

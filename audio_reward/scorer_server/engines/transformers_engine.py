@@ -108,23 +108,17 @@ class _WhisperBackend:
         kwargs: dict[str, Any] = {
             "attention_mask": feats.attention_mask.to(self.device), "do_sample": False, "num_beams": 1,
             "max_new_tokens": max_new_tokens_for(max(w.shape[0] for w in windows) / ENGINE_SAMPLE_RATE)}
-        languages: list[str | None] = ["en"] * len(windows)
+        languages: list[str | None] = [language if self.multilingual else "en"] * len(windows)
+        inputs: dict[str, Any] = {"input_features": features}
         with torch.inference_mode():
+            if self.multilingual and language is None:
+                # Encode once: detection reads these encoder outputs and generation reuses them.
+                inputs = {"encoder_outputs": self.model.get_encoder()(features)}
+                detected = self.model.detect_language(**inputs)
+                languages = [self.id_to_lang.get(int(t)) for t in detected.view(-1).tolist()]
             if self.multilingual:
-                kwargs["task"] = "transcribe"
-                if language is None:
-                    # Encode once: detection reads these encoder outputs and generation reuses them.
-                    encoded = self.model.get_encoder()(features)
-                    detected = self.model.detect_language(encoder_outputs=encoded)
-                    languages = [self.id_to_lang.get(int(t)) for t in detected.view(-1).tolist()]
-                    kwargs["language"] = [lang or "en" for lang in languages]
-                    out = self.model.generate(encoder_outputs=encoded, **kwargs)
-                else:
-                    languages = [language] * len(windows)
-                    kwargs["language"] = languages
-                    out = self.model.generate(features, **kwargs)
-            else:
-                out = self.model.generate(features, **kwargs)
+                kwargs.update(task="transcribe", language=[lang or "en" for lang in languages])
+            out = self.model.generate(**inputs, **kwargs)
         sequences = out["sequences"] if isinstance(out, dict) else out
         # One generate call shares the batch's longest cap; each row keeps only its own.
         caps = [max_new_tokens_for(w.shape[0] / ENGINE_SAMPLE_RATE) for w in windows]
@@ -254,7 +248,7 @@ class TransformersEngine(ThreadedEngine):
             if self.options["attn_implementation"] else {}
         self._backend = backend_cls(checkpoint.path, device, dtype, load_kwargs)
         self.info = EngineInfo(engine="transformers", model_id=checkpoint.model_id,
-                               weights_sha256=checkpoint.weights_sha256, device=device,
+                               weights_sha256=checkpoint.sha256, device=device,
                                compute_type=str(dtype).removeprefix("torch."),
                                extra={"architecture": architecture, "transformers": transformers.__version__,
                                       "torch": torch.__version__})
