@@ -111,8 +111,7 @@ class ScoringPipeline:
             rules=self._reference(req.prompt),
             identity=(req.prompt, req.sample_rate, req.reward, req.reference_duration_s) if named else None,
         )
-        signals = self.signals.job(req, policy)
-        return PreparedRequest(req, engine, reference, policy, signals)
+        return PreparedRequest(req, engine, reference, policy, self.signals.job(req, policy))
 
     def _reference(self, prompt: str) -> Callable[[str | None], Reference]:
         """The prompt normalized under a language's rules; 400 when there is nothing to score against."""
