@@ -126,8 +126,7 @@ async def _load_models(parts: ServerParts) -> None:
         parts.on_ready()
     if batching.note:
         # A warning when the operator chose the batch size, so the setting is not silently ignored.
-        chosen = "max_batch_size" in settings.model_fields_set
-        log.log(logging.WARNING if chosen else logging.INFO, batching.note)
+        log.log(logging.WARNING if "max_batch_size" in settings.model_fields_set else logging.INFO, batching.note)
 
 
 def _lifespan(parts: ServerParts) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:

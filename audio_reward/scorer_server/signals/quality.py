@@ -101,8 +101,7 @@ class DnsmosScorer(QualityScorer):
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if self.device in ("cuda", "auto") \
             else ["CPUExecutionProvider"]
-        available = set(ort.get_available_providers())
-        providers = [p for p in providers if p in available]
+        providers = [p for p in providers if p in ort.get_available_providers()]
         # The provider onnxruntime actually runs (a GPU build without its CUDA libraries falls back to the CPU).
         p808_whole = WholeModel(ort.InferenceSession(p808, options, providers=providers))
         used = p808_whole.session.get_providers()[0]
