@@ -269,8 +269,7 @@ class TransformersEngine(ThreadedEngine):
         return [self._backend.prepare(chunk) for chunk in self._chunks(batch)]
 
     def transcribe_prepared_sync(self, batch: Sequence[TranscriptionInput], prepared: Any) -> list[Transcription]:
-        if self._backend is None:
-            raise RuntimeError("engine not loaded: call load() first")
+        assert self._backend is not None  # prepare_sync, which checks it, ran first
         out: list[Transcription] = []
         with self._lock:
             for chunk, inputs in zip(self._chunks(batch), prepared, strict=True):

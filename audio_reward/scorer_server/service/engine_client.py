@@ -165,10 +165,6 @@ class EngineClient:
             f"--language {self.default_language}: model {self.info.model_id} does not transcribe it "
             f"(it supports: {shown})")
 
-    def failed(self, exc: BaseException) -> None:
-        """Record that the models could not load: ``/readyz`` says so, requests get 503 naming it."""
-        self.state.load_error = type(exc).__name__
-
     def start(self) -> None:
         """Start the scheduler the loaded engine needs, and take requests (on the running loop)."""
         engine, s = self._engine, self._settings

@@ -136,11 +136,9 @@ class ScoringPipeline:
             raise BadRequestError.from_protocol(exc) from None
         items: list[PreparedRequest | ServerError] = []
         for i, item in enumerate(decoded):
-            if isinstance(item, ProtocolError):
-                items.append(BadRequestError.from_protocol(item))
-                continue
             try:
-                items.append(self._prepare(item, f"{request_id}-{i}"))
+                items.append(BadRequestError.from_protocol(item) if isinstance(item, ProtocolError)
+                             else self._prepare(item, f"{request_id}-{i}"))
             except ServerError as exc:
                 items.append(exc)
         return items

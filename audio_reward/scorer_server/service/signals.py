@@ -167,7 +167,7 @@ class SignalService:
             )
         return resample_16k(audio.waveform, audio.sample_rate)
 
-    def _require_speaker(self, path: str) -> SpeakerEncoder:
+    def _require_speaker(self, path: str) -> None:
         if self.speaker is None:
             raise BadRequestError(
                 "signal_unavailable",
@@ -175,7 +175,6 @@ class SignalService:
                 "or a WavLMForXVector model",
                 path=path,
             )
-        return self.speaker
 
     def job(self, req: DecodedScoreRequest, policy: RewardPolicy) -> SignalJob | None:
         """What ``req`` needs of the signals; 400 or 404 for what cannot be measured.  Blocking (resampling)."""

@@ -166,8 +166,7 @@ class DnsmosScorer(QualityScorer):
     def _window_scores(self, audio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The raw P.835 (SIG, BAK, OVRL) of each of the clip's windows, (windows, 3), and their P.808 MOS."""
         p835, p808, calls = self._p835, self._p808, self.max_windows_per_call
-        if p835 is None or p808 is None:
-            raise RuntimeError("the DNSMOS model is not loaded")
+        assert p835 is not None and p808 is not None  # score_sync checked the model loaded (they load before it)
         clip, starts = self._clip(audio)
         features, references = self._p808_inputs(clip, starts)
         if isinstance(p835, WholeModel):
