@@ -142,13 +142,9 @@ class _WhisperBackend:
             by_language.setdefault(item.language, []).append(i)
         groups = []
         for language, indices in by_language.items():
-            windows: list[np.ndarray] = []
-            owner: list[int] = []
-            for i in indices:
-                audio = batch[i].audio
-                for start in range(0, max(1, audio.shape[0]), window):
-                    windows.append(audio[start : start + window])
-                    owner.append(i)
+            pieces = [(i, batch[i].audio[start : start + window]) for i in indices
+                      for start in range(0, max(1, batch[i].audio.shape[0]), window)]
+            owner, windows = [i for i, _ in pieces], [piece for _, piece in pieces]
             feats = self.processor.feature_extractor(windows, sampling_rate=ENGINE_SAMPLE_RATE, return_tensors="pt",
                                                      return_attention_mask=True)
             groups.append((language, indices, windows, owner, feats))

@@ -260,13 +260,12 @@ class SignalService:
         """Measure ``items``; when that fails, each of them holds the error they share."""
         try:
             await asyncio.wait_for(self.measure(items), timeout_s)
+            return
         except asyncio.TimeoutError:
             error: ServerError = RequestTimeoutError(
                 f"the speaker and quality models took longer than the server's limit of {timeout_s:g} s")
         except ServerError as exc:
             error = exc
-        else:
-            return
         for item in items:
             item.error = error
 
