@@ -154,14 +154,11 @@ class ASREngine(ABC):
     options: Mapping[str, Any] = MappingProxyType({})
     """The resolved options (every key of ``OPTIONS``), as ``/v1/info`` reports them."""
 
+    # Whether the engine batches concurrent requests by itself (continuous batching, as vLLM).  When True
+    # the server skips the micro-batch scheduler: every utterance goes to ``transcribe`` on its own as soon
+    # as it arrives, at most ``max_concurrency`` at a time, and each request finishes when its own
+    # transcript is ready.
     schedules_itself: ClassVar[bool] = False
-    """Whether the engine batches concurrent requests by itself (continuous batching, as vLLM).
-
-    When True the server skips the micro-batch scheduler: every utterance goes to
-    ``transcribe`` on its own as soon as it arrives, at most
-    ``max_concurrency`` at a time, and each request finishes when its own
-    transcript is ready.
-    """
 
     @property
     def max_concurrency(self) -> int | None:

@@ -48,8 +48,7 @@ class SpeakerReferenceStore:
         self.ttl_s = ttl_s
         self._clock = clock
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
-        self.bytes = 0
-        """What the kept entries cost together (:func:`entry_bytes`)."""
+        self.bytes = 0  # what the kept entries cost together (entry_bytes)
         self._lock = threading.Lock()
         self.evictions = 0
 
