@@ -102,7 +102,7 @@ async def _load_models(parts: ServerParts) -> None:
         await asyncio.to_thread(parts.signals.load)
     except Exception as exc:  # reported on /readyz and in the log, then the server stops
         # Only the exception type goes on the unauthenticated /readyz; the message (paths...) goes to the log.
-        engine_client.failed(exc)
+        engine_client.state.load_error = type(exc).__name__  # /readyz says so, requests get 503 naming it
         if loading == "signals":
             what, extra = "a signal model", {"speaker_model": settings.speaker_model,
                                              "quality_model": settings.quality_model}
@@ -126,8 +126,7 @@ async def _load_models(parts: ServerParts) -> None:
         parts.on_ready()
     if batching.note:
         # A warning when the operator chose the batch size, so the setting is not silently ignored.
-        chosen = "max_batch_size" in settings.model_fields_set
-        log.log(logging.WARNING if chosen else logging.INFO, batching.note)
+        log.log(logging.WARNING if "max_batch_size" in settings.model_fields_set else logging.INFO, batching.note)
 
 
 def _lifespan(parts: ServerParts) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:

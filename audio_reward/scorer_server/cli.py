@@ -61,10 +61,9 @@ def _missing_extras(settings: ServerSettings) -> tuple[list[str], ModuleNotFound
         if not is_missing_dependency(exc):
             raise
         missing, error = ["server"], exc
-    engine_extra = ENGINE_EXTRAS.get(settings.engine)
-    absent = missing_engine_module(settings.engine)
-    if absent is not None and engine_extra is not None and engine_extra not in missing:
-        missing.append(engine_extra)
+    absent = missing_engine_module(settings.engine)  # None for an engine without a known extra
+    if absent is not None and ENGINE_EXTRAS[settings.engine] not in missing:
+        missing.append(ENGINE_EXTRAS[settings.engine])
         error = error or absent
     if missing_packaged_model(settings.model) and PACKAGED_EXTRAS[settings.model][0] not in missing:
         missing.append(PACKAGED_EXTRAS[settings.model][0])
@@ -77,11 +76,9 @@ def _unreachable_model(settings: ServerSettings) -> str | None:
     from .engines.model_store import ModelNotAvailableError, ensure_hub_model, hub_repository, missing_model_folder
 
     missing = missing_model_folder(settings.model)
-    if missing is not None:
+    repo = hub_repository(settings.engine, settings.model)  # None for a local path, missing or not
+    if missing is not None or repo is None:
         return missing
-    repo = hub_repository(settings.engine, settings.model)
-    if repo is None:
-        return None
     try:
         ensure_hub_model(repo, settings.model)
     except ModelNotAvailableError as exc:

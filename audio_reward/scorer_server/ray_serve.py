@@ -105,12 +105,11 @@ class ScorerReplica:
         if self.engine is None:
             raise RuntimeError("the replica's engine is not loaded")
         app = build_app(self.settings, engine=self.engine, engine_preloaded=True)
-        replica_id = self.replica_id
 
         @app.middleware("http")
         async def tag_replica(request: Any, call_next: Any) -> Any:
             response = await call_next(request)
-            response.headers[REPLICA_HEADER] = replica_id
+            response.headers[REPLICA_HEADER] = self.replica_id
             return response
 
         self._scorer_app = app  # not `app`: Ray's ingress wrapper owns that name
@@ -185,7 +184,7 @@ def run(settings: ServerConfig, scale: ScaleOutConfig, *, blocking: bool = True)
     url = f"http://{settings.host}:{settings.port}"
     if blocking:
         # SIGTERM (systemd, Kubernetes, a test harness) stops the deployment as cleanly as Ctrl-C.
-        signal.signal(signal.SIGTERM, _interrupt)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)  # raises KeyboardInterrupt
         log.warning("scorer deployed on Ray Serve", extra={"url": url})
         try:
             while True:
@@ -200,10 +199,6 @@ def run(settings: ServerConfig, scale: ScaleOutConfig, *, blocking: bool = True)
             if started_ray:
                 ray.shutdown()
     return url
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -47,15 +47,10 @@ class ScaleOutConfig(BaseModel):
         actor: dict[str, Any] = {"num_cpus": self.cpus_per_replica, **self.extra_actor_options}
         if self.gpus_per_replica:
             actor["num_gpus"] = self.gpus_per_replica
-        autoscaling = {
-            "min_replicas": self.min_replicas,
-            "max_replicas": self.max_replicas,
-            "target_ongoing_requests": self.target_ongoing_requests,
-            "upscale_delay_s": self.upscale_delay_s,
-            "downscale_delay_s": self.downscale_delay_s,
-        }
-        if self.initial_replicas is not None:
-            autoscaling["initial_replicas"] = self.initial_replicas
+        # Ray's autoscaling_config keys are these fields' names; initial_replicas only when set.
+        autoscaling = self.model_dump(include={"min_replicas", "max_replicas", "initial_replicas",
+                                               "target_ongoing_requests", "upscale_delay_s", "downscale_delay_s"},
+                                      exclude_none=True)
         options: dict[str, Any] = {"ray_actor_options": actor, "max_ongoing_requests": self.max_ongoing_requests}
         if self.min_replicas == self.max_replicas:
             options["num_replicas"] = self.min_replicas

@@ -3,7 +3,7 @@
 Precedence, highest first: explicit CLI flags (generated from the fields by
 :mod:`audio_reward.settings_flags`), ``AUDIO_REWARD_SERVER_*`` environment
 variables, the config file (``--config FILE``, TOML or YAML, read by
-pydantic-settings' own file sources: :class:`ConfigFileSource`), the named
+pydantic-settings' own file sources, then an init source over its values), the named
 ``preset``'s fields, the defaults.  A file's keys are the flags' names
 (``max-batch-size``, ``reward-exp-k``, ``engine-option``) or the fields'
 (``max_batch_size``, a ``[reward]`` table, ``engine_options``).
@@ -41,9 +41,6 @@ from pydantic_settings import (
 from ..environment import API_KEY_ENV
 from ..settings_flags import flags_for, one_line, set_path
 from .config import ENV_PREFIX, PRESET_FIELDS, ServerConfig, parse_engine_options
-
-__all__ = ["API_KEY_ENV", "ENV_PREFIX", "ConfigFileError", "ConfigFileSource", "ServerConfig", "ServerSettings",
-           "parse_engine_options", "read_config_file", "setting_sources"]
 
 CONFIG_FORMATS = {".toml": "TOML", ".yaml": "YAML", ".yml": "YAML"}
 """The config file's format, by its suffix."""
@@ -122,14 +119,6 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return config_values(raw, path)
 
 
-class ConfigFileSource(InitSettingsSource):
-    """The ``--config`` file as a pydantic-settings source: below the flags and the environment."""
-
-    def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
-        self.path = path
-        super().__init__(settings_cls, read_config_file(path))
-
-
 class ServerSettings(BaseSettings, ServerConfig):
     """:class:`ServerConfig` with ``AUDIO_REWARD_SERVER_*`` variables under the explicit values."""
 
@@ -151,7 +140,8 @@ class ServerSettings(BaseSettings, ServerConfig):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """pydantic-settings' sources, highest first, with the ``--config`` file last: flags > env > file."""
         path = _CONFIG_FILE.get()
-        extra = (ConfigFileSource(settings_cls, path),) if path is not None else ()
+        # The --config file as pydantic-settings' init source over its values: below the flags and the environment.
+        extra = (InitSettingsSource(settings_cls, read_config_file(path)),) if path is not None else ()
         return (init_settings, env_settings, dotenv_settings, file_secret_settings, *extra)
 
     @classmethod

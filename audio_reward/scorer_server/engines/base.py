@@ -137,11 +137,8 @@ def resolve_engine_options(engine: str, spec: Mapping[str, EngineOption], given:
             f"engine {engine!r} has no option {', '.join(map(repr, unknown))} (its options: {known})")
     out = {}
     for key, option in spec.items():
-        if key not in given:
-            out[key] = option.default
-            continue
         try:
-            out[key] = option.convert(given[key])
+            out[key] = option.convert(given[key]) if key in given else option.default
         except ValueError as exc:
             raise EngineOptionError(f"engine option {key}={given[key]!r} for engine {engine!r}: {exc} "
                                     f"({option.help})") from None
@@ -157,16 +154,11 @@ class ASREngine(ABC):
     options: Mapping[str, Any] = MappingProxyType({})
     """The resolved options (every key of ``OPTIONS``), as ``/v1/info`` reports them."""
 
-    @property
-    def schedules_itself(self) -> bool:
-        """Whether the engine batches concurrent requests by itself (continuous batching, as vLLM).
-
-        When True the server skips the micro-batch scheduler: every utterance goes to
-        ``transcribe`` on its own as soon as it arrives, at most
-        ``max_concurrency`` at a time, and each request finishes when its own
-        transcript is ready.
-        """
-        return False
+    # Whether the engine batches concurrent requests by itself (continuous batching, as vLLM).  When True
+    # the server skips the micro-batch scheduler: every utterance goes to ``transcribe`` on its own as soon
+    # as it arrives, at most ``max_concurrency`` at a time, and each request finishes when its own
+    # transcript is ready.
+    schedules_itself: ClassVar[bool] = False
 
     @property
     def max_concurrency(self) -> int | None:

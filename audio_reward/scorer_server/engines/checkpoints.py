@@ -12,13 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 
 from .convert import ct2_whisper_to_transformers, is_current_conversion
 from .model_store import (
     PACKAGED_MODELS,
     ModelNotAvailableError,
+    ResolvedModel,
     cache_dir,
     ensure_hub_model,
     resolve_ctranslate2_model,
@@ -31,16 +31,7 @@ class UnsupportedModelError(ValueError):
     """The checkpoint is neither Whisper nor Qwen3-ASR, or this transformers cannot run it."""
 
 
-@dataclass(frozen=True)
-class ResolvedCheckpoint:
-    """Where the transformers weights live and what identifies them."""
-
-    model_id: str
-    path: str
-    weights_sha256: str | None
-
-
-def resolve_transformers_checkpoint(name: str) -> ResolvedCheckpoint:
+def resolve_transformers_checkpoint(name: str) -> ResolvedModel:
     """A transformers checkpoint for ``name``, converting CTranslate2 Whisper models on first use."""
     path = Path(name).expanduser()
     if name in PACKAGED_MODELS or (path.is_dir() and (path / "model.bin").exists()):
@@ -50,15 +41,15 @@ def resolve_transformers_checkpoint(name: str) -> ResolvedCheckpoint:
         if not is_current_conversion(target):
             log.info("converting CTranslate2 Whisper for transformers", extra={"model": name, "target": str(target)})
             ct2_whisper_to_transformers(ct2.path, target)
-        return ResolvedCheckpoint(ct2.model_id, str(target), ct2.sha256)
+        return ResolvedModel(ct2.model_id, str(target), ct2.sha256)
     if path.is_dir():
         if not (path / "config.json").exists():
             raise ModelNotAvailableError(f"{path} has no config.json: not a transformers checkpoint")
-        return ResolvedCheckpoint(str(path), str(path.resolve()), None)
+        return ResolvedModel(str(path), str(path.resolve()), None)
     if path.suffix or name.startswith(("/", ".", "~")):
         raise ModelNotAvailableError(f"model folder {name!r} does not exist")
     ensure_hub_model(name, name)
-    return ResolvedCheckpoint(name, name, None)
+    return ResolvedModel(name, name, None)
 
 
 def checkpoint_architecture(path: str) -> str:

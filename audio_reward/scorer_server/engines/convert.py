@@ -110,10 +110,7 @@ def read_ct2_model(model_bin: str | os.PathLike[str]) -> CT2Model:
                 shape = [r.unpack("I") for _ in range(r.unpack("B"))]
                 dtype_id = r.unpack("B")
                 variables[name] = _to_array(r.take(r.unpack("I")), dtype_id, shape)
-            aliases = {}
-            for _ in range(r.unpack("I")):
-                alias = r.string()
-                aliases[alias] = r.string()
+            aliases = {r.string(): r.string() for _ in range(r.unpack("I"))}  # the alias is read first (key first)
         except (struct.error, UnicodeDecodeError, ValueError) as exc:
             if isinstance(exc, ConversionError):
                 raise
@@ -269,11 +266,8 @@ def ct2_whisper_to_transformers(ct2_dir: str | os.PathLike[str], out_dir: str | 
         pad_token_id=eot, bos_token_id=eot, eos_token_id=eot, decoder_start_token_id=sot,
         suppress_tokens=list(ct2_config.get("suppress_ids", [])),
         begin_suppress_tokens=list(ct2_config.get("suppress_ids_begin", [])), tie_word_embeddings=True)
-    generation = _generation_config(config, ct2_config, vocab, token_id)
-    tokenizer = WhisperTokenizer(tokenizer_file=str(src_dir / "tokenizer.json"))
-    processor = WhisperProcessor(
-        feature_extractor=WhisperFeatureExtractor(feature_size=config.num_mel_bins), tokenizer=tokenizer
-    )
+    processor = WhisperProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=config.num_mel_bins),
+                                 tokenizer=WhisperTokenizer(tokenizer_file=str(src_dir / "tokenizer.json")))
 
     from transformers import WhisperForConditionalGeneration
 
@@ -288,7 +282,7 @@ def ct2_whisper_to_transformers(ct2_dir: str | os.PathLike[str], out_dir: str | 
     model.tie_weights()
     # mypy cannot bind transformers' .to() (wrapped with functools.wraps) as a method.
     model.to(dtype)  # type: ignore[arg-type]
-    model.generation_config = generation
+    model.generation_config = _generation_config(config, ct2_config, vocab, token_id)
 
     _write_whole(out, [model, processor], {"source": str(src_dir.resolve()), "spec": ct2.spec_name,
                                            "revision": ct2.revision, "converter_version": CONVERTER_VERSION})

@@ -139,9 +139,7 @@ class FasterWhisperEngine(ThreadedEngine):
         return self._tokenizers[language]
 
     def _language_of(self, item: TranscriptionInput) -> str | None:
-        if not self.multilingual:
-            return "en"  # an English-only model has no language token to force
-        return item.language
+        return item.language if self.multilingual else "en"  # an English-only model has no language token to force
 
     def _groups(self, batch: Sequence[TranscriptionInput]) -> list[list[int]]:
         """Indices of the utterances that share one encoder call (one window each)."""
@@ -155,14 +153,10 @@ class FasterWhisperEngine(ThreadedEngine):
         return [self._features([batch[i] for i in group]) for group in self._groups(batch)]
 
     def transcribe_prepared_sync(self, batch: Sequence[TranscriptionInput], prepared: Any) -> list[Transcription]:
-        results: list[Transcription | None] = [None] * len(batch)
-        for i, item in enumerate(batch):
-            if item.duration_s > WINDOW_SECONDS:
-                results[i] = self._transcribe_long(item)
+        results = {i: self._transcribe_long(item) for i, item in enumerate(batch) if item.duration_s > WINDOW_SECONDS}
         for group, features in zip(self._groups(batch), prepared, strict=True):
-            for i, out in zip(group, self._transcribe_windows([batch[i] for i in group], features), strict=True):
-                results[i] = out
-        return [r for r in results if r is not None]
+            results.update(zip(group, self._transcribe_windows([batch[i] for i in group], features), strict=True))
+        return [results[i] for i in range(len(batch))]
 
     def _transcribe_long(self, item: TranscriptionInput) -> Transcription:
         language = self._language_of(item)
@@ -203,11 +197,8 @@ class FasterWhisperEngine(ThreadedEngine):
         results = model.model.generate(encoder_output, prompts, beam_size=self.config.beam_size, max_length=max_length,
                                        suppress_blank=True, suppress_tokens=get_suppressed_tokens(tokenizers[0], [-1]),
                                        return_scores=False)
-        out = []
-        for tok, lang, result in zip(tokenizers, languages, results, strict=True):
-            ids = result.sequences_ids[0]
-            out.append(Transcription(tok.decode(ids).strip(), lang, len(ids)))
-        return out
+        return [Transcription(tok.decode(result.sequences_ids[0]).strip(), lang, len(result.sequences_ids[0]))
+                for tok, lang, result in zip(tokenizers, languages, results, strict=True)]
 
     def warmup(self) -> None:
         # Two passes: the first pays CTranslate2's lazy allocations, the second checks a batch of two.

@@ -44,7 +44,7 @@ class WeightsHashMismatchError(RuntimeError):
 
 @dataclass(frozen=True)
 class ResolvedModel:
-    """A CTranslate2 model folder ready to load."""
+    """A model folder ready to load (CTranslate2, or a transformers checkpoint), and what identifies its weights."""
 
     model_id: str
     path: str
@@ -62,10 +62,8 @@ def sha256_of(path: Path, chunk: int = 1 << 22) -> str:
 def cache_dir() -> Path:
     """Where joined and converted weights are kept: ``AUDIO_REWARD_CACHE``, else ``$XDG_CACHE_HOME/audio-reward``
     (``~/.cache/audio-reward``)."""
-    root = os.environ.get("AUDIO_REWARD_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "audio-reward"
-    )
-    return Path(root)
+    return Path(os.environ.get("AUDIO_REWARD_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "audio-reward"))
 
 
 def _verify(model_id: str, model_bin: Path) -> str:
@@ -134,10 +132,7 @@ def missing_model_folder(name: str) -> str | None:
     Checked before the server listens: a typo in ``--model`` would otherwise surface only in the
     background load, after the server said where it listens.
     """
-    if name in PACKAGED_MODELS or not name.startswith(("/", ".", "~")):
-        return None
-    path = Path(name).expanduser()
-    if path.exists():
+    if name in PACKAGED_MODELS or not name.startswith(("/", ".", "~")) or Path(name).expanduser().exists():
         return None
     return (f"model folder {name!r} does not exist (--model takes {', '.join(PACKAGED_MODELS)}, a hub id, "
             "or the folder of a model)")

@@ -9,6 +9,7 @@ library is imported until a language is first looked up.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from functools import cache
 
@@ -19,11 +20,9 @@ LANGUAGE_PREFIX_TOKENS = 8
 @cache
 def language_table() -> Mapping[str, str]:
     """ISO 639-1 code -> the English name Qwen3-ASR uses; empty when neither library is installed."""
-    try:
+    with contextlib.suppress(ImportError):
         from transformers.models.qwen3_asr import processing_qwen3_asr
-    except ImportError:
-        pass
-    else:
+
         table: Mapping[str, str] | None = getattr(processing_qwen3_asr, "LANGUAGE_CODE_TO_NAME", None)
         if table:
             return table

@@ -108,23 +108,17 @@ class _WhisperBackend:
         kwargs: dict[str, Any] = {
             "attention_mask": feats.attention_mask.to(self.device), "do_sample": False, "num_beams": 1,
             "max_new_tokens": max_new_tokens_for(max(w.shape[0] for w in windows) / ENGINE_SAMPLE_RATE)}
-        languages: list[str | None] = ["en"] * len(windows)
+        languages: list[str | None] = [language if self.multilingual else "en"] * len(windows)
+        inputs: dict[str, Any] = {"input_features": features}
         with torch.inference_mode():
+            if self.multilingual and language is None:
+                # Encode once: detection reads these encoder outputs and generation reuses them.
+                inputs = {"encoder_outputs": self.model.get_encoder()(features)}
+                detected = self.model.detect_language(**inputs)
+                languages = [self.id_to_lang.get(int(t)) for t in detected.view(-1).tolist()]
             if self.multilingual:
-                kwargs["task"] = "transcribe"
-                if language is None:
-                    # Encode once: detection reads these encoder outputs and generation reuses them.
-                    encoded = self.model.get_encoder()(features)
-                    detected = self.model.detect_language(encoder_outputs=encoded)
-                    languages = [self.id_to_lang.get(int(t)) for t in detected.view(-1).tolist()]
-                    kwargs["language"] = [lang or "en" for lang in languages]
-                    out = self.model.generate(encoder_outputs=encoded, **kwargs)
-                else:
-                    languages = [language] * len(windows)
-                    kwargs["language"] = languages
-                    out = self.model.generate(features, **kwargs)
-            else:
-                out = self.model.generate(features, **kwargs)
+                kwargs.update(task="transcribe", language=[lang or "en" for lang in languages])
+            out = self.model.generate(**inputs, **kwargs)
         sequences = out["sequences"] if isinstance(out, dict) else out
         # One generate call shares the batch's longest cap; each row keeps only its own.
         caps = [max_new_tokens_for(w.shape[0] / ENGINE_SAMPLE_RATE) for w in windows]
@@ -148,13 +142,9 @@ class _WhisperBackend:
             by_language.setdefault(item.language, []).append(i)
         groups = []
         for language, indices in by_language.items():
-            windows: list[np.ndarray] = []
-            owner: list[int] = []
-            for i in indices:
-                audio = batch[i].audio
-                for start in range(0, max(1, audio.shape[0]), window):
-                    windows.append(audio[start : start + window])
-                    owner.append(i)
+            pieces = [(i, batch[i].audio[start : start + window]) for i in indices
+                      for start in range(0, max(1, batch[i].audio.shape[0]), window)]
+            owner, windows = [i for i, _ in pieces], [piece for _, piece in pieces]
             feats = self.processor.feature_extractor(windows, sampling_rate=ENGINE_SAMPLE_RATE, return_tensors="pt",
                                                      return_attention_mask=True)
             groups.append((language, indices, windows, owner, feats))
@@ -254,7 +244,7 @@ class TransformersEngine(ThreadedEngine):
             if self.options["attn_implementation"] else {}
         self._backend = backend_cls(checkpoint.path, device, dtype, load_kwargs)
         self.info = EngineInfo(engine="transformers", model_id=checkpoint.model_id,
-                               weights_sha256=checkpoint.weights_sha256, device=device,
+                               weights_sha256=checkpoint.sha256, device=device,
                                compute_type=str(dtype).removeprefix("torch."),
                                extra={"architecture": architecture, "transformers": transformers.__version__,
                                       "torch": torch.__version__})
@@ -275,8 +265,7 @@ class TransformersEngine(ThreadedEngine):
         return [self._backend.prepare(chunk) for chunk in self._chunks(batch)]
 
     def transcribe_prepared_sync(self, batch: Sequence[TranscriptionInput], prepared: Any) -> list[Transcription]:
-        if self._backend is None:
-            raise RuntimeError("engine not loaded: call load() first")
+        assert self._backend is not None  # prepare_sync, which checks it, ran first
         out: list[Transcription] = []
         with self._lock:
             for chunk, inputs in zip(self._chunks(batch), prepared, strict=True):

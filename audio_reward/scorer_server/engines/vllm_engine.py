@@ -229,6 +229,7 @@ class VLLMEngine(ASREngine):
     """Whisper or Qwen3-ASR served by vLLM's ``AsyncLLM`` with continuous batching."""
 
     OPTIONS: ClassVar[Mapping[str, EngineOption]] = VLLM_OPTIONS
+    schedules_itself = True
 
     def __init__(self, config: EngineConfig, *, client: EngineClient | None = None,
                  sampling_params: Callable[..., Any] = _vllm_sampling_params) -> None:
@@ -239,10 +240,6 @@ class VLLMEngine(ASREngine):
         self._traits: ModelTraits | None = None
         self.stats = SchedulerStatsSink()
         self.info = EngineInfo(engine="vllm", model_id=config.model, device=config.device)
-
-    @property
-    def schedules_itself(self) -> bool:
-        return True
 
     @property
     def max_concurrency(self) -> int:
@@ -267,7 +264,7 @@ class VLLMEngine(ASREngine):
         checkpoint = resolve_transformers_checkpoint(self.config.model)
         architecture = checkpoint_architecture(checkpoint.path)
         self._traits = read_model_traits(checkpoint.path, architecture)
-        self.info = EngineInfo(engine="vllm", model_id=checkpoint.model_id, weights_sha256=checkpoint.weights_sha256,
+        self.info = EngineInfo(engine="vllm", model_id=checkpoint.model_id, weights_sha256=checkpoint.sha256,
                                device=self.config.device, compute_type=self._dtype(architecture),
                                extra={"architecture": architecture})
         return checkpoint.path
@@ -358,8 +355,7 @@ class VLLMEngine(ASREngine):
         params = self._sampling_params(temperature=0.0, max_tokens=1,
                                        allowed_token_ids=sorted(self._traits.language_token_ids))
         completion = await self._completion(whisper_prompt(audio, "<|startoftranscript|>"), params)
-        token = int(completion.token_ids[0])
-        return self._traits.language_token_ids.get(token, "en")
+        return self._traits.language_token_ids.get(int(completion.token_ids[0]), "en")
 
     async def _transcribe_one(self, item: TranscriptionInput) -> Transcription:
         assert self._traits is not None

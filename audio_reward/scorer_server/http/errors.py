@@ -36,14 +36,12 @@ _OPENAI_ERROR_TYPES = {401: "authentication_error", 429: "rate_limit_error"}
 def openai_error_body(status: int, code: str, message: str, param: str | None = None) -> dict[str, Any]:
     """OpenAI's ``{"error": {"message", "type", "param", "code"}}`` for a status and our error code."""
     kind = _OPENAI_ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
-    detail = OpenAIErrorDetail(message=message, type=kind, param=param, code=code)
-    return OpenAIErrorResponse(error=detail).model_dump()
+    return OpenAIErrorResponse(error=OpenAIErrorDetail(message=message, type=kind, param=param, code=code)).model_dump()
 
 
 def validation_message(exc: RequestValidationError) -> str:
     """The first problem FastAPI found, as one line."""
-    first = exc.errors()[0] if exc.errors() else {}
-    return str(first.get("msg", "invalid request"))
+    return str((exc.errors()[0] if exc.errors() else {}).get("msg", "invalid request"))
 
 
 def http_error_message(request: Request, exc: StarletteHTTPException) -> str:

@@ -100,13 +100,10 @@ async def _parse_upload(request: Request, body: bytes) -> tuple[TranscriptionFor
 )
 async def create_transcription(request: Request, parts: Parts) -> Response:
     """What OpenAI's ``audio.transcriptions.create`` and ``vllm serve`` answer, on this server's engine."""
-    body = await read_body(request, parts.settings)
-    form, raw, filename = await _parse_upload(request, body)
+    form, raw, filename = await _parse_upload(request, await read_body(request, parts.settings))
     result = await parts.transcriptions.transcribe(form, raw, filename, request_id_of(request))
     content = render(result, form.response_format)
-    if isinstance(content, str):
-        return PlainTextResponse(content)
-    return OrjsonResponse(content)
+    return PlainTextResponse(content) if isinstance(content, str) else OrjsonResponse(content)
 
 
 @router.get("/v1/models", summary="Served models (OpenAI-compatible)", response_model=ModelList,

@@ -57,7 +57,6 @@ async def score_compat(request: Request, parts: Parts) -> Response:
 )
 async def score_batch(request: Request, parts: Parts) -> Response:
     """Score every item; a failing item becomes an error object in its slot, the others still score."""
-    body = await read_body(request, parts.settings)
-    result = await parts.pipeline.score_batch(body, request_id_of(request))
+    result = await parts.pipeline.score_batch(await read_body(request, parts.settings), request_id_of(request))
     # Up to max_batch_items results with prompt-sized fields: encoded off the event loop.
     return await encode_off_loop(result)

@@ -24,5 +24,4 @@ router = APIRouter(tags=["speakers"], dependencies=[Depends(require_api_key), De
 )
 async def register_speaker(request: Request, parts: Parts) -> OrjsonResponse:
     """Embed the recording with the speaker model and keep it; score requests then send ``speaker_reference_id``."""
-    body = await read_body(request, parts.settings, audio=False)
-    return OrjsonResponse(await parts.signals.register(body))
+    return OrjsonResponse(await parts.signals.register(await read_body(request, parts.settings, audio=False)))

@@ -43,7 +43,7 @@ from ..errors import (
     ShuttingDownError,
 )
 from .dedup import Claim, Key, RecentResults, request_key
-from .prometheus import ServerMetrics
+from .prometheus import AdmissionCollector, EngineSchedulerCollector, ServerMetrics
 from .scheduler import (
     BaseScheduler,
     RefusalTurns,
@@ -165,10 +165,6 @@ class EngineClient:
             f"--language {self.default_language}: model {self.info.model_id} does not transcribe it "
             f"(it supports: {shown})")
 
-    def failed(self, exc: BaseException) -> None:
-        """Record that the models could not load: ``/readyz`` says so, requests get 503 naming it."""
-        self.state.load_error = type(exc).__name__
-
     def start(self) -> None:
         """Start the scheduler the loaded engine needs, and take requests (on the running loop)."""
         engine, s = self._engine, self._settings
@@ -178,12 +174,11 @@ class EngineClient:
                 f"{engine.info.device} decodes one utterance per call (it does not batch, or its batched option "
                 "is off), so the scheduler hands it one request at a time"
             )
-        scheduler = scheduler_for(engine, s, on_batch=self._metrics.observe_batch)
-        scheduler.start()
-        if engine.scheduler_stats():
-            self._metrics.watch_engine_scheduler(engine.scheduler_stats)
-        self._metrics.watch_admission(self.admission_estimate)
-        self._scheduler = scheduler
+        self._scheduler = scheduler_for(engine, s, on_batch=self._metrics.observe_batch)
+        self._scheduler.start()
+        if engine.scheduler_stats():  # exported on every scrape
+            self._metrics.registry.register(EngineSchedulerCollector(engine.scheduler_stats))
+        self._metrics.registry.register(AdmissionCollector(self.admission_estimate))
         self.state.ready = True
         self._metrics.ready.set(1)
         self._metrics.set_build(engine=engine.info.engine, model=engine.info.model_id)

@@ -111,8 +111,7 @@ class ScoringPipeline:
             rules=self._reference(req.prompt),
             identity=(req.prompt, req.sample_rate, req.reward, req.reference_duration_s) if named else None,
         )
-        signals = self.signals.job(req, policy)
-        return PreparedRequest(req, engine, reference, policy, signals)
+        return PreparedRequest(req, engine, reference, policy, self.signals.job(req, policy))
 
     def _reference(self, prompt: str) -> Callable[[str | None], Reference]:
         """The prompt normalized under a language's rules; 400 when there is nothing to score against."""
@@ -137,11 +136,9 @@ class ScoringPipeline:
             raise BadRequestError.from_protocol(exc) from None
         items: list[PreparedRequest | ServerError] = []
         for i, item in enumerate(decoded):
-            if isinstance(item, ProtocolError):
-                items.append(BadRequestError.from_protocol(item))
-                continue
             try:
-                items.append(self._prepare(item, f"{request_id}-{i}"))
+                items.append(BadRequestError.from_protocol(item) if isinstance(item, ProtocolError)
+                             else self._prepare(item, f"{request_id}-{i}"))
             except ServerError as exc:
                 items.append(exc)
         return items

@@ -132,14 +132,6 @@ class ServerMetrics:
                                            ("signal",), buckets=_BATCH_BUCKETS)
         self.signal_failures = counter("signal_failures", "Speaker or quality model calls that raised.", ("signal",))
 
-    def watch_engine_scheduler(self, stats: Callable[[], Mapping[str, float]]) -> None:
-        """Export ``stats`` (an engine's :meth:`~..engines.ASREngine.scheduler_stats`) on every scrape."""
-        self.registry.register(EngineSchedulerCollector(stats))
-
-    def watch_admission(self, estimate: Callable[[], Mapping[str, float]]) -> None:
-        """Export the admission estimate (:meth:`~.engine_client.EngineClient.admission_estimate`) on every scrape."""
-        self.registry.register(AdmissionCollector(estimate))
-
     def set_build(self, *, engine: str, model: str) -> None:
         self.build.info({"version": __version__, "engine": engine, "model": model})
 

@@ -240,8 +240,7 @@ class BaseScheduler(ABC):
         queued = len(self._waiting)
         if queued and queued + len(items) > self.max_queue:
             raise SchedulerFullError(queued, self.max_queue, self.retry_after_s())
-        loop = asyncio.get_running_loop()
-        pending = [_Pending(item, loop.create_future()) for item in items]
+        pending = [_Pending(item, asyncio.get_running_loop().create_future()) for item in items]
         self._waiting += pending
         self._admitted()
         return [p.future for p in pending]
@@ -328,12 +327,9 @@ class BaseScheduler(ABC):
             self._on_batch(BatchStats(len(work), audio_s, elapsed, failed))
 
     def _measure(self, audio_s: float, elapsed: float) -> None:
-        if self._calls_measured == 0:
-            self._call_audio_s, self._call_engine_s = audio_s, elapsed
-        else:
-            w = THROUGHPUT_WEIGHT
-            self._call_audio_s += w * (audio_s - self._call_audio_s)
-            self._call_engine_s += w * (elapsed - self._call_engine_s)
+        w = THROUGHPUT_WEIGHT if self._calls_measured else 1.0  # the first call sets the averages (from 0.0)
+        self._call_audio_s += w * (audio_s - self._call_audio_s)
+        self._call_engine_s += w * (elapsed - self._call_engine_s)
         self._calls_measured += 1
 
     def _extra_tasks(self) -> list[asyncio.Task[None]]:
@@ -397,12 +393,10 @@ class MicroBatchScheduler(BaseScheduler):
 
     def admission(self) -> Admission | None:
         """The work ahead and the measured throughput; None until enough engine calls have been measured."""
-        if self._calls_measured < MEASURED_CALLS or self._call_engine_s <= 0:
+        if self._calls_measured < MEASURED_CALLS or self._call_engine_s <= 0 or self._call_audio_s <= 0:
             return None
         # The engine calls in flight at once add up their throughputs.
         rate = self._call_audio_s / self._call_engine_s * self.max_batches_in_flight
-        if rate <= 0:
-            return None
         return Admission(sum(p.item.duration_s for p in self._waiting), self._running_audio_s, rate)
 
     def _extra_tasks(self) -> list[asyncio.Task[None]]:

@@ -47,7 +47,7 @@ from ..signals.quality import QualityScore, QualityScorer
 from ..signals.references import SpeakerReferenceStore, reference_id
 from ..signals.speaker import MIN_REFERENCE_S, SpeakerEncoder, cosine_similarity
 from .audio_files import resample_16k
-from .scheduler import BatchCall, BatchStats, MicroBatchScheduler, admit
+from .scheduler import BatchStats, MicroBatchScheduler, admit
 
 log = logging.getLogger(__name__)
 
@@ -126,19 +126,15 @@ class SignalService:
 
     def start(self) -> None:
         """Start one micro-batch scheduler per model (on the running loop)."""
-        calls: dict[str, BatchCall] = {}
-        if self.speaker is not None:
-            calls["speaker"] = functools.partial(self.speaker.run, self.speaker.embed_sync)
-        if self.quality is not None:
-            calls["quality"] = functools.partial(self.quality.run, self.quality.score_sync)
-        for name, call in calls.items():
-            scheduler = MicroBatchScheduler(
-                call, max_batch_size=self.settings.signal_max_batch_size, max_wait_s=0.0,
+        for name, model in self.models.items():
+            measure = model.embed_sync if isinstance(model, SpeakerEncoder) else model.score_sync
+            self._schedulers[name] = MicroBatchScheduler(
+                functools.partial(model.run, measure), max_batch_size=self.settings.signal_max_batch_size,
+                max_wait_s=0.0,
                 max_queue=self.settings.max_queue,
                 on_batch=functools.partial(self.on_batch, name) if self.on_batch is not None else None,
             )
-            scheduler.start()
-            self._schedulers[name] = scheduler
+            self._schedulers[name].start()
 
     async def close(self, timeout_s: float) -> None:
         """Finish what is queued, stop the schedulers, then release the models' threads."""
@@ -171,7 +167,7 @@ class SignalService:
             )
         return resample_16k(audio.waveform, audio.sample_rate)
 
-    def _require_speaker(self, path: str) -> SpeakerEncoder:
+    def _require_speaker(self, path: str) -> None:
         if self.speaker is None:
             raise BadRequestError(
                 "signal_unavailable",
@@ -179,12 +175,10 @@ class SignalService:
                 "or a WavLMForXVector model",
                 path=path,
             )
-        return self.speaker
 
     def job(self, req: DecodedScoreRequest, policy: RewardPolicy) -> SignalJob | None:
         """What ``req`` needs of the signals; 400 or 404 for what cannot be measured.  Blocking (resampling)."""
-        has_reference = req.speaker_reference_id is not None or req.speaker_reference is not None
-        if policy.needs_speaker and not has_reference:
+        if policy.needs_speaker and req.speaker_reference_id is None and req.speaker_reference is None:
             raise BadRequestError(
                 "missing_speaker_reference",
                 "the reward policy weighs speaker similarity (speaker_weight or speaker_floor) but the request "
@@ -266,13 +260,12 @@ class SignalService:
         """Measure ``items``; when that fails, each of them holds the error they share."""
         try:
             await asyncio.wait_for(self.measure(items), timeout_s)
+            return
         except asyncio.TimeoutError:
             error: ServerError = RequestTimeoutError(
                 f"the speaker and quality models took longer than the server's limit of {timeout_s:g} s")
         except ServerError as exc:
             error = exc
-        else:
-            return
         for item in items:
             item.error = error
 

@@ -9,7 +9,6 @@ OpenAI's error shape by the router.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,7 +91,7 @@ class TranscriptionService:
         if form.stream:
             raise BadRequestError("unsupported_stream", "streamed transcription is not offered: send stream=false "
                                   "(the whole transcript comes in one answer)", path="stream")
-        if not math.isfinite(form.temperature) or form.temperature != 0:
+        if form.temperature != 0:  # NaN and infinities too
             raise BadRequestError(
                 "unsupported_temperature",
                 f"temperature {form.temperature:g} is not supported: this server decodes greedily "

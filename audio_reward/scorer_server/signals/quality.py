@@ -101,8 +101,7 @@ class DnsmosScorer(QualityScorer):
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if self.device in ("cuda", "auto") \
             else ["CPUExecutionProvider"]
-        available = set(ort.get_available_providers())
-        providers = [p for p in providers if p in available]
+        providers = [p for p in providers if p in ort.get_available_providers()]
         # The provider onnxruntime actually runs (a GPU build without its CUDA libraries falls back to the CPU).
         p808_whole = WholeModel(ort.InferenceSession(p808, options, providers=providers))
         used = p808_whole.session.get_providers()[0]
@@ -167,8 +166,7 @@ class DnsmosScorer(QualityScorer):
     def _window_scores(self, audio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The raw P.835 (SIG, BAK, OVRL) of each of the clip's windows, (windows, 3), and their P.808 MOS."""
         p835, p808, calls = self._p835, self._p808, self.max_windows_per_call
-        if p835 is None or p808 is None:
-            raise RuntimeError("the DNSMOS model is not loaded")
+        assert p835 is not None and p808 is not None  # score_sync checked the model loaded (they load before it)
         clip, starts = self._clip(audio)
         features, references = self._p808_inputs(clip, starts)
         if isinstance(p835, WholeModel):

@@ -48,17 +48,12 @@ class SpeakerReferenceStore:
         self.ttl_s = ttl_s
         self._clock = clock
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
-        self._bytes = 0
+        self.bytes = 0  # what the kept entries cost together (entry_bytes)
         self._lock = threading.Lock()
         self.evictions = 0
 
     def __len__(self) -> int:
         return len(self._entries)
-
-    @property
-    def bytes(self) -> int:
-        """What the kept entries cost together (:func:`entry_bytes`)."""
-        return self._bytes
 
     def get(self, key: str) -> np.ndarray | None:
         """The embedding registered under ``key`` (and marks it used), or None if unknown or evicted."""
@@ -79,24 +74,23 @@ class SpeakerReferenceStore:
         with self._lock:
             old = self._entries.pop(key, None)
             if old is not None:
-                self._bytes -= old.size
+                self.bytes -= old.size
             if size > self.max_bytes or self.max_entries == 0:
                 return
             self._entries[key] = _Entry(kept, size, self._clock())
-            self._bytes += size
-            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
+            self.bytes += size
+            while len(self._entries) > self.max_entries or self.bytes > self.max_bytes:
                 self._evict_oldest()
             self._expire()
 
     def _evict_oldest(self) -> None:
         _, entry = self._entries.popitem(last=False)
-        self._bytes -= entry.size
+        self.bytes -= entry.size
         self.evictions += 1
 
     def _expire(self) -> None:
         deadline = self._clock() - self.ttl_s
         while self._entries:
-            oldest = next(iter(self._entries.values()))
-            if oldest.used_at > deadline:
+            if next(iter(self._entries.values())).used_at > deadline:  # the oldest is still fresh
                 break
             self._evict_oldest()
