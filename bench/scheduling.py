@@ -166,9 +166,7 @@ class SelfSchedulingEngine(ASREngine):
         self.info = EngineInfo("bench-self-scheduling", "synthetic", device="cuda")
         self._slots: asyncio.Semaphore | None = None
 
-    @property
-    def schedules_itself(self) -> bool:
-        return True
+    schedules_itself = True
 
     @property
     def max_concurrency(self) -> int:
