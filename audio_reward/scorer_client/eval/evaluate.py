@@ -52,11 +52,6 @@ class ManifestRows:
     bad: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _manifest_uid(obj: dict[str, Any]) -> str | None:
-    uid = obj.get("id", obj.get("audio"))
-    return str(uid) if isinstance(uid, (str, int)) and not isinstance(uid, bool) else None
-
-
 def _row_problem(obj: dict[str, Any], uid: str | None, seen: set[str]) -> str | None:
     """Why a manifest row cannot be scored; None when it can."""
     audio, text, language = obj.get("audio"), obj.get("text"), obj.get("language")
@@ -75,15 +70,6 @@ def _row_problem(obj: dict[str, Any], uid: str | None, seen: set[str]) -> str | 
     return None
 
 
-def _json_object(line: str, where: str) -> dict[str, Any] | str:
-    """The line's JSON object, or why it is not one."""
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as exc:
-        return f"{where} is not JSON: {exc}"
-    return obj if isinstance(obj, dict) else f"{where} is not a JSON object"
-
-
 def read_manifest(manifest: Path) -> ManifestRows:
     """Parse a JSONL manifest; rows that cannot be used become failure rows with a reason."""
     if not manifest.is_file():
@@ -96,11 +82,16 @@ def read_manifest(manifest: Path) -> ManifestRows:
             if not line.strip():
                 continue
             where = f"line {number}"
-            obj = _json_object(line, where)
-            if isinstance(obj, str):
-                rows.bad.append(_failure(where, None, "bad_manifest_row", obj))
+            try:
+                obj = json.loads(line)
+                not_object = None if isinstance(obj, dict) else f"{where} is not a JSON object"
+            except json.JSONDecodeError as exc:
+                not_object = f"{where} is not JSON: {exc}"
+            if not_object:
+                rows.bad.append(_failure(where, None, "bad_manifest_row", not_object))
                 continue
-            uid = _manifest_uid(obj)
+            raw_id = obj.get("id", obj.get("audio"))
+            uid = str(raw_id) if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) else None
             audio = obj.get("audio")
             problem = _row_problem(obj, uid, seen)
             if problem:

@@ -320,14 +320,6 @@ def as_text(value: Any) -> str:
     return str(value)
 
 
-def flat_settings(settings: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
-    """Nested settings as sorted ``(dotted.key, text)`` rows: ``{"reward": {"formula": "exp"}}`` → ``reward.formula``.
-
-    Values are :func:`as_text`; the rows read as a table of settings, not as Python reprs.
-    """
-    return [(key, as_text(value)) for key, value in dotted_items(settings, prefix)]
-
-
 def worst_rows(rows: Sequence[dict[str, Any]], limit: int = WORST_ROWS) -> list[dict[str, Any]]:
     """The scored utterances with the highest CER (then lowest score), worst first."""
     ok = [r for r in scored_rows(rows) if number(r.get("cer")) is not None]
@@ -346,8 +338,10 @@ def _page(title: str, body: list[str]) -> str:
             + "\n".join(body) + "\n</body></html>\n")
 
 
-def _table(pairs: Sequence[tuple[str, Any]]) -> str:
-    cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in pairs)
+def _table(pairs: Iterable[tuple[str, Any]]) -> str:
+    """Rows of a label and its value, :func:`as_text`: nested settings (``dotted_items``) read as a table of
+    settings (``reward.formula``), not as Python reprs."""
+    cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(as_text(v))}</td></tr>" for k, v in pairs)
     return f"<table>{cells}</table>"
 
 
@@ -399,7 +393,7 @@ def write_run_report(rows: Sequence[dict[str, Any]], summary: dict[str, Any], ou
     scorer = summary.get("scorer") or {}
     worst = _utterance_table(worst_rows(rows), audio)
     body = ["<h1>Evaluation report</h1>", _table(facts), *_not_shown([audio]), "<h2>Scorer</h2>",
-            _table(flat_settings(scorer)), "<h2>Plots</h2>", *_images(out_dir, plots),
+            _table(dotted_items(scorer)), "<h2>Plots</h2>", *_images(out_dir, plots),
             f"<h2>Worst {WORST_ROWS} utterances by CER</h2>", worst, "<h2>Failures</h2>", _failure_table(rows)]
     (out_dir / REPORT_HTML).write_text(_page("Evaluation report", body), encoding="utf-8")
     return [*plots, REPORT_HTML]
@@ -446,6 +440,6 @@ def write_compare_report(results: EvalResults, runs: Sequence[tuple[str, Sequenc
         body.append("<h3>Largest CER increases</h3>")
         body.append(_html_table(head, cells) if worst else "<p>No paired utterance's CER rose.</p>")
     body[2:2] = _not_shown(list(audio.values()))  # after the table of runs, where it is seen first
-    body += ["<h2>Scorer</h2>", _table(flat_settings(results.scoring))]
+    body += ["<h2>Scorer</h2>", _table(dotted_items(results.scoring))]
     (out_dir / REPORT_HTML).write_text(_page("Before / after", body), encoding="utf-8")
     return [COMPARE_PLOT, REPORT_HTML]
