@@ -543,9 +543,8 @@ class ScorerCore:
             headers = {**self.headers, "X-Request-ID": request_id} if request_id else self.headers
             remaining = call.remaining()  # what the wait for a slot left
             timeout = self.settings.timeout if remaining is None else min(self.settings.timeout, remaining)
-            request = Request("POST", url, headers, body, timeout=timeout,
-                              connect_timeout=self.settings.connect_timeout)
-            return await self.transport.handle_async_request(request)
+            return await self.transport.handle_async_request(
+                Request("POST", url, headers, body, timeout=timeout, connect_timeout=self.settings.connect_timeout))
         except (TransportError, ScorerError) as exc:
             return exc
         finally:
