@@ -9,12 +9,14 @@ last row of every id.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -125,12 +127,10 @@ def load_rows(path: Path) -> dict[str, dict[str, Any]]:
         with path.open("r+b") as f:
             f.truncate(good_end)
     for line in data[:good_end].splitlines():
-        try:
+        with contextlib.suppress(json.JSONDecodeError):  # a line that is not JSON is skipped
             row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(row, dict) and isinstance(row.get("id"), str):
-            latest[row["id"]] = row
+            if isinstance(row, dict) and isinstance(row.get("id"), str):
+                latest[row["id"]] = row
     return latest
 
 
@@ -188,13 +188,9 @@ SCORING_KEYS = ("protocol_version", "engine.name", "engine.model_id", "engine.we
 
 def scoring_identity(info: dict[str, Any]) -> dict[str, Any]:
     """The part of a server's ``/v1/info`` that decides the scores (model, normaliser, reward policy…)."""
-    out: dict[str, Any] = {}
-    for key in SCORING_KEYS:
-        node: Any = info
-        for part in key.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
-        out[key] = node
-    return out
+    # Each dotted key looked up part by part; a part that is missing or not an object makes the value None.
+    return {key: functools.reduce(lambda node, part: node.get(part) if isinstance(node, dict) else None,
+                                  key.split("."), cast(Any, info)) for key in SCORING_KEYS}
 
 
 class ScoringMismatchError(ValueError):

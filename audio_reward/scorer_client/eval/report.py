@@ -143,25 +143,16 @@ def _duration_plot(ax: Any, rows: Sequence[dict[str, Any]]) -> None:
         ax.legend(loc="best", fontsize=8)
 
 
-def _duration_buckets(pairs: Sequence[tuple[float, float]]) -> tuple[list[str], list[float], list[int]]:
-    """Label, mean CER and count of each :data:`DURATION_BUCKETS` bucket that holds an utterance."""
-    labels, means, counts = [], [], []
-    for lo, hi in itertools.pairwise(DURATION_BUCKETS):
-        inside = [c for d, c in pairs if lo <= d < hi]
-        if inside:
-            labels.append(f"{lo:g}–{hi:g} s" if math.isfinite(hi) else f"≥ {lo:g} s")
-            means.append(float(np.mean(inside)))
-            counts.append(len(inside))
-    return labels, means, counts
-
-
 def _cer_by_duration_plot(ax: Any, rows: Sequence[dict[str, Any]]) -> None:
     failed = failed_rows(rows)
     pairs = [(d, 100 * c) for d, c in _number_pairs(scored_rows(rows), "duration_s", "cer")]
-    labels, means, counts = _duration_buckets(pairs)
-    if labels:
-        bars = ax.bar(labels, means, color=COLORS[0], edgecolor="black", linewidth=0.6)
-        ax.bar_label(bars, [f"n={n}" for n in counts], padding=2, fontsize=8)
+    # The CERs of each DURATION_BUCKETS bucket that holds an utterance, by the bucket's label.
+    buckets = {f"{lo:g}–{hi:g} s" if math.isfinite(hi) else f"≥ {lo:g} s": inside
+               for lo, hi in itertools.pairwise(DURATION_BUCKETS) if (inside := [c for d, c in pairs if lo <= d < hi])}
+    means = [float(np.mean(cers)) for cers in buckets.values()]
+    if buckets:
+        bars = ax.bar(list(buckets), means, color=COLORS[0], edgecolor="black", linewidth=0.6)
+        ax.bar_label(bars, [f"n={len(cers)}" for cers in buckets.values()], padding=2, fontsize=8)
         overall = float(np.mean([c for _, c in pairs]))
         ax.axhline(overall, color=COLORS[1], linestyle="--", linewidth=1.5, label=f"mean {overall:.2f} %")
         ax.legend(loc="upper right", fontsize=8)
