@@ -165,10 +165,7 @@ def _whole_scorer_failure(outcome: object) -> bool:
 
 
 def _print_table(row: dict[str, Any]) -> None:
-    flat = dict(row)
-    error = flat.pop("error", None)
-    if error:
-        flat["error"] = f"{error['type']}: {error['message']}"
+    flat = {k: f"{v['type']}: {v['message']}" if k == "error" else v for k, v in row.items()}
     width = max(len(k) for k in flat)
     for key, value in flat.items():
         text = f"{value:.4f}" if isinstance(value, float) else str(value)

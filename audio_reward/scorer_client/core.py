@@ -19,7 +19,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import ValidationError
 
@@ -167,17 +167,13 @@ def batch_outcomes(answer: Answer, items: Sequence[PreparedItem]) -> list[Outcom
     """What one answer to ``POST /v1/score/batch`` means for each of its items, in order.
 
     A fault of the whole batch (a transport fault, an error status) is each
-    item's fault, carrying that item's request id; a 200 is read item by
+    item's fault, carrying that item's request id (the answer classified for each); a 200 is read item by
     item (:func:`take_batch_answer`).
     """
-    outcome = classify(answer)
-    if isinstance(outcome, Success):
-        return take_batch_answer(outcome.value, items)
-    if isinstance(outcome, Fatal):
-        return [Fatal(outcome.error.for_request(item.request_id)) for item in items]
-    cause = outcome.cause
-    return [Retry(cause.for_request(item.request_id) if isinstance(cause, ScorerError) else cause,
-                  outcome.retry_after) for item in items]
+    if isinstance(answer, Response) and answer.status == 200:
+        return take_batch_answer(answer.body, items)
+    # Anything but a 200 classifies as a Retry or a Fatal, which hold no value to read.
+    return [cast("Retry | Fatal", classify(answer, item.request_id)) for item in items]
 
 
 def take_batch_answer(raw: bytes, items: Sequence[PreparedItem]) -> list[Outcome[ScoreResult]]:
@@ -194,16 +190,17 @@ def take_batch_answer(raw: bytes, items: Sequence[PreparedItem]) -> list[Outcome
             raise ProtocolViolationError(f"a batch of {len(items)} items was answered with {got} results")
     except ProtocolViolationError as exc:
         return [Fatal(exc.for_request(item.request_id)) for item in items]
-    outcomes: list[Outcome[ScoreResult]] = []
-    for item, result in zip(items, results, strict=True):
-        rid, info = item.request_id, error_info(result)
-        if info is None:
-            outcomes.append(_read(Success(result), functools.partial(to_result, request_id=rid)))
-        elif info.retryable:
-            outcomes.append(Retry(TransientServerError(info.message, status=None, code=info.code, request_id=rid)))
-        else:
-            outcomes.append(Fatal(RequestRejectedError(info.message, status=None, code=info.code, request_id=rid)))
-    return outcomes
+    return [_item_outcome(result, item.request_id) for item, result in zip(items, results, strict=True)]
+
+
+def _item_outcome(result: Any, rid: str) -> Outcome[ScoreResult]:
+    """One item of a 200 batch body: its result, or its item error (retryable or final)."""
+    info = error_info(result)
+    if info is None:
+        return _read(Success(result), functools.partial(to_result, request_id=rid))
+    if info.retryable:
+        return Retry(TransientServerError(info.message, status=None, code=info.code, request_id=rid))
+    return Fatal(RequestRejectedError(info.message, status=None, code=info.code, request_id=rid))
 
 
 def timed_out(outcome: Outcome[Any]) -> bool:
@@ -471,9 +468,7 @@ class ScorerCore:
         facts = await self._facts(endpoint)
         outcomes: list[Outcome[ScoreResult] | None] = [
             None if (refused := too_long(p, facts, endpoint.base)) is None else Fatal(refused) for p in pending]
-        sendable = [p for p, o in zip(pending, outcomes, strict=True) if o is None]
-        if not sendable:
-            return [o for o in outcomes if o is not None]
+        sendable = [p for p, o in zip(pending, outcomes, strict=True) if o is None]  # none sent when empty
         answered = iter(await self._reregistered(call, sendable, await self._send_scores(call, sendable)))
         return [o if o is not None else next(answered) for o in outcomes]
 
@@ -548,9 +543,8 @@ class ScorerCore:
             headers = {**self.headers, "X-Request-ID": request_id} if request_id else self.headers
             remaining = call.remaining()  # what the wait for a slot left
             timeout = self.settings.timeout if remaining is None else min(self.settings.timeout, remaining)
-            request = Request("POST", url, headers, body, timeout=timeout,
-                              connect_timeout=self.settings.connect_timeout)
-            return await self.transport.handle_async_request(request)
+            return await self.transport.handle_async_request(
+                Request("POST", url, headers, body, timeout=timeout, connect_timeout=self.settings.connect_timeout))
         except (TransportError, ScorerError) as exc:
             return exc
         finally:

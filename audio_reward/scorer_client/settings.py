@@ -92,24 +92,18 @@ def url_error(exc: ValidationError) -> InvalidURLError | None:
     pydantic wraps a validator's error in a ``ValidationError`` of several lines with a link per error; a
     client raises the URL's own one-line error instead.
     """
-    for error in exc.errors():
-        cause = (error.get("ctx") or {}).get("error")
-        if isinstance(cause, InvalidURLError):
-            return cause
-    return None
+    causes = ((error.get("ctx") or {}).get("error") for error in exc.errors())
+    return next((cause for cause in causes if isinstance(cause, InvalidURLError)), None)
 
 
 def endpoint_of(url: str) -> ScorerEndpoint:
     """The endpoints one scorer URL stands for (see :class:`ScorerEndpoint`)."""
     url = normalize_url(url)
-    if url.endswith(BATCH_PATH):
-        base = url[: -len(BATCH_PATH)]
-        return ScorerEndpoint(url, base, base + SCORE_PATH, url)
-    for path in (SCORE_PATH, COMPAT_SCORE_PATH):
-        if url.endswith(path):
-            base = url[: -len(path)]
-            return ScorerEndpoint(url, base, url, base + BATCH_PATH)
-    return ScorerEndpoint(url, url, url + SCORE_PATH, url + BATCH_PATH)
+    # The first endpoint path the URL ends in is its own; the server root gets the other requests' paths.
+    path = next((p for p in (BATCH_PATH, SCORE_PATH, COMPAT_SCORE_PATH) if url.endswith(p)), "")
+    base = url[: len(url) - len(path)]
+    return ScorerEndpoint(url, base, url if path in (SCORE_PATH, COMPAT_SCORE_PATH) else base + SCORE_PATH,
+                          url if path == BATCH_PATH else base + BATCH_PATH)
 
 
 def url_in_environment() -> bool:

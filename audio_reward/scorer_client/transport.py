@@ -137,7 +137,11 @@ class AiohttpTransport(AsyncTransport):
             if isinstance(exc.os_error, socket.gaierror) and exc.os_error.errno in _NO_SUCH_HOST:
                 raise UnknownHostError(f"the scorer host {exc.host!r} of {request.url} does not resolve "
                                        f"({exc.os_error.strerror or exc.os_error}): check the URL") from exc
-            raise ConnectError(_connect_message(exc)) from exc
+            # Without aiohttp's "ssl:default" for a plain-HTTP URL; a TLS failure keeps aiohttp's whole text, as
+            # there the TLS settings are what the reader needs.
+            reason = (str(exc) if isinstance(exc, aiohttp.ClientSSLError)
+                      else f"cannot connect to {exc.host}:{exc.port}: {exc.os_error.strerror or exc.os_error}")
+            raise ConnectError(reason) from exc
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
             raise ReadError(str(exc) or type(exc).__name__) from exc
         except aiohttp.ClientResponseError as exc:
@@ -154,17 +158,6 @@ class AiohttpTransport(AsyncTransport):
 # passes, and is retried as any connection fault.
 _NO_SUCH_HOST = frozenset(code for code in (getattr(socket, "EAI_NONAME", None), getattr(socket, "EAI_NODATA", None))
                           if code is not None)
-
-
-def _connect_message(exc: aiohttp.ClientConnectorError) -> str:
-    """Why no connection was made, without aiohttp's ``ssl:default`` for a plain-HTTP URL.
-
-    A TLS failure keeps aiohttp's whole text: there the TLS settings are what the reader needs.
-    """
-    if isinstance(exc, aiohttp.ClientSSLError):
-        return str(exc)
-    reason = exc.os_error.strerror or str(exc.os_error)
-    return f"cannot connect to {exc.host}:{exc.port}: {reason}"
 
 
 # ---------------------------------------------------------------- what an answer means
@@ -260,8 +253,7 @@ def backoff_delay(retry: int, base: float, cap: float, rng: random.Random | None
     Full jitter spreads the retries of many clients hit by the same outage,
     so they do not return in lock-step.
     """
-    ceiling = min(cap, base * (2.0 ** min(retry, 62)))
-    return (rng or random).uniform(0.0, ceiling)
+    return (rng or random).uniform(0.0, min(cap, base * (2.0 ** min(retry, 62))))
 
 
 def next_delay(
@@ -275,6 +267,5 @@ def next_delay(
     """
     delay = backoff_delay(retry, base, cap, rng)
     if retry_after is not None:
-        honoured = min(retry_after, retry_after_max)
-        delay = max(delay, honoured * (1.0 + (rng or random).uniform(0.0, RETRY_AFTER_SPREAD)))
+        delay = max(delay, min(retry_after, retry_after_max) * (1.0 + (rng or random).uniform(0.0, RETRY_AFTER_SPREAD)))
     return delay

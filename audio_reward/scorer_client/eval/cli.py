@@ -7,6 +7,7 @@ the command runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 from types import MappingProxyType
@@ -42,7 +43,7 @@ EVAL_MODULES = MappingProxyType({"matplotlib": "plots", "tqdm": "progress bar"})
 """What each module of the eval extra draws."""
 
 
-class ProgressBar:
+class ProgressBar(contextlib.AbstractContextManager["ProgressBar"]):
     """The per-item progress bar: one tick per finished row, failures counted on it; closed when its block ends."""
 
     def __init__(self, enabled: bool) -> None:
@@ -65,9 +66,6 @@ class ProgressBar:
             if failed:
                 self.bar.set_postfix(failed=self.failed, refresh=False)
             self.bar.update(1)
-
-    def __enter__(self) -> ProgressBar:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:

@@ -65,7 +65,6 @@ class Run:
 
     @classmethod
     def load(cls, directory: Path, name: str | None = None, path: str | None = None) -> Run:
-        directory = Path(directory)
         summary_path, info_path = directory / SUMMARY_JSON, directory / SCORER_JSON
         if not directory.is_dir():
             raise RunError(f"{directory} does not exist (give the --out folder of an `audio-reward eval` run)")
@@ -120,25 +119,19 @@ def compare_pair(base: Run, other: Run) -> Comparison:
     base_rows = {r["id"]: r for r in base.rows}
     other_ids = {r["id"] for r in other.rows}
     deltas = [_utterance_delta(base_rows[row["id"]], row) for row in other.rows if row["id"] in base_rows]
+    # How many utterances the checkpoint said better, worse or the same, and the mean and median deltas.
+    d_cer = [d.delta_cer for d in deltas if d.delta_cer is not None]
     return Comparison(
-        base=base.name, checkpoint=other.name, paired=len(deltas), **_delta_summary(deltas),
+        base=base.name, checkpoint=other.name, paired=len(deltas),
+        improved=sum(d < 0 for d in d_cer), worse=sum(d > 0 for d in d_cer), unchanged=sum(d == 0 for d in d_cer),
+        failed_either=sum(d.status != "ok" or d.base_status != "ok" for d in deltas),
+        mean_delta_cer=mean(d_cer), median_delta_cer=median(d_cer),
+        mean_delta_wer=mean([d.delta_wer for d in deltas if d.delta_wer is not None]),
+        mean_delta_score=mean([d.delta_score for d in deltas if d.delta_score is not None]),
         only_in_base=[r["id"] for r in base.rows if r["id"] not in other_ids],
         only_in_checkpoint=[r["id"] for r in other.rows if r["id"] not in base_rows],
         utterances=deltas,
     )
-
-
-def _delta_summary(deltas: Sequence[UtteranceDelta]) -> dict[str, Any]:
-    """How many utterances the checkpoint said better, worse or the same, and the mean and median deltas."""
-    d_cer = [d.delta_cer for d in deltas if d.delta_cer is not None]
-    return {
-        "improved": sum(d < 0 for d in d_cer), "worse": sum(d > 0 for d in d_cer),
-        "unchanged": sum(d == 0 for d in d_cer),
-        "failed_either": sum(d.status != "ok" or d.base_status != "ok" for d in deltas),
-        "mean_delta_cer": mean(d_cer), "median_delta_cer": median(d_cer),
-        "mean_delta_wer": mean([d.delta_wer for d in deltas if d.delta_wer is not None]),
-        "mean_delta_score": mean([d.delta_score for d in deltas if d.delta_score is not None]),
-    }
 
 
 def compare_runs(runs: Sequence[Run], out_dir: Path, *, held_out: HeldOut | None = None,

@@ -9,12 +9,14 @@ last row of every id.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -52,11 +54,6 @@ class ManifestRows:
     bad: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _manifest_uid(obj: dict[str, Any]) -> str | None:
-    uid = obj.get("id", obj.get("audio"))
-    return str(uid) if isinstance(uid, (str, int)) and not isinstance(uid, bool) else None
-
-
 def _row_problem(obj: dict[str, Any], uid: str | None, seen: set[str]) -> str | None:
     """Why a manifest row cannot be scored; None when it can."""
     audio, text, language = obj.get("audio"), obj.get("text"), obj.get("language")
@@ -75,15 +72,6 @@ def _row_problem(obj: dict[str, Any], uid: str | None, seen: set[str]) -> str | 
     return None
 
 
-def _json_object(line: str, where: str) -> dict[str, Any] | str:
-    """The line's JSON object, or why it is not one."""
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as exc:
-        return f"{where} is not JSON: {exc}"
-    return obj if isinstance(obj, dict) else f"{where} is not a JSON object"
-
-
 def read_manifest(manifest: Path) -> ManifestRows:
     """Parse a JSONL manifest; rows that cannot be used become failure rows with a reason."""
     if not manifest.is_file():
@@ -96,11 +84,16 @@ def read_manifest(manifest: Path) -> ManifestRows:
             if not line.strip():
                 continue
             where = f"line {number}"
-            obj = _json_object(line, where)
-            if isinstance(obj, str):
-                rows.bad.append(_failure(where, None, "bad_manifest_row", obj))
+            try:
+                obj = json.loads(line)
+                not_object = None if isinstance(obj, dict) else f"{where} is not a JSON object"
+            except json.JSONDecodeError as exc:
+                not_object = f"{where} is not JSON: {exc}"
+            if not_object:
+                rows.bad.append(_failure(where, None, "bad_manifest_row", not_object))
                 continue
-            uid = _manifest_uid(obj)
+            raw_id = obj.get("id", obj.get("audio"))
+            uid = str(raw_id) if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) else None
             audio = obj.get("audio")
             problem = _row_problem(obj, uid, seen)
             if problem:
@@ -134,12 +127,10 @@ def load_rows(path: Path) -> dict[str, dict[str, Any]]:
         with path.open("r+b") as f:
             f.truncate(good_end)
     for line in data[:good_end].splitlines():
-        try:
+        with contextlib.suppress(json.JSONDecodeError):  # a line that is not JSON is skipped
             row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(row, dict) and isinstance(row.get("id"), str):
-            latest[row["id"]] = row
+            if isinstance(row, dict) and isinstance(row.get("id"), str):
+                latest[row["id"]] = row
     return latest
 
 
@@ -197,13 +188,9 @@ SCORING_KEYS = ("protocol_version", "engine.name", "engine.model_id", "engine.we
 
 def scoring_identity(info: dict[str, Any]) -> dict[str, Any]:
     """The part of a server's ``/v1/info`` that decides the scores (model, normaliser, reward policy…)."""
-    out: dict[str, Any] = {}
-    for key in SCORING_KEYS:
-        node: Any = info
-        for part in key.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
-        out[key] = node
-    return out
+    # Each dotted key looked up part by part; a part that is missing or not an object makes the value None.
+    return {key: functools.reduce(lambda node, part: node.get(part) if isinstance(node, dict) else None,
+                                  key.split("."), cast(Any, info)) for key in SCORING_KEYS}
 
 
 class ScoringMismatchError(ValueError):

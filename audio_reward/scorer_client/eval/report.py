@@ -143,25 +143,16 @@ def _duration_plot(ax: Any, rows: Sequence[dict[str, Any]]) -> None:
         ax.legend(loc="best", fontsize=8)
 
 
-def _duration_buckets(pairs: Sequence[tuple[float, float]]) -> tuple[list[str], list[float], list[int]]:
-    """Label, mean CER and count of each :data:`DURATION_BUCKETS` bucket that holds an utterance."""
-    labels, means, counts = [], [], []
-    for lo, hi in itertools.pairwise(DURATION_BUCKETS):
-        inside = [c for d, c in pairs if lo <= d < hi]
-        if inside:
-            labels.append(f"{lo:g}–{hi:g} s" if math.isfinite(hi) else f"≥ {lo:g} s")
-            means.append(float(np.mean(inside)))
-            counts.append(len(inside))
-    return labels, means, counts
-
-
 def _cer_by_duration_plot(ax: Any, rows: Sequence[dict[str, Any]]) -> None:
     failed = failed_rows(rows)
     pairs = [(d, 100 * c) for d, c in _number_pairs(scored_rows(rows), "duration_s", "cer")]
-    labels, means, counts = _duration_buckets(pairs)
-    if labels:
-        bars = ax.bar(labels, means, color=COLORS[0], edgecolor="black", linewidth=0.6)
-        ax.bar_label(bars, [f"n={n}" for n in counts], padding=2, fontsize=8)
+    # The CERs of each DURATION_BUCKETS bucket that holds an utterance, by the bucket's label.
+    buckets = {f"{lo:g}–{hi:g} s" if math.isfinite(hi) else f"≥ {lo:g} s": inside
+               for lo, hi in itertools.pairwise(DURATION_BUCKETS) if (inside := [c for d, c in pairs if lo <= d < hi])}
+    means = [float(np.mean(cers)) for cers in buckets.values()]
+    if buckets:
+        bars = ax.bar(list(buckets), means, color=COLORS[0], edgecolor="black", linewidth=0.6)
+        ax.bar_label(bars, [f"n={len(cers)}" for cers in buckets.values()], padding=2, fontsize=8)
         overall = float(np.mean([c for _, c in pairs]))
         ax.axhline(overall, color=COLORS[1], linestyle="--", linewidth=1.5, label=f"mean {overall:.2f} %")
         ax.legend(loc="upper right", fontsize=8)
@@ -320,14 +311,6 @@ def as_text(value: Any) -> str:
     return str(value)
 
 
-def flat_settings(settings: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
-    """Nested settings as sorted ``(dotted.key, text)`` rows: ``{"reward": {"formula": "exp"}}`` → ``reward.formula``.
-
-    Values are :func:`as_text`; the rows read as a table of settings, not as Python reprs.
-    """
-    return [(key, as_text(value)) for key, value in dotted_items(settings, prefix)]
-
-
 def worst_rows(rows: Sequence[dict[str, Any]], limit: int = WORST_ROWS) -> list[dict[str, Any]]:
     """The scored utterances with the highest CER (then lowest score), worst first."""
     ok = [r for r in scored_rows(rows) if number(r.get("cer")) is not None]
@@ -346,8 +329,10 @@ def _page(title: str, body: list[str]) -> str:
             + "\n".join(body) + "\n</body></html>\n")
 
 
-def _table(pairs: Sequence[tuple[str, Any]]) -> str:
-    cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in pairs)
+def _table(pairs: Iterable[tuple[str, Any]]) -> str:
+    """Rows of a label and its value, :func:`as_text`: nested settings (``dotted_items``) read as a table of
+    settings (``reward.formula``), not as Python reprs."""
+    cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(as_text(v))}</td></tr>" for k, v in pairs)
     return f"<table>{cells}</table>"
 
 
@@ -399,7 +384,7 @@ def write_run_report(rows: Sequence[dict[str, Any]], summary: dict[str, Any], ou
     scorer = summary.get("scorer") or {}
     worst = _utterance_table(worst_rows(rows), audio)
     body = ["<h1>Evaluation report</h1>", _table(facts), *_not_shown([audio]), "<h2>Scorer</h2>",
-            _table(flat_settings(scorer)), "<h2>Plots</h2>", *_images(out_dir, plots),
+            _table(dotted_items(scorer)), "<h2>Plots</h2>", *_images(out_dir, plots),
             f"<h2>Worst {WORST_ROWS} utterances by CER</h2>", worst, "<h2>Failures</h2>", _failure_table(rows)]
     (out_dir / REPORT_HTML).write_text(_page("Evaluation report", body), encoding="utf-8")
     return [*plots, REPORT_HTML]
@@ -446,6 +431,6 @@ def write_compare_report(results: EvalResults, runs: Sequence[tuple[str, Sequenc
         body.append("<h3>Largest CER increases</h3>")
         body.append(_html_table(head, cells) if worst else "<p>No paired utterance's CER rose.</p>")
     body[2:2] = _not_shown(list(audio.values()))  # after the table of runs, where it is seen first
-    body += ["<h2>Scorer</h2>", _table(flat_settings(results.scoring))]
+    body += ["<h2>Scorer</h2>", _table(dotted_items(results.scoring))]
     (out_dir / REPORT_HTML).write_text(_page("Before / after", body), encoding="utf-8")
     return [COMPARE_PLOT, REPORT_HTML]

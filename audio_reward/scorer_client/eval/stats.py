@@ -136,12 +136,8 @@ def summarize(rows: list[dict[str, Any]], *, manifest: str = "") -> dict[str, An
 
 def signal_stats(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float | int | None]]:
     """Mean, median and count of each signal the scored rows hold (Seed-TTS-eval's SIM is the mean similarity)."""
-    out: dict[str, dict[str, float | int | None]] = {}
-    for key in SIGNAL_FIELDS:
-        values = scored_values(rows, key)
-        if values:
-            out[key] = {"mean": mean(values), "median": median(values), "count": len(values)}
-    return out
+    return {key: {"mean": mean(values), "median": median(values), "count": len(values)}
+            for key in SIGNAL_FIELDS if (values := scored_values(rows, key))}
 
 
 def _distribution(scores: list[float]) -> dict[str, Any] | None:
