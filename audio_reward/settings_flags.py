@@ -94,8 +94,7 @@ def values_from_args(args: argparse.Namespace, flags: Iterable[Flag]) -> dict[st
     """The values of the flags given on the command line, nested like the model's fields."""
     out: dict[str, Any] = {}
     for flag in flags:
-        value = getattr(args, flag.dest, None)
-        if value is not None:
+        if (value := getattr(args, flag.dest, None)) is not None:
             set_path(out, flag.path, value)
     return out
 

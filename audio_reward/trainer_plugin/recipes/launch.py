@@ -180,8 +180,7 @@ def plan(name: str, overrides: Sequence[str] = (), environ: Mapping[str, str] | 
     """
     environ = os.environ if environ is None else environ
     values = resolve(name, environ, strict=strict)
-    bad = [o for o in overrides if "\n" in o]
-    if bad:
+    if bad := [o for o in overrides if "\n" in o]:
         raise LaunchError(f"an override must be one line, got {bad[0]!r}")
     env = {
         "VERL_USE_EXTERNAL_MODULES": with_external_modules(environ, last=EXTERNAL_MODULES),

@@ -193,8 +193,7 @@ def check_inputs(specs: Sequence[str], val: Path, train: Sequence[Path], limit: 
         failures += processing_problems(specs[0], checkpoints[0][1])
     rows, lines = read_validation(questions, val, limit)
     failures += lines
-    missing = sorted({a for q in rows for a in q.audios if not Path(a).is_file()})
-    if missing:
+    if missing := sorted({a for q in rows for a in q.audios if not Path(a).is_file()}):
         failures.append(f"{len(missing)} clip(s) of {val} do not exist (e.g. {missing[0]})")
     held, lines = check_held_out(rows, val, train, allow_overlap, row_key)
     if failures or lines:
@@ -460,8 +459,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.max_new_tokens < 1 or args.temperature < 0 or args.batch_size < 1:
         return print_failures("eval_thinker", ["--max-new-tokens and --batch-size must be at least 1 and "
                                                "--temperature 0 or more"])
-    missing = missing_modules(("torch", "pyarrow", "soxr", "transformers.models.qwen3_omni_moe"))
-    if missing:
+    if missing := missing_modules(("torch", "pyarrow", "soxr", "transformers.models.qwen3_omni_moe")):
         return print_failures("eval_thinker", [f"{', '.join(missing)} not installed: run this in the trainer "
                                                "environment (scripts/envs/verl.sh), whose transformers has Qwen3-Omni"])
     try:

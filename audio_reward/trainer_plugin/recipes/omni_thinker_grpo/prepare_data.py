@@ -202,8 +202,7 @@ def _from_r1_folder(folder: Path, val_size: int | None) -> tuple[Rows, Rows, Cou
     if val_size is not None:
         raise ValueError(f"{folder} is an AVQA-R1-6K folder, which brings its own validation split: --val-size "
                          "applies to a single file")
-    missing = [str(rel) for _, rel in R1_SPLITS if not (folder / rel).is_file()]
-    if missing:
+    if missing := [str(rel) for _, rel in R1_SPLITS if not (folder / rel).is_file()]:
         raise ValueError(f"{folder} is not an AVQA-R1-6K folder: it lacks {' and '.join(missing)}")
     rows: dict[str, Rows] = {}
     dropped: Counter[str] = Counter()

@@ -182,13 +182,9 @@ RowKey = Callable[[dict[str, Any], int], tuple[str, str]]
 def overlap(eval_rows: Sequence[Keyed], train_files: Sequence[Path],
             row_key: RowKey = row_id_and_text) -> tuple[list[str], list[str]]:
     """Evaluation ids found among the training ids, and evaluation texts whose normalised form was trained on."""
-    train_ids: set[str] = set()
-    train_texts: set[str] = set()
-    for path in train_files:
-        for i, row in enumerate(parquet_rows(path)):
-            rid, text = row_key(row, i)
-            train_ids.add(rid)
-            train_texts.add(normalize_text(text))
+    keys = [row_key(row, i) for path in train_files for i, row in enumerate(parquet_rows(path))]
+    train_ids = {rid for rid, _ in keys}
+    train_texts = {normalize_text(text) for _, text in keys}
     return ([r.id for r in eval_rows if r.id in train_ids],
             [r.text for r in eval_rows if normalize_text(r.text) in train_texts])
 
@@ -429,8 +425,7 @@ def _check_environment(args: argparse.Namespace) -> None:
 
     if args.samples < 1 or args.max_new_tokens < 1:
         raise InputsInvalid(["--samples and --max-new-tokens must be at least 1"])
-    missing = missing_modules((*EVAL_MODULES, "pyarrow", "qwen_tts"))
-    if missing:
+    if missing := missing_modules((*EVAL_MODULES, "pyarrow", "qwen_tts")):
         raise InputsInvalid([f"{' and '.join(missing)} not installed: run this in the TTS-model environment "
                              f"(scripts/envs/tts.sh) with the eval extra, {EVAL_EXTRA}"])
     check_device(args.device)
