@@ -47,8 +47,7 @@ class Flag:
 
 def _unwrap(annotation: Any) -> Any:
     """``X | None`` → ``X``; other annotations unchanged."""
-    origin = typing.get_origin(annotation)
-    if origin in (Union, types.UnionType):
+    if typing.get_origin(annotation) in (Union, types.UnionType):
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
         if len(args) == 1:
             return args[0]
