@@ -100,12 +100,11 @@ def split_for_training(records: list[dict[str, Any]], val_size: int, seed: int) 
     if val_size > most:
         raise ValueError(f"--val-size {val_size} would leave fewer training rows than validation rows: the input "
                          f"holds {len(records)} records; give --val-size {most} or less")
-    order = list(groups)
+    order = list(groups.values())  # the same permutation as shuffling the keys: shuffle reads only the length
     random.Random(seed).shuffle(order)
     val: list[dict[str, Any]] = []
     train: list[dict[str, Any]] = []
-    for key in order:
-        group = groups[key]
+    for group in order:
         if len(val) < val_size and len(val) + len(group) < len(records):
             val.extend(group)
         else:

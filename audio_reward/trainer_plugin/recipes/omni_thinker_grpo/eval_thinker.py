@@ -131,13 +131,11 @@ def row_key(row: dict[str, Any], position: int) -> tuple[str, str]:
 
 def questions(path: Path, limit: int | None) -> list[Question]:
     """The rows of a thinker parquet; a row without clips, options or a readable answer raises ValueError."""
-    out: list[Question] = []
-    seen: set[str] = set()
+    out: dict[str, Question] = {}  # by id, in file order: a repeated id is found in it
     for i, row in enumerate(parquet_rows(path)):
         rid, text = row_key(row, i)
-        if rid in seen:
+        if rid in out:
             raise ValueError(f"{path}: id {rid!r} appears twice")
-        seen.add(rid)
         prompt = tuple((str(m["role"]), str(m["content"])) for m in row.get("prompt") or [])
         audios = tuple(str(a) for a in row.get("audios") or [])
         placeholders = sum(content.count(AUDIO_PLACEHOLDER) for _, content in prompt)
@@ -148,8 +146,8 @@ def questions(path: Path, limit: int | None) -> list[Question]:
         if len(options) < 2:
             raise ValueError(f"row {rid}: extra_info.options holds {len(options)} option(s)")
         truth = ground_truth_letter((row.get("reward_model") or {}).get("ground_truth"), options)
-        out.append(Question(rid, text, prompt, audios, options, truth))
-    return out[:limit] if limit else out
+        out[rid] = Question(rid, text, prompt, audios, options, truth)
+    return list(out.values())[:limit or None]
 
 
 def messages(question: Question, mode: Mode) -> list[dict[str, Any]]:

@@ -175,14 +175,9 @@ def convert_avqa_r1(records: Sequence[Mapping[str, Any]], root: Path, source: st
     list with no usable record raises :class:`ValueError` naming ``source``
     and the counts.
     """
-    kept: Rows = []
-    dropped: Counter[str] = Counter()
-    for position, record in enumerate(records):
-        converted = from_avqa_r1(record, f"{id_prefix}{position}", root)
-        if isinstance(converted, str):
-            dropped[converted] += 1
-        else:
-            kept.append(converted)
+    converted = [from_avqa_r1(record, f"{id_prefix}{position}", root) for position, record in enumerate(records)]
+    kept = [row for row in converted if not isinstance(row, str)]
+    dropped = Counter(reason for reason in converted if isinstance(reason, str))
     if not kept:
         raise ValueError(f"{source} holds no usable AVQA-R1 record ({len(records)} dropped: {_reasons(dropped)})")
     return kept, dropped

@@ -254,8 +254,7 @@ def _speaker_embedding(spk_embed: Path, base: ModelFolder) -> tuple[list[float],
         return [], [f"speaker embedding {spk_embed}: {exc}"]
     if not embedding:
         return [], [f"speaker embedding {spk_embed} holds no numbers"]
-    width = speaker_width(base)
-    if width is not None and len(embedding) != width:
+    if (width := speaker_width(base)) is not None and len(embedding) != width:
         return embedding, [f"speaker embedding {spk_embed} has {len(embedding)} values, the talker of {base.path} "
                            f"takes {width}: it was made with another model size"]
     return embedding, []
@@ -270,8 +269,7 @@ def check_inputs(checkpoints: list[Checkpoint], spk_embed: Path, val: Path, trai
     embedding, speaker = _speaker_embedding(spk_embed, checkpoints[0].folder)
     rows, unread = read_validation(validation_rows, val, limit)
     held, leaks = check_held_out(rows, val, train, allow_overlap)
-    failures = [*_folder_problems(checkpoints), *speaker, *unread, *leaks]
-    if failures:
+    if failures := [*_folder_problems(checkpoints), *speaker, *unread, *leaks]:
         raise InputsInvalid(failures)
     return rows, embedding, held
 
@@ -317,15 +315,14 @@ def synthesize(load_dir: Path, rows: Sequence[EvalRow], embedding: list[float], 
                 **decoding.generate_kwargs())
             sf.write(target.with_suffix(".part.wav"), np.asarray(wavs[0], dtype=np.float32), rate)
             target.with_suffix(".part.wav").replace(target)  # a half-written WAV never counts as done
-        del model
     with manifest.open("w", encoding="utf-8") as f:
         for row in rows:
             for sid in sample_ids(row, decoding):
                 entry = {"id": sid, "audio": f"{_safe(sid)}.wav", "text": row.text}
                 if row.language:
                     entry["language"] = row.language
-                reference = speaker_reference or row.speaker_reference
-                if reference:  # absolute: the manifest lives elsewhere than the path was written for
+                # absolute: the manifest lives elsewhere than the path was written for
+                if reference := speaker_reference or row.speaker_reference:
                     entry["speaker_reference"] = str(Path(reference).resolve())
                 f.write(json.dumps(entry, ensure_ascii=False) + "\n")
     return manifest
