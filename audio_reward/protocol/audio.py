@@ -87,8 +87,7 @@ def _decode_stream(container: Any, av: Any, rate: int, field: str,
                 raise _too_long(field, samples / rate, max_seconds)
         chunks += [out.to_ndarray().reshape(-1) for out in resampler.resample(None)]
     except av.error.FFmpegError:
-        if not chunks:
-            return None
+        return chunks or None  # what was decoded before the error, if anything
     return chunks
 
 

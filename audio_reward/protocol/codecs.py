@@ -92,8 +92,9 @@ def decode_pcm16(text: str, *, field: str = "waveform_pcm16_base64") -> np.ndarr
 
 def frombuffer_pcm16(raw: bytes, *, field: str = "waveform_pcm16_base64") -> np.ndarray:
     """Signed 16-bit little-endian PCM in ``raw`` as float32 in [-1, 1)."""
-    # One float32 array: the int16 samples are converted as they are divided.
-    return np.true_divide(_whole_samples(raw, _I16, field, "PCM16"), np.float32(32768.0), dtype=np.float32)
+    samples = _whole_samples(raw, _I16, field, "PCM16").astype(np.float32)
+    samples /= np.float32(32768.0)
+    return samples
 
 
 def encode_file(waveform: Any, sample_rate: int, *, fmt: str = "WAV") -> str:
