@@ -36,11 +36,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="audio-reward", description="Reward scoring for audio RL.")
     parser.add_argument("--version", action="version", version=f"audio-reward {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    seen: set[str] = set()
-    for name, module in COMMANDS.items():
-        if module in seen or (only is not None and name != only):
-            continue
-        seen.add(module)
+    # each module once (one registers several commands), in COMMANDS' order
+    for module in dict.fromkeys(module for name, module in COMMANDS.items() if only is None or name == only):
         importlib.import_module(module).register(sub)
     return parser
 

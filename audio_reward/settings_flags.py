@@ -47,8 +47,7 @@ class Flag:
 
 def _unwrap(annotation: Any) -> Any:
     """``X | None`` → ``X``; other annotations unchanged."""
-    origin = typing.get_origin(annotation)
-    if origin in (Union, types.UnionType):
+    if typing.get_origin(annotation) in (Union, types.UnionType):
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
         if len(args) == 1:
             return args[0]
@@ -94,8 +93,7 @@ def values_from_args(args: argparse.Namespace, flags: Iterable[Flag]) -> dict[st
     """The values of the flags given on the command line, nested like the model's fields."""
     out: dict[str, Any] = {}
     for flag in flags:
-        value = getattr(args, flag.dest, None)
-        if value is not None:
+        if (value := getattr(args, flag.dest, None)) is not None:
             set_path(out, flag.path, value)
     return out
 

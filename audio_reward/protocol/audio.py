@@ -87,8 +87,7 @@ def _decode_stream(container: Any, av: Any, rate: int, field: str,
                 raise _too_long(field, samples / rate, max_seconds)
         chunks += [out.to_ndarray().reshape(-1) for out in resampler.resample(None)]
     except av.error.FFmpegError:
-        if not chunks:
-            return None
+        return chunks or None  # what was decoded before the error, if anything
     return chunks
 
 
@@ -246,9 +245,7 @@ def sample_issues(waveform: np.ndarray, field: str, path: str = "$") -> list[Iss
     """What makes decoded audio unusable: no samples, or NaN or infinite ones."""
     if waveform.shape[0] == 0:
         return [Issue("empty_audio", f"{field} holds no samples", path)]
-    finite = np.isfinite(waveform)
-    if not finite.all():
-        bad = int(np.count_nonzero(~finite))
+    if bad := int(np.count_nonzero(~np.isfinite(waveform))):
         return [Issue("non_finite_audio", f"{field} holds {bad} NaN or infinite samples", path)]
     return []
 
@@ -265,7 +262,6 @@ def read_audio(source: bytes | str | Path, *, field: str | None = None, max_seco
     name = field or str(source if not isinstance(source, bytes) else "the audio")
     audio = open_file(raw, field=name, max_seconds=max_seconds, max_bytes=max_bytes, decoder=decoder)
     waveform = audio.decode(max_seconds, max_bytes)
-    issues = sample_issues(waveform, name)
-    if issues:
+    if issues := sample_issues(waveform, name):
         raise AudioDecodeError(issues[0].code, issues[0].message)
     return waveform, audio.rate

@@ -80,9 +80,8 @@ def frombuffer_f32(raw: bytes, *, field: str = "waveform_f32_base64") -> np.ndar
 
 def encode_pcm16(waveform: Any) -> str:
     """Base64 of mono signed 16-bit little-endian PCM; samples are clipped to [-1, 1]."""
-    arr = as_float32_mono(waveform)
     # Same scale both ways (2**15) so a round trip is off by at most half a step.
-    pcm = np.clip(np.rint(arr * 32768.0), -32768, 32767).astype(_I16)
+    pcm = np.clip(np.rint(as_float32_mono(waveform) * 32768.0), -32768, 32767).astype(_I16)
     return pybase64.b64encode(pcm.tobytes()).decode("ascii")
 
 
@@ -102,10 +101,9 @@ def encode_file(waveform: Any, sample_rate: int, *, fmt: str = "WAV") -> str:
     """Base64 of a whole audio file (``WAV`` float32 or ``FLAC`` 16-bit)."""
     import soundfile as sf
 
-    arr = as_float32_mono(waveform)
     buf = io.BytesIO()
-    subtype = "FLOAT" if fmt.upper() == "WAV" else "PCM_16"
-    sf.write(buf, arr, int(sample_rate), format=fmt.upper(), subtype=subtype)
+    sf.write(buf, as_float32_mono(waveform), int(sample_rate), format=fmt.upper(),
+             subtype="FLOAT" if fmt.upper() == "WAV" else "PCM_16")
     return pybase64.b64encode(buf.getvalue()).decode("ascii")
 
 

@@ -121,8 +121,7 @@ class _Envelope(_Closed):
         if not isinstance(data, dict):
             raise Refusal("invalid_request", cls.not_object.format(type(data).__name__))
         check_version(data, required=cls.version_required)
-        limits = context_limits(info)
-        if limits is not None:
+        if (limits := context_limits(info)) is not None:
             cls._check_sizes(data, limits)
         return data
 
@@ -172,8 +171,7 @@ class _AudioFields(_Envelope):
             return self
         if self.sample_rate is None:
             raise Refusal("missing_field", f"sample_rate is required with {name}", "sample_rate")
-        limits = context_limits(info)
-        if limits is not None:
+        if (limits := context_limits(info)) is not None:
             _check_samples_size(name, getattr(self, name), self.sample_rate, limits)
         return self
 
@@ -291,8 +289,7 @@ class BatchScoreRequest(_Envelope):
 
     @model_validator(mode="after")
     def _items_within_limit(self, info: ValidationInfo) -> BatchScoreRequest:
-        limits = context_limits(info)
-        if limits is not None and len(self.items) > limits.max_batch_items:
+        if (limits := context_limits(info)) is not None and len(self.items) > limits.max_batch_items:
             raise Refusal("batch_too_large", f"items holds {len(self.items)} requests; the limit is "
                           f"{limits.max_batch_items} (max_batch_items)", "items")
         return self

@@ -370,8 +370,7 @@ REFERENCE_FIELD = "speaker_reference_audio_base64"
 
 def _speaker_reference(req: ScoreRequest | BatchItem, limits: Limits, path: str) -> DecodedAudio | None:
     """The inline reference recording, bounded like the item's own audio (``max_audio_seconds``, bytes)."""
-    text = req.speaker_reference_audio_base64
-    if text is None:
+    if (text := req.speaker_reference_audio_base64) is None:
         return None
     # A whole file, opened and checked as a request's audio_file_base64 is (no FFmpeg: WAV or FLAC).
     audio = _open(REFERENCE_FIELD, text, None, limits, path, whose="the reference's")

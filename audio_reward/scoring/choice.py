@@ -121,21 +121,18 @@ def _plain(text: str) -> str:
 
 def _from_text(text: str, valid: str, options: Mapping[str, str] | None) -> Choice:
     """The one option ``text`` commits to; several different ones, or none, give ``Choice(None, ...)``."""
-    boxed = _BOXED_RE.findall(text)
-    if boxed:
+    if boxed := _BOXED_RE.findall(text):
         letters = {m.group(1).upper() for m in map(_BARE_RE.match, boxed) if m and m.group(1).upper() in valid}
         if not letters and options:
             letters = {x for x in (_by_option_text(b, options) for b in boxed) if x}
         return Choice(letters.pop(), "boxed") if len(letters) == 1 else Choice(None, "none")
     body = _plain(text)
-    phrases = {m for m in _PHRASE_RE.findall(body) + _CONCLUSION_RE.findall(body) if m in valid}
-    if phrases:
+    if phrases := {m for m in _PHRASE_RE.findall(body) + _CONCLUSION_RE.findall(body) if m in valid}:
         return Choice(phrases.pop(), "answer_phrase") if len(phrases) == 1 else Choice(None, "none")
     parenthesized = {m for m in _PAREN_RE.findall(body) if m in valid}
     if len(parenthesized) == 1:
         return Choice(parenthesized.pop(), "parenthesized")
-    first = body.strip().splitlines()[0] if body.strip() else ""
-    bare = _BARE_RE.match(first)
+    bare = _BARE_RE.match(body.strip().splitlines()[0] if body.strip() else "")
     if bare and bare.group(1).isupper() and bare.group(1) in valid:
         # "B. a car horn" or "C, not option A": the rest must not name another option
         rest = bare.group(2) or ""
@@ -162,8 +159,7 @@ def extract_choice(response: str, options: Mapping[str, str] | None = None) -> C
     body = _THINK_RE.sub(" ", response)
     if _OPEN_THINK_RE.search(body):
         return Choice(None, "truncated")
-    tags = _ANSWER_TAG_RE.findall(body)
-    if tags:
+    if tags := _ANSWER_TAG_RE.findall(body):
         choices = {_tag_letter(tag, valid, options) for tag in tags}
         letter = choices.pop() if len(choices) == 1 else None
         return Choice(letter, "answer_tag") if letter else Choice(None, "none")

@@ -51,8 +51,7 @@ def estimate_speech_duration(text: str) -> float:
     """Seconds a speaker typically takes to read ``text`` aloud (0.0 for no speakable text)."""
     seconds = 0.0
     for word in text.split():
-        units = [ch for ch in word if unicodedata.category(ch)[0] not in "PZC"]
-        if units:
+        if units := [ch for ch in word if unicodedata.category(ch)[0] not in "PZC"]:
             if seconds:
                 # The space between two words is spoken time too (a short pause).
                 seconds += 1.0 / OTHER_CHARS_PER_SECOND

@@ -127,19 +127,16 @@ class Normalizer(ABC):
         """
         code = language_code(language)
         self.check_language(code)
-        if chinese is None:
-            chinese = is_chinese(text, code)
-        return self._normalize(text, code, chinese, side)
+        return self._normalize(text, code, is_chinese(text, code) if chinese is None else chinese, side)
 
     def check_language(self, code: str | None) -> None:
         """Raise :class:`UnsupportedLanguageError` when the rules do not cover language ``code``."""
-        if code is None or self.languages is None or code in self.languages:
-            return
-        raise UnsupportedLanguageError(
-            f"the {self.name} normalizer has rules for {', '.join(sorted(self.languages))} only, "
-            f"not language {code!r}; the basic and whisper-en normalizers take any language",
-            field="language",
-        )
+        if code is not None and self.languages is not None and code not in self.languages:
+            raise UnsupportedLanguageError(
+                f"the {self.name} normalizer has rules for {', '.join(sorted(self.languages))} only, "
+                f"not language {code!r}; the basic and whisper-en normalizers take any language",
+                field="language",
+            )
 
     @abstractmethod
     def _normalize(self, text: str, code: str | None, chinese: bool, side: Side) -> str:
@@ -247,8 +244,7 @@ class WhisperEnglishNormalizer(Normalizer):
     def _normalize(self, text: str, code: str | None, chinese: bool, side: Side) -> str:
         if chinese:
             return _basic_chinese(text)
-        rules = self._english if code is None or code == "en" else self._basic
-        return rules(text).strip()
+        return (self._english if code is None or code == "en" else self._basic)(text).strip()
 
 
 _FACTORIES: dict[str, type[Normalizer]] = {

@@ -72,8 +72,7 @@ def repeated_ngram_fraction(units: list[str], n: int) -> float:
     total = len(units) - n + 1
     if total <= 1:
         return 0.0
-    distinct = len({tuple(units[i : i + n]) for i in range(total)})
-    return (total - distinct) / total
+    return (total - len({tuple(units[i : i + n]) for i in range(total)})) / total
 
 
 def _base(policy: RewardPolicy, err: float) -> float:

@@ -99,8 +99,8 @@ def normalize_reference(
     if not reference.strip():
         raise EmptyReferenceError(f"{field} is empty: there is no target text to score against", field=field)
     code = language_code(language)
-    normalizer.check_language(code)
     char_level = is_chinese(reference, code)
+    # normalize() refuses a language its rules do not cover (UnsupportedLanguageError) before any work
     normalized = normalizer.normalize(reference, code, chinese=char_level, side="reference")
     if not normalized:
         raise EmptyReferenceError(
@@ -183,9 +183,8 @@ def score_transcript(
         duration_s=duration_s,
         expected_duration_s=expected,
     )
-    measured = speaker_similarity is not None or quality_mos is not None
-    composed = compose_reward(policy, reward.score, speaker_similarity=speaker_similarity,
-                              quality_mos=quality_mos) if measured else None
+    composed = (compose_reward(policy, reward.score, speaker_similarity=speaker_similarity, quality_mos=quality_mos)
+                if speaker_similarity is not None or quality_mos is not None else None)
     return TranscriptScore(
         transcript=transcript,
         normalized_reference=compared.normalized_reference,

@@ -25,26 +25,26 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise ValueError(f"{path} does not exist" if not path.exists() else f"{path} is not a file")
     if path.suffix == ".json":
-        return _read_json_list(path)
-    records: list[dict[str, Any]] = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            line = raw.strip()
-            if not line:
-                continue
-            if path.suffix == ".jsonl":
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{path}:{lineno}: not JSON ({exc})") from None
-                if not isinstance(obj, dict):
-                    raise ValueError(f"{path}:{lineno}: expected a JSON object")
-                records.append(obj)
-            else:
-                records.append({"text": line})
+        records = _read_json_list(path)
+    else:
+        with open(path, encoding="utf-8") as fh:
+            records = [_line_record(path, lineno, line) for lineno, raw in enumerate(fh, 1) if (line := raw.strip())]
     if not records:
         raise ValueError(f"{path} holds no records")
     return records
+
+
+def _line_record(path: Path, lineno: int, line: str) -> dict[str, Any]:
+    """One non-blank line: a JSON object in a ``.jsonl`` file, else the text itself."""
+    if path.suffix != ".jsonl":
+        return {"text": line}
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}:{lineno}: not JSON ({exc})") from None
+    if not isinstance(obj, dict):
+        raise ValueError(f"{path}:{lineno}: expected a JSON object")
+    return obj
 
 
 def _read_json_list(path: Path) -> list[dict[str, Any]]:
@@ -57,8 +57,6 @@ def _read_json_list(path: Path) -> list[dict[str, Any]]:
     for position, record in enumerate(records):
         if not isinstance(record, dict):
             raise ValueError(f"{path}: item {position} is not a JSON object")
-    if not records:
-        raise ValueError(f"{path} holds no records")
     return records
 
 
@@ -102,12 +100,11 @@ def split_for_training(records: list[dict[str, Any]], val_size: int, seed: int) 
     if val_size > most:
         raise ValueError(f"--val-size {val_size} would leave fewer training rows than validation rows: the input "
                          f"holds {len(records)} records; give --val-size {most} or less")
-    order = list(groups)
+    order = list(groups.values())  # the same permutation as shuffling the keys: shuffle reads only the length
     random.Random(seed).shuffle(order)
     val: list[dict[str, Any]] = []
     train: list[dict[str, Any]] = []
-    for key in order:
-        group = groups[key]
+    for group in order:
         if len(val) < val_size and len(val) + len(group) < len(records):
             val.extend(group)
         else:
@@ -138,19 +135,18 @@ def prepare(make_rows: Callable[[], tuple[list[dict[str, Any]], list[dict[str, A
     except ValueError as exc:
         print(f"prepare_data: {exc}", file=sys.stderr)
         return 2
-    n_train = write_parquet(train, out_dir / "train.parquet")
-    n_val = write_parquet(val, out_dir / "val.parquet")
-    print(f"wrote {n_train} train rows to {out_dir / 'train.parquet'} and {n_val} validation rows to "
+    write_parquet(train, out_dir / "train.parquet")
+    write_parquet(val, out_dir / "val.parquet")
+    print(f"wrote {len(train)} train rows to {out_dir / 'train.parquet'} and {len(val)} validation rows to "
           f"{out_dir / 'val.parquet'}")
     if note:
         print(note)
     return 0
 
 
-def write_parquet(rows: list[dict[str, Any]], path: Path) -> int:
+def write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), path)
-    return len(rows)

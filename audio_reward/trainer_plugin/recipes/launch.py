@@ -180,18 +180,16 @@ def plan(name: str, overrides: Sequence[str] = (), environ: Mapping[str, str] | 
     """
     environ = os.environ if environ is None else environ
     values = resolve(name, environ, strict=strict)
-    bad = [o for o in overrides if "\n" in o]
-    if bad:
+    if bad := [o for o in overrides if "\n" in o]:
         raise LaunchError(f"an override must be one line, got {bad[0]!r}")
     env = {
         "VERL_USE_EXTERNAL_MODULES": with_external_modules(environ, last=EXTERNAL_MODULES),
         "TOKENIZERS_PARALLELISM": "false",
         "VLLM_USE_FLASHINFER_SAMPLER": "0",
+        **({"PYTHONHASHSEED": values["SEED"]} if "SEED" in values else {}),
+        "OUTPUT_DIR": values["OUTPUT_DIR"],
+        "VERL_FILE_LOGGER_PATH": str(Path(values["OUTPUT_DIR"]) / METRICS_FILE),
     }
-    if "SEED" in values:
-        env["PYTHONHASHSEED"] = values["SEED"]
-    env["OUTPUT_DIR"] = values["OUTPUT_DIR"]
-    env["VERL_FILE_LOGGER_PATH"] = str(Path(values["OUTPUT_DIR"]) / METRICS_FILE)
     return LaunchPlan(env=env, overrides=[*RECIPES[name].overrides.render(values), *overrides])
 
 

@@ -68,7 +68,6 @@ FSDP_MIXED_PRECISION = "{param_dtype:bf16,reduce_dtype:fp32,buffer_dtype:fp32}"
 """The TTS recipe's FSDP mixed precision for actor and reference: fp32 parameters, bf16 compute."""
 THINKER_LORA_EXCLUDE = ".*talker.*|.*code2wav.*|.*code_predictor.*|.*visual.*|.*audio_tower.*"
 """Everything but the thinker's language model: the speech stack and both encoders stay frozen."""
-THINKER_LORA_TARGETS = "['q_proj','k_proj','v_proj','o_proj']"
 THINKER_MAX_PROMPT = 4096
 THINKER_PROMPT_HEADROOM = 64
 """``rollout.prompt_length`` is ``data.max_prompt_length`` plus this, as in verl-omni's AVQA example (4160)."""
@@ -108,9 +107,7 @@ class Override:
 
     def render(self, values: Mapping[str, str]) -> str | None:
         """``[+]key=value`` with the variables filled in; None when the row does not apply (:meth:`applies`)."""
-        if not self.applies(values):
-            return None
-        return f"{self.add}{self.key}={Template(self.value).substitute(values)}"
+        return f"{self.add}{self.key}={Template(self.value).substitute(values)}" if self.applies(values) else None
 
 
 _PREFIXES: Mapping[str, Literal["", "+", "++"]] = MappingProxyType({"": "", "+": "+", "++": "++"})
@@ -313,7 +310,7 @@ THINKER_OVERRIDES = OverrideTable((
     ov("actor_rollout_ref.model.lora_dtype", "float32", when=f"BACKBONE!={FULL}"),
     ov("actor_rollout_ref.model.lora.merge", "true", when=f"BACKBONE!={FULL}"),
     ov(LORA_EXCLUDE, THINKER_LORA_EXCLUDE),
-    ov(LORA_TARGETS, THINKER_LORA_TARGETS, when=f"BACKBONE!={FULL}"),
+    ov(LORA_TARGETS, "['q_proj','k_proj','v_proj','o_proj']", when=f"BACKBONE!={FULL}"),
     ov("actor_rollout_ref.actor.freeze_vision_tower", "true"),
     ov("actor_rollout_ref.actor.strategy", "fsdp2"),
     ov("actor_rollout_ref.actor.optim.lr", "3e-6", when=f"BACKBONE!={FULL}"),

@@ -131,13 +131,11 @@ def row_key(row: dict[str, Any], position: int) -> tuple[str, str]:
 
 def questions(path: Path, limit: int | None) -> list[Question]:
     """The rows of a thinker parquet; a row without clips, options or a readable answer raises ValueError."""
-    out: list[Question] = []
-    seen: set[str] = set()
+    out: dict[str, Question] = {}  # by id, in file order: a repeated id is found in it
     for i, row in enumerate(parquet_rows(path)):
         rid, text = row_key(row, i)
-        if rid in seen:
+        if rid in out:
             raise ValueError(f"{path}: id {rid!r} appears twice")
-        seen.add(rid)
         prompt = tuple((str(m["role"]), str(m["content"])) for m in row.get("prompt") or [])
         audios = tuple(str(a) for a in row.get("audios") or [])
         placeholders = sum(content.count(AUDIO_PLACEHOLDER) for _, content in prompt)
@@ -148,8 +146,8 @@ def questions(path: Path, limit: int | None) -> list[Question]:
         if len(options) < 2:
             raise ValueError(f"row {rid}: extra_info.options holds {len(options)} option(s)")
         truth = ground_truth_letter((row.get("reward_model") or {}).get("ground_truth"), options)
-        out.append(Question(rid, text, prompt, audios, options, truth))
-    return out[:limit] if limit else out
+        out[rid] = Question(rid, text, prompt, audios, options, truth)
+    return list(out.values())[:limit or None]
 
 
 def messages(question: Question, mode: Mode) -> list[dict[str, Any]]:
@@ -193,8 +191,7 @@ def check_inputs(specs: Sequence[str], val: Path, train: Sequence[Path], limit: 
         failures += processing_problems(specs[0], checkpoints[0][1])
     rows, lines = read_validation(questions, val, limit)
     failures += lines
-    missing = sorted({a for q in rows for a in q.audios if not Path(a).is_file()})
-    if missing:
+    if missing := sorted({a for q in rows for a in q.audios if not Path(a).is_file()}):
         failures.append(f"{len(missing)} clip(s) of {val} do not exist (e.g. {missing[0]})")
     held, lines = check_held_out(rows, val, train, allow_overlap, row_key)
     if failures or lines:
@@ -460,8 +457,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.max_new_tokens < 1 or args.temperature < 0 or args.batch_size < 1:
         return print_failures("eval_thinker", ["--max-new-tokens and --batch-size must be at least 1 and "
                                                "--temperature 0 or more"])
-    missing = missing_modules(("torch", "pyarrow", "soxr", "transformers.models.qwen3_omni_moe"))
-    if missing:
+    if missing := missing_modules(("torch", "pyarrow", "soxr", "transformers.models.qwen3_omni_moe")):
         return print_failures("eval_thinker", [f"{', '.join(missing)} not installed: run this in the trainer "
                                                "environment (scripts/envs/verl.sh), whose transformers has Qwen3-Omni"])
     try:

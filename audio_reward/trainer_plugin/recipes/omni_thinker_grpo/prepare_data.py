@@ -175,14 +175,9 @@ def convert_avqa_r1(records: Sequence[Mapping[str, Any]], root: Path, source: st
     list with no usable record raises :class:`ValueError` naming ``source``
     and the counts.
     """
-    kept: Rows = []
-    dropped: Counter[str] = Counter()
-    for position, record in enumerate(records):
-        converted = from_avqa_r1(record, f"{id_prefix}{position}", root)
-        if isinstance(converted, str):
-            dropped[converted] += 1
-        else:
-            kept.append(converted)
+    converted = [from_avqa_r1(record, f"{id_prefix}{position}", root) for position, record in enumerate(records)]
+    kept = [row for row in converted if not isinstance(row, str)]
+    dropped = Counter(reason for reason in converted if isinstance(reason, str))
     if not kept:
         raise ValueError(f"{source} holds no usable AVQA-R1 record ({len(records)} dropped: {_reasons(dropped)})")
     return kept, dropped
@@ -202,8 +197,7 @@ def _from_r1_folder(folder: Path, val_size: int | None) -> tuple[Rows, Rows, Cou
     if val_size is not None:
         raise ValueError(f"{folder} is an AVQA-R1-6K folder, which brings its own validation split: --val-size "
                          "applies to a single file")
-    missing = [str(rel) for _, rel in R1_SPLITS if not (folder / rel).is_file()]
-    if missing:
+    if missing := [str(rel) for _, rel in R1_SPLITS if not (folder / rel).is_file()]:
         raise ValueError(f"{folder} is not an AVQA-R1-6K folder: it lacks {' and '.join(missing)}")
     rows: dict[str, Rows] = {}
     dropped: Counter[str] = Counter()

@@ -182,13 +182,9 @@ RowKey = Callable[[dict[str, Any], int], tuple[str, str]]
 def overlap(eval_rows: Sequence[Keyed], train_files: Sequence[Path],
             row_key: RowKey = row_id_and_text) -> tuple[list[str], list[str]]:
     """Evaluation ids found among the training ids, and evaluation texts whose normalised form was trained on."""
-    train_ids: set[str] = set()
-    train_texts: set[str] = set()
-    for path in train_files:
-        for i, row in enumerate(parquet_rows(path)):
-            rid, text = row_key(row, i)
-            train_ids.add(rid)
-            train_texts.add(normalize_text(text))
+    keys = [row_key(row, i) for path in train_files for i, row in enumerate(parquet_rows(path))]
+    train_ids = {rid for rid, _ in keys}
+    train_texts = {normalize_text(text) for _, text in keys}
     return ([r.id for r in eval_rows if r.id in train_ids],
             [r.text for r in eval_rows if normalize_text(r.text) in train_texts])
 
@@ -258,8 +254,7 @@ def _speaker_embedding(spk_embed: Path, base: ModelFolder) -> tuple[list[float],
         return [], [f"speaker embedding {spk_embed}: {exc}"]
     if not embedding:
         return [], [f"speaker embedding {spk_embed} holds no numbers"]
-    width = speaker_width(base)
-    if width is not None and len(embedding) != width:
+    if (width := speaker_width(base)) is not None and len(embedding) != width:
         return embedding, [f"speaker embedding {spk_embed} has {len(embedding)} values, the talker of {base.path} "
                            f"takes {width}: it was made with another model size"]
     return embedding, []
@@ -274,8 +269,7 @@ def check_inputs(checkpoints: list[Checkpoint], spk_embed: Path, val: Path, trai
     embedding, speaker = _speaker_embedding(spk_embed, checkpoints[0].folder)
     rows, unread = read_validation(validation_rows, val, limit)
     held, leaks = check_held_out(rows, val, train, allow_overlap)
-    failures = [*_folder_problems(checkpoints), *speaker, *unread, *leaks]
-    if failures:
+    if failures := [*_folder_problems(checkpoints), *speaker, *unread, *leaks]:
         raise InputsInvalid(failures)
     return rows, embedding, held
 
@@ -321,15 +315,14 @@ def synthesize(load_dir: Path, rows: Sequence[EvalRow], embedding: list[float], 
                 **decoding.generate_kwargs())
             sf.write(target.with_suffix(".part.wav"), np.asarray(wavs[0], dtype=np.float32), rate)
             target.with_suffix(".part.wav").replace(target)  # a half-written WAV never counts as done
-        del model
     with manifest.open("w", encoding="utf-8") as f:
         for row in rows:
             for sid in sample_ids(row, decoding):
                 entry = {"id": sid, "audio": f"{_safe(sid)}.wav", "text": row.text}
                 if row.language:
                     entry["language"] = row.language
-                reference = speaker_reference or row.speaker_reference
-                if reference:  # absolute: the manifest lives elsewhere than the path was written for
+                # absolute: the manifest lives elsewhere than the path was written for
+                if reference := speaker_reference or row.speaker_reference:
                     entry["speaker_reference"] = str(Path(reference).resolve())
                 f.write(json.dumps(entry, ensure_ascii=False) + "\n")
     return manifest
@@ -429,8 +422,7 @@ def _check_environment(args: argparse.Namespace) -> None:
 
     if args.samples < 1 or args.max_new_tokens < 1:
         raise InputsInvalid(["--samples and --max-new-tokens must be at least 1"])
-    missing = missing_modules((*EVAL_MODULES, "pyarrow", "qwen_tts"))
-    if missing:
+    if missing := missing_modules((*EVAL_MODULES, "pyarrow", "qwen_tts")):
         raise InputsInvalid([f"{' and '.join(missing)} not installed: run this in the TTS-model environment "
                              f"(scripts/envs/tts.sh) with the eval extra, {EVAL_EXTRA}"])
     check_device(args.device)

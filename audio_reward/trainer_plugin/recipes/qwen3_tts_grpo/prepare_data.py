@@ -62,8 +62,7 @@ def to_row(record: dict[str, Any], index: int, split: str, default_language: str
     text = " ".join(text.split())
     # The default id is the record's line in the input (split_for_training keeps it), unique across both splits.
     rid = record.get("id", record.get("_position", index))
-    voice = [name for name in VOICE_FIELDS if record.get(name) not in (None, "")]
-    if voice:
+    if voice := [name for name in VOICE_FIELDS if record.get(name) not in (None, "")]:
         raise ValueError(
             f"record {rid}: {'/'.join(voice)} gives the row a voice of its own, which the recipe would drop: "
             "verl-omni's qwen3_tts_rl speaks every row in the one voice of tts_spk_embed_path (SPK_EMBED_PATH). "
@@ -72,8 +71,7 @@ def to_row(record: dict[str, Any], index: int, split: str, default_language: str
     extra: dict[str, Any] = {"index": str(rid), "split": split, "text": text}
     if split == "val":
         extra["generation_seed"] = generation_seed(seed, str(rid))
-    language = record.get("language", default_language)
-    if language:
+    if language := record.get("language", default_language):
         extra["language"] = str(language)
     if record.get("target_audio"):
         target = Path(str(record["target_audio"])).expanduser()
