@@ -185,11 +185,9 @@ def merge_lora(state: Mapping[str, torch.Tensor], scale: float) -> tuple[dict[st
     adapters: dict[str, dict[str, torch.Tensor]] = {}
     for key, tensor in state.items():
         plain = key.removeprefix(_PEFT_PREFIX)
-        for part in ("lora_A", "lora_B"):
-            marker = f".{part}."
-            if marker in plain:
-                adapters.setdefault(plain.split(marker)[0], {})[part] = tensor
-                break
+        part = next((p for p in ("lora_A", "lora_B") if f".{p}." in plain), None)
+        if part:
+            adapters.setdefault(plain.split(f".{part}.")[0], {})[part] = tensor
         else:
             out[plain.replace(".base_layer.", ".")] = tensor
     for module, pair in adapters.items():
