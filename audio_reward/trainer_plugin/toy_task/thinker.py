@@ -74,11 +74,6 @@ MAX_RESPONSE = 4
 """A letter and the end of the turn, with room for a wrong answer."""
 
 
-def _remove_overrides(overrides: Sequence[str], keys: Sequence[str]) -> list[str]:
-    """``overrides`` without those whose key (``+`` stripped) starts with one of ``keys``."""
-    return [o for o in overrides if not o.split("=", 1)[0].lstrip("+").startswith(tuple(keys))]
-
-
 def thinker_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
     """The toy TTS loop's overrides (:func:`.train.trainer_overrides`) turned into the thinker recipe's shape.
 
@@ -87,13 +82,12 @@ def thinker_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
     lengths for an audio question; device, FSDP2, precision, batch sizes and
     Ray settings stay as the TTS loop sets them.
     """
-    base = trainer_overrides(LoopSettings(**{**asdict(settings), "overrides": []}), paths)
-    kept = _remove_overrides(base, (
-        "reward.audio_reward.", "reward.reward_manager.name", "actor_rollout_ref.rollout.agent.",
-        "data.max_prompt_length", "data.max_response_length", "trainer.project_name", "trainer.experiment_name",
-    ))
+    replaced = ("reward.audio_reward.", "reward.reward_manager.name", "actor_rollout_ref.rollout.agent.",
+                "data.max_prompt_length", "data.max_response_length", "trainer.project_name", "trainer.experiment_name")
     return [
-        *kept,
+        # the TTS loop's overrides whose key (``+`` stripped) is not replaced below
+        *(o for o in trainer_overrides(LoopSettings(**{**asdict(settings), "overrides": []}), paths)
+          if not o.split("=", 1)[0].lstrip("+").startswith(replaced)),
         f"data.max_prompt_length={MAX_PROMPT}", f"data.max_response_length={MAX_RESPONSE}",
         "data.filter_overlong_prompts=true", "data.truncation=error", "data.validation_shuffle=false",
         "actor_rollout_ref.rollout.agent.num_workers=1",
