@@ -81,11 +81,6 @@ def text_of(audio: np.ndarray) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
-def check_kind(kind: str) -> None:
-    if kind not in SPEECH_KINDS:
-        raise ValueError(f"unknown speech kind {kind!r}; one of {', '.join(SPEECH_KINDS)}")
-
-
 def tone(seconds: float = 0.2, frequency: float = 440.0, level: float = 0.1, phase: float = 0.0) -> np.ndarray:
     """A sine of ``frequency`` Hz at :data:`SAMPLE_RATE`, float32."""
     t = np.arange(int(seconds * SAMPLE_RATE)) / SAMPLE_RATE
@@ -94,7 +89,8 @@ def tone(seconds: float = 0.2, frequency: float = 440.0, level: float = 0.1, pha
 
 def speak(words: Sequence[str], kind: str) -> tuple[np.ndarray, int]:
     """The audio of ``words`` (a policy's response) as ``kind`` speech: samples and rate."""
-    check_kind(kind)
+    if kind not in SPEECH_KINDS:
+        raise ValueError(f"unknown speech kind {kind!r}; one of {', '.join(SPEECH_KINDS)}")
     text = " ".join(words).strip()
     if kind == "instant":
         return text_clip(text), SAMPLE_RATE
