@@ -94,10 +94,9 @@ def read_curve(metrics_path: str | Path, window: int = WINDOW) -> list[dict[str,
         data, step = entry.get("data") or {}, entry.get("step")
         if not isinstance(step, int):
             continue
-        record = by_step.setdefault(step, {"step": step, "reward_mean": None, "val_reward_mean": None,
-                                           **dict.fromkeys(CARRIED)})
         updates = {"reward_mean": _finite(data.get(TRAIN_REWARD)), "val_reward_mean": _val_reward(data),
                    **{name: _metric(data, key) for name, key in CARRIED.items()}}
+        record = by_step.setdefault(step, {"step": step, **dict.fromkeys(updates)})
         record.update({k: v for k, v in updates.items() if v is not None})
     return add_window_means([by_step[s] for s in sorted(by_step)], window)
 
