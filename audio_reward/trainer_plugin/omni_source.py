@@ -17,6 +17,7 @@ is composed against.
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.util
 import os
 import subprocess
@@ -123,12 +124,10 @@ def read_registrations(package: Path) -> Registrations:
     """Every pipeline, agent loop and rollout that the ``verl_omni`` package at ``package`` registers."""
     found: dict[str, set[str]] = {"pipeline": set(), "agent_loop": set(), "rollout": set()}
     for path in sorted(package.rglob("*.py")):
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        except (SyntaxError, UnicodeDecodeError, OSError):
-            continue  # not a module verl-omni could import either
-        for registry, name in _registrations(tree):
-            found[registry].add(name)
+        # a file that does not parse is not a module verl-omni could import either
+        with contextlib.suppress(SyntaxError, UnicodeDecodeError, OSError):
+            for registry, name in _registrations(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+                found[registry].add(name)
     return Registrations(package, _commit(package.parent), frozenset(found["pipeline"]),
                          frozenset(found["agent_loop"]), frozenset(found["rollout"]))
 
