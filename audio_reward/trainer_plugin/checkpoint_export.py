@@ -116,8 +116,7 @@ def find_actor_checkpoint(path: str | Path) -> ActorCheckpoint:
     step_name = root.parent.name if root.name == "actor" else root.name
     step = int(step_name.rpartition("_")[2]) if step_name.startswith("global_step_") else None
     ckpt = ActorCheckpoint(root, world, step)
-    missing = [p.name for p in ckpt.rank_files if not p.is_file()]
-    if missing:
+    if missing := [p.name for p in ckpt.rank_files if not p.is_file()]:
         raise ExportError(f"{root} lacks {', '.join(missing)} of a world-size-{world} checkpoint "
                           "(saved with checkpoint.save_contents without 'model', or copied partly)")
     return ckpt
@@ -185,8 +184,7 @@ def merge_lora(state: Mapping[str, torch.Tensor], scale: float) -> tuple[dict[st
     adapters: dict[str, dict[str, torch.Tensor]] = {}
     for key, tensor in state.items():
         plain = key.removeprefix(_PEFT_PREFIX)
-        part = next((p for p in ("lora_A", "lora_B") if f".{p}." in plain), None)
-        if part:
+        if part := next((p for p in ("lora_A", "lora_B") if f".{p}." in plain), None):
             adapters.setdefault(plain.split(f".{part}.")[0], {})[part] = tensor
         else:
             out[plain.replace(".base_layer.", ".")] = tensor

@@ -117,8 +117,7 @@ def plot_curve(curve: Sequence[dict[str, Any]], path: Path, title: str = "reward
     lines = (("reward_mean", "train", "o-", 0.45), ("reward_mean_window", f"train, {window}-step mean", "-", 1.0),
              ("val_reward_mean", "validation", "s--", 1.0))
     for key, label, style, alpha in lines:
-        points = [(r["step"], r[key]) for r in curve if r.get(key) is not None]
-        if points:
+        if points := [(r["step"], r[key]) for r in curve if r.get(key) is not None]:
             ax.plot(*zip(*points, strict=True), style, label=label, markersize=3, alpha=alpha)
     ax.set_xlabel("step")
     ax.set_ylabel("mean reward")

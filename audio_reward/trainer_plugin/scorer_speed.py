@@ -114,8 +114,7 @@ def _score_probe(url: str, clips: int, seconds: float, timeout: float) -> float:
         started = time.monotonic()
         results = client.score_many([(waveform, rate, text)] * clips, chunk_size=clips, concurrency=1)
         elapsed = time.monotonic() - started
-    failed = [r for r in results if isinstance(r, ScorerError)]
-    if failed:
+    if failed := [r for r in results if isinstance(r, ScorerError)]:
         raise RuntimeError(f"{len(failed)} of {clips} probe clips failed: {failed[0]}")
     return clips * len(waveform) / rate / max(elapsed, 1e-6)
 

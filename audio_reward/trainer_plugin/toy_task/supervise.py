@@ -136,7 +136,6 @@ def failure_line(log: Path) -> str | None:
         rest = text[at + len(_REWARD_FAILURE):].splitlines()
         return "\n".join([rest[0], *[line for line in rest[1:5] if line.lstrip().startswith("[")]])
     lines = [line.strip() for line in text.splitlines()]
-    hydra = [line for line in lines if line.startswith(_HYDRA_LINES)]
-    if hydra:
+    if hydra := [line for line in lines if line.startswith(_HYDRA_LINES)]:
         return " ".join(hydra[:2])
     return next((line for line in reversed(lines) if _EXCEPTION_LINE.match(line)), None)

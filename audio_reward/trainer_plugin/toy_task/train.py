@@ -361,8 +361,7 @@ def _outcome_lines(summary: Mapping[str, Any], out: Path) -> None:
     rewards = " -> ".join("masked" if r is None else f"{r:.3f}" for r in summary["reward_mean"]) or "none"
     logger.info("%d steps, reward %s, %.0f s; summary in %s", summary["steps"], rewards, summary["wall_s"],
                 out / "train_summary.json")
-    heldout = summary.get("heldout")
-    if heldout:
+    if heldout := summary.get("heldout"):
         logger.info("held-out prompts (%d): reward %.3f -> %.3f, CER %.3f -> %.3f", heldout["prompts"],
                     heldout["base"]["reward"], heldout["trained"]["reward"], heldout["base"]["cer"],
                     heldout["trained"]["cer"])
