@@ -24,6 +24,7 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 TTS_COMMIT = "1eb5a488a1d6fcf0c4b7a708f1ea5ee00cbfb2fd"
 """The verl-omni commit whose tree registers the ``qwen3_tts_rl`` pipeline and the ``omni_single_turn_agent``
@@ -31,8 +32,8 @@ loop the TTS recipe runs (github.com/verl-project/verl-omni main, after the Qwen
 Main before the merge (a1139baf) lacks both; the side-branch commit ea07c618, pinned before, carries them too."""
 TTS_INSTALL = (f"install verl-omni at {TTS_COMMIT[:8]} or a later main commit (git fetch origin main && git checkout "
                f"{TTS_COMMIT[:8]} in the checkout, then docs/training.md section 1)")
-PIPELINE_BASE = "OmniRolloutPipelineBase"
-ROLLOUT_REGISTRY = "RolloutReplicaRegistry"
+# The registry that each class's ``register(name, ...)`` call fills (verl's agent loops use a decorator instead).
+REGISTRY_OWNERS = MappingProxyType({"OmniRolloutPipelineBase": "pipeline", "RolloutReplicaRegistry": "rollout"})
 AUDIO_MANAGER_FILE = Path("reward_loop", "reward_manager", "audio.py")
 RATE_KEY = "audio_sample_rate"
 """Where verl-omni's Qwen3-TTS rollout puts the waveform's sample rate, beside ``audio``."""
@@ -112,10 +113,8 @@ def _registrations(tree: ast.Module) -> Iterator[tuple[str, str]]:
         if not isinstance(name, str):
             continue
         owner = _owner(node.func)
-        if owner == PIPELINE_BASE:
-            yield "pipeline", name
-        elif owner == ROLLOUT_REGISTRY:
-            yield "rollout", name
+        if owner in REGISTRY_OWNERS:
+            yield REGISTRY_OWNERS[owner], name
         elif isinstance(node.func, ast.Name) and node.func.id in loop_register:
             yield "agent_loop", name
 
