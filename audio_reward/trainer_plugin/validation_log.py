@@ -162,5 +162,4 @@ def _copy_audio(source: Path, dest: Path) -> None:
     if source.suffix.lower() == ".wav":
         shutil.copyfile(source, dest)
         return
-    data, rate = read_audio(source)
-    sf.write(dest, data, rate, subtype="PCM_16")
+    sf.write(dest, *read_audio(source), subtype="PCM_16")
