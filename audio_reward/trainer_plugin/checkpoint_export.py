@@ -211,7 +211,7 @@ def export_checkpoint(checkpoint: str | Path, out: Path, base: Path | None = Non
     # torch and safetensors before the folder: where they are missing, that is what the user must hear
     import safetensors.torch  # noqa: F401
 
-    from .model_folder import write_safetensors
+    from .model_folder import inspect_folder, write_safetensors
 
     ckpt = find_actor_checkpoint(checkpoint)
     state = load_state_dict(ckpt)
@@ -221,7 +221,6 @@ def export_checkpoint(checkpoint: str | Path, out: Path, base: Path | None = Non
     dtypes = dict(Counter(str(t.dtype).removeprefix("torch.") for t in state.values()))
     report = ExportReport(str(ckpt.path), ckpt.step, ckpt.world_size, len(state), dtypes, merged, out=str(out))
     if base is not None:
-        from .model_folder import inspect_folder
         from .recipes.qwen3_tts_grpo.splice import splice_tensors
 
         folder = inspect_folder(base)

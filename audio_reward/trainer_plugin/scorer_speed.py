@@ -101,8 +101,8 @@ def probe_clip(seconds: float) -> tuple[np.ndarray, int, str]:
         speech, rate = sf.read(f, dtype="float32")
     once = np.concatenate([speech, np.zeros(int(_PROBE_GAP_S * rate), dtype=np.float32)])
     samples = max(1, int(seconds * rate))
-    said = math.ceil(samples / len(once))  # the sentences the clip starts, the last one maybe cut short
-    return np.resize(once, samples), int(rate), " ".join([_PROBE_TEXT] * said)
+    # the text: a sentence for each the clip starts, the last one maybe cut short
+    return np.resize(once, samples), int(rate), " ".join([_PROBE_TEXT] * math.ceil(samples / len(once)))
 
 
 def _score_probe(url: str, clips: int, seconds: float, timeout: float) -> float:

@@ -76,8 +76,7 @@ def text_of(audio: np.ndarray) -> str | None:
     """The text :func:`text_clip` wrote into ``audio``; None for a clip that carries an item number instead."""
     if len(audio) < 2 or number_of(audio) != TEXT_MARK:
         return None
-    size = number_of(audio, 1)
-    data = np.rint(audio[2:2 + size].astype(np.float64) / WATERMARK_SCALE).astype(np.uint8).tobytes()
+    data = np.rint(audio[2:2 + number_of(audio, 1)].astype(np.float64) / WATERMARK_SCALE).astype(np.uint8).tobytes()
     return data.decode("utf-8", errors="replace")
 
 
