@@ -72,9 +72,8 @@ def read_json_lines(path: str | Path) -> list[Any]:
 
 def add_window_means(curve: list[dict[str, Any]], window: int = WINDOW) -> list[dict[str, Any]]:
     """Set each record's ``reward_mean_window``: the mean ``reward_mean`` of the steps in ``(step - window,
-    step]``, None until the window lies inside the run (or when no step in it logged a reward)."""
-    if window < 1:
-        raise ValueError(f"the window must be at least 1 step, got {window}")
+    step]``, None until the window lies inside the run (or when no step in it logged a reward).  ``window`` is
+    at least 1: the command line refuses less, and every other caller passes :data:`WINDOW`."""
     first = curve[0]["step"] if curve else 0
     rewards = [(r["step"], r["reward_mean"]) for r in curve if r["reward_mean"] is not None]
     for record in curve:
