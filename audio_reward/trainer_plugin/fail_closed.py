@@ -95,8 +95,7 @@ def ground_problems(base: type) -> tuple[str, ...]:
                 if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     if required:
         problems.append(f"{name}.{HOOK} requires {', '.join(required)}; the sampler calls it with no argument")
-    sources = "".join(_source(c) for c in base.__mro__ if c is not object)
-    if f"self.{HOOK}()" not in sources:
+    if f"self.{HOOK}()" not in "".join(_source(c) for c in base.__mro__ if c is not object):
         problems.append(f"{name}'s sampling never calls self.{HOOK}(), so the check would never run")
     if FAILURES not in inspect.getsource(hook):
         problems.append(f"{name}.{HOOK} does not refill {FAILURES}, where the failed groups were listed")

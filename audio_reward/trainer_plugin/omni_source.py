@@ -149,9 +149,8 @@ def audio_manager_problem(package: Path) -> str | None:
     path = package / AUDIO_MANAGER_FILE
     if not path.is_file():
         return f"{package.parent} has no verl_omni/{AUDIO_MANAGER_FILE.as_posix()} (no AudioRewardManager)"
-    strings = {node.value for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-               if isinstance(node, ast.Constant) and isinstance(node.value, str)}
-    if RATE_KEY not in strings:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    if not any(isinstance(node, ast.Constant) and node.value == RATE_KEY for node in ast.walk(tree)):
         return (f"verl_omni/{AUDIO_MANAGER_FILE.as_posix()} never reads {RATE_KEY!r}, where the Qwen3-TTS rollout "
                 "puts the sample rate (this version reads another key and assumes a rate when it is absent)")
     return None

@@ -408,9 +408,8 @@ def check_fail_closed(config: Any) -> list[Check]:
     mode = str(lookup(config, "trainer.v1.trainer_mode", "sync"))
     if not bool(lookup(config, "trainer.use_v1", False)) and mode != "omni_sync":
         return []
-    path = _module_of(lookup(config, SAMPLER_PATH))
     name = str(lookup(config, SAMPLER_NAME, "") or "")
-    if path != FAIL_CLOSED_MODULE:
+    if _module_of(lookup(config, SAMPLER_PATH)) != FAIL_CLOSED_MODULE:
         return [Check("fail-closed", False, "verl's v1 trainer marks a group whose reward raised as failed and "
                                             f"trains on without it: set {SAMPLER_PATH}="
                                             f"pkg://{FAIL_CLOSED_MODULE} (see docs/training.md)")]

@@ -71,10 +71,9 @@ class _RenamedDistribution(metadata.Distribution):
         if filename != "METADATA" or text is None:
             return text
         version = self._real.version if "+" in self._real.version else f"{self._real.version}+{self._tag}"
-        lines = [f"Name: {self._name}" if line.startswith("Name:") else
-                 f"Version: {version}" if line.startswith("Version:") else line
-                 for line in text.splitlines()]
-        return "\n".join(lines) + "\n"
+        return "\n".join(f"Name: {self._name}" if line.startswith("Name:") else
+                         f"Version: {version}" if line.startswith("Version:") else line
+                         for line in text.splitlines()) + "\n"
 
     def locate_file(self, path: Any) -> Any:
         return self._real.locate_file(path)

@@ -210,15 +210,14 @@ THINKER_TASK = LoopTask(prepare, thinker_overrides, audio_ablation, "thinker_eva
 """The thinker-shaped loop: the toy audio policy answers a question about a clip."""
 
 
-def _defaults() -> LoopSettings:
-    """Smaller than the TTS loop's: an audio question is some 400 tokens, and CI runs this in minutes."""
-    return LoopSettings(Path("."), "", steps=3, prompts_per_step=4, group_size=4, learning_rate=1e-4)
-
-
 def parse_args(argv: Sequence[str] | None = None) -> LoopSettings:
-    """The same command line as :mod:`.train` (``--scorer-url`` optional here: the reward needs no scorer)."""
+    """The same command line as :mod:`.train` (``--scorer-url`` optional here: the reward needs no scorer).
+
+    The defaults are smaller than the TTS loop's: an audio question is some 400 tokens, and CI runs this in minutes.
+    """
+    defaults = LoopSettings(Path("."), "", steps=3, prompts_per_step=4, group_size=4, learning_rate=1e-4)
     return train.parse_loop_args(argv, "python -m audio_reward.trainer_plugin.toy_task.thinker",
-                                 __doc__.split("\n\n")[0], _defaults(),
+                                 __doc__.split("\n\n")[0], defaults,
                                  scorer_help="accepted and unused: the multiple-choice reward is text")
 
 
