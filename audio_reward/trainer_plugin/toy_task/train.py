@@ -71,12 +71,11 @@ class LoopSettings:
     """Further Hydra overrides, appended last (they win)."""
 
     def __post_init__(self) -> None:
-        if self.device not in ("cpu", "cuda"):
-            raise ValueError(f"device must be cpu or cuda, got {self.device!r}")
+        for name, allowed in (("device", ("cpu", "cuda")), ("failure_policy", ("raise", "mask"))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be {' or '.join(allowed)}, got {getattr(self, name)!r}")
         if self.speech not in SPEECH_KINDS:
             raise ValueError(f"speech must be one of {SPEECH_KINDS}, got {self.speech!r}")
-        if self.failure_policy not in ("raise", "mask"):
-            raise ValueError(f"failure_policy must be raise or mask, got {self.failure_policy!r}")
         if self.steps < 1:
             raise ValueError(f"steps must be >= 1, got {self.steps}")
         if self.updates_per_step < 1 or self.prompts_per_step % self.updates_per_step:
