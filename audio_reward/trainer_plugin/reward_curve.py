@@ -100,10 +100,9 @@ def read_curve(metrics_path: str | Path, window: int = WINDOW) -> list[dict[str,
     return add_window_means([by_step[s] for s in sorted(by_step)], window)
 
 
-def plot_curve(curve: Sequence[dict[str, Any]], path: Path, title: str = "reward per step",
-               window: int = WINDOW) -> bool:
-    """Draw the curve as a PNG (each step's reward, its ``window``-step mean, the validation reward); False
-    (and a log line) where matplotlib is not installed."""
+def plot_curve(curve: Sequence[dict[str, Any]], path: Path, window: int = WINDOW) -> None:
+    """Draw the curve as a PNG (each step's reward, its ``window``-step mean, the validation reward); only a log
+    line where matplotlib is not installed."""
     try:
         import matplotlib
 
@@ -111,22 +110,19 @@ def plot_curve(curve: Sequence[dict[str, Any]], path: Path, title: str = "reward
         import matplotlib.pyplot as plt
     except ImportError:
         logger.warning("matplotlib is not installed: no %s (the eval extra installs it)", path.name)
-        return False
+        return
     fig, ax = plt.subplots(figsize=(6, 3.5))
     lines = (("reward_mean", "train", "o-", 0.45), ("reward_mean_window", f"train, {window}-step mean", "-", 1.0),
              ("val_reward_mean", "validation", "s--", 1.0))
     for key, label, style, alpha in lines:
         if points := [(r["step"], r[key]) for r in curve if r.get(key) is not None]:
             ax.plot(*zip(*points, strict=True), style, label=label, markersize=3, alpha=alpha)
-    ax.set_xlabel("step")
-    ax.set_ylabel("mean reward")
-    ax.set_title(title)
+    ax.set(xlabel="step", ylabel="mean reward", title="reward per step")
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
-    return True
 
 
 def write_reward_curve(metrics_path: str | Path, out_dir: str | Path, window: int = WINDOW) -> list[dict[str, Any]]:
