@@ -77,9 +77,8 @@ def trainer_on_gpu(config: Any, environ: Mapping[str, str] | None = None) -> boo
     """Whether the trainer runs on GPUs: verl's ``trainer.device`` (cuda by default), unless audio-reward's CPU
     mode is on (``VERL_PLATFORM=cpu``, which keeps ``trainer.device`` as it is)."""
     environ = os.environ if environ is None else environ
-    if environ.get("VERL_PLATFORM", "").lower() == "cpu":
-        return False
-    return not str(lookup(config, "trainer.device", "cuda")).startswith("cpu")
+    return (environ.get("VERL_PLATFORM", "").lower() != "cpu"
+            and not str(lookup(config, "trainer.device", "cuda")).startswith("cpu"))
 
 
 def measured_rate(info: Mapping[str, Any]) -> tuple[float, int] | None:
