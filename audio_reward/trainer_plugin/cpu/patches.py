@@ -32,10 +32,8 @@ def gloo_process_group() -> None:
     def init_process_group(*args: Any, **kwargs: Any) -> Any:
         backend = kwargs.get("backend", args[0] if args else None)
         if isinstance(backend, str) and {part.strip() for part in backend.split(",")} == {"cpu:gloo"}:
-            if args:
-                args = ("gloo", *args[1:])
-            else:
-                kwargs["backend"] = "gloo"
+            kwargs.pop("backend", None)  # given by keyword or first: it goes first (torch's first parameter)
+            args = ("gloo", *args[1:])
         return init(*args, **kwargs)
 
     init_process_group._audio_reward_cpu = True  # type: ignore[attr-defined]
