@@ -453,10 +453,9 @@ def check_omni_install(config: Any) -> list[Check]:
     hint = TTS_INSTALL if pipeline == TTS_PIPELINE else "install a verl-omni that registers them"
     checks = [Check("verl-omni", False, f"{found.describe()} registers no {', '.join(missing)}: {hint}")] \
         if missing else []
-    if (_module_of(lookup(config, MANAGER_PATH)) or "").startswith("verl_omni.reward_loop.reward_manager"):
-        problem = audio_manager_problem(package)
-        if problem:
-            checks.append(Check("verl-omni", False, f"way (b): {problem}: {TTS_INSTALL}"))
+    way_b = (_module_of(lookup(config, MANAGER_PATH)) or "").startswith("verl_omni.reward_loop.reward_manager")
+    if way_b and (problem := audio_manager_problem(package)):
+        checks.append(Check("verl-omni", False, f"way (b): {problem}: {TTS_INSTALL}"))
     return checks or [Check("verl-omni", True, f"{found.describe()} registers rollout {OMNI_ROLLOUT}, "
                                                f"pipeline {pipeline}, agent loop {loop}")]
 

@@ -130,9 +130,8 @@ def write_thinker_data(out: Path, train_rows: int, val_rows: int = 8, seed: int 
             # a random level and phase: no two clips are the same file, as no two questions of a real set are
             sf.write(clip, tone(CLIP_SECONDS, TONES[letter], rng.uniform(0.2, 0.5), rng.uniform(0, 2 * np.pi)),
                      SAMPLE_RATE)
-            record = {"audio": str(clip), "question": QUESTION, "options": options, "answer": letter,
-                      "id": f"{split}-{i}"}
-            rows.append(to_row(record, i, split, out))
+            rows.append(to_row({"audio": str(clip), "question": QUESTION, "options": options, "answer": letter,
+                                "id": f"{split}-{i}"}, i, split, out))
         write_parquet(rows, out / f"{split}.parquet")
 
 
