@@ -112,7 +112,7 @@ def _registrations(tree: ast.Module) -> Iterator[tuple[str, str]]:
         name = first.value if isinstance(first, ast.Constant) else constants.get(getattr(first, "id", ""))
         if not isinstance(name, str):
             continue
-        owner = _owner(node.func)
+        owner = _owner(node.func) or ""
         if owner in REGISTRY_OWNERS:
             yield REGISTRY_OWNERS[owner], name
         elif isinstance(node.func, ast.Name) and node.func.id in loop_register:
