@@ -116,8 +116,7 @@ def find_actor_checkpoint(path: str | Path) -> ActorCheckpoint:
     step_name = root.parent.name if root.name == "actor" else root.name
     step = int(step_name.rpartition("_")[2]) if step_name.startswith("global_step_") else None
     ckpt = ActorCheckpoint(root, world, step)
-    missing = [p.name for p in ckpt.rank_files if not p.is_file()]
-    if missing:
+    if missing := [p.name for p in ckpt.rank_files if not p.is_file()]:
         raise ExportError(f"{root} lacks {', '.join(missing)} of a world-size-{world} checkpoint "
                           "(saved with checkpoint.save_contents without 'model', or copied partly)")
     return ckpt
@@ -185,11 +184,8 @@ def merge_lora(state: Mapping[str, torch.Tensor], scale: float) -> tuple[dict[st
     adapters: dict[str, dict[str, torch.Tensor]] = {}
     for key, tensor in state.items():
         plain = key.removeprefix(_PEFT_PREFIX)
-        for part in ("lora_A", "lora_B"):
-            marker = f".{part}."
-            if marker in plain:
-                adapters.setdefault(plain.split(marker)[0], {})[part] = tensor
-                break
+        if part := next((p for p in ("lora_A", "lora_B") if f".{p}." in plain), None):
+            adapters.setdefault(plain.split(f".{part}.")[0], {})[part] = tensor
         else:
             out[plain.replace(".base_layer.", ".")] = tensor
     for module, pair in adapters.items():
@@ -215,7 +211,7 @@ def export_checkpoint(checkpoint: str | Path, out: Path, base: Path | None = Non
     # torch and safetensors before the folder: where they are missing, that is what the user must hear
     import safetensors.torch  # noqa: F401
 
-    from .model_folder import write_safetensors
+    from .model_folder import inspect_folder, write_safetensors
 
     ckpt = find_actor_checkpoint(checkpoint)
     state = load_state_dict(ckpt)
@@ -225,7 +221,6 @@ def export_checkpoint(checkpoint: str | Path, out: Path, base: Path | None = Non
     dtypes = dict(Counter(str(t.dtype).removeprefix("torch.") for t in state.values()))
     report = ExportReport(str(ckpt.path), ckpt.step, ckpt.world_size, len(state), dtypes, merged, out=str(out))
     if base is not None:
-        from .model_folder import inspect_folder
         from .recipes.qwen3_tts_grpo.splice import splice_tensors
 
         folder = inspect_folder(base)

@@ -91,12 +91,10 @@ def ground_problems(base: type) -> tuple[str, ...]:
     if not inspect.isfunction(hook):
         return (f"{name}.{HOOK} is not a method",)
     problems = []
-    required = [p.name for p in list(inspect.signature(hook).parameters.values())[1:]
-                if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    if required:
+    if required := [p.name for p in list(inspect.signature(hook).parameters.values())[1:]
+                    if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]:
         problems.append(f"{name}.{HOOK} requires {', '.join(required)}; the sampler calls it with no argument")
-    sources = "".join(_source(c) for c in base.__mro__ if c is not object)
-    if f"self.{HOOK}()" not in sources:
+    if f"self.{HOOK}()" not in "".join(_source(c) for c in base.__mro__ if c is not object):
         problems.append(f"{name}'s sampling never calls self.{HOOK}(), so the check would never run")
     if FAILURES not in inspect.getsource(hook):
         problems.append(f"{name}.{HOOK} does not refill {FAILURES}, where the failed groups were listed")

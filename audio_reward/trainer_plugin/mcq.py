@@ -21,5 +21,4 @@ def compute_score(
     **_: Any,
 ) -> dict[str, float]:
     """verl ``custom_reward_function`` entry: options come from ``extra_info["options"]``."""
-    options = (extra_info or {}).get("options")
-    return score_choice(solution_str, ground_truth, options, format_weight=format_weight)
+    return score_choice(solution_str, ground_truth, (extra_info or {}).get("options"), format_weight=format_weight)

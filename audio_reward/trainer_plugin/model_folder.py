@@ -177,9 +177,8 @@ def inspect_folder(path: str | Path) -> ModelFolder:
 def training_model_problems(path: str | Path) -> list[str]:
     """Problems of the folder a Qwen3-TTS (or any) training run starts from; empty when it is fine."""
     folder = inspect_folder(path)
-    problems = list(folder.problems)
-    if problems or not folder.is_qwen3_tts:
-        return problems
+    if folder.problems or not folder.is_qwen3_tts:
+        return folder.problems
     if folder.kind is FolderKind.TALKER_ONLY:
         return [f"{folder.path} is a {FolderKind.TALKER_ONLY.value} (talker weights only, no speaker encoder or "
                 "speech tokenizer): train from the full Qwen3-TTS Base folder"]

@@ -17,12 +17,14 @@ is composed against.
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.util
 import os
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 TTS_COMMIT = "1eb5a488a1d6fcf0c4b7a708f1ea5ee00cbfb2fd"
 """The verl-omni commit whose tree registers the ``qwen3_tts_rl`` pipeline and the ``omni_single_turn_agent``
@@ -30,8 +32,8 @@ loop the TTS recipe runs (github.com/verl-project/verl-omni main, after the Qwen
 Main before the merge (a1139baf) lacks both; the side-branch commit ea07c618, pinned before, carries them too."""
 TTS_INSTALL = (f"install verl-omni at {TTS_COMMIT[:8]} or a later main commit (git fetch origin main && git checkout "
                f"{TTS_COMMIT[:8]} in the checkout, then docs/training.md section 1)")
-PIPELINE_BASE = "OmniRolloutPipelineBase"
-ROLLOUT_REGISTRY = "RolloutReplicaRegistry"
+# The registry that each class's ``register(name, ...)`` call fills (verl's agent loops use a decorator instead).
+REGISTRY_OWNERS = MappingProxyType({"OmniRolloutPipelineBase": "pipeline", "RolloutReplicaRegistry": "rollout"})
 AUDIO_MANAGER_FILE = Path("reward_loop", "reward_manager", "audio.py")
 RATE_KEY = "audio_sample_rate"
 """Where verl-omni's Qwen3-TTS rollout puts the waveform's sample rate, beside ``audio``."""
@@ -110,11 +112,9 @@ def _registrations(tree: ast.Module) -> Iterator[tuple[str, str]]:
         name = first.value if isinstance(first, ast.Constant) else constants.get(getattr(first, "id", ""))
         if not isinstance(name, str):
             continue
-        owner = _owner(node.func)
-        if owner == PIPELINE_BASE:
-            yield "pipeline", name
-        elif owner == ROLLOUT_REGISTRY:
-            yield "rollout", name
+        owner = _owner(node.func) or ""
+        if owner in REGISTRY_OWNERS:
+            yield REGISTRY_OWNERS[owner], name
         elif isinstance(node.func, ast.Name) and node.func.id in loop_register:
             yield "agent_loop", name
 
@@ -123,12 +123,10 @@ def read_registrations(package: Path) -> Registrations:
     """Every pipeline, agent loop and rollout that the ``verl_omni`` package at ``package`` registers."""
     found: dict[str, set[str]] = {"pipeline": set(), "agent_loop": set(), "rollout": set()}
     for path in sorted(package.rglob("*.py")):
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        except (SyntaxError, UnicodeDecodeError, OSError):
-            continue  # not a module verl-omni could import either
-        for registry, name in _registrations(tree):
-            found[registry].add(name)
+        # a file that does not parse is not a module verl-omni could import either
+        with contextlib.suppress(SyntaxError, UnicodeDecodeError, OSError):
+            for registry, name in _registrations(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+                found[registry].add(name)
     return Registrations(package, _commit(package.parent), frozenset(found["pipeline"]),
                          frozenset(found["agent_loop"]), frozenset(found["rollout"]))
 
@@ -151,9 +149,8 @@ def audio_manager_problem(package: Path) -> str | None:
     path = package / AUDIO_MANAGER_FILE
     if not path.is_file():
         return f"{package.parent} has no verl_omni/{AUDIO_MANAGER_FILE.as_posix()} (no AudioRewardManager)"
-    strings = {node.value for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-               if isinstance(node, ast.Constant) and isinstance(node.value, str)}
-    if RATE_KEY not in strings:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    if not any(isinstance(node, ast.Constant) and node.value == RATE_KEY for node in ast.walk(tree)):
         return (f"verl_omni/{AUDIO_MANAGER_FILE.as_posix()} never reads {RATE_KEY!r}, where the Qwen3-TTS rollout "
                 "puts the sample rate (this version reads another key and assumes a rate when it is absent)")
     return None

@@ -168,8 +168,7 @@ def _scorer_check(url: str, info: dict[str, Any], config: Any) -> Check:
         return Check("scorer", False,
                      f"{url}: speaks protocol {versions or 'unknown'}, need {list(SUPPORTED_VERSIONS)}")
     engine: dict[str, Any] = info["engine"] if isinstance(info.get("engine"), dict) else {}
-    shared = colocation_problem(url, str(engine.get("device", "")), config)
-    if shared:
+    if shared := colocation_problem(url, str(engine.get("device", "")), config):
         return Check("scorer", False, shared)
     model = engine.get("model_id") or engine.get("name") or "?"
     return Check("scorer", True, f"{url}: protocol {', '.join(versions)}, model {model}")
@@ -286,8 +285,7 @@ def _manager_wiring(config: Any, fn_module: str | None) -> list[Check]:
     if fn_module:
         checks.append(Check("reward", False, f"reward manager audio_score scores through the scorer and ignores "
                                              f"reward.custom_reward_function ({fn_module}); remove it"))
-    masking = settings.masking_problem(config)
-    if masking:
+    if masking := settings.masking_problem(config):
         checks.append(Check("reward", False, masking))
     return checks or [Check("reward", True, f"audio_score manager, failure_policy={settings.failure_policy.value}")]
 
@@ -371,8 +369,7 @@ def _thinker_rollout_problems(config: Any) -> list[str]:
     if int(lookup(config, LORA_RANK, 0)) <= 0:
         return []
     problems = []
-    missing = [m for m in THINKER_FROZEN if m not in str(lookup(config, LORA_EXCLUDE, "") or "")]
-    if missing:
+    if missing := [m for m in THINKER_FROZEN if m not in str(lookup(config, LORA_EXCLUDE, "") or "")]:
         problems.append(f"{LORA_EXCLUDE} must keep LoRA off {', '.join(missing)} (the thinker alone is trained)")
     if str(lookup(config, LORA_TARGETS, "all-linear")) == "all-linear":
         problems.append(f"{LORA_TARGETS}=all-linear also matches the talker and encoders: list the thinker's "
@@ -411,9 +408,8 @@ def check_fail_closed(config: Any) -> list[Check]:
     mode = str(lookup(config, "trainer.v1.trainer_mode", "sync"))
     if not bool(lookup(config, "trainer.use_v1", False)) and mode != "omni_sync":
         return []
-    path = _module_of(lookup(config, SAMPLER_PATH))
     name = str(lookup(config, SAMPLER_NAME, "") or "")
-    if path != FAIL_CLOSED_MODULE:
+    if _module_of(lookup(config, SAMPLER_PATH)) != FAIL_CLOSED_MODULE:
         return [Check("fail-closed", False, "verl's v1 trainer marks a group whose reward raised as failed and "
                                             f"trains on without it: set {SAMPLER_PATH}="
                                             f"pkg://{FAIL_CLOSED_MODULE} (see docs/training.md)")]
@@ -457,10 +453,9 @@ def check_omni_install(config: Any) -> list[Check]:
     hint = TTS_INSTALL if pipeline == TTS_PIPELINE else "install a verl-omni that registers them"
     checks = [Check("verl-omni", False, f"{found.describe()} registers no {', '.join(missing)}: {hint}")] \
         if missing else []
-    if (_module_of(lookup(config, MANAGER_PATH)) or "").startswith("verl_omni.reward_loop.reward_manager"):
-        problem = audio_manager_problem(package)
-        if problem:
-            checks.append(Check("verl-omni", False, f"way (b): {problem}: {TTS_INSTALL}"))
+    way_b = (_module_of(lookup(config, MANAGER_PATH)) or "").startswith("verl_omni.reward_loop.reward_manager")
+    if way_b and (problem := audio_manager_problem(package)):
+        checks.append(Check("verl-omni", False, f"way (b): {problem}: {TTS_INSTALL}"))
     return checks or [Check("verl-omni", True, f"{found.describe()} registers rollout {OMNI_ROLLOUT}, "
                                                f"pipeline {pipeline}, agent loop {loop}")]
 
@@ -626,8 +621,7 @@ def omni_config_dir() -> Path:
     package = package_dir()
     if package is not None and (package / "trainer" / "config" / "omni_trainer.yaml").is_file():
         return package / "trainer" / "config"
-    source = os.environ.get("VERL_OMNI_SRC")
-    if source:
+    if source := os.environ.get("VERL_OMNI_SRC"):
         raise FileNotFoundError(f"VERL_OMNI_SRC={source} has no verl_omni/trainer/config/omni_trainer.yaml")
     raise ModuleNotFoundError("the recipes launch verl-omni's omni_trainer config: install verl-omni in this "
                               "environment (docs/training.md) or set VERL_OMNI_SRC to a checkout of it")

@@ -72,9 +72,8 @@ def read_json_lines(path: str | Path) -> list[Any]:
 
 def add_window_means(curve: list[dict[str, Any]], window: int = WINDOW) -> list[dict[str, Any]]:
     """Set each record's ``reward_mean_window``: the mean ``reward_mean`` of the steps in ``(step - window,
-    step]``, None until the window lies inside the run (or when no step in it logged a reward)."""
-    if window < 1:
-        raise ValueError(f"the window must be at least 1 step, got {window}")
+    step]``, None until the window lies inside the run (or when no step in it logged a reward).  ``window`` is
+    at least 1: the command line refuses less, and every other caller passes :data:`WINDOW`."""
     first = curve[0]["step"] if curve else 0
     rewards = [(r["step"], r["reward_mean"]) for r in curve if r["reward_mean"] is not None]
     for record in curve:
@@ -94,18 +93,16 @@ def read_curve(metrics_path: str | Path, window: int = WINDOW) -> list[dict[str,
         data, step = entry.get("data") or {}, entry.get("step")
         if not isinstance(step, int):
             continue
-        record = by_step.setdefault(step, {"step": step, "reward_mean": None, "val_reward_mean": None,
-                                           **dict.fromkeys(CARRIED)})
         updates = {"reward_mean": _finite(data.get(TRAIN_REWARD)), "val_reward_mean": _val_reward(data),
                    **{name: _metric(data, key) for name, key in CARRIED.items()}}
+        record = by_step.setdefault(step, {"step": step, **dict.fromkeys(updates)})
         record.update({k: v for k, v in updates.items() if v is not None})
     return add_window_means([by_step[s] for s in sorted(by_step)], window)
 
 
-def plot_curve(curve: Sequence[dict[str, Any]], path: Path, title: str = "reward per step",
-               window: int = WINDOW) -> bool:
-    """Draw the curve as a PNG (each step's reward, its ``window``-step mean, the validation reward); False
-    (and a log line) where matplotlib is not installed."""
+def plot_curve(curve: Sequence[dict[str, Any]], path: Path, window: int = WINDOW) -> None:
+    """Draw the curve as a PNG (each step's reward, its ``window``-step mean, the validation reward); only a log
+    line where matplotlib is not installed."""
     try:
         import matplotlib
 
@@ -113,23 +110,19 @@ def plot_curve(curve: Sequence[dict[str, Any]], path: Path, title: str = "reward
         import matplotlib.pyplot as plt
     except ImportError:
         logger.warning("matplotlib is not installed: no %s (the eval extra installs it)", path.name)
-        return False
+        return
     fig, ax = plt.subplots(figsize=(6, 3.5))
     lines = (("reward_mean", "train", "o-", 0.45), ("reward_mean_window", f"train, {window}-step mean", "-", 1.0),
              ("val_reward_mean", "validation", "s--", 1.0))
     for key, label, style, alpha in lines:
-        points = [(r["step"], r[key]) for r in curve if r.get(key) is not None]
-        if points:
+        if points := [(r["step"], r[key]) for r in curve if r.get(key) is not None]:
             ax.plot(*zip(*points, strict=True), style, label=label, markersize=3, alpha=alpha)
-    ax.set_xlabel("step")
-    ax.set_ylabel("mean reward")
-    ax.set_title(title)
+    ax.set(xlabel="step", ylabel="mean reward", title="reward per step")
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
-    return True
 
 
 def write_reward_curve(metrics_path: str | Path, out_dir: str | Path, window: int = WINDOW) -> list[dict[str, Any]]:

@@ -62,8 +62,7 @@ class AudioScoreRewardMixin:
     def __init__(self, config: Any, tokenizer: Any, compute_score: Any = None, **_: Any) -> None:
         super().__init__(config, tokenizer, compute_score)  # type: ignore[call-arg]  # verl's RewardManagerBase
         self.settings = PluginSettings.from_config(config)
-        masking = self.settings.masking_problem(config)
-        if masking:
+        if masking := self.settings.masking_problem(config):
             raise ValueError(f"reward.audio_reward.{masking}: other estimators would treat a failed sample's reward as "
                              "a measurement")
         self._clients = ClientCache(max_clients=1)

@@ -77,9 +77,8 @@ def trainer_on_gpu(config: Any, environ: Mapping[str, str] | None = None) -> boo
     """Whether the trainer runs on GPUs: verl's ``trainer.device`` (cuda by default), unless audio-reward's CPU
     mode is on (``VERL_PLATFORM=cpu``, which keeps ``trainer.device`` as it is)."""
     environ = os.environ if environ is None else environ
-    if environ.get("VERL_PLATFORM", "").lower() == "cpu":
-        return False
-    return not str(lookup(config, "trainer.device", "cuda")).startswith("cpu")
+    return (environ.get("VERL_PLATFORM", "").lower() != "cpu"
+            and not str(lookup(config, "trainer.device", "cuda")).startswith("cpu"))
 
 
 def measured_rate(info: Mapping[str, Any]) -> tuple[float, int] | None:
@@ -101,8 +100,8 @@ def probe_clip(seconds: float) -> tuple[np.ndarray, int, str]:
         speech, rate = sf.read(f, dtype="float32")
     once = np.concatenate([speech, np.zeros(int(_PROBE_GAP_S * rate), dtype=np.float32)])
     samples = max(1, int(seconds * rate))
-    said = math.ceil(samples / len(once))  # the sentences the clip starts, the last one maybe cut short
-    return np.resize(once, samples), int(rate), " ".join([_PROBE_TEXT] * said)
+    # the text: a sentence for each the clip starts, the last one maybe cut short
+    return np.resize(once, samples), int(rate), " ".join([_PROBE_TEXT] * math.ceil(samples / len(once)))
 
 
 def _score_probe(url: str, clips: int, seconds: float, timeout: float) -> float:
@@ -114,8 +113,7 @@ def _score_probe(url: str, clips: int, seconds: float, timeout: float) -> float:
         started = time.monotonic()
         results = client.score_many([(waveform, rate, text)] * clips, chunk_size=clips, concurrency=1)
         elapsed = time.monotonic() - started
-    failed = [r for r in results if isinstance(r, ScorerError)]
-    if failed:
+    if failed := [r for r in results if isinstance(r, ScorerError)]:
         raise RuntimeError(f"{len(failed)} of {clips} probe clips failed: {failed[0]}")
     return clips * len(waveform) / rate / max(elapsed, 1e-6)
 

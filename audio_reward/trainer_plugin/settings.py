@@ -64,9 +64,7 @@ MASKING_ESTIMATORS = ("grpo_masked",)
 
 def _to_plain(value: Any) -> Any:
     """OmegaConf containers → plain dicts/lists, without importing omegaconf."""
-    if hasattr(value, "items") and not isinstance(value, Mapping):
-        value = dict(value.items())
-    if isinstance(value, Mapping):
+    if hasattr(value, "items"):  # a Mapping or a DictConfig
         return {str(k): _to_plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)) or type(value).__name__ == "ListConfig":
         return [_to_plain(v) for v in value]

@@ -53,11 +53,12 @@ def _read_lines(path: Path) -> list[dict[str, Any]]:
 
 
 class ValidationLogger:
-    """Writes validation WAVs, per-sample lines and per-pass metrics under ``root``."""
+    """Writes validation WAVs, per-sample lines and per-pass metrics under ``root``.
+
+    ``max_wavs`` (>= 0) comes from the validated :class:`~.settings.PluginSettings` (``validation_max_wavs``).
+    """
 
     def __init__(self, root: str | Path, max_wavs: int = 4, reference_audio: str | Path | None = None) -> None:
-        if max_wavs < 0:
-            raise ValueError(f"max_wavs must be >= 0, got {max_wavs}")
         self.root = Path(root)
         self.max_wavs = max_wavs
         self.reference_audio = Path(reference_audio) if reference_audio else None
@@ -162,5 +163,4 @@ def _copy_audio(source: Path, dest: Path) -> None:
     if source.suffix.lower() == ".wav":
         shutil.copyfile(source, dest)
         return
-    data, rate = read_audio(source)
-    sf.write(dest, data, rate, subtype="PCM_16")
+    sf.write(dest, *read_audio(source), subtype="PCM_16")

@@ -89,6 +89,5 @@ async def compute_score(
     sample = audio_sample_from_row(solution_audio, ground_truth, extra_info)
     client = await CLIENT_CACHE.client(settings)
     speaker = await client.register_speaker_file(sample.speaker_reference) if sample.speaker_reference else None
-    result = await client.score(sample.waveform, sample.sample_rate, sample.text, language=sample.language,
-                                metadata=sample.metadata, speaker_reference_id=speaker)
-    return result.to_dict()
+    return (await client.score(sample.waveform, sample.sample_rate, sample.text, language=sample.language,
+                               metadata=sample.metadata, speaker_reference_id=speaker)).to_dict()

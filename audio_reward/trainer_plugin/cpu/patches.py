@@ -32,10 +32,8 @@ def gloo_process_group() -> None:
     def init_process_group(*args: Any, **kwargs: Any) -> Any:
         backend = kwargs.get("backend", args[0] if args else None)
         if isinstance(backend, str) and {part.strip() for part in backend.split(",")} == {"cpu:gloo"}:
-            if args:
-                args = ("gloo", *args[1:])
-            else:
-                kwargs["backend"] = "gloo"
+            kwargs.pop("backend", None)  # given by keyword or first: it goes first (torch's first parameter)
+            args = ("gloo", *args[1:])
         return init(*args, **kwargs)
 
     init_process_group._audio_reward_cpu = True  # type: ignore[attr-defined]
@@ -71,10 +69,9 @@ class _RenamedDistribution(metadata.Distribution):
         if filename != "METADATA" or text is None:
             return text
         version = self._real.version if "+" in self._real.version else f"{self._real.version}+{self._tag}"
-        lines = [f"Name: {self._name}" if line.startswith("Name:") else
-                 f"Version: {version}" if line.startswith("Version:") else line
-                 for line in text.splitlines()]
-        return "\n".join(lines) + "\n"
+        return "\n".join(f"Name: {self._name}" if line.startswith("Name:") else
+                         f"Version: {version}" if line.startswith("Version:") else line
+                         for line in text.splitlines()) + "\n"
 
     def locate_file(self, path: Any) -> Any:
         return self._real.locate_file(path)

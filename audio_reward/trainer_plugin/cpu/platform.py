@@ -90,8 +90,9 @@ class CPUPlatform(PlatformBase):
 
     manual_seed_all = manual_seed  # one device: its seed is every device's
 
-    # nothing to do on a CPU: no device to select or wait for, no allocator or cache to tune, no profiler
-    set_device = synchronize = set_allocator_settings = empty_cache = profiler_start = profiler_stop = _no_op
+    # nothing to do on a CPU: no device to select or wait for, no allocator or cache to tune, no profiler; and no
+    # CUDA runtime (cudart() is None)
+    set_device = synchronize = set_allocator_settings = empty_cache = profiler_start = profiler_stop = cudart = _no_op
 
     def get_device_capability(self, device_index: int = 0) -> tuple[int | None, int | None]:
         return None, None
@@ -118,6 +119,3 @@ class CPUPlatform(PlatformBase):
 
     def rollout_env_vars(self) -> dict[str, str]:
         return {"VLLM_TARGET_DEVICE": "cpu"}
-
-    def cudart(self) -> Any:
-        return None

@@ -45,6 +45,7 @@ loop needs it too.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.abc
 import importlib.util
@@ -103,15 +104,6 @@ def _processor_class() -> type:
     return VerlQwen2AudioProcessor
 
 
-def _config(name_or_path: Any, **kwargs: Any) -> Any:
-    from transformers import AutoConfig
-
-    try:
-        return AutoConfig.from_pretrained(name_or_path, **kwargs)
-    except (OSError, ValueError):
-        return None
-
-
 def qwen2_audio_processor() -> None:
     """verl's ``hf_processor`` returns a (verl-ready) ``Qwen2AudioProcessor`` for a Qwen2-Audio folder."""
     import verl.utils.tokenizer as tokenizer_module
@@ -119,11 +111,13 @@ def qwen2_audio_processor() -> None:
     original = tokenizer_module.hf_processor
 
     def hf_processor(name_or_path: Any, **kwargs: Any) -> Any:
-        config = _config(name_or_path, **kwargs)
+        from transformers import AutoConfig, AutoProcessor
+
+        config = None  # a folder AutoConfig cannot read is not a Qwen2-Audio one
+        with contextlib.suppress(OSError, ValueError):
+            config = AutoConfig.from_pretrained(name_or_path, **kwargs)
         if getattr(config, "model_type", None) != "qwen2_audio":
             return original(name_or_path, **kwargs)
-        from transformers import AutoProcessor
-
         processor = AutoProcessor.from_pretrained(name_or_path, **kwargs)
         processor.__class__ = _processor_class()
         processor.config = config  # as verl sets it (line 205)

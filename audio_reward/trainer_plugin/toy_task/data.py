@@ -6,7 +6,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from .speech import HELDOUT_WORDS, TRAIN_WORDS, check_kind
+from .speech import HELDOUT_WORDS, TRAIN_WORDS
 
 DATA_SOURCE = "audio_reward_toy_tts"
 
@@ -23,7 +23,6 @@ def write_data(out_dir: str | Path, kind: str = "instant", train_rows: int = 256
     prompt per held-out word, which no training prompt asks for) to ``out_dir``."""
     from ..recipes._parquet import write_parquet
 
-    check_kind(kind)
     out = Path(out_dir)
     rng = random.Random(seed)
     write_parquet([row(i, rng.choice(TRAIN_WORDS), kind, "train") for i in range(train_rows)], out / "train.parquet")

@@ -76,14 +76,8 @@ def text_of(audio: np.ndarray) -> str | None:
     """The text :func:`text_clip` wrote into ``audio``; None for a clip that carries an item number instead."""
     if len(audio) < 2 or number_of(audio) != TEXT_MARK:
         return None
-    size = number_of(audio, 1)
-    data = np.rint(audio[2:2 + size].astype(np.float64) / WATERMARK_SCALE).astype(np.uint8).tobytes()
+    data = np.rint(audio[2:2 + number_of(audio, 1)].astype(np.float64) / WATERMARK_SCALE).astype(np.uint8).tobytes()
     return data.decode("utf-8", errors="replace")
-
-
-def check_kind(kind: str) -> None:
-    if kind not in SPEECH_KINDS:
-        raise ValueError(f"unknown speech kind {kind!r}; one of {', '.join(SPEECH_KINDS)}")
 
 
 def tone(seconds: float = 0.2, frequency: float = 440.0, level: float = 0.1, phase: float = 0.0) -> np.ndarray:
@@ -94,7 +88,8 @@ def tone(seconds: float = 0.2, frequency: float = 440.0, level: float = 0.1, pha
 
 def speak(words: Sequence[str], kind: str) -> tuple[np.ndarray, int]:
     """The audio of ``words`` (a policy's response) as ``kind`` speech: samples and rate."""
-    check_kind(kind)
+    if kind not in SPEECH_KINDS:
+        raise ValueError(f"unknown speech kind {kind!r}; one of {', '.join(SPEECH_KINDS)}")
     text = " ".join(words).strip()
     if kind == "instant":
         return text_clip(text), SAMPLE_RATE

@@ -69,11 +69,9 @@ def step_line(record: Mapping[str, object], steps: int) -> str:
 
     if record["step"] == 0:
         return f"before training: val {number('val_reward_mean')}"
-    parts = [f"step {record['step']}/{steps}", f"reward {number('reward_mean')}"]
-    if record.get("val_reward_mean") is not None:
-        parts.append(f"val {number('val_reward_mean')}")
-    parts.append(f"{record['step_s']:.1f} s")
-    return "  ".join(parts)
+    val = [f"val {number('val_reward_mean')}"] if record.get("val_reward_mean") is not None else []
+    return "  ".join([f"step {record['step']}/{steps}", f"reward {number('reward_mean')}", *val,
+                      f"{record['step_s']:.1f} s"])
 
 
 def marked(run_id: str) -> list[int]:
@@ -136,7 +134,6 @@ def failure_line(log: Path) -> str | None:
         rest = text[at + len(_REWARD_FAILURE):].splitlines()
         return "\n".join([rest[0], *[line for line in rest[1:5] if line.lstrip().startswith("[")]])
     lines = [line.strip() for line in text.splitlines()]
-    hydra = [line for line in lines if line.startswith(_HYDRA_LINES)]
-    if hydra:
+    if hydra := [line for line in lines if line.startswith(_HYDRA_LINES)]:
         return " ".join(hydra[:2])
     return next((line for line in reversed(lines) if _EXCEPTION_LINE.match(line)), None)

@@ -74,11 +74,6 @@ MAX_RESPONSE = 4
 """A letter and the end of the turn, with room for a wrong answer."""
 
 
-def _remove_overrides(overrides: Sequence[str], keys: Sequence[str]) -> list[str]:
-    """``overrides`` without those whose key (``+`` stripped) starts with one of ``keys``."""
-    return [o for o in overrides if not o.split("=", 1)[0].lstrip("+").startswith(tuple(keys))]
-
-
 def thinker_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
     """The toy TTS loop's overrides (:func:`.train.trainer_overrides`) turned into the thinker recipe's shape.
 
@@ -87,13 +82,12 @@ def thinker_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
     lengths for an audio question; device, FSDP2, precision, batch sizes and
     Ray settings stay as the TTS loop sets them.
     """
-    base = trainer_overrides(LoopSettings(**{**asdict(settings), "overrides": []}), paths)
-    kept = _remove_overrides(base, (
-        "reward.audio_reward.", "reward.reward_manager.name", "actor_rollout_ref.rollout.agent.",
-        "data.max_prompt_length", "data.max_response_length", "trainer.project_name", "trainer.experiment_name",
-    ))
+    replaced = ("reward.audio_reward.", "reward.reward_manager.name", "actor_rollout_ref.rollout.agent.",
+                "data.max_prompt_length", "data.max_response_length", "trainer.project_name", "trainer.experiment_name")
     return [
-        *kept,
+        # the TTS loop's overrides whose key (``+`` stripped) is not replaced below
+        *(o for o in trainer_overrides(LoopSettings(**{**asdict(settings), "overrides": []}), paths)
+          if not o.split("=", 1)[0].lstrip("+").startswith(replaced)),
         f"data.max_prompt_length={MAX_PROMPT}", f"data.max_response_length={MAX_RESPONSE}",
         "data.filter_overlong_prompts=true", "data.truncation=error", "data.validation_shuffle=false",
         "actor_rollout_ref.rollout.agent.num_workers=1",
@@ -136,9 +130,8 @@ def write_thinker_data(out: Path, train_rows: int, val_rows: int = 8, seed: int 
             # a random level and phase: no two clips are the same file, as no two questions of a real set are
             sf.write(clip, tone(CLIP_SECONDS, TONES[letter], rng.uniform(0.2, 0.5), rng.uniform(0, 2 * np.pi)),
                      SAMPLE_RATE)
-            record = {"audio": str(clip), "question": QUESTION, "options": options, "answer": letter,
-                      "id": f"{split}-{i}"}
-            rows.append(to_row(record, i, split, out))
+            rows.append(to_row({"audio": str(clip), "question": QUESTION, "options": options, "answer": letter,
+                                "id": f"{split}-{i}"}, i, split, out))
         write_parquet(rows, out / f"{split}.parquet")
 
 
@@ -216,15 +209,14 @@ THINKER_TASK = LoopTask(prepare, thinker_overrides, audio_ablation, "thinker_eva
 """The thinker-shaped loop: the toy audio policy answers a question about a clip."""
 
 
-def _defaults() -> LoopSettings:
-    """Smaller than the TTS loop's: an audio question is some 400 tokens, and CI runs this in minutes."""
-    return LoopSettings(Path("."), "", steps=3, prompts_per_step=4, group_size=4, learning_rate=1e-4)
-
-
 def parse_args(argv: Sequence[str] | None = None) -> LoopSettings:
-    """The same command line as :mod:`.train` (``--scorer-url`` optional here: the reward needs no scorer)."""
+    """The same command line as :mod:`.train` (``--scorer-url`` optional here: the reward needs no scorer).
+
+    The defaults are smaller than the TTS loop's: an audio question is some 400 tokens, and CI runs this in minutes.
+    """
+    defaults = LoopSettings(Path("."), "", steps=3, prompts_per_step=4, group_size=4, learning_rate=1e-4)
     return train.parse_loop_args(argv, "python -m audio_reward.trainer_plugin.toy_task.thinker",
-                                 __doc__.split("\n\n")[0], _defaults(),
+                                 __doc__.split("\n\n")[0], defaults,
                                  scorer_help="accepted and unused: the multiple-choice reward is text")
 
 

@@ -71,12 +71,11 @@ class LoopSettings:
     """Further Hydra overrides, appended last (they win)."""
 
     def __post_init__(self) -> None:
-        if self.device not in ("cpu", "cuda"):
-            raise ValueError(f"device must be cpu or cuda, got {self.device!r}")
+        for name, allowed in (("device", ("cpu", "cuda")), ("failure_policy", ("raise", "mask"))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be {' or '.join(allowed)}, got {getattr(self, name)!r}")
         if self.speech not in SPEECH_KINDS:
             raise ValueError(f"speech must be one of {SPEECH_KINDS}, got {self.speech!r}")
-        if self.failure_policy not in ("raise", "mask"):
-            raise ValueError(f"failure_policy must be raise or mask, got {self.failure_policy!r}")
         if self.steps < 1:
             raise ValueError(f"steps must be >= 1, got {self.steps}")
         if self.updates_per_step < 1 or self.prompts_per_step % self.updates_per_step:
@@ -361,8 +360,7 @@ def _outcome_lines(summary: Mapping[str, Any], out: Path) -> None:
     rewards = " -> ".join("masked" if r is None else f"{r:.3f}" for r in summary["reward_mean"]) or "none"
     logger.info("%d steps, reward %s, %.0f s; summary in %s", summary["steps"], rewards, summary["wall_s"],
                 out / "train_summary.json")
-    heldout = summary.get("heldout")
-    if heldout:
+    if heldout := summary.get("heldout"):
         logger.info("held-out prompts (%d): reward %.3f -> %.3f, CER %.3f -> %.3f", heldout["prompts"],
                     heldout["base"]["reward"], heldout["trained"]["reward"], heldout["base"]["cer"],
                     heldout["trained"]["cer"])
