@@ -176,8 +176,7 @@ def run(settings: ServerConfig, scale: ScaleOutConfig, *, blocking: bool = True)
     started_ray = not ray.is_initialized()
     if started_ray:
         ray.init(address=scale.address, log_to_driver=False)
-    unapplied = unapplied_settings(settings)
-    if unapplied:
+    if unapplied := unapplied_settings(settings):
         log.warning("not applied under Ray Serve, whose proxy reads the requests: " + ", ".join(unapplied))
     serve.start(http_options=proxy_options(settings))
     serve.run(build_application(settings, scale), name=APP_NAME, route_prefix="/", blocking=False)
