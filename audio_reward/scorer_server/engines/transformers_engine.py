@@ -35,7 +35,6 @@ from .base import (
     Transcription,
     TranscriptionInput,
     max_new_tokens_for,
-    resolve_engine_options,
 )
 from .checkpoints import UnsupportedModelError, checkpoint_architecture, default_dtype, resolve_transformers_checkpoint
 from .registry import EngineConfig
@@ -211,13 +210,11 @@ class TransformersEngine(ThreadedEngine):
 
     def __init__(self, config: EngineConfig) -> None:
         super().__init__(workers=1)
-        self.config = config
-        self.options = resolve_engine_options("transformers", self.OPTIONS, config.options)
+        self._configure("transformers", config)
         # Either backend: ``languages`` (None when the checkpoint does not say), ``prepare`` (the CPU-side inputs,
         # ahead of the model) and ``run`` (the model's part, from what ``prepare`` returned).
         self._backend: _WhisperBackend | _Qwen3ASRBackend | None = None
         self._lock = threading.Lock()
-        self.info = EngineInfo(engine="transformers", model_id=config.model, device=config.device)
 
     def load(self) -> None:
         import torch

@@ -58,7 +58,6 @@ from .base import (
     Transcription,
     TranscriptionInput,
     max_new_tokens_for,
-    resolve_engine_options,
 )
 from .checkpoints import checkpoint_architecture, default_dtype, resolve_transformers_checkpoint
 from .registry import EngineConfig
@@ -233,13 +232,11 @@ class VLLMEngine(ASREngine):
 
     def __init__(self, config: EngineConfig, *, client: EngineClient | None = None,
                  sampling_params: Callable[..., Any] = _vllm_sampling_params) -> None:
-        self.config = config
-        self.options = resolve_engine_options("vllm", self.OPTIONS, config.options)
+        self._configure("vllm", config)
         self._client = client
         self._sampling_params = sampling_params
         self._traits: ModelTraits | None = None
         self.stats = SchedulerStatsSink()
-        self.info = EngineInfo(engine="vllm", model_id=config.model, device=config.device)
 
     @property
     def max_concurrency(self) -> int:
