@@ -215,9 +215,8 @@ class EngineClient:
         language = language_code(requested_language or self._settings.language)
         ruled = rules(language)
         self._check_language(language, requested_language, "$.language")
-        key = None
-        if identity is not None and self._recent.enabled:
-            key = request_key(request_id, language, *identity, waveform=audio)
+        key = (request_key(request_id, language, *identity, waveform=audio)
+               if identity is not None and self._recent.enabled else None)
         return EngineRequest(audio, language, request_id, key), ruled
 
     def _check_language(self, language: str | None, requested: str | None, path: str) -> str | None:
