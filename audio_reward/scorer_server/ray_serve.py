@@ -119,8 +119,7 @@ class ScorerReplica:
         """Ray Serve restarts a replica whose engine failed."""
         state = getattr(getattr(self, "_scorer_app", None), "state", None)
         parts = getattr(state, "parts", None)
-        load_error = parts.engine_client.state.load_error if parts is not None else None
-        if load_error:
+        if load_error := (parts.engine_client.state.load_error if parts is not None else None):
             raise RuntimeError(f"engine failed: {load_error}")
 
 

@@ -407,10 +407,9 @@ class MicroBatchScheduler(BaseScheduler):
             await asyncio.wait_for(self._wakeup.wait(), timeout_s)
 
     def _batch_full(self) -> bool:
-        if len(self._waiting) >= self.max_batch_size:
-            return True
         budget = self.max_batch_audio_s
-        return budget is not None and sum(p.item.duration_s for p in self._waiting) >= budget
+        return len(self._waiting) >= self.max_batch_size or (
+            budget is not None and sum(p.item.duration_s for p in self._waiting) >= budget)
 
     async def _take_batch(self) -> list[_Pending]:
         self._drop_abandoned()
@@ -454,8 +453,7 @@ class MicroBatchScheduler(BaseScheduler):
         while True:
             while len(self._running) >= self.max_batches_in_flight:
                 await self._wait()
-            batch = await self._take_batch()
-            if batch:
+            if batch := await self._take_batch():
                 self._launch(batch)
 
 
