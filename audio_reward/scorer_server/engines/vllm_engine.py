@@ -53,7 +53,6 @@ from . import qwen3_asr
 from .base import (
     ENGINE_SAMPLE_RATE,
     ASREngine,
-    EngineInfo,
     EngineOption,
     Transcription,
     TranscriptionInput,
@@ -261,9 +260,8 @@ class VLLMEngine(ASREngine):
         checkpoint = resolve_transformers_checkpoint(self.config.model)
         architecture = checkpoint_architecture(checkpoint.path)
         self._traits = read_model_traits(checkpoint.path, architecture)
-        self.info = EngineInfo(engine="vllm", model_id=checkpoint.model_id, weights_sha256=checkpoint.sha256,
-                               device=self.config.device, compute_type=self._dtype(architecture),
-                               extra={"architecture": architecture})
+        self.info = dataclasses.replace(self.info, model_id=checkpoint.model_id, weights_sha256=checkpoint.sha256,
+                                        compute_type=self._dtype(architecture), extra={"architecture": architecture})
         return checkpoint.path
 
     @property
