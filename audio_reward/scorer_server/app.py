@@ -67,15 +67,10 @@ def engine_from_settings(settings: ServerConfig) -> ASREngine:
     device = pick_device(settings.engine, settings.device)
     if device.reason:
         log.info("device %s", device.describe(), extra={"device": device.device})
-    return create_engine(settings.engine, EngineConfig(
-        model=settings.model,
-        device=device.device,
-        compute_type=settings.compute_type,
-        max_batch_size=settings.max_batch_size,
-        cpu_threads=settings.cpu_threads,
-        beam_size=settings.beam_size,
-        options=dict(settings.engine_options),
-    ))
+    # the fields EngineConfig shares with the settings, by name
+    shared = settings.model_dump(include={"model", "compute_type", "max_batch_size", "cpu_threads", "beam_size"})
+    return create_engine(settings.engine, EngineConfig(**shared, device=device.device,
+                                                       options=dict(settings.engine_options)))
 
 
 def limit_numpy_threads(threads: int) -> None:

@@ -178,9 +178,8 @@ def serve(args: argparse.Namespace) -> int:
         print(missing_extra_message(missing, "audio-reward serve:", error), file=sys.stderr)
         return 2
     # With --ray the GPUs are the Ray workers' and the port is Ray Serve's proxy's, not necessarily this machine's.
-    unusable = (_unreachable_model(settings) or _language_the_model_lacks(settings)
-                or (None if args.ray else _missing_device(settings) or _port_taken(settings.host, settings.port)))
-    if unusable:
+    if unusable := (_unreachable_model(settings) or _language_the_model_lacks(settings)
+                    or (None if args.ray else _missing_device(settings) or _port_taken(settings.host, settings.port))):
         print(f"audio-reward serve: {unusable}", file=sys.stderr)
         return 2
 
@@ -234,8 +233,7 @@ def serve(args: argparse.Namespace) -> int:
     server.run()
     if server.stop_signal is not None:
         print(f"audio-reward serve: stopped on {signal.Signals(server.stop_signal).name}", file=sys.stderr)
-    load_error = parts.engine_client.state.load_error
-    if load_error:
+    if load_error := parts.engine_client.state.load_error:
         print(f"audio-reward serve: the model failed to load ({load_error}); the error is logged above",
               file=sys.stderr)
         return 1

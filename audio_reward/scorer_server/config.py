@@ -169,9 +169,8 @@ class ServerConfig(BaseModel):
         if not isinstance(value, str):
             return value
         text = value.strip()
-        if text.startswith("{"):
-            return json.loads(text)
-        return parse_engine_options(part for part in text.split(",") if part.strip())
+        return json.loads(text) if text.startswith("{") else parse_engine_options(
+            part for part in text.split(",") if part.strip())
 
     @field_validator("served_model_name", mode="before")
     @classmethod

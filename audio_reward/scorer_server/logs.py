@@ -61,8 +61,7 @@ class KeyValueFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)
-        extras = {k: v for k, v in _extras(record).items() if k not in getattr(record, "_said", ())}
-        if extras:
+        if extras := {k: v for k, v in _extras(record).items() if k not in getattr(record, "_said", ())}:
             fields = " ".join(f"{k}={v}" for k, v in extras.items())
             head, sep, tail = line.partition("\n")
             line = f"{head} [{fields}]{sep}{tail}"

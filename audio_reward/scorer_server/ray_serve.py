@@ -119,8 +119,7 @@ class ScorerReplica:
         """Ray Serve restarts a replica whose engine failed."""
         state = getattr(getattr(self, "_scorer_app", None), "state", None)
         parts = getattr(state, "parts", None)
-        load_error = parts.engine_client.state.load_error if parts is not None else None
-        if load_error:
+        if load_error := (parts.engine_client.state.load_error if parts is not None else None):
             raise RuntimeError(f"engine failed: {load_error}")
 
 
@@ -176,8 +175,7 @@ def run(settings: ServerConfig, scale: ScaleOutConfig, *, blocking: bool = True)
     started_ray = not ray.is_initialized()
     if started_ray:
         ray.init(address=scale.address, log_to_driver=False)
-    unapplied = unapplied_settings(settings)
-    if unapplied:
+    if unapplied := unapplied_settings(settings):
         log.warning("not applied under Ray Serve, whose proxy reads the requests: " + ", ".join(unapplied))
     serve.start(http_options=proxy_options(settings))
     serve.run(build_application(settings, scale), name=APP_NAME, route_prefix="/", blocking=False)

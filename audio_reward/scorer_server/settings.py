@@ -193,8 +193,7 @@ def setting_sources(values: Mapping[str, Any] | None = None, config_file: Path |
                          (_paths(in_file), lambda p: f"config {config_file}")):
         for path in paths:
             out.setdefault(".".join(path), label(path))
-    preset = values.get("preset") or env.get("preset") or in_file.get("preset")
-    if preset:
+    if preset := values.get("preset") or env.get("preset") or in_file.get("preset"):
         for name in PRESET_FIELDS:
             out.setdefault(name, f"preset {preset}")
     if "api_key_file" in out:

@@ -71,6 +71,20 @@ class EngineInfo:
     extra: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class EngineConfig:
+    """Everything an engine factory needs; built from the server settings."""
+
+    model: str
+    device: str = "cpu"
+    compute_type: str = "default"
+    max_batch_size: int = 16
+    cpu_threads: int = 0
+    beam_size: int = 1
+    options: dict[str, Any] = field(default_factory=dict)
+    """``--engine-option`` values by key, checked against the engine's ``OPTIONS``."""
+
+
 def max_new_tokens_for(
     duration_s: float, *, tokens_per_second: float = 8.0, floor: int = 16, ceiling: int = 224
 ) -> int:
@@ -130,8 +144,7 @@ def resolve_engine_options(engine: str, spec: Mapping[str, EngineOption], given:
     Raises :class:`EngineOptionError` naming the engine and the options it knows
     when ``given`` holds an unknown key or a value that does not convert.
     """
-    unknown = sorted(set(given) - set(spec))
-    if unknown:
+    if unknown := sorted(set(given) - set(spec)):
         known = ", ".join(sorted(spec)) if spec else "none"
         raise EngineOptionError(
             f"engine {engine!r} has no option {', '.join(map(repr, unknown))} (its options: {known})")
@@ -187,6 +200,13 @@ class ASREngine(ABC):
         before it is queued, so one bad request never fails its batch-mates.
         """
         return None
+
+    def _configure(self, name: str, config: EngineConfig, **info: Any) -> None:
+        """Keep ``config``, resolve its ``--engine-option`` values against ``OPTIONS``, and describe the engine by
+        its settings (``info``: more :class:`EngineInfo` fields) until it has loaded."""
+        self.config = config
+        self.options = resolve_engine_options(name, self.OPTIONS, config.options)
+        self.info = EngineInfo(name, config.model, device=config.device, **info)
 
     def scheduler_stats(self) -> Mapping[str, float]:
         """The engine's own scheduler counts (vLLM: requests running and waiting), exported on ``/metrics``.

@@ -65,10 +65,7 @@ class _Reader:
         return int(value)
 
     def string(self) -> str:
-        size = self.unpack("H")  # includes the trailing NUL
-        text = bytes(self.buf[self.off : self.off + size - 1]).decode("utf-8")
-        self.off += size
-        return text
+        return self.take(self.unpack("H"))[:-1].decode("utf-8")  # the size includes the trailing NUL
 
     def take(self, size: int) -> bytes:
         if self.off + size > len(self.buf):

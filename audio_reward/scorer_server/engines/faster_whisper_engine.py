@@ -39,7 +39,6 @@ from .base import (
     Transcription,
     TranscriptionInput,
     max_new_tokens_for,
-    resolve_engine_options,
 )
 from .model_store import ensure_hub_model, hub_repository, resolve_ctranslate2_model
 from .registry import EngineConfig
@@ -74,12 +73,10 @@ class FasterWhisperEngine(ThreadedEngine):
 
     def __init__(self, config: EngineConfig) -> None:
         super().__init__(workers=1)
-        self.config = config
-        self.options = resolve_engine_options("faster-whisper", self.OPTIONS, config.options)
+        self._configure("faster-whisper", config, compute_type=config.compute_type)
         self._model: Any = None
         self._tokenizers: dict[str | None, Any] = {}
         self._batched = bool(self.options["batched"])
-        self.info = EngineInfo("faster-whisper", config.model, device=config.device, compute_type=config.compute_type)
 
     def load(self) -> None:
         from faster_whisper import WhisperModel
@@ -181,8 +178,7 @@ class FasterWhisperEngine(ThreadedEngine):
         encoder_output = model.model.encode(ctranslate2.StorageView.from_array(features))
 
         languages = [self._language_of(item) for item in items]
-        unknown = [i for i, lang in enumerate(languages) if lang is None]
-        if unknown:
+        if unknown := [i for i, lang in enumerate(languages) if lang is None]:
             # CTranslate2's detector takes the encoder output too: one encoder pass serves both.
             # It runs one decoder step for every row; only the rows that named no language use it.
             detected = model.model.detect_language(encoder_output)

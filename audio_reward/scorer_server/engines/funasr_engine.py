@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 from audio_reward.extras import missing_extra_message
 
-from .base import EngineInfo, EngineOption, ThreadedEngine, Transcription, TranscriptionInput, resolve_engine_options
+from .base import EngineInfo, EngineOption, ThreadedEngine, Transcription, TranscriptionInput
 from .model_store import sha256_of
 from .registry import EngineConfig
 
@@ -50,8 +50,7 @@ def model_folder(name: str) -> Path:
     """The local FunASR model folder for ``name``; one line saying how to get it when there is none."""
     path = Path(name).expanduser()
     if path.is_dir():
-        missing = [f for f in MODEL_FILES if not (path / f).exists()]
-        if missing:
+        if missing := [f for f in MODEL_FILES if not (path / f).exists()]:
             raise FunASRModelFolderError(f"{path} is not a FunASR model folder (no {', '.join(missing)})")
         return path
     if name in PARAFORMER_ZH_HUB:
@@ -74,13 +73,11 @@ class FunASREngine(ThreadedEngine):
 
     def __init__(self, config: EngineConfig) -> None:
         super().__init__(workers=1)
-        self.config = config
-        self.options = resolve_engine_options("funasr", self.OPTIONS, config.options)
+        self._configure("funasr", config)
         if find_spec("funasr") is None:  # before anything starts: one line naming the extra, then the folder
             raise ImportError(missing_extra_message("funasr", "the funasr engine", ModuleNotFoundError(name="funasr")))
         self._folder = model_folder(config.model)
         self._model: Any = None
-        self.info = EngineInfo("funasr", config.model, device=config.device)
 
     @property
     def prefers_batches(self) -> bool:

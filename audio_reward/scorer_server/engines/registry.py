@@ -5,27 +5,10 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 from audio_reward.extras import is_missing_dependency, missing_extra_message
 
-from .base import ASREngine, resolve_engine_options
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    """Everything an engine factory needs; built from the server settings."""
-
-    model: str
-    device: str = "cpu"
-    compute_type: str = "default"
-    max_batch_size: int = 16
-    cpu_threads: int = 0
-    beam_size: int = 1
-    options: dict[str, Any] = field(default_factory=dict)
-    """``--engine-option`` values by key, checked against the engine's ``OPTIONS``."""
-
+from .base import ASREngine, EngineConfig, resolve_engine_options
 
 # name -> (the engine's module in this package and its factory, the pyproject extra that installs its backend,
 # the third-party modules that backend imports when it loads).
@@ -76,7 +59,7 @@ def create_engine(name: str, config: EngineConfig) -> ASREngine:
         raise ImportError(missing_extra_message(extra, f"engine {name!r}", exc)) from exc
     factory: Callable[[EngineConfig], ASREngine] = getattr(module, attr)
     resolve_engine_options(name, getattr(factory, "OPTIONS", {}), config.options)  # fail before building
-    absent = missing_engine_module(name)
-    if absent is not None:  # fail here, not in the background load after the server listens
+    # Fail here, not in the background load after the server listens.
+    if (absent := missing_engine_module(name)) is not None:
         raise ImportError(missing_extra_message(ENGINE_EXTRAS[name], f"engine {name!r}", absent))
     return factory(config)

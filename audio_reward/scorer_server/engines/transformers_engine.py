@@ -19,7 +19,7 @@ import itertools
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -35,7 +35,6 @@ from .base import (
     Transcription,
     TranscriptionInput,
     max_new_tokens_for,
-    resolve_engine_options,
 )
 from .checkpoints import UnsupportedModelError, checkpoint_architecture, default_dtype, resolve_transformers_checkpoint
 from .registry import EngineConfig
@@ -63,18 +62,6 @@ def resolve_dtype(compute_type: str, device: str, architecture: str) -> torch.dt
         raise ValueError(f"compute type {compute_type!r} is not supported by the transformers engine; "
                          f"use default, {', '.join(sorted(set(_DTYPES.values())))}")
     return getattr(torch, name)
-
-
-class _Backend(Protocol):
-    @property
-    def languages(self) -> frozenset[str] | None:
-        """Languages the model can be asked for; None when the checkpoint does not say."""
-
-    def prepare(self, batch: Sequence[TranscriptionInput]) -> Any:
-        """CPU-side inputs (features, prompts) for ``batch``; runs ahead of the model."""
-
-    def run(self, batch: Sequence[TranscriptionInput], prepared: Any) -> list[Transcription]:
-        """The model's part: generate from what ``prepare`` returned."""
 
 
 class _WhisperBackend:
@@ -223,11 +210,11 @@ class TransformersEngine(ThreadedEngine):
 
     def __init__(self, config: EngineConfig) -> None:
         super().__init__(workers=1)
-        self.config = config
-        self.options = resolve_engine_options("transformers", self.OPTIONS, config.options)
-        self._backend: _Backend | None = None
+        self._configure("transformers", config)
+        # Either backend: ``languages`` (None when the checkpoint does not say), ``prepare`` (the CPU-side inputs,
+        # ahead of the model) and ``run`` (the model's part, from what ``prepare`` returned).
+        self._backend: _WhisperBackend | _Qwen3ASRBackend | None = None
         self._lock = threading.Lock()
-        self.info = EngineInfo(engine="transformers", model_id=config.model, device=config.device)
 
     def load(self) -> None:
         import torch

@@ -53,12 +53,10 @@ from . import qwen3_asr
 from .base import (
     ENGINE_SAMPLE_RATE,
     ASREngine,
-    EngineInfo,
     EngineOption,
     Transcription,
     TranscriptionInput,
     max_new_tokens_for,
-    resolve_engine_options,
 )
 from .checkpoints import checkpoint_architecture, default_dtype, resolve_transformers_checkpoint
 from .registry import EngineConfig
@@ -233,13 +231,11 @@ class VLLMEngine(ASREngine):
 
     def __init__(self, config: EngineConfig, *, client: EngineClient | None = None,
                  sampling_params: Callable[..., Any] = _vllm_sampling_params) -> None:
-        self.config = config
-        self.options = resolve_engine_options("vllm", self.OPTIONS, config.options)
+        self._configure("vllm", config)
         self._client = client
         self._sampling_params = sampling_params
         self._traits: ModelTraits | None = None
         self.stats = SchedulerStatsSink()
-        self.info = EngineInfo(engine="vllm", model_id=config.model, device=config.device)
 
     @property
     def max_concurrency(self) -> int:
@@ -264,9 +260,8 @@ class VLLMEngine(ASREngine):
         checkpoint = resolve_transformers_checkpoint(self.config.model)
         architecture = checkpoint_architecture(checkpoint.path)
         self._traits = read_model_traits(checkpoint.path, architecture)
-        self.info = EngineInfo(engine="vllm", model_id=checkpoint.model_id, weights_sha256=checkpoint.sha256,
-                               device=self.config.device, compute_type=self._dtype(architecture),
-                               extra={"architecture": architecture})
+        self.info = dataclasses.replace(self.info, model_id=checkpoint.model_id, weights_sha256=checkpoint.sha256,
+                                        compute_type=self._dtype(architecture), extra={"architecture": architecture})
         return checkpoint.path
 
     @property

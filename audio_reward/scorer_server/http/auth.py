@@ -11,8 +11,7 @@ from .deps import Parts
 
 
 def _presented_key(request: Request) -> str | None:
-    auth = request.headers.get("authorization")
-    if auth:
+    if auth := request.headers.get("authorization"):
         scheme, _, token = auth.partition(" ")
         if scheme.lower() == "bearer" and token.strip():
             return token.strip()

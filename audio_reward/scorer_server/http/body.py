@@ -51,8 +51,7 @@ async def read_body(request: Request, settings: ServerConfig, *, audio: bool = T
     """
     max_bytes, timeout_s = settings.max_body_bytes, settings.body_timeout_s
     max_audio_seconds = settings.max_audio_seconds if audio else None
-    declared = request.headers.get("content-length")
-    if declared is not None:
+    if (declared := request.headers.get("content-length")) is not None:
         try:
             size = int(declared)
         except ValueError:

@@ -73,8 +73,7 @@ async def _parse_upload(request: Request, body: bytes) -> tuple[TranscriptionFor
     # The body was read (and size-checked) already; the multipart parser reads it from memory.
     async with parse_form(request, body) as form:
         for name in form:
-            reason = UNSUPPORTED_FIELDS.get(name.removesuffix("[]"))
-            if reason is not None:
+            if (reason := UNSUPPORTED_FIELDS.get(name.removesuffix("[]"))) is not None:
                 raise BadRequestError("unsupported_field", f"the form field {name!r} is not supported: {reason}",
                                       path=name)
         upload = form.get("file")

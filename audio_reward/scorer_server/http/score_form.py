@@ -62,8 +62,7 @@ def _fields(form: Any) -> dict[str, Any]:
 
 def _text(form: Any) -> str:
     for name in TEXT_FIELDS:
-        value = form.get(name)
-        if isinstance(value, str):
+        if isinstance(value := form.get(name), str):
             return value
     raise BadRequestError("missing_field", "the form has no 'text' field: the text the speech should say",
                           path="text")

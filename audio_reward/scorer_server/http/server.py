@@ -55,14 +55,12 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     header_timeout_s: ClassVar[float] = 10.0
     metrics: ClassVar[ServerMetrics | None] = None
     """Where the refusals are counted; a class attribute because uvicorn builds the protocol per connection."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._awaiting_head = True
-        self._head_bytes = 0
-        self._head_tail = b""  # the last bytes seen, so a CRLFCRLF split across reads is found
-        self._head_timer: asyncio.TimerHandle | None = None
-        self._refused = False
+    # Each connection's head state starts from these (immutable) defaults; the instance's own values replace them.
+    _awaiting_head = True
+    _head_bytes = 0
+    _head_tail = b""  # the last bytes seen, so a CRLFCRLF split across reads is found
+    _head_timer: asyncio.TimerHandle | None = None
+    _refused = False
 
     @classmethod
     def configured(cls, max_header_bytes: int, header_timeout_s: float,

@@ -108,7 +108,6 @@ class EngineClient:
         self._recent = RecentResults(settings.dedup_cache_size, settings.dedup_ttl_s, settings.dedup_cache_bytes)
         self._metrics = metrics
         self.request_timeout_s = settings.request_timeout_s
-        self.default_language = settings.language
         self.state = EngineState()
         self._scheduler: BaseScheduler | None = None
         self._turns = RefusalTurns()
@@ -157,12 +156,12 @@ class EngineClient:
     def _check_default_language(self) -> None:
         """Fail the load when ``--language`` is one the model lacks: the server would refuse every request
         that names no language of its own, so it is a start-up error, not a per-request one."""
-        language, supported = language_code(self.default_language), self._engine.languages
+        language, supported = language_code(self._settings.language), self._engine.languages
         if language is None or supported is None or language in supported:
             return
         shown = ", ".join(sorted(supported)) if len(supported) <= 12 else f"{len(supported)} languages"
         raise UnsupportedDefaultLanguageError(
-            f"--language {self.default_language}: model {self.info.model_id} does not transcribe it "
+            f"--language {self._settings.language}: model {self.info.model_id} does not transcribe it "
             f"(it supports: {shown})")
 
     def start(self) -> None:
@@ -201,7 +200,7 @@ class EngineClient:
 
         400 ``unsupported_language`` (at ``path``) when the model does not transcribe it.
         """
-        return self._check_language(language_code(requested or self.default_language), requested, path)
+        return self._check_language(language_code(requested or self._settings.language), requested, path)
 
     def request(self, audio: np.ndarray, requested_language: str | None, request_id: str, *,
                 rules: Callable[[str | None], T], identity: tuple[object, ...] | None = None,
@@ -213,12 +212,11 @@ class EngineClient:
         (what else decides the answer) is given when the client named ``request_id``: a retry with the same
         id and content is then answered once, when the server keeps recent results.
         """
-        language = language_code(requested_language or self.default_language)
+        language = language_code(requested_language or self._settings.language)
         ruled = rules(language)
         self._check_language(language, requested_language, "$.language")
-        key = None
-        if identity is not None and self._recent.enabled:
-            key = request_key(request_id, language, *identity, waveform=audio)
+        key = (request_key(request_id, language, *identity, waveform=audio)
+               if identity is not None and self._recent.enabled else None)
         return EngineRequest(audio, language, request_id, key), ruled
 
     def _check_language(self, language: str | None, requested: str | None, path: str) -> str | None:

@@ -13,7 +13,7 @@ side by side.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
 from dataclasses import dataclass, field
 
 from starlette.concurrency import run_in_threadpool
@@ -108,19 +108,17 @@ class ScoringPipeline:
         named = req.request_id is not None
         engine, reference = self.engine_client.request(
             resample_16k(req.waveform, req.sample_rate), req.language, req.request_id or request_id,
-            rules=self._reference(req.prompt),
+            rules=functools.partial(self._reference, req.prompt),
             identity=(req.prompt, req.sample_rate, req.reward, req.reference_duration_s) if named else None,
         )
         return PreparedRequest(req, engine, reference, policy, self.signals.job(req, policy))
 
-    def _reference(self, prompt: str) -> Callable[[str | None], Reference]:
+    def _reference(self, prompt: str, language: str | None) -> Reference:
         """The prompt normalized under a language's rules; 400 when there is nothing to score against."""
-        def normalize(language: str | None) -> Reference:
-            try:
-                return normalize_reference(prompt, normalizer=self.normalizer, language=language, field="prompt")
-            except ScoringError as exc:
-                raise BadRequestError(exc.code, exc.message, path=f"$.{exc.field}") from None
-        return normalize
+        try:
+            return normalize_reference(prompt, normalizer=self.normalizer, language=language, field="prompt")
+        except ScoringError as exc:
+            raise BadRequestError(exc.code, exc.message, path=f"$.{exc.field}") from None
 
     def _prepare_one(self, body: bytes, request_id: str) -> PreparedRequest:
         try:
@@ -203,8 +201,7 @@ class ScoringPipeline:
         if measuring is not None:
             await measuring
         utterances = [_Utterance(*parts) for parts in zip(items, signals, outcomes, strict=True)]
-        scorable = [u for u in utterances if u.error is None]
-        if scorable:
+        if scorable := [u for u in utterances if u.error is None]:
             await self.offload.run(lambda: self._score(scorable))
         for utterance in utterances:
             self._count(utterance.outcome, joined=utterance.engine.joined)

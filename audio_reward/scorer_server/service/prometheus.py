@@ -84,13 +84,11 @@ class CreatedlessRegistry(CollectorRegistry):
 
     def collect(self) -> Iterable[Metric]:
         for metric in super().collect():
+            # Filtered in place: collectors build their metrics afresh at each collection (a cached one, as the
+            # platform collector's, has no _created series to lose).
             created = f"{metric.name}_created"
-            if not any(sample.name == created for sample in metric.samples):
-                yield metric
-                continue
-            kept = Metric(metric.name, metric.documentation, metric.type, metric.unit)
-            kept.samples = [sample for sample in metric.samples if sample.name != created]
-            yield kept
+            metric.samples = [sample for sample in metric.samples if sample.name != created]
+            yield metric
 
 
 class ServerMetrics:

@@ -320,17 +320,14 @@ class BaseScheduler(ABC):
         elapsed = time.monotonic() - started
         self._recent_call_s += self.latency_weight * (elapsed - self._recent_call_s)
         if not failed:
-            self._measure(audio_s, elapsed)
+            w = THROUGHPUT_WEIGHT if self._calls_measured else 1.0  # the first call sets the averages (from 0.0)
+            self._call_audio_s += w * (audio_s - self._call_audio_s)
+            self._call_engine_s += w * (elapsed - self._call_engine_s)
+            self._calls_measured += 1
             self._audio_done_s += audio_s
             self._utterances_done += len(work)
         if self._on_batch is not None:
             self._on_batch(BatchStats(len(work), audio_s, elapsed, failed))
-
-    def _measure(self, audio_s: float, elapsed: float) -> None:
-        w = THROUGHPUT_WEIGHT if self._calls_measured else 1.0  # the first call sets the averages (from 0.0)
-        self._call_audio_s += w * (audio_s - self._call_audio_s)
-        self._call_engine_s += w * (elapsed - self._call_engine_s)
-        self._calls_measured += 1
 
     def _extra_tasks(self) -> list[asyncio.Task[None]]:
         """Tasks besides the engine calls that closing must stop."""
@@ -410,17 +407,15 @@ class MicroBatchScheduler(BaseScheduler):
             await asyncio.wait_for(self._wakeup.wait(), timeout_s)
 
     def _batch_full(self) -> bool:
-        if len(self._waiting) >= self.max_batch_size:
-            return True
         budget = self.max_batch_audio_s
-        return budget is not None and sum(p.item.duration_s for p in self._waiting) >= budget
+        return len(self._waiting) >= self.max_batch_size or (
+            budget is not None and sum(p.item.duration_s for p in self._waiting) >= budget)
 
     async def _take_batch(self) -> list[_Pending]:
-        while True:
-            self._drop_abandoned()
-            if self._waiting:
-                break
+        self._drop_abandoned()
+        while not self._waiting:
             await self._wait()
+            self._drop_abandoned()
         deadline = time.monotonic() + self.max_wait_s
         while not self._closed and not self._batch_full():
             if self._running:
@@ -438,10 +433,9 @@ class MicroBatchScheduler(BaseScheduler):
         if not queue:
             return []
         budget = self.max_batch_audio_s
-        anchor = queue[0]
         chosen = {0}
-        audio_s = anchor.item.duration_s
-        length = anchor.item.audio.shape[0]
+        audio_s = queue[0].item.duration_s
+        length = queue[0].item.audio.shape[0]
         for i in sorted(range(1, len(queue)), key=lambda i: (abs(queue[i].item.audio.shape[0] - length), i)):
             if len(chosen) >= self.max_batch_size:
                 break
@@ -459,8 +453,7 @@ class MicroBatchScheduler(BaseScheduler):
         while True:
             while len(self._running) >= self.max_batches_in_flight:
                 await self._wait()
-            batch = await self._take_batch()
-            if batch:
+            if batch := await self._take_batch():
                 self._launch(batch)
 
 

@@ -72,8 +72,7 @@ class SpeakerReferenceStore:
         kept.setflags(write=False)
         size = entry_bytes(key, kept)
         with self._lock:
-            old = self._entries.pop(key, None)
-            if old is not None:
+            if (old := self._entries.pop(key, None)) is not None:
                 self.bytes -= old.size
             if size > self.max_bytes or self.max_entries == 0:
                 return
@@ -90,7 +89,5 @@ class SpeakerReferenceStore:
 
     def _expire(self) -> None:
         deadline = self._clock() - self.ttl_s
-        while self._entries:
-            if next(iter(self._entries.values())).used_at > deadline:  # the oldest is still fresh
-                break
+        while self._entries and next(iter(self._entries.values())).used_at <= deadline:  # the oldest has expired
             self._evict_oldest()
