@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -188,9 +187,13 @@ SCORING_KEYS = ("protocol_version", "engine.name", "engine.model_id", "engine.we
 
 def scoring_identity(info: dict[str, Any]) -> dict[str, Any]:
     """The part of a server's ``/v1/info`` that decides the scores (model, normaliser, reward policy…)."""
-    # Each dotted key looked up part by part; a part that is missing or not an object makes the value None.
-    return {key: functools.reduce(lambda node, part: node.get(part) if isinstance(node, dict) else None,
-                                  key.split("."), cast(Any, info)) for key in SCORING_KEYS}
+    out: dict[str, Any] = {}
+    for key in SCORING_KEYS:
+        node: Any = info
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        out[key] = node
+    return out
 
 
 class ScoringMismatchError(ValueError):

@@ -98,9 +98,11 @@ def stop(proc: subprocess.Popen[bytes], run_id: str) -> None:
     with interrupts_ignored():
         for sig, grace in zip((signal.SIGINT, signal.SIGTERM), STOP_GRACE_S, strict=True):
             _signal_group(proc, sig)
-            with contextlib.suppress(subprocess.TimeoutExpired):
+            try:
                 proc.wait(grace)
                 break
+            except subprocess.TimeoutExpired:
+                continue
         _signal_group(proc, signal.SIGKILL)
         proc.wait()
         sweep(run_id)
