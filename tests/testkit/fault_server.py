@@ -67,6 +67,15 @@ class Slow:
 
 
 @dataclass
+class Held:
+    """Answer ``then`` only once ``release`` is set (by the test, from its own thread: a test that holds an
+    answer must set it whatever happens, or a worker thread waits for ever)."""
+
+    release: threading.Event
+    then: Action = field(default_factory=Score)
+
+
+@dataclass
 class Raw:
     """A 200 with this exact body (malformed JSON, NaN, nested values)."""
 
@@ -89,7 +98,7 @@ class Batch:
     items: list
 
 
-Action = Score | Status | Drop | Garbage | Slow | Raw | Batch | ItemError
+Action = Score | Status | Drop | Garbage | Slow | Held | Raw | Batch | ItemError
 
 
 @dataclass
@@ -156,6 +165,9 @@ class FaultServer(LoopbackServer):
     async def _answer(self, request: web.Request, action: Action, rids: list[str]) -> web.StreamResponse:
         if isinstance(action, Slow):
             await asyncio.sleep(action.seconds)
+            action = action.then
+        if isinstance(action, Held):
+            await asyncio.to_thread(action.release.wait)
             action = action.then
         if isinstance(action, Drop):
             assert request.transport is not None
