@@ -43,8 +43,10 @@ esac
 
 THINKER="${THINKER:-0}"
 SCORER_PID=""
-# The scorer this script started goes with it, however the script ends (Ctrl-C included): SIGTERM, then SIGKILL
-# if it has not drained within 10 s.
+# The scorer this script starts runs in a session of its own: Ctrl-C reaches the terminal's foreground process
+# group, and a scorer in it would stop serving at once while the trainer still scores its last rollouts, failing
+# them (fail-closed) before the driver has stopped the trainer. It goes with the script instead, however the
+# script ends, once the trainer has stopped: SIGTERM, then SIGKILL if it has not drained within 10 s.
 cleanup() {
     [[ -n "$SCORER_PID" ]] || return 0
     kill "$SCORER_PID" 2>/dev/null || return 0
@@ -55,7 +57,7 @@ trap cleanup EXIT
 # the thinker loop's multiple-choice reward needs no scorer
 if [[ -z "${SCORER_URL:-}" && "$THINKER" != 1 ]]; then
     PORT="$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-    (cd "$REPO" && exec "$PY" "${SERVE[@]}" --host 127.0.0.1 --port "$PORT") >"$OUT/scorer.log" 2>&1 &
+    (cd "$REPO" && exec setsid "$PY" "${SERVE[@]}" --host 127.0.0.1 --port "$PORT") >"$OUT/scorer.log" 2>&1 &
     SCORER_PID=$!
     SCORER_URL="http://127.0.0.1:$PORT"
     echo "toy_loop.sh: starting the scorer ($SCORER) at $SCORER_URL; its log: $OUT/scorer.log" >&2

@@ -180,6 +180,9 @@ def test_ctrl_c_stops_every_process_of_the_run_and_keeps_a_partial_summary(tmp_p
     assert not left, left  # Ray's agents, vLLM, the trainer, the scorer: all gone
     console = (tmp_path / "console.log").read_text(errors="replace")
     assert "interrupted" in console and "Traceback" not in console, console[-3000:]
+    # Ctrl-C does not reach the scorer: it serves until the trainer has stopped, and the script then stops it
+    scorer_log = (tmp_path / "scorer.log").read_text(errors="replace")
+    assert "stopped on SIGTERM" in scorer_log, scorer_log[-3000:]
 
 
 def test_an_override_verl_does_not_know_is_named_on_the_console(tmp_path: Path) -> None:
