@@ -23,11 +23,8 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, ClassVar
-
-from audio_reward.extras import missing_extra_message
 
 from .base import EngineInfo, EngineOption, ThreadedEngine, Transcription, TranscriptionInput
 from .model_store import sha256_of
@@ -74,8 +71,6 @@ class FunASREngine(ThreadedEngine):
     def __init__(self, config: EngineConfig) -> None:
         super().__init__(workers=1)
         self._configure("funasr", config)
-        if find_spec("funasr") is None:  # before anything starts: one line naming the extra, then the folder
-            raise ImportError(missing_extra_message("funasr", "the funasr engine", ModuleNotFoundError(name="funasr")))
         self._folder = model_folder(config.model)
         self._model: Any = None
 
