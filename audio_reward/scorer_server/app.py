@@ -3,7 +3,7 @@
 :func:`build_app` builds every part of the service from the settings
 (:class:`~.parts.ServerParts`: the engine client over the engine, the signal
 service, the metrics, the scoring pipeline, the transcription service and
-the ``/v1/info`` description), keeps them on ``app.state.parts`` and
+the endpoints ``/v1/info`` lists), keeps them on ``app.state.parts`` and
 includes the routers, which take them with ``Depends`` (:mod:`.http.deps`).
 The models load in the background after the server starts listening, so
 ``/healthz`` answers at once and ``/readyz`` says 503 until they are loaded
@@ -36,7 +36,6 @@ from .http.errors import install_error_handlers
 from .http.middleware import RequestContextMiddleware
 from .parts import ServerParts
 from .service.engine_client import EngineClient, UnsupportedDefaultLanguageError
-from .service.info import ServerInfo
 from .service.pipeline import ScoringPipeline
 from .service.prometheus import ServerMetrics
 from .service.signals import SignalService
@@ -169,7 +168,7 @@ def build_app(settings: ServerConfig, engine: ASREngine | None = None, *, engine
         pipeline=ScoringPipeline(engine_client=engine_client, normalizer=normalizer, policy=settings.reward,
                                  metrics=server_metrics, limits=settings.limits, signals=signals),
         transcriptions=TranscriptionService(engine_client, server_metrics, settings),
-        server_info=ServerInfo(settings, engine_client, normalizer, signals, _endpoints()),
+        endpoints=_endpoints(),
         engine_preloaded=engine_preloaded,
     )
     app = offline_docs_app(

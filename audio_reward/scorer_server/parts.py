@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from .config import ServerConfig
 from .service.engine_client import EngineClient
-from .service.info import ServerInfo
 from .service.pipeline import ScoringPipeline
 from .service.prometheus import ServerMetrics
 from .service.signals import SignalService
@@ -27,7 +26,8 @@ class ServerParts:
     metrics: ServerMetrics
     pipeline: ScoringPipeline
     transcriptions: TranscriptionService
-    server_info: ServerInfo
+    endpoints: tuple[str, ...]
+    """The API's concrete paths, as ``/v1/info`` lists them (:func:`.service.info.describe_server`)."""
     engine_preloaded: bool = False
     """The caller loaded and warmed the engine already (a Ray Serve replica loads before taking traffic)."""
     on_fatal: Callable[[], None] | None = None

@@ -17,10 +17,10 @@ from pathlib import Path
 from .convert import ct2_whisper_to_transformers, is_current_conversion
 from .model_store import (
     PACKAGED_MODELS,
-    ModelNotAvailableError,
     ResolvedModel,
     cache_dir,
     ensure_hub_model,
+    folder_or_hub_id,
     resolve_ctranslate2_model,
 )
 
@@ -42,14 +42,10 @@ def resolve_transformers_checkpoint(name: str) -> ResolvedModel:
             log.info("converting CTranslate2 Whisper for transformers", extra={"model": name, "target": str(target)})
             ct2_whisper_to_transformers(ct2.path, target)
         return ResolvedModel(ct2.model_id, str(target), ct2.sha256)
-    if path.is_dir():
-        if not (path / "config.json").exists():
-            raise ModelNotAvailableError(f"{path} has no config.json: not a transformers checkpoint")
-        return ResolvedModel(str(path), str(path.resolve()), None)
-    if path.suffix or name.startswith(("/", ".", "~")):
-        raise ModelNotAvailableError(f"model folder {name!r} does not exist")
-    ensure_hub_model(name, name)
-    return ResolvedModel(name, name, None)
+    resolved = folder_or_hub_id(name, "config.json", "transformers checkpoint")
+    if not path.is_dir():  # a hub id: in the cache, or the hub answers for it
+        ensure_hub_model(name, name)
+    return resolved
 
 
 def checkpoint_architecture(path: str) -> str:

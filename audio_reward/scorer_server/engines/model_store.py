@@ -199,10 +199,16 @@ def resolve_ctranslate2_model(name: str) -> ResolvedModel:
         if missing is not None:
             raise ModelNotAvailableError(missing)
         return _tiny_en() if name == "tiny.en" else _base()
+    return folder_or_hub_id(name, "model.bin", "CTranslate2 model folder")
+
+
+def folder_or_hub_id(name: str, weights: str, kind: str) -> ResolvedModel:
+    """``name`` as a model folder, which must hold ``weights`` (else it is not a ``kind``), or else as a hub id;
+    a name written as a path (``/…``, ``./…``, ``~/…``, a suffix) that is not there is refused."""
     path = Path(name).expanduser()
     if path.is_dir():
-        if not (path / "model.bin").exists():
-            raise ModelNotAvailableError(f"{path} has no model.bin: not a CTranslate2 model folder")
+        if not (path / weights).exists():
+            raise ModelNotAvailableError(f"{path} has no {weights}: not a {kind}")
         return ResolvedModel(str(path), str(path.resolve()), None)
     if path.suffix or name.startswith(("/", ".", "~")):
         raise ModelNotAvailableError(f"model folder {name!r} does not exist")

@@ -39,13 +39,12 @@ def language_name(code: str) -> str:
 
     Raises ValueError for a language the table does not have.
     """
-    names = language_table()
-    name = names.get(code.lower())
-    if name is None:
-        if code.lower() in {v.lower() for v in names.values()}:
-            return code[:1].upper() + code[1:].lower()
-        raise ValueError(f"Qwen3-ASR does not support language {code!r}")
-    return str(name)
+    name = language_table().get(code.lower())
+    if name is not None:
+        return str(name)
+    if code.lower() in _codes_by_name():  # a full name, any case
+        return code[:1].upper() + code[1:].lower()
+    raise ValueError(f"Qwen3-ASR does not support language {code!r}")
 
 
 def language_code(name: str | None) -> str | None:

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Depends
 
 from audio_reward.protocol import InfoResponse
 
+from ..service.info import describe_server
 from .auth import require_api_key
 from .deps import Parts
 from .responses import OrjsonResponse, error_responses
@@ -17,4 +18,5 @@ router = APIRouter(tags=["info"], dependencies=[Depends(require_api_key)])
             responses={200: {"model": InfoResponse, "description": "What the server scores with."},
                        **error_responses(401)})
 async def info(parts: Parts) -> OrjsonResponse:
-    return OrjsonResponse(parts.server_info.describe())
+    return OrjsonResponse(describe_server(parts.settings, parts.engine_client, parts.pipeline.normalizer,
+                                          parts.signals, parts.endpoints))

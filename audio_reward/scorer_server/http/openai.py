@@ -31,24 +31,18 @@ from .auth import require_api_key
 from .body import is_multipart_form, parse_form, read_body
 from .deps import Parts
 from .middleware import request_id_of
-from .responses import OrjsonResponse
+from .responses import OrjsonResponse, error_responses
 
 router = APIRouter(tags=["openai"], dependencies=[Depends(require_api_key)])
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": OpenAIErrorResponse, "description": text}
-    for status, text in {
-        400: "Bad form field or audio (param names the field).",
-        401: "Missing or invalid API key.",
-        404: "The model is not served here.",
-        413: "Request body larger than max_body_bytes.",
-        415: "Not a multipart/form-data body.",
-        429: "Queue full; retry after Retry-After seconds.",
-        500: "Engine error; never a traceback.",
-        503: "Model loading or shutting down; retry after Retry-After seconds.",
-        504: "Request took longer than request_timeout_s.",
-    }.items()
-}
+# OpenAI's error shape; the statuses whose meaning differs here say so, the others read as on the protocol's routes.
+_ERRORS = error_responses(400, 401, 404, 413, 415, 429, 500, 503, 504, model=OpenAIErrorResponse, text={
+    400: "Bad form field or audio (param names the field).",
+    404: "The model is not served here.",
+    415: "Not a multipart/form-data body.",
+    500: "Engine error; never a traceback.",
+    503: "Model loading or shutting down; retry after Retry-After seconds.",
+})
 
 
 def _form_fields(form: Any) -> dict[str, str]:

@@ -45,20 +45,26 @@ async def encode_off_loop(answer: BatchScoreResponse) -> Response:
     return score_response(answer, await run_in_threadpool(score_json, answer))
 
 
-def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI ``responses`` entries: each listed status answers an :class:`ErrorResponse`."""
-    text = {
-        400: "Protocol error (code names the problem, path the field).",
-        401: "Missing or invalid API key.",
-        408: "The body did not arrive within body_timeout_s; the connection is closed.",
-        413: "Request body larger than max_body_bytes.",
-        415: "Body declared as something other than JSON (multipart, audio, ...); the message says what to send.",
-        429: "Queue full; retry after Retry-After seconds.",
-        500: "Internal or engine error; never a traceback.",
-        503: "Model not loaded yet, or shutting down; retry after Retry-After seconds.",
-        504: "Request took longer than request_timeout_s.",
-    }
-    return {s: {"model": ErrorResponse, "description": text.get(s, "Error.")} for s in statuses}
+_ERROR_TEXT = {
+    400: "Protocol error (code names the problem, path the field).",
+    401: "Missing or invalid API key.",
+    408: "The body did not arrive within body_timeout_s; the connection is closed.",
+    413: "Request body larger than max_body_bytes.",
+    415: "Body declared as something other than JSON (multipart, audio, ...); the message says what to send.",
+    429: "Queue full; retry after Retry-After seconds.",
+    500: "Internal or engine error; never a traceback.",
+    503: "Model not loaded yet, or shutting down; retry after Retry-After seconds.",
+    504: "Request took longer than request_timeout_s.",
+}
+"""What each error status means, in the OpenAPI document."""
+
+
+def error_responses(*statuses: int, model: type[BaseModel] = ErrorResponse,
+                    text: dict[int, str] | None = None) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries: each listed status answers a ``model`` (the protocol's :class:`ErrorResponse`),
+    described by ``text`` where it says, else by :data:`_ERROR_TEXT`."""
+    described = {**_ERROR_TEXT, **(text or {})}
+    return {s: {"model": model, "description": described.get(s, "Error.")} for s in statuses}
 
 
 def json_body(schema_name: str) -> dict[str, Any]:
