@@ -105,11 +105,16 @@ class HeldOut(_Closed):
     allowed_overlap: bool = Field(description="--allow-overlap was given: overlap was reported, not refused")
 
 
-class EvalResults(_Closed):
-    """``eval_results.json``: base and trained checkpoints scored alike, with per-utterance deltas."""
+class _ResultsFile(_Closed):
+    """What every evaluation results file opens with: its format's version and the version that wrote it."""
 
     format_version: Literal["1"] = EVAL_RESULTS_VERSION
     created_by: str = Field(description="audio-reward version that wrote the file")
+
+
+class EvalResults(_ResultsFile):
+    """``eval_results.json``: base and trained checkpoints scored alike, with per-utterance deltas."""
+
     base: str = Field(description="name of the run every other run is compared with")
     checkpoints: list[CheckpointStats] = Field(min_length=1)
     comparisons: list[Comparison]
@@ -162,11 +167,9 @@ class ThinkerAnswer(_Closed):
     response: str
 
 
-class ThinkerEvalResults(_Closed):
+class ThinkerEvalResults(_ResultsFile):
     """``thinker_eval_results.json``: the audio ablation, base and trained checkpoints × with and without audio."""
 
-    format_version: Literal["1"] = EVAL_RESULTS_VERSION
-    created_by: str = Field(description="audio-reward version that wrote the file")
     base: str = Field(description="name of the first checkpoint, the one the others are read against")
     checkpoints: list[ThinkerCheckpoint] = Field(min_length=1)
     answers: list[ThinkerAnswer]
