@@ -206,8 +206,6 @@ def _read_header(raw: bytes, field: str, formats: str) -> EncodedAudio:
         raise AudioDecodeError(
             "invalid_audio_file", f"{field} is not an audio file: {describe_bytes(raw)}; send {formats}"
         ) from None
-    if channels < 1:
-        raise AudioDecodeError("invalid_audio_file", f"{field} declares {channels} channels")
     return EncodedAudio(field, raw, rate, channels, None if frames >= _UNKNOWN_FRAMES else frames, file=True)
 
 
