@@ -125,7 +125,7 @@ class EncodedAudio:
             return frombuffer(self.raw, field=self.field)
         # The lowest cap wins; on a tie the item's own limit is named (its names sort before the batch's).
         caps = [(max_bytes // (self.channels * 4), "max_audio_bytes")] if max_bytes is not None else []
-        if max_seconds is not None and self.rate > 0:
+        if max_seconds is not None:
             caps.append((int(max_seconds * self.rate), "max_audio_seconds"))
         if budget is not None and self.frames is None:
             caps.append((budget // (self.channels * 4), "max_batch_audio_bytes"))
@@ -178,7 +178,7 @@ class EncodedAudio:
             if last:
                 break
         if total > cap:
-            seconds = cap / self.rate if self.rate else 0.0
+            seconds = cap / self.rate
             raise AudioDecodeError(
                 "audio_too_long",
                 f"{self.field} has no declared length and holds more than {cap} frames ({seconds:.1f} s) of audio; "
@@ -206,8 +206,6 @@ def _read_header(raw: bytes, field: str, formats: str) -> EncodedAudio:
         raise AudioDecodeError(
             "invalid_audio_file", f"{field} is not an audio file: {describe_bytes(raw)}; send {formats}"
         ) from None
-    if channels < 1:
-        raise AudioDecodeError("invalid_audio_file", f"{field} declares {channels} channels")
     return EncodedAudio(field, raw, rate, channels, None if frames >= _UNKNOWN_FRAMES else frames, file=True)
 
 
@@ -230,8 +228,7 @@ def open_file(raw: bytes, *, field: str, max_seconds: float | None = None, max_b
     if rates is not None and not rates[0] <= audio.rate <= rates[1]:
         raise AudioDecodeError("invalid_sample_rate",
                                f"{whose} sample rate {audio.rate} Hz is outside {rates[0]}–{rates[1]} Hz")
-    if audio.frames is not None and max_seconds is not None and audio.rate > 0 \
-            and audio.frames / audio.rate > max_seconds:
+    if audio.frames is not None and max_seconds is not None and audio.frames / audio.rate > max_seconds:
         raise _too_long(field, audio.frames / audio.rate, max_seconds)
     size = audio.decoded_bytes
     if max_bytes is not None and size is not None and size > max_bytes:

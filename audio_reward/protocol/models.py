@@ -102,7 +102,7 @@ def check_version(data: dict[str, Any], *, required: bool) -> None:
 
 
 class _Closed(BaseModel):
-    """A message that refuses fields it does not declare."""
+    """A message (or a part of an evaluation file, :mod:`.reports`) that refuses fields it does not declare."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -13,18 +13,16 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from .models import _Closed
 
 EVAL_RESULTS_VERSION: Final = "1"
 
 Scalar = str | int | float | bool | None
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class SignalStats(_Model):
+class SignalStats(_Closed):
     """One per-utterance signal over a run's scored utterances."""
 
     mean: float
@@ -32,7 +30,7 @@ class SignalStats(_Model):
     count: int = Field(ge=1, description="scored utterances that hold the signal")
 
 
-class CheckpointStats(_Model):
+class CheckpointStats(_Closed):
     """One evaluated run: a checkpoint's synthesised utterances as the scorer scored them."""
 
     name: str = Field(description="the run's name (NAME of NAME=MODEL_DIR, or the run folder's name)")
@@ -58,7 +56,7 @@ class CheckpointStats(_Model):
                     "dnsmos_bak, dnsmos_p808; docs/signals.md): its mean, median and count; empty without them")
 
 
-class UtteranceDelta(_Model):
+class UtteranceDelta(_Closed):
     """One utterance in the base run and in a later one; ``delta_* = checkpoint - base`` when both were scored."""
 
     id: str
@@ -78,7 +76,7 @@ class UtteranceDelta(_Model):
     duration_ratio: float | None = None
 
 
-class Comparison(_Model):
+class Comparison(_Closed):
     """A later run against the base run, utterance by utterance (paired by id)."""
 
     base: str
@@ -97,7 +95,7 @@ class Comparison(_Model):
     utterances: list[UtteranceDelta]
 
 
-class HeldOut(_Model):
+class HeldOut(_Closed):
     """The check that no evaluation row was trained on (by id and by normalised text)."""
 
     train_files: list[str]
@@ -107,11 +105,16 @@ class HeldOut(_Model):
     allowed_overlap: bool = Field(description="--allow-overlap was given: overlap was reported, not refused")
 
 
-class EvalResults(_Model):
-    """``eval_results.json``: base and trained checkpoints scored alike, with per-utterance deltas."""
+class _ResultsFile(_Closed):
+    """What every evaluation results file opens with: its format's version and the version that wrote it."""
 
     format_version: Literal["1"] = EVAL_RESULTS_VERSION
     created_by: str = Field(description="audio-reward version that wrote the file")
+
+
+class EvalResults(_ResultsFile):
+    """``eval_results.json``: base and trained checkpoints scored alike, with per-utterance deltas."""
+
     base: str = Field(description="name of the run every other run is compared with")
     checkpoints: list[CheckpointStats] = Field(min_length=1)
     comparisons: list[Comparison]
@@ -126,7 +129,7 @@ class EvalResults(_Model):
 AudioMode = Literal["with_audio", "without_audio"]
 
 
-class ModeAccuracy(_Model):
+class ModeAccuracy(_Closed):
     """One checkpoint's answers in one mode: every question asked, graded by the multiple-choice reward."""
 
     questions: int = Field(ge=0)
@@ -135,7 +138,7 @@ class ModeAccuracy(_Model):
     accuracy: float | None = Field(None, description="correct / questions (a fraction); null with no questions")
 
 
-class ThinkerCheckpoint(_Model):
+class ThinkerCheckpoint(_Closed):
     """One checkpoint's accuracy with the audio and with the audio stripped."""
 
     name: str = Field(description="NAME of NAME=MODEL_DIR")
@@ -146,7 +149,7 @@ class ThinkerCheckpoint(_Model):
         None, description="with_audio.accuracy - without_audio.accuracy: how much the answers depend on the audio")
 
 
-class ThinkerAnswer(_Model):
+class ThinkerAnswer(_Closed):
     """One question put to one checkpoint in one mode, and its grade."""
 
     id: str = Field(description="the row's extra_info.index")
@@ -164,11 +167,9 @@ class ThinkerAnswer(_Model):
     response: str
 
 
-class ThinkerEvalResults(_Model):
+class ThinkerEvalResults(_ResultsFile):
     """``thinker_eval_results.json``: the audio ablation, base and trained checkpoints × with and without audio."""
 
-    format_version: Literal["1"] = EVAL_RESULTS_VERSION
-    created_by: str = Field(description="audio-reward version that wrote the file")
     base: str = Field(description="name of the first checkpoint, the one the others are read against")
     checkpoints: list[ThinkerCheckpoint] = Field(min_length=1)
     answers: list[ThinkerAnswer]

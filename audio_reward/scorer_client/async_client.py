@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .audio_file import AudioFileError, read_audio
-from .core import BaseScorerClient, ScorerCore, chunking, info_of
+from .core import BaseScorerClient, ScorerCore, info_of
 from .errors import InvalidInputError, ScorerError, ScorerUnavailableError
 from .settings import INFO_PATH, endpoint_of
 from .transport import AiohttpTransport, AsyncTransport, TransportError
@@ -118,7 +118,12 @@ class AsyncScorerClient(BaseScorerClient):
         :class:`ScorerError`.  With ``return_exceptions=False`` the first
         error (in item order) is raised after every item has finished.
         """
-        concurrency, chunk_size = chunking(self.settings, concurrency, chunk_size)
+        # The chunks in flight and items per chunk: the arguments, else the settings'.
+        concurrency = self.settings.concurrency if concurrency is None else concurrency
+        chunk_size = self.settings.chunk_size if chunk_size is None else chunk_size
+        for name, value in (("concurrency", concurrency), ("chunk_size", chunk_size)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
         results = await self._bind().score_many(list(items), concurrency, chunk_size)
         if not return_exceptions:
             for r in results:

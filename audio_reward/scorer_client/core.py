@@ -126,16 +126,6 @@ class BaseScorerClient:
         return self._closed
 
 
-def chunking(settings: ClientSettings, concurrency: int | None, chunk_size: int | None) -> tuple[int, int]:
-    """``score_many``'s chunks in flight and items per chunk: the arguments, else the settings'."""
-    concurrency = settings.concurrency if concurrency is None else concurrency
-    chunk_size = settings.chunk_size if chunk_size is None else chunk_size
-    for name, value in (("concurrency", concurrency), ("chunk_size", chunk_size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return concurrency, chunk_size
-
-
 def _or_error(make: Callable[[Any], T], value: Any) -> T | ScorerError:
     """``make(value)``, or the :class:`ScorerError` it raised."""
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import functools
 import threading
 import weakref
@@ -66,7 +67,7 @@ def _blocking(
     return call
 
 
-class ScorerClient(BaseScorerClient):
+class ScorerClient(BaseScorerClient, contextlib.AbstractContextManager["ScorerClient"]):
     """Scores candidates from synchronous code; safe to share between threads.
 
     The client starts one daemon thread running an event loop and one
@@ -87,9 +88,6 @@ class ScorerClient(BaseScorerClient):
         self._thread.start()
         self._close_lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _shut_down, self._async, self._loop, self._thread)
-
-    def __enter__(self) -> ScorerClient:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()

@@ -169,7 +169,7 @@ def score_transcript(
     the score with them per ``policy`` (:func:`~.rewards.compose_reward`, whose
     ValueError it raises).
     """
-    require_finite("duration_s", duration_s, nonnegative=True)
+    # duration_s is checked by shape_reward, in the same words; this one it sees only as the expectation.
     require_finite("reference_duration_s", reference_duration_s, nonnegative=True)
 
     compared = compare_texts(reference, transcript, normalizer=normalizer, language=language)
