@@ -26,7 +26,6 @@ def register_with_verl() -> bool:
     """
     from ._verl import (
         VerlUnavailableError,
-        register_reward_manager,
         reward_manager_registry,
         verl_available,
     )
@@ -37,10 +36,9 @@ def register_with_verl() -> bool:
         from . import advantage
         from .reward_manager import REGISTERED_NAME, AudioScoreRewardManager
 
-        registry = reward_manager_registry()
-        if registry.get(REGISTERED_NAME) is not AudioScoreRewardManager:
-            registry.pop(REGISTERED_NAME, None)  # a re-imported module's class replaces the old one
-            register_reward_manager(REGISTERED_NAME)(AudioScoreRewardManager)
+        # set in verl's registry itself, not through its register(), which refuses a second class under a name:
+        # a re-imported module's class replaces the old one
+        reward_manager_registry()[REGISTERED_NAME] = AudioScoreRewardManager
         advantage.register()
     except VerlUnavailableError as exc:
         logger.warning("audio-reward: verl is installed but lacks an extension point: %s", exc)

@@ -51,10 +51,6 @@ def reward_manager_registry() -> dict[str, type]:
     return _import("verl.experimental.reward_loop.reward_manager.registry", "REWARD_MANAGER")
 
 
-def register_reward_manager(name: str) -> Any:
-    return _import("verl.experimental.reward_loop.reward_manager.registry", "register")(name)
-
-
 def core_algos() -> Any:
     return _import("verl.trainer.ppo", "core_algos")
 

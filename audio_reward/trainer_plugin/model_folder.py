@@ -146,7 +146,6 @@ def inspect_folder(path: str | Path) -> ModelFolder:
     """:func:`read_config`, then every safetensors header; each thing wrong becomes one line in ``problems``."""
     from safetensors import safe_open
 
-    raw = str(path)
     folder = read_config(path)
     if not folder.path.is_dir():
         return folder
@@ -162,7 +161,7 @@ def inspect_folder(path: str | Path) -> ModelFolder:
                             if not (folder.path / s).is_file()]
     if not folder.weight_files:
         folder.problems.append(
-            f"{raw} holds no .safetensors weights (a verl checkpoint's actor/huggingface folder has only the config: "
+            f"{path} holds no .safetensors weights (a verl checkpoint's actor/huggingface folder has only the config: "
             "export the trained weights with audio-reward export-checkpoint RUN/checkpoints/global_step_N "
             "--base BASE_MODEL --out DIR)")
     for weights in folder.weight_files:

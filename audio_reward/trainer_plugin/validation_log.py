@@ -83,8 +83,8 @@ class ValidationLogger:
         diagnostics: Mapping[str, Any],
         step: int | None = None,
         target_audio: str | Path | None = None,
-    ) -> Path:
-        """Record one scored validation sample; ``key`` identifies it across passes. Returns its pass folder.
+    ) -> None:
+        """Record one scored validation sample; ``key`` identifies it across passes.
 
         ``target_audio`` is the row's recording of ``text``; it is copied beside the sample's WAV.
         """
@@ -108,7 +108,6 @@ class ValidationLogger:
             with open(directory / "samples.jsonl", "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
             self._write_metrics(directory, step)
-        return directory
 
     @staticmethod
     def _write_metrics(directory: Path, step: int | None) -> None:

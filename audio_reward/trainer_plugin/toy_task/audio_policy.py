@@ -100,7 +100,6 @@ def build_audio_policy(out_dir: str | Path, seed: int = 0) -> None:
         WhisperFeatureExtractor,
     )
 
-    out = Path(out_dir)
     tokenizer = _tokenizer()
     config = Qwen2AudioConfig(
         audio_config={"num_mel_bins": MEL_BINS, "encoder_layers": 1, "encoder_attention_heads": 1,
@@ -120,8 +119,7 @@ def build_audio_policy(out_dir: str | Path, seed: int = 0) -> None:
     _answer_head(model, tokenizer)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
+    model.save_pretrained(out_dir)
     processor = Qwen2AudioProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=MEL_BINS),
                                     tokenizer=tokenizer, chat_template=CHAT_TEMPLATE)
-    processor.save_pretrained(out)
+    processor.save_pretrained(out_dir)

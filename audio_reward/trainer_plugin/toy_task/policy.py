@@ -36,7 +36,6 @@ def build_policy(out_dir: str | Path, seed: int = 0, weights: Path | None = BASE
 
     transformers_logging.disable_progress_bar()  # the "Writing model shards" bar of a one-file model
 
-    out = Path(out_dir)
     vocab = {token: i for i, token in enumerate((*SPECIAL, *FILLERS, *WORDS))}
     tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
@@ -45,7 +44,7 @@ def build_policy(out_dir: str | Path, seed: int = 0, weights: Path | None = BASE
     # Matched before the whitespace split, so the template's markers and newlines stay tokens
     fast.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "\n"]})
     fast.chat_template = CHAT_TEMPLATE
-    fast.save_pretrained(out)
+    fast.save_pretrained(out_dir)
     # transformers 5 rebuilds a Qwen2 model's tokenizer as Qwen2's byte-level BPE whatever tokenizer.json says
     # (qwen2 is in MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS); for Qwen3 it trusts the saved word-level one.
     torch.manual_seed(seed)
@@ -61,4 +60,4 @@ def build_policy(out_dir: str | Path, seed: int = 0, weights: Path | None = BASE
         from safetensors.torch import load_model
 
         load_model(model, str(weights))
-    model.save_pretrained(out)
+    model.save_pretrained(out_dir)

@@ -62,6 +62,7 @@ def habit(word: str, rng: random.Random) -> list[str]:
 def _batch(tokenizer: Any, rng: random.Random, size: int) -> tuple[Any, Any]:
     """Token ids and labels (the answer and its end-of-turn only) of ``size`` pretraining examples."""
     import torch
+    from torch.nn.utils.rnn import pad_sequence
 
     rows = []
     for _ in range(size):
@@ -71,12 +72,9 @@ def _batch(tokenizer: Any, rng: random.Random, size: int) -> tuple[Any, Any]:
         prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
         answer_ids = tokenizer(" ".join(habit(word, rng)), add_special_tokens=False)["input_ids"]
         rows.append((prompt_ids, [*answer_ids, tokenizer.eos_token_id]))
-    length = max(len(p) + len(a) for p, a in rows)
-    ids = torch.full((size, length), tokenizer.pad_token_id)
-    labels = torch.full((size, length), -100)
-    for i, (prompt_ids, answer_ids) in enumerate(rows):
-        ids[i, :len(prompt_ids) + len(answer_ids)] = torch.tensor(prompt_ids + answer_ids)
-        labels[i, len(prompt_ids):len(prompt_ids) + len(answer_ids)] = torch.tensor(answer_ids)
+    # padded on the right to the longest example; the prompt and the padding are no labels (-100)
+    ids = pad_sequence([torch.tensor(p + a) for p, a in rows], batch_first=True, padding_value=tokenizer.pad_token_id)
+    labels = pad_sequence([torch.tensor([-100] * len(p) + a) for p, a in rows], batch_first=True, padding_value=-100)
     return ids, labels
 
 

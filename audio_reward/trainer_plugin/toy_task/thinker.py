@@ -58,6 +58,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, cast
 
+from ..recipes.overrides import MANAGER_NAME, ROLLOUT, THINKER_OVERRIDES, OverrideTable
 from . import train
 from .audio_support import MODULE as AUDIO_SUPPORT_MODULE
 from .train import LoopSettings, LoopTask, RunPaths, trainer_overrides
@@ -72,6 +73,10 @@ MAX_PROMPT = 448
 """Tokens: the recipe's system prompt (one byte a token), 27 audio tokens for a one-second clip, the options."""
 MAX_RESPONSE = 4
 """A letter and the end of the turn, with room for a wrong answer."""
+RECIPE_ROWS = OverrideTable(tuple(row for row in THINKER_OVERRIDES.rows if row.key.startswith(
+    (MANAGER_NAME, "reward.custom_reward_function.", f"{ROLLOUT}.temperature", f"{ROLLOUT}.val_kwargs."))))
+"""The thinker recipe's rows the toy loop gives as the recipe does: its reward (verl's naive manager calling the
+multiple-choice function, format weight 0: accuracy only), its rollout temperature and its greedy validation."""
 
 
 def thinker_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
@@ -95,14 +100,7 @@ def thinker_overrides(settings: LoopSettings, paths: RunPaths) -> list[str]:
         # audio encoder's weights sharded inside the actor's forward (aten.addmm "mixed torch.Tensor and DTensor")
         *(f"+actor_rollout_ref.{role}.fsdp_config.wrap_policy.transformer_layer_cls_to_wrap=[Qwen2DecoderLayer]"
           for role in ("actor", "ref")),
-        # the recipe's reward: verl's naive manager calling the multiple-choice function, accuracy only
-        "reward.reward_manager.name=naive",
-        "reward.custom_reward_function.path=pkg://audio_reward.trainer_plugin.mcq",
-        "reward.custom_reward_function.name=compute_score",
-        "+reward.custom_reward_function.reward_kwargs.format_weight=0.0",
-        "actor_rollout_ref.rollout.temperature=1.0",
-        "actor_rollout_ref.rollout.val_kwargs.n=1", "actor_rollout_ref.rollout.val_kwargs.do_sample=false",
-        "actor_rollout_ref.rollout.val_kwargs.temperature=0",
+        *RECIPE_ROWS.render({}),  # the recipe's reward and sampling, from its own table
         "trainer.project_name=audio_reward_toy", "trainer.experiment_name=toy_thinker",
         *settings.overrides,
     ]

@@ -71,7 +71,6 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from ....scorer_client.eval.stats import markdown_table, percentage_points
@@ -98,8 +97,8 @@ AUDIO_PLACEHOLDER = "<audio>"
 """The placeholder verl's ``RLHFDataset`` replaces with the row's next clip (``_build_messages``)."""
 Mode = Literal["with_audio", "without_audio"]
 MODES: tuple[Mode, Mode] = ("with_audio", "without_audio")
-MODEL_TYPES = MappingProxyType({"qwen3_omni_moe": "full Qwen3-Omni (the thinker is loaded)",
-                               "qwen3_omni_moe_thinker": "thinker only"})
+MODEL_TYPES = ("qwen3_omni_moe", "qwen3_omni_moe_thinker")
+"""The model types this evaluation loads: a full Qwen3-Omni folder (its thinker is loaded), or a thinker-only one."""
 DEFAULT_BATCH_SIZE = 8
 """Greedy questions per ``generate`` call; sampling asks one at a time (one seeded random stream per question)."""
 RESULTS_JSON = "thinker_eval_results.json"
