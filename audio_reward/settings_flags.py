@@ -58,7 +58,7 @@ def _help(info: FieldInfo, annotation: Any) -> str:
     text = (info.description or "").rstrip(".")
     if typing.get_origin(annotation) is Literal:
         text += f" ({', '.join(str(a) for a in typing.get_args(annotation))})"
-    if info.default_factory is None and info.default is not None and info.default is not Ellipsis:
+    if not info.is_required() and info.default_factory is None and info.default is not None:
         text += f" (default: {info.default})"
     return text.replace("%", "%%")
 

@@ -45,3 +45,11 @@ def test_only_the_flags_given_are_returned_typed_and_nested() -> None:
     values = values_from_args(args, flags)
     assert values == {"max_items": 7, "verbose": False, "label": "x", "inner": {"rate": 0.25}}
     assert Outer(**values).inner == Inner(rate=0.25)
+
+
+def test_a_required_field_has_no_default_in_its_help() -> None:
+    class Required(BaseModel):
+        url: str = Field(description="Where to send.")
+
+    (flag,) = flags_for(Required)
+    assert flag.help == "Where to send"  # pydantic keeps PydanticUndefined as a required field's default
