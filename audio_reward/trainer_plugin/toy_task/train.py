@@ -375,7 +375,8 @@ def _outcome_lines(summary: Mapping[str, Any], out: Path) -> None:
 def main(argv: Sequence[str] | None = None, *, parse: Callable[[Sequence[str] | None], LoopSettings] = parse_args,
          task: LoopTask = SPEECH_TASK) -> int:
     """Run ``task`` with the settings ``parse`` reads from ``argv``; the trainer's exit status."""
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    # force: importing verl (the thinker loop does, at import) configures the root logger at WARNING first
+    logging.basicConfig(level=logging.INFO, format="%(message)s", force=True)
     try:
         settings = parse(argv)
     except ValueError as exc:
