@@ -24,6 +24,7 @@ reference store of two, so eviction is one registration away.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +35,15 @@ from tests.testkit.server import free_port, running_server, server_python
 
 TESTS = Path(__file__).resolve().parent
 TIERS = ("unit", "integration", "reliability", "environments", "training")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The Ctrl-C tests send SIGINT to commands they start, as a terminal does to its foreground program. A run
+    # started as a background job of a script (`bash .ci/run &`) inherits SIGINT ignored, and an ignored signal
+    # stays ignored across exec: every command under it would shrug Ctrl-C off. Put back what a terminal's
+    # program starts with (Python's handler here, so the default disposition in every command started).
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
