@@ -200,6 +200,12 @@ def timed_out(outcome: Outcome[Any]) -> bool:
         isinstance(cause, TransientServerError) and (cause.status == 504 or cause.code == "timeout"))
 
 
+@dataclass(frozen=True)
+class Reregistered(Retry):
+    """A retry because the server that answered had evicted the item's speaker reference, and this client
+    registered the recording there again: that server now holds it."""
+
+
 def evicted(outcome: Outcome[Any]) -> bool:
     """Whether ``outcome`` is the server's ``unknown_speaker_reference``: it no longer holds the reference."""
     return (isinstance(outcome, Fatal) and isinstance(outcome.error, RequestRejectedError)
@@ -288,8 +294,14 @@ class Call:
     start: float = field(default_factory=time.monotonic)
     made: int = 0
     free: int = 0
-    """Failed attempts that spent no retry (``wait_while_busy``: a live scorer said "not now"); 0 without it,
-    so the retries are the attempts made."""
+    """Failed attempts that spent no retry: a live scorer said "not now" (``wait_while_busy``), or the attempt
+    only met speaker references since registered again (:attr:`again_here`)."""
+    again_here: bool = False
+    """Whether the next attempt goes back to the same server at once, spending no retry: every retry of the
+    last one was :class:`Reregistered`, so that server now holds the reference it lacked, where the next URL
+    may never have had it (a reference is registered on one URL).  Never twice in a row, which keeps it
+    finite: a server that answers ``unknown_speaker_reference`` again right after a re-registration there
+    gets an ordinary retry (the next URL, a backoff, a retry spent)."""
 
     @property
     def endpoint(self) -> ScorerEndpoint:
@@ -301,12 +313,17 @@ class Call:
 
     def settle(self, sent: int, retries: Sequence[Retry]) -> None:
         """Learn from a failed attempt of ``sent`` items: a request that timed out halves the next ones, so
-        each can finish in time (the server keeps what finished, so only what did not goes again)."""
+        each can finish in time (the server keeps what finished, so only what did not goes again); retries
+        that only wait for a reference registered again go back there (:attr:`again_here`)."""
+        self.again_here = not self.again_here and all(isinstance(r, Reregistered) for r in retries)
         if any(timed_out(r) for r in retries):
             self.size = max(1, min(self.size, sent) // 2)
 
     def retry_after(self, retries: Sequence[Retry]) -> float:
-        """The wait before the next attempt: backoff with full jitter, at least the longest ``Retry-After``."""
+        """The wait before the next attempt: backoff with full jitter, at least the longest ``Retry-After``;
+        none when it goes back to a server that now holds the reference it lacked."""
+        if self.again_here:
+            return 0.0
         asked = max((r.retry_after for r in retries if r.retry_after is not None), default=None)
         return next_delay(self.made - 1, base=self.settings.backoff, cap=self.settings.backoff_max,
                           retry_after=asked, retry_after_max=self.settings.retry_after_max)
@@ -316,8 +333,9 @@ class Call:
 
         ``answered``: a live scorer answered the attempt (every fault its "not now", or some items finished);
         with ``wait_while_busy`` such an attempt spends no retry, so only the deadline bounds the waiting.
+        Nor does one whose retries go back to the same server (:attr:`again_here`).
         """
-        self.free += self.settings.wait_while_busy and answered
+        self.free += self.again_here or (self.settings.wait_while_busy and answered)
         remaining = self.remaining()
         return self.spent <= self.settings.max_retries and (remaining is None or delay < remaining)
 
@@ -449,7 +467,8 @@ class ScorerCore:
                     done[i] = call.give_up(retry.cause, items[i].request_id)
                 return [done[i] for i in range(len(items))]
             pending = list(retries)
-            call.url_index += 1  # a retry goes to the next URL, so a dead replica is left at once
+            if not call.again_here:
+                call.url_index += 1  # a retry goes to the next URL, so a dead replica is left at once
             await asyncio.sleep(delay)
 
     async def _attempt_scores(self, call: Call, pending: list[PreparedItem]) -> list[Outcome[ScoreResult]]:
@@ -503,7 +522,7 @@ class ScorerCore:
     async def _reregistered(self, call: Call, items: Sequence[PreparedItem],
                             outcomes: list[Outcome[ScoreResult]]) -> list[Outcome[ScoreResult]]:
         """``outcomes`` with each ``unknown_speaker_reference`` of a reference this client registered turned
-        into a retry, once the recording is registered again on the server that answered."""
+        into a :class:`Reregistered` retry, once the recording is registered again on the server that answered."""
         out: list[Outcome[ScoreResult]] = []
         again: dict[str, Outcome[str]] = {}
         for item, outcome in zip(items, outcomes, strict=True):
@@ -517,7 +536,7 @@ class ScorerCore:
                             call.endpoint.url)
                 again[reference] = await self._register(call, body)
             registered = again[reference]
-            out.append(registered if not isinstance(registered, Success) else Retry(outcome.error))
+            out.append(registered if not isinstance(registered, Success) else Reregistered(outcome.error))
         return out
 
     async def _post(self, call: Call, url: str, body: bytes, request_id: str | None) -> Answer:

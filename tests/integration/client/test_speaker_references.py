@@ -2,17 +2,23 @@
 
 The session's ``signals_url`` server keeps two references, so registering two more evicts the first;
 a request naming it then gets 404 ``unknown_speaker_reference`` and the client, which still holds the
-recording, registers it again and the request succeeds (single and batch).
+recording, registers it again and the request succeeds (single and batch).  With two servers as one client's
+URLs, the server that never had a reference meets the same path on its first request naming it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import re
+import subprocess
 from pathlib import Path
 
+import httpx
 import pytest
 
 from audio_reward.scorer_client import AsyncScorerClient, InvalidInputError, RequestRejectedError, ScoreItem
+from tests.testkit.server import server_process, server_python, wait_ready
 from tests.testkit.speech import SENTENCES, espeak_available, espeak_speech, synth_speech
 
 pytestmark = pytest.mark.skipif(not espeak_available(), reason="espeak-ng is not installed")
@@ -45,6 +51,50 @@ def test_an_evicted_reference_is_registered_again_and_the_request_succeeds(signa
             assert batch[0].diagnostics["speaker_similarity"] == pytest.approx(alone, abs=1e-6)  # batched or not
 
     asyncio.run(run())
+
+
+def _counts(url: str, name: str) -> dict[str, float]:
+    """The series of counter ``name`` on the server at ``url``'s /metrics, by their label text."""
+    text = httpx.get(f"{url}/metrics", timeout=10).text
+    return {labels: float(value) for labels, value in re.findall(rf"^audio_reward_{name}_total{{(.*)}} (\S+)$",
+                                                                   text, re.MULTILINE)}
+
+
+def test_with_two_servers_the_one_without_the_reference_gets_it_once_and_every_item_succeeds() -> None:
+    probe = subprocess.run([server_python(), "-c", "import resemblyzer"], capture_output=True, check=False)
+    if probe.returncode:
+        pytest.skip("the server's environment lacks the signals extra (resemblyzer)")
+    speech, rate = synth_speech(SENTENCES[2])
+    with contextlib.ExitStack() as stack:
+        servers = [stack.enter_context(server_process(model="tiny.en", max_wait_ms=5, speaker_model="resemblyzer"))
+                   for _ in range(2)]
+        for server in servers:  # both load at once
+            wait_ready(server.url, 180, proc=server.proc, log_path=server.log_path)
+
+        async def run() -> list[object]:
+            # No retry to spend: an item scores only where the retry after a re-registration is free.
+            async with AsyncScorerClient([s.url for s in servers], max_retries=0) as client:
+                reference = await client.register_speaker(*espeak_speech(SENTENCES[0], "en-us+m2"))  # one server
+                item = ScoreItem(speech, rate, SENTENCES[2], speaker_reference_id=reference)
+                # One item per chunk, one chunk at a time: the calls alternate between the URLs.
+                batched = await client.score_many([item] * 4, chunk_size=1, concurrency=1,
+                                                 return_exceptions=False)
+                singles = [await client.score(speech, rate, SENTENCES[2], speaker_reference_id=reference)
+                           for _ in range(2)]
+                assert all(r.diagnostics["speaker_reference_id"] == reference for r in [*batched, *singles])
+                return [r.diagnostics["speaker_similarity"] for r in [*batched, *singles]]
+
+        similarities = asyncio.run(run())
+        assert similarities == pytest.approx([similarities[0]] * 6, abs=1e-6)  # the same model on both
+        requests = [_counts(s.url, "requests") for s in servers]
+        items = [_counts(s.url, "items") for s in servers]
+    # The first registration went to one server, the re-registration to the other: one each.
+    assert [r.get('endpoint="/v1/speakers",status="200"') for r in requests] == [1.0, 1.0]
+    # One unknown_speaker_reference in all (the other server's first item), and each item scored once.
+    assert sum(i.get('outcome="unknown_speaker_reference"', 0.0) for i in items) == 1.0
+    # The six calls alternate between the URLs, and the retry went back to the server that answered: three
+    # each (a retry sent on to the other URL would make it four and two).
+    assert [i.get('outcome="ok"') for i in items] == [3.0, 3.0]
 
 
 def test_an_id_this_client_never_registered_is_a_final_404(signals_url: str) -> None:
