@@ -34,6 +34,7 @@ from ..protocol import (
     is_finite_scalar,
     parse_json,
 )
+from ..protocol.audio import sample_issues
 from ..protocol.models import MAX_SAMPLE_RATE, MIN_SAMPLE_RATE
 from .errors import InvalidInputError, ProtocolViolationError
 
@@ -154,10 +155,8 @@ def check_waveform(waveform: Any, name: str = "waveform") -> np.ndarray:
         samples = as_float32_mono(waveform)
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"{name} is not mono numeric samples: {exc}") from None
-    if samples.size == 0:
-        raise InvalidInputError(f"{name} is empty")
-    if bad := int(np.count_nonzero(~np.isfinite(samples))):
-        raise InvalidInputError(f"{name} holds {bad} NaN or infinite samples")
+    if issues := sample_issues(samples, name):  # the server's own rule, so both refuse the same samples alike
+        raise InvalidInputError(issues[0].message)
     return samples
 
 

@@ -56,15 +56,18 @@ class TranscriptScore:
         quality = c.quality_term if c is not None else None
         # The rates, the breakdown's terms and this score's own facts go out under their own names.
         fields = {**asdict(self.rates), **asdict(self.reward), **{name: getattr(self, name) for name in _SENT_AS_IS}}
-        fields.update(score=self.score, reward_base=fields.pop("base"))
-        return ScoreResponse(
-            **fields, language=self.language or language_code(detected_language) or "",
+        fields.update(
+            score=self.score, reward_base=fields.pop("base"),
+            language=self.language or language_code(detected_language) or "",
             reward_formula=policy.formula, reward_metric=policy.metric, reward_asr=c.asr if c is not None else None,
             reward_speaker=speaker, speaker_weight=None if speaker is None else policy.speaker_weight,
             speaker_floor_applied=None if speaker is None or c is None else c.speaker_floor_applied,
             reward_quality=quality, quality_weight=None if quality is None else policy.quality_weight,
             **server,
         )
+        # The response ignores undeclared keys (another server's own diagnostics); ours are each declared, so a
+        # field renamed on one side fails here instead of vanishing from every answer.
+        return ScoreResponse.model_validate(fields, extra="forbid")
 
 
 _SENT_AS_IS = ("transcript", "normalized_transcript", "normalized_reference", "normalizer", "char_level", "duration_s",

@@ -26,7 +26,14 @@ from typing import Any
 from ..scorer_client.client_cache import ClientCache
 from ._verl import reward_manager_base
 from .remote_scorer import AudioRewardScorer, record_failure
-from .samples import MissingFieldError, SampleError, audio_sample_from_item, group_uid, sample_label, target_text
+from .samples import (
+    MissingFieldError,
+    SampleError,
+    audio_sample_from_item,
+    failed_sample_text,
+    group_uid,
+    sample_label,
+)
 from .settings import PluginSettings
 from .validation_log import ValidationLogger
 
@@ -97,9 +104,8 @@ class AudioScoreRewardMixin:
             record_failure(settings.failure_log, sample_label(item), group_uid(item), str(exc))
             raise
         except SampleError as exc:
-            text = target_text(item.non_tensor_batch, dict(item.non_tensor_batch.get("extra_info") or {}),
-                               settings.text_key)
-            return scorer.failed(sample_label(item), text, exc, group_uid(item)).for_verl()
+            return scorer.failed(sample_label(item), failed_sample_text(item, settings.text_key), exc,
+                                 group_uid(item)).for_verl()
         reward = await scorer.score(sample)
         if self.validation is not None and self._is_validation(data, sample.metadata):
             target = sample.metadata.get("target_audio")  # the row's recording of the text, if any

@@ -160,8 +160,21 @@ def group_uid(item: Any) -> str | None:
     return None if uid in (None, "") else str(uid)
 
 
+def _extra_info_as_sent(item: Any) -> Mapping[str, Any]:
+    """An item's ``extra_info`` for naming a sample that failed: empty when it is not a mapping."""
+    return info if isinstance(info := _unwrap(item.non_tensor_batch.get("extra_info")), Mapping) else {}
+
+
+def failed_sample_text(item: Any, text_key: str | None = None) -> str:
+    """The target text of an item whose sample could not be read, for its failure message ('' when none)."""
+    try:
+        return target_text(item.non_tensor_batch, _extra_info_as_sent(item), text_key)
+    except SampleError:
+        return ""
+
+
 def sample_label(item: Any) -> str:
     """A name for error messages: ``extra_info.index`` (or ``id``) and the GRPO group ``uid``."""
-    extra_info = info if isinstance(info := _unwrap(item.non_tensor_batch.get("extra_info")), Mapping) else {}
+    extra_info = _extra_info_as_sent(item)
     parts = {"index": _unwrap(extra_info.get("index", extra_info.get("id", ""))), "uid": group_uid(item)}
     return " ".join(f"{k}={v}" for k, v in parts.items() if v not in ("", None)) or "<unnamed sample>"

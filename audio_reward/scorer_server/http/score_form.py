@@ -19,18 +19,27 @@ from fastapi import Request
 from starlette.datastructures import UploadFile
 
 from audio_reward.protocol import PROTOCOL_VERSION, ScoreRequest
+from audio_reward.protocol.models import AUDIO_FIELDS
 
 from ..errors import BadRequestError
 from .body import parse_form
 
 FILE_FIELD = "file"
 TEXT_FIELDS = ("text", "prompt")
-STRING_FIELDS = frozenset({"protocol_version", "language", "request_id", "speaker_reference_id"})
-"""Form fields taken as sent; every other field of the request is read as a JSON value."""
-ENCODED = frozenset({"audio_file_base64", "waveform_f32_base64", "waveform_pcm16_base64", "num_samples",
-                     "sample_rate", "prompt", "speaker_reference_audio_base64"})
+ENCODED = frozenset({*AUDIO_FIELDS, "num_samples", "sample_rate", "prompt", "speaker_reference_audio_base64"})
 """Request fields the form does not take as fields: the audio is the file part, the prompt is ``text``."""
 FORM_FIELDS = frozenset(ScoreRequest.model_fields) - ENCODED
+
+
+def _json_types(prop: dict[str, Any]) -> set[str]:
+    """The JSON types a property of the request's schema admits, ``null`` included."""
+    return {t for part in prop.get("anyOf", [prop]) for t in
+            ([part["type"]] if isinstance(part.get("type"), str) else part.get("type", []))}
+
+
+STRING_FIELDS = frozenset(name for name, prop in ScoreRequest.model_json_schema()["properties"].items()
+                          if name in FORM_FIELDS and _json_types(prop) - {"null"} == {"string"})
+"""Form fields taken as sent, the request's string fields; every other field is read as a JSON value."""
 
 
 def _value(name: str, raw: str) -> Any:

@@ -200,7 +200,7 @@ class EngineClient:
 
         400 ``unsupported_language`` (at ``path``) when the model does not transcribe it.
         """
-        return self._check_language(language_code(requested or self._settings.language), requested, path)
+        return self._check_language(self._resolve(requested), requested, path)
 
     def request(self, audio: np.ndarray, requested_language: str | None, request_id: str, *,
                 rules: Callable[[str | None], T], identity: tuple[object, ...] | None = None,
@@ -212,12 +212,15 @@ class EngineClient:
         (what else decides the answer) is given when the client named ``request_id``: a retry with the same
         id and content is then answered once, when the server keeps recent results.
         """
-        language = language_code(requested_language or self._settings.language)
+        language = self._resolve(requested_language)
         ruled = rules(language)
         self._check_language(language, requested_language, "$.language")
         key = (request_key(request_id, language, *identity, waveform=audio)
                if identity is not None and self._recent.enabled else None)
         return EngineRequest(audio, language, request_id, key), ruled
+
+    def _resolve(self, requested: str | None) -> str | None:
+        return language_code(requested or self._settings.language)
 
     def _check_language(self, language: str | None, requested: str | None, path: str) -> str | None:
         """``language``, unless the model does not transcribe it: then a 400 naming ``requested`` as sent."""

@@ -198,7 +198,7 @@ async def test_request_id_is_stable_across_retries_and_sent_as_header(
 async def test_bad_input_fails_before_sending(fault_server: FaultServer) -> None:
     async with AsyncScorerClient(fault_server.url, **FAST) as client:
         for args, match in [
-            (([], 16000, "x"), "empty"),
+            (([], 16000, "x"), "no samples"),
             (([0.0, float("nan")], 16000, "x"), "NaN"),
             (([0.0], 0, "x"), "sample_rate"),
             (([0.0], 16000.5, "x"), "sample_rate"),

@@ -53,7 +53,8 @@ transformers' own length function).  The whole processor class is not
 used because it needs a video processor, which needs torchvision, and
 torchvision's only build for torch 2.13 on the package index (0.28.0) is a
 CUDA build that does not import beside the CPU torch the tests use; an audio
-question has no image or video anyway.  Clips are read with soundfile and
+question has no image or video anyway.  Clips are read with the package's
+one audio reader (``clips.load_clip`` over ``protocol.audio.read_audio``) and
 resampled with soxr (high quality) to the extractor's rate, as Qwen's
 ``process_mm_info`` loads them for training (librosa at 16 kHz, whose default
 resampler is soxr's).  Run it in the trainer environment (torch,
