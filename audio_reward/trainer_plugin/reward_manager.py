@@ -26,14 +26,7 @@ from typing import Any
 from ..scorer_client.client_cache import ClientCache
 from ._verl import reward_manager_base
 from .remote_scorer import AudioRewardScorer, record_failure
-from .samples import (
-    MissingFieldError,
-    SampleError,
-    audio_sample_from_item,
-    failed_sample_text,
-    group_uid,
-    sample_label,
-)
+from .samples import MissingFieldError, SampleError, audio_sample_from_item, failed_sample_text, group_uid, sample_label
 from .settings import PluginSettings
 from .validation_log import ValidationLogger
 
