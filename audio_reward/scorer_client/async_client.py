@@ -133,9 +133,11 @@ class AsyncScorerClient(BaseScorerClient):
     async def register_speaker(self, waveform: Any, sample_rate: int) -> str:
         """Register a reference recording of a speaker; its ``speaker_reference_id`` for score requests.
 
-        The recording is sent once per client (a second call with the same audio answers from the cache).  A
-        server that evicted it answers a score request naming it with 404 ``unknown_speaker_reference``: the
-        client then registers the recording there again and retries the request, once per attempt.
+        The recording is sent once per client, to one of its URLs (a second call with the same audio answers
+        from the cache).  A server that lacks it, evicted or never sent it, answers a score request naming it
+        with 404 ``unknown_speaker_reference``: the client then registers the recording on that server and
+        sends the request there again at once, without spending a retry (once in a row; a second such answer
+        is an ordinary retry).
         """
         core = self._bind()
         return _raised(await core.register(*speaker_body(waveform, sample_rate)))
