@@ -343,7 +343,6 @@ class EngineClient:
                 if claim is not None:
                     self._recent.fail(claim, failure)
             raise
-        self._metrics.queue_depth.set(scheduler.queued)
         return scheduler, futures
 
     async def transcribe(self, audio: np.ndarray, language: str | None, request_id: str) -> Transcription:
