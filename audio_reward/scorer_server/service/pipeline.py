@@ -150,7 +150,7 @@ class ScoringPipeline:
         )
         # The rules follow the request's language (a garbled transcript must not switch them), but the
         # answer says which language the audio was decoded in: the model's detection when none was asked for.
-        engine = utterance.engine.engine
+        engine = self.engine_client.info
         return result.response(
             detected_language=transcription.language, model=engine.model_id, engine=engine.engine,
             protocol_version=PROTOCOL_VERSION, request_id=item.engine.request_id,
