@@ -9,9 +9,13 @@ whether a client should retry; :func:`error_body` renders the protocol's
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, Concatenate, ParamSpec, TypeVar
 
-from audio_reward.protocol import ErrorDetail, ErrorResponse, ProtocolError
+from audio_reward.protocol import ErrorDetail, ErrorResponse, ProtocolError, parse_json
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class ServerError(Exception):
@@ -52,6 +56,14 @@ class BadRequestError(ServerError, status=400):
     @classmethod
     def from_protocol(cls, exc: ProtocolError) -> BadRequestError:
         return cls(exc.code, exc.message, path=exc.issues[0].path)
+
+
+def parse_request(decode: Callable[Concatenate[Any, P], T], body: bytes, *args: P.args, **kwargs: P.kwargs) -> T:
+    """``decode`` (a protocol decoder) over the JSON ``body``; a :class:`ProtocolError` is the 400 it names."""
+    try:
+        return decode(parse_json(body), *args, **kwargs)
+    except ProtocolError as exc:
+        raise BadRequestError.from_protocol(exc) from None
 
 
 class UnknownSpeakerReferenceError(ServerError, status=404, code="unknown_speaker_reference"):

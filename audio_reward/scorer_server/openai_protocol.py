@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 ResponseFormat = Literal["json", "text", "verbose_json"]
 
@@ -36,8 +36,6 @@ TEMPERATURE_NOTE = (
 
 class TranscriptionForm(BaseModel):
     """The multipart form fields of ``POST /v1/audio/transcriptions`` (``file`` is the upload)."""
-
-    model_config = ConfigDict(extra="ignore")
 
     model: Annotated[str, Field(min_length=1, max_length=256)] = Field(
         ..., description="A model id from GET /v1/models."

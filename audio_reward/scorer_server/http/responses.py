@@ -29,8 +29,6 @@ def score_json(answer: ScoreResponse | BatchScoreResponse) -> bytes:
 
 
 class OrjsonResponse(JSONResponse):
-    media_type = "application/json"
-
     def render(self, content: Any) -> bytes:
         return wire_json(content)
 

@@ -53,7 +53,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     max_header_bytes: ClassVar[int] = 64 * 1024
     header_timeout_s: ClassVar[float] = 10.0
-    metrics: ClassVar[ServerMetrics | None] = None
+    metrics: ClassVar[ServerMetrics]
     """Where the refusals are counted; a class attribute because uvicorn builds the protocol per connection."""
     # Each connection's head state starts from these (immutable) defaults; the instance's own values replace them.
     _awaiting_head = True
@@ -64,7 +64,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     @classmethod
     def configured(cls, max_header_bytes: int, header_timeout_s: float,
-                   metrics: ServerMetrics | None = None) -> type[GuardedHttpToolsProtocol]:
+                   metrics: ServerMetrics) -> type[GuardedHttpToolsProtocol]:
         """A subclass carrying these limits: uvicorn instantiates the protocol class itself."""
         return type(cls.__name__, (cls,), {"max_header_bytes": max_header_bytes, "header_timeout_s": header_timeout_s,
                                            "metrics": metrics})
@@ -138,8 +138,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         client = f"{self.client[0]}:{self.client[1]}" if self.client else None
         log.info("refused a request before its headers were read",
                  extra={"status": status, "code": code, "client": client})
-        if self.metrics is not None:
-            self.metrics.requests.labels(UNMATCHED, str(status)).inc()
+        self.metrics.requests.labels(UNMATCHED, str(status)).inc()
         body = orjson.dumps(error_body(code, message, retryable=status == 408))
         head = (
             b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"

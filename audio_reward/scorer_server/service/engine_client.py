@@ -77,8 +77,6 @@ class EngineOutcome:
     """One utterance's transcript or error, and whether it was joined from an earlier request with its key."""
 
     value: Transcription | ServerError
-    engine: EngineInfo
-    """The engine that transcribed it (the answer names its model)."""
     joined: bool = False
 
 
@@ -326,8 +324,8 @@ class EngineClient:
     def _outcome(self, lead: _Lead | None, claim: Claim | None) -> EngineOutcome:
         """What became of one utterance: its own engine call, or the one it joined."""
         if lead is not None:
-            return EngineOutcome(lead.outcome(self._timeout), self.info)
-        return EngineOutcome(_joined(cast(Claim, claim).future, self._timeout), self.info, joined=True)
+            return EngineOutcome(lead.outcome(self._timeout))
+        return EngineOutcome(_joined(cast(Claim, claim).future, self._timeout), joined=True)
 
     def _admit_leading(self, requests: Sequence[EngineRequest], claims: Sequence[Claim | None]
                        ) -> tuple[BaseScheduler, list[asyncio.Future[Transcription]]]:
@@ -343,7 +341,6 @@ class EngineClient:
                 if claim is not None:
                     self._recent.fail(claim, failure)
             raise
-        self._metrics.queue_depth.set(scheduler.queued)
         return scheduler, futures
 
     async def transcribe(self, audio: np.ndarray, language: str | None, request_id: str) -> Transcription:

@@ -29,12 +29,11 @@ from audio_reward.protocol import (
     ScoreResponse,
     decode_batch_request,
     decode_score_request,
-    parse_json,
 )
 from audio_reward.scoring import Normalizer, Reference, ScoringError, normalize_reference, score_transcript
 
 from ..engines.base import Transcription
-from ..errors import BadRequestError, ServerError, error_response
+from ..errors import BadRequestError, ServerError, error_response, parse_request
 from .audio_files import FFMPEG_FILES, resample_16k
 from .engine_client import EngineClient, EngineOutcome, EngineRequest
 from .offload import Offload
@@ -121,17 +120,10 @@ class ScoringPipeline:
             raise BadRequestError(exc.code, exc.message, path=f"$.{exc.field}") from None
 
     def _prepare_one(self, body: bytes, request_id: str) -> PreparedRequest:
-        try:
-            req = decode_score_request(parse_json(body), self.limits, decoder=FFMPEG_FILES)
-        except ProtocolError as exc:
-            raise BadRequestError.from_protocol(exc) from None
-        return self._prepare(req, request_id)
+        return self._prepare(parse_request(decode_score_request, body, self.limits, decoder=FFMPEG_FILES), request_id)
 
     def _prepare_batch(self, body: bytes, request_id: str) -> list[PreparedRequest | ServerError]:
-        try:
-            _, decoded = decode_batch_request(parse_json(body), self.limits, decoder=FFMPEG_FILES)
-        except ProtocolError as exc:
-            raise BadRequestError.from_protocol(exc) from None
+        _, decoded = parse_request(decode_batch_request, body, self.limits, decoder=FFMPEG_FILES)
         items: list[PreparedRequest | ServerError] = []
         for i, item in enumerate(decoded):
             try:
@@ -158,7 +150,7 @@ class ScoringPipeline:
         )
         # The rules follow the request's language (a garbled transcript must not switch them), but the
         # answer says which language the audio was decoded in: the model's detection when none was asked for.
-        engine = utterance.engine.engine
+        engine = self.engine_client.info
         return result.response(
             detected_language=transcription.language, model=engine.model_id, engine=engine.engine,
             protocol_version=PROTOCOL_VERSION, request_id=item.engine.request_id,

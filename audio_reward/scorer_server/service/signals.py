@@ -26,10 +26,8 @@ from audio_reward.protocol import (
     PROTOCOL_VERSION,
     DecodedAudio,
     DecodedScoreRequest,
-    ProtocolError,
     RewardPolicy,
     decode_speaker_request,
-    parse_json,
 )
 
 from ..config import ServerConfig
@@ -42,6 +40,7 @@ from ..errors import (
     ShuttingDownError,
     SignalError,
     UnknownSpeakerReferenceError,
+    parse_request,
 )
 from ..signals.quality import QualityScore, QualityScorer
 from ..signals.references import SpeakerReferenceStore, reference_id
@@ -271,10 +270,7 @@ class SignalService:
 
     # -- registration -----------------------------------------------------------------------
     def _prepare_registration(self, body: bytes) -> np.ndarray:
-        try:
-            audio = decode_speaker_request(parse_json(body), self.settings.limits)
-        except ProtocolError as exc:
-            raise BadRequestError.from_protocol(exc) from None
+        audio = parse_request(decode_speaker_request, body, self.settings.limits)
         self._require_speaker("$")
         return self._reference_16k(audio, f"$.{audio.encoding}")
 
