@@ -240,18 +240,15 @@ def decode_score_request(
     obj: Any,
     limits: Limits = DEFAULT_LIMITS,
     *,
-    path: str = "$",
-    batch_version: str | None = None,
     decoder: FileDecoder | None = None,
 ) -> DecodedScoreRequest:
     """Validate one score request (a parsed JSON object) and decode its audio.
 
     Sizes (prompt, metadata, audio duration and decoded bytes) are checked
-    before the audio is decoded.  Inside a batch pass ``batch_version``: the
-    item's own version may be omitted and then takes the batch's.  ``decoder``
+    before the audio is decoded (a batch's items: :func:`decode_batch_request`).  ``decoder``
     reads the files libsndfile does not (the server passes FFmpeg's).
     """
-    return _finish(_check_request(obj, limits, path, batch_version, decoder), limits)
+    return _finish(_check_request(obj, limits, "$", None, decoder), limits)
 
 
 class _BatchBudget:

@@ -253,10 +253,8 @@ def read_facts(body: bytes) -> ServerFacts:
     server may list only its endpoints.
     """
     try:
-        info = decode_body(body)
+        info = info_of(Response(200, body))
     except ProtocolViolationError:
-        return ServerFacts()
-    if not isinstance(info, dict):
         return ServerFacts()
     listed = info.get("endpoints")
     limits = info.get("limits")

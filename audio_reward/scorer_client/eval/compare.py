@@ -26,6 +26,7 @@ from .evaluate import (
     scoring_identity,
 )
 from .recordings import RunAudio
+from .report import write_compare_report
 from .stats import (
     checkpoint_table,
     failed_rows,
@@ -135,7 +136,7 @@ def compare_pair(base: Run, other: Run) -> Comparison:
 
 
 def compare_runs(runs: Sequence[Run], out_dir: Path, *, held_out: HeldOut | None = None,
-                 synthesis: dict[str, Any] | None = None, plots: bool = True) -> EvalResults:
+                 synthesis: dict[str, Any] | None = None) -> EvalResults:
     """Compare every run with the first; write ``eval_results.json``, ``deltas.jsonl``, the plot and the report."""
     if len(runs) < 2:
         raise RunError("compare needs a base run and at least one more")
@@ -155,11 +156,8 @@ def compare_runs(runs: Sequence[Run], out_dir: Path, *, held_out: HeldOut | None
         f.writelines(json.dumps({"checkpoint": comp.checkpoint, **d.model_dump()}, ensure_ascii=False) + "\n"
                      for comp in results.comparisons for d in comp.utterances)
     results.plots = [DELTAS]
-    if plots:
-        from .report import write_compare_report
-
-        results.plots += write_compare_report(results, [(r.name, r.rows) for r in runs], out_dir,
-                                              {r.name: r.audio for r in runs})
+    results.plots += write_compare_report(results, [(r.name, r.rows) for r in runs], out_dir,
+                                          {r.name: r.audio for r in runs})
     (out_dir / EVAL_RESULTS).write_text(results.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return results
 
