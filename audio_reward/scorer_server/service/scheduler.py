@@ -362,6 +362,8 @@ class MicroBatchScheduler(BaseScheduler):
                  max_queue: int = 512, max_batch_audio_s: float | None = None, max_batches_in_flight: int = 1,
                  on_batch: Callable[[BatchStats], None] | None = None) -> None:
         super().__init__(run_batch, max_queue=max_queue, on_batch=on_batch)
+        if max_batches_in_flight < 1:
+            raise ValueError("max_batches_in_flight must be at least 1")
         self.max_batch_size = max_batch_size
         self.max_wait_s = max_wait_s
         self.max_batch_audio_s = max_batch_audio_s
