@@ -100,7 +100,7 @@ def normalize_reference(
     no rules for.  ``field`` is the caller's name for the reference, used in the message.
     """
     if not reference.strip():
-        raise EmptyReferenceError(f"{field} is empty: there is no target text to score against", field=field)
+        raise EmptyReferenceError(f"{field} is empty or only whitespace: no target text to score against", field=field)
     code = language_code(language)
     char_level = is_chinese(reference, code)
     # normalize() refuses a language its rules do not cover (UnsupportedLanguageError) before any work
