@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -10,7 +9,7 @@ import pytest
 
 from audio_reward.scorer_client.errors import InvalidInputError
 from audio_reward.scorer_client.wire import check_sample_rate, check_waveform
-from audio_reward.trainer_plugin.samples import SampleError, as_sample_rate, as_waveform, failed_sample_text
+from audio_reward.trainer_plugin.samples import SampleError, as_sample_rate, as_waveform
 
 
 def test_leading_singleton_dims_and_object_arrays_unwrap_to_mono() -> None:
@@ -50,19 +49,3 @@ def test_bad_sample_rates_are_sample_errors_with_the_clients_message(rate: Any, 
     with pytest.raises(SampleError) as info:
         as_sample_rate(rate)
     assert str(info.value) == message
-
-
-def _item(**non_tensor: Any) -> SimpleNamespace:
-    """A rollout item as the reward manager reads it: only its ``non_tensor_batch``."""
-    return SimpleNamespace(non_tensor_batch=non_tensor)
-
-
-@pytest.mark.parametrize(("item", "text"), [
-    (_item(extra_info=np.array({"text": "hello there"}, dtype=object)), "hello there"),  # a 0-d object array
-    (_item(extra_info={"index": 3}, reward_model={"ground_truth": "the target"}), "the target"),
-    (_item(extra_info="not a mapping", reward_model={"ground_truth": "still found"}), "still found"),
-    (_item(extra_info=["no", "text"]), ""),
-])
-def test_a_failed_sample_is_named_by_its_text_whatever_its_extra_info_holds(item: SimpleNamespace, text: str) -> None:
-    """The failure path must mask the sample (or stop the run with its message), never raise a TypeError."""
-    assert failed_sample_text(item) == text
