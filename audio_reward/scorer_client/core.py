@@ -246,15 +246,16 @@ class ServerFacts:
     """The longest audio it scores; None when it does not say (the server still checks)."""
 
 
-def read_facts(body: bytes) -> ServerFacts:
-    """The facts in a 200 ``/v1/info`` body: each one read where it is well-formed, else unknown.
+def read_facts(answer: Response) -> ServerFacts:
+    """The facts in a ``/v1/info`` answer: each one read where it is well-formed, else unknown (all of them
+    when the server refused or answered no JSON object).
 
     Read field by field, not as a whole :class:`~audio_reward.protocol.InfoResponse`: another protocol v1
     server may list only its endpoints.
     """
     try:
-        info = info_of(Response(200, body))
-    except ProtocolViolationError:
+        info = info_of(answer)
+    except (ProtocolViolationError, RequestRejectedError):
         return ServerFacts()
     listed = info.get("endpoints")
     limits = info.get("limits")
@@ -576,7 +577,7 @@ class ScorerCore:
             logger.info("%s has no %s (HTTP %d): a protocol v1 server without batches; sending one request per item",
                         endpoint.base, INFO_PATH, answer.status)
             return ServerFacts(batch=False)
-        return read_facts(answer.body) if answer.status == 200 else ServerFacts()
+        return read_facts(answer)
 
     async def _score_chunk(self, items: Sequence[Any], gate: asyncio.Semaphore) -> list[ScoreResult | ScorerError]:
         async with gate:

@@ -20,6 +20,7 @@ from audio_reward.protocol import (
     encode_file,
 )
 from audio_reward.scorer_client.core import ServerFacts, read_facts
+from audio_reward.scorer_client.transport import Response
 from audio_reward.scorer_server.http.responses import wire_json
 from tests.testkit.speech import SENTENCES, espeak_available, synth_speech
 
@@ -55,12 +56,14 @@ def test_score_and_batch_answers_are_the_declared_models(scorer_url: str) -> Non
 
 
 def test_info_is_the_info_model_and_the_client_reads_it_typed(scorer_url: str) -> None:
-    raw = httpx.get(f"{scorer_url}/v1/info", timeout=30).content
+    answer = httpx.get(f"{scorer_url}/v1/info", timeout=30)
+    raw = answer.content
     info = InfoResponse.model_validate_json(raw)
     assert wire_json(info) == raw
     assert info.ready and info.batching.scheduler == "micro-batches"
     assert info.signals is not None and info.signals.speaker is None and info.signals.quality is None
-    assert read_facts(raw) == ServerFacts(batch=True, max_audio_seconds=info.limits.max_audio_seconds)
+    facts = read_facts(Response(answer.status_code, raw))
+    assert facts == ServerFacts(batch=True, max_audio_seconds=info.limits.max_audio_seconds)
 
 
 @pytest.mark.skipif(not espeak_available(), reason="espeak-ng is not installed")
